@@ -1,0 +1,55 @@
+#pragma once
+// Results are written atomically: into a temporary name beside the target, then renamed over it, so a reader
+// (or a killed run) never sees half a file.
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <string_view>
+
+namespace edgc {
+
+/// Streams a file into a temporary name beside `path`; commit() renames it into place, destruction without
+/// commit() removes it. Throws IoError on any failed write.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::filesystem::path path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void write(const void* data, std::size_t bytes);
+  void commit();
+
+ private:
+  std::filesystem::path path_;
+  std::filesystem::path tmp_;
+  std::FILE* file_ = nullptr;
+};
+
+/// Writes `contents` to `path` atomically (temp file in the same directory, fsync-free rename).
+/// Throws IoError when the directory cannot be written.
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+
+/// A directory built under a temporary sibling name and renamed into place by commit(); removed on destruction
+/// when not committed. Gives "no partial output" to commands that write a whole directory.
+class StagingDir {
+ public:
+  /// Throws InputError when `final_path` exists and is not an empty directory, IoError when it cannot be made.
+  explicit StagingDir(std::filesystem::path final_path);
+  ~StagingDir();
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+
+  /// Where to write the files now.
+  const std::filesystem::path& path() const noexcept { return tmp_; }
+  const std::filesystem::path& final_path() const noexcept { return final_; }
+  /// Moves the finished directory to its final name. Throws IoError.
+  void commit();
+
+ private:
+  std::filesystem::path final_;
+  std::filesystem::path tmp_;
+  bool committed_ = false;
+};
+
+}  // namespace edgc

@@ -1,0 +1,91 @@
+#include "edgc/core/atomic_file.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <system_error>
+
+#include "edgc/core/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace edgc {
+namespace {
+
+std::string unique_suffix() {
+  static unsigned counter = 0;
+  return ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
+  tmp_ = path_.string() + unique_suffix();
+  file_ = std::fopen(tmp_.c_str(), "wb");
+  if (file_ == nullptr) throw IoError(path_.string(), "cannot create file");
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    std::error_code ec;
+    fs::remove(tmp_, ec);
+  }
+}
+
+void AtomicFileWriter::write(const void* data, std::size_t bytes) {
+  if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) throw IoError(path_.string(), "write failed");
+}
+
+void AtomicFileWriter::commit() {
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  std::error_code ec;
+  if (!closed) {
+    fs::remove(tmp_, ec);
+    throw IoError(path_.string(), "write failed");
+  }
+  fs::rename(tmp_, path_, ec);
+  if (ec) {
+    fs::remove(tmp_, ec);
+    throw IoError(path_.string(), "cannot rename temporary file into place: " + ec.message());
+  }
+}
+
+void write_file_atomic(const fs::path& path, std::string_view contents) {
+  AtomicFileWriter w(path);
+  w.write(contents.data(), contents.size());
+  w.commit();
+}
+
+StagingDir::StagingDir(fs::path final_path) : final_(std::move(final_path)) {
+  std::error_code ec;
+  if (fs::exists(final_, ec)) {
+    if (!fs::is_directory(final_, ec)) throw InputError(final_.string(), "", "exists and is not a directory");
+    if (!fs::is_empty(final_, ec)) throw InputError(final_.string(), "", "output directory exists and is not empty");
+  }
+  fs::path parent = final_.has_parent_path() ? final_.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  if (ec) throw IoError(parent.string(), "cannot create directory: " + ec.message());
+  tmp_ = parent / ("." + final_.filename().string() + unique_suffix());
+  fs::create_directory(tmp_, ec);
+  if (ec) throw IoError(tmp_.string(), "cannot create directory: " + ec.message());
+}
+
+StagingDir::~StagingDir() {
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+}
+
+void StagingDir::commit() {
+  std::error_code ec;
+  if (fs::exists(final_, ec)) fs::remove(final_, ec);  // an empty directory, checked in the constructor
+  fs::rename(tmp_, final_, ec);
+  if (ec) throw IoError(final_.string(), "cannot move finished output into place: " + ec.message());
+  committed_ = true;
+}
+
+}  // namespace edgc

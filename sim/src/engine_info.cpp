@@ -1,0 +1,16 @@
+#include "edgc/sim/engine_info.hpp"
+
+#include <xbt/base.h>  // simgrid/version.h needs its declaration macros
+#include <simgrid/version.h>
+
+namespace edgc::sim {
+
+std::string simgrid_version() {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  sg_version_get(&major, &minor, &patch);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+}  // namespace edgc::sim

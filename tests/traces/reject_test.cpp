@@ -1,0 +1,247 @@
+// Every malformed trace is rejected with a TraceFormatError that names the file and the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "edgc/core/error.hpp"
+#include "edgc/traces/traces.hpp"
+#include "trace_test_util.hpp"
+
+namespace edgc::traces {
+namespace {
+
+using test::TempDir;
+using test::write_file;
+using test::write_raw_safetensors;
+
+const char* kManifest = R"({"format": "edgc.trace", "version": 1,
+  "model": {"name": "m", "num_stages": 1},
+  "tensors": [{"name": "w", "shape": [2, 3], "dtype": "f32", "stage": 0, "layer": 0, "mode": "full"}],
+  "iterations": [{"iteration": 0, "file": "iter_000000.safetensors", "loss": 1.5}],
+  "provenance": {}})";
+
+std::string f32_bytes(int n) {
+  std::string s(static_cast<std::size_t>(n) * 4, '\0');
+  for (int i = 0; i < n; ++i) {
+    const float f = static_cast<float>(i) + 0.5f;
+    std::memcpy(s.data() + 4 * i, &f, 4);
+  }
+  return s;
+}
+
+const std::string kGoodHeader = R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})";
+
+// Reads every iteration of a trace; returns the error message (empty when it was accepted).
+std::string read_error(const std::filesystem::path& dir) {
+  try {
+    TraceReader r(dir);
+    IterationData d;
+    while (r.next(d)) {
+    }
+  } catch (const TraceFormatError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class Reject : public ::testing::Test {
+ protected:
+  void SetUp() override { write_file(tmp_ / "trace.json", kManifest); }
+  std::filesystem::path iter_file() const { return tmp_ / "iter_000000.safetensors"; }
+  std::string iter_name() const { return iter_file().string(); }
+  TempDir tmp_;
+};
+
+TEST_F(Reject, AcceptsTheValidBaseline) {
+  write_raw_safetensors(iter_file(), kGoodHeader, f32_bytes(6));
+  EXPECT_EQ(read_error(tmp_.path()), "");
+  TraceReader r(tmp_.path());
+  IterationData d;
+  r.read(0, d);
+  EXPECT_EQ(d.tensors[0].values[5], 5.5f);
+}
+
+TEST_F(Reject, FileShorterThanTheHeaderLength) {
+  write_file(iter_file(), "abc");
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find(iter_name()), std::string::npos) << e;
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+}
+
+TEST_F(Reject, TruncatedData) {
+  std::string data = f32_bytes(6);
+  data.resize(20);
+  write_raw_safetensors(iter_file(), kGoodHeader, data);
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find(iter_name()), std::string::npos) << e;
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+  EXPECT_NE(e.find("header.w.data_offsets"), std::string::npos) << e;
+}
+
+TEST_F(Reject, HeaderLengthPastEndOfFile) {
+  write_raw_safetensors(iter_file(), kGoodHeader, f32_bytes(6), 1'000'000);
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find(iter_name() + ": header length: 1000000 bytes runs past the end"), std::string::npos) << e;
+}
+
+TEST_F(Reject, InvalidHeaderJson) {
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", )", f32_bytes(6));
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find(iter_name() + ": header: invalid JSON"), std::string::npos) << e;
+}
+
+TEST_F(Reject, HeaderThatIsNotAnObject) {
+  write_raw_safetensors(iter_file(), "[1, 2]", f32_bytes(6));
+  EXPECT_NE(read_error(tmp_.path()).find("header: expected a JSON object"), std::string::npos);
+}
+
+TEST_F(Reject, UnknownDtype) {
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F64", "shape": [2, 3], "data_offsets": [0, 48]}})",
+                        f32_bytes(12));
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find(iter_name() + ": header.w.dtype: unknown dtype 'F64'"), std::string::npos) << e;
+}
+
+TEST_F(Reject, ByteCountNotMatchingShape) {
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}})",
+                        f32_bytes(6));
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find(iter_name() + ": header.w.data_offsets: 20 bytes do not match shape [2, 3]"), std::string::npos)
+      << e;
+}
+
+TEST_F(Reject, DuplicateKeyInHeader) {
+  write_raw_safetensors(iter_file(),
+                        R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                            "w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})",
+                        f32_bytes(6));
+  EXPECT_NE(read_error(tmp_.path()).find("duplicate key 'w'"), std::string::npos);
+}
+
+TEST_F(Reject, OverlappingDataRegions) {
+  write_file(tmp_ / "trace.json",
+             std::string(kManifest).replace(std::string(kManifest).find("\"tensors\": ["), 12,
+                                            R"("tensors": [{"name": "v", "shape": [2], "dtype": "f32", "stage": 0},)"));
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                                         "v": {"dtype": "F32", "shape": [2], "data_offsets": [16, 24]}})",
+                        f32_bytes(6));
+  EXPECT_NE(read_error(tmp_.path()).find("overlaps"), std::string::npos);
+}
+
+TEST_F(Reject, EntryNotInManifestTensorMissingDtypeOrShapeMismatch) {
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                                         "extra": {"dtype": "F32", "shape": [1], "data_offsets": [24, 28]}})",
+                        f32_bytes(7));
+  EXPECT_NE(read_error(tmp_.path()).find(": extra: entry is not in the trace manifest"), std::string::npos);
+  write_raw_safetensors(iter_file(), R"({"x": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})",
+                        f32_bytes(6));
+  EXPECT_NE(read_error(tmp_.path()).find(": x: entry is not in the trace manifest"), std::string::npos);
+  write_raw_safetensors(iter_file(), "{}", "");
+  EXPECT_NE(read_error(tmp_.path()).find(": w: tensor listed in the manifest is missing"), std::string::npos);
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}})",
+                        f32_bytes(3));
+  EXPECT_NE(read_error(tmp_.path()).find(": w.dtype: BF16 does not match the manifest's f32"), std::string::npos);
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [3, 2], "data_offsets": [0, 24]}})",
+                        f32_bytes(6));
+  EXPECT_NE(read_error(tmp_.path()).find(": w.shape: [3, 2] does not match the manifest's [2, 3]"), std::string::npos);
+}
+
+TEST_F(Reject, BadBlockLists) {
+  std::string m = kManifest;
+  m.replace(m.find("\"mode\": \"full\""), 14, "\"mode\": \"blocks\"");
+  m.replace(m.find("\"tensors\""), 0, R"("sampling": {"block_elems": 2, "fraction": 0.5, "seed": 1}, )");
+  write_file(tmp_ / "trace.json", m);
+  auto blocks_file = [&](std::int64_t o1, std::int64_t l1, std::int64_t o2, std::int64_t l2) {
+    std::string data = f32_bytes(4);
+    const std::int64_t b[4] = {o1, l1, o2, l2};
+    data.append(reinterpret_cast<const char*>(b), sizeof b);
+    write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+                                           "w@blocks": {"dtype": "I64", "shape": [2, 2], "data_offsets": [16, 48]}})",
+                          data);
+    return read_error(tmp_.path());
+  };
+  EXPECT_EQ(blocks_file(0, 2, 4, 2), "");
+  EXPECT_NE(blocks_file(0, 2, 1, 2).find("w@blocks[1]"), std::string::npos);  // overlap
+  EXPECT_NE(blocks_file(0, 2, 5, 2).find("w@blocks[1]"), std::string::npos);  // past the 6 elements
+  EXPECT_NE(blocks_file(0, 1, 4, 2).find("blocks cover 3 elements"), std::string::npos);
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})",
+                        f32_bytes(4));
+  EXPECT_NE(read_error(tmp_.path()).find("w@blocks: missing"), std::string::npos);
+}
+
+TEST_F(Reject, UnknownManifestVersion) {
+  std::string m = kManifest;
+  m.replace(m.find("\"version\": 1"), 12, "\"version\": 7");
+  write_file(tmp_ / "trace.json", m);
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find("trace.json: version: unsupported trace format version 7"), std::string::npos) << e;
+}
+
+TEST_F(Reject, MissingIterationFile) {
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find("trace.json: iterations[0].file: iteration file"), std::string::npos) << e;
+  EXPECT_NE(e.find("is missing"), std::string::npos) << e;
+}
+
+TEST_F(Reject, DuplicateTensorNames) {
+  std::string m = kManifest;
+  const std::string t = R"({"name": "w", "shape": [2, 3], "dtype": "f32", "stage": 0, "layer": 0, "mode": "full"})";
+  m.replace(m.find(t), t.size(), t + ", " + t);
+  write_file(tmp_ / "trace.json", m);
+  const auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find("trace.json: tensors[1].name: duplicate tensor name 'w'"), std::string::npos) << e;
+}
+
+TEST_F(Reject, ManifestFieldErrors) {
+  const std::string base = kManifest;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string m = base;
+    m.replace(m.find(from), from.size(), to);
+    write_file(tmp_ / "trace.json", m);
+    write_raw_safetensors(iter_file(), kGoodHeader, f32_bytes(6));
+    return read_error(tmp_.path());
+  };
+  EXPECT_NE(with("\"edgc.trace\"", "\"other\"").find("format: expected \"edgc.trace\""), std::string::npos);
+  EXPECT_NE(with("\"stage\": 0", "\"stage\": 3").find("tensors[0].stage: 3 is not below"), std::string::npos);
+  EXPECT_NE(with("\"dtype\": \"f32\"", "\"dtype\": \"f64\"").find("tensors[0].dtype: unknown dtype 'f64'"),
+            std::string::npos);
+  EXPECT_NE(with("[2, 3]", "[2, 0]").find("tensors[0].shape"), std::string::npos);
+  EXPECT_NE(with("\"mode\": \"full\"", "\"mode\": \"rows\"").find("tensors[0].mode: unknown mode"), std::string::npos);
+  EXPECT_NE(with("\"provenance\"", "\"surprise\"").find("surprise: unknown key"), std::string::npos);
+  EXPECT_NE(with("\"loss\": 1.5", "\"loss\": \"low\"").find("iterations[0].loss: expected a number"),
+            std::string::npos);
+  EXPECT_NE(with("\"file\": \"iter_000000.safetensors\"", "\"file\": \"../x\"").find("must be a plain file name"),
+            std::string::npos);
+  EXPECT_NE(with("\"num_stages\": 1", "\"num_stages\": 0").find("model.num_stages: must be >= 1"), std::string::npos);
+  EXPECT_NE(with("{\"format\"", "{{\"format\"").find("trace.json: invalid JSON"), std::string::npos);
+  EXPECT_NE(with("\"model\": {\"name\": \"m\", ", "\"model\": {").find("model.name: missing"), std::string::npos);
+}
+
+TEST(RejectDir, NotATraceDirectory) {
+  TempDir tmp;
+  EXPECT_THROW(TraceReader(tmp / "nope"), TraceFormatError);
+  EXPECT_THROW(TraceReader(tmp.path()), TraceFormatError);  // no trace.json
+}
+
+TEST(NonFinite, NaNAndInfAreReadAndCountedNotFatal) {
+  TempDir tmp;
+  write_file(tmp / "trace.json", kManifest);
+  std::string data = f32_bytes(6);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::memcpy(data.data(), &nan, 4);
+  std::memcpy(data.data() + 8, &inf, 4);
+  write_raw_safetensors(tmp / "iter_000000.safetensors", kGoodHeader, data);
+  TraceReader r(tmp.path());
+  IterationData d;
+  r.read(0, d);
+  const TensorStats s = compute_stats(d.tensors[0].values);
+  EXPECT_EQ(s.nan, 1);
+  EXPECT_EQ(s.inf, 1);
+  EXPECT_EQ(s.count, 4);
+}
+
+}  // namespace
+}  // namespace edgc::traces

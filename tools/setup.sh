@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs every Debian package edgc needs, then configures and builds it.
+#
+#   tools/setup.sh [--deps-only] [--build-dir DIR] [--build-type TYPE]
+#
+# Idempotent: packages already present are not reinstalled and `apt-get update` runs at most once per call
+# (and only when something is missing). Works as root on a brand-new Debian 12 machine; uses sudo otherwise.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir="$repo/build"
+build_type=Release
+deps_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deps-only) deps_only=1 ;;
+    --build-dir) build_dir=$2; shift ;;
+    --build-type) build_type=$2; shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# Build tools and the fixed C++ dependencies; Open MPI for CPU live runs and distributed sweeps;
+# Debian's PyTorch (with a threaded OpenBLAS, else its matrix products fall back to reference BLAS) and
+# numpy for trace capture and the cross-language tests.
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  libsimgrid-dev
+  libopenmpi-dev openmpi-bin
+  python3 python3-numpy python3-torch libopenblas0-pthread
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then missing+=("$p"); fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all Debian packages present"
+fi
+
+[ "$deps_only" -eq 1 ] && exit 0
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type"
+fi
+cmake --build "$build_dir" --parallel "$(nproc)"

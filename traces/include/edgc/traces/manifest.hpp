@@ -1,0 +1,70 @@
+#pragma once
+// The trace manifest (`trace.json`, format "edgc.trace" version 1; see traces/FORMAT.md) as typed structs.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgc/traces/dtype.hpp"
+
+namespace edgc::traces {
+
+inline constexpr const char* kTraceFormatName = "edgc.trace";
+inline constexpr int kTraceFormatVersion = 1;
+inline constexpr const char* kManifestFileName = "trace.json";
+
+enum class CaptureMode { kFull, kBlocks };
+
+/// One captured parameter gradient.
+struct TensorInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;  ///< full parameter shape, row-major
+  Dtype dtype = Dtype::kF32;        ///< storage type in iteration files (read back as f32)
+  int stage = 0;                    ///< pipeline stage owning the parameter, 0-based
+  int layer = -1;                   ///< transformer layer index, -1 outside the layers
+  CaptureMode mode = CaptureMode::kFull;
+
+  /// Product of the shape (1 for a scalar).
+  std::int64_t numel() const noexcept;
+};
+
+/// One captured training iteration.
+struct IterationInfo {
+  std::int64_t iteration = 0;  ///< training step index
+  std::string file;            ///< file name inside the trace directory
+  std::optional<double> loss;  ///< training loss at that step, when recorded
+};
+
+/// How sampled tensors were sampled (present when any tensor uses CaptureMode::kBlocks).
+struct SamplingInfo {
+  std::int64_t block_elems = 0;  ///< elements per block
+  double fraction = 1.0;         ///< share of each tensor's elements captured, (0, 1]
+  std::uint64_t seed = 0;        ///< seed of the block choice
+};
+
+struct Manifest {
+  int version = kTraceFormatVersion;
+  std::string model_name;
+  int num_stages = 1;
+  std::string model_json = "{}";       ///< the whole "model" object, serialised (free-form beyond name/stages)
+  std::optional<SamplingInfo> sampling;
+  std::vector<TensorInfo> tensors;
+  std::vector<IterationInfo> iterations;
+  std::string provenance_json = "{}";  ///< the "provenance" object, serialised
+
+  /// Index of the tensor with this name, or -1.
+  int find_tensor(const std::string& name) const noexcept;
+};
+
+/// Reads and validates `dir/trace.json`. Throws TraceFormatError naming the file and field.
+Manifest read_manifest(const std::filesystem::path& dir);
+
+/// Checks a manifest's invariants (unique names, stages in range, increasing iterations, ...).
+/// `where` names the file in error messages. Throws TraceFormatError.
+void validate_manifest(const Manifest& m, const std::string& where);
+
+/// Serialises a manifest to the JSON text of `trace.json`.
+std::string manifest_to_json(const Manifest& m);
+
+}  // namespace edgc::traces

@@ -1,0 +1,40 @@
+#include "json_strict.hpp"
+
+#include <set>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+
+namespace edgc::traces::detail {
+
+nlohmann::json parse_json_strict(std::string_view text, const std::string& where, const std::string& field) {
+  using nlohmann::json;
+  std::vector<std::set<std::string>> keys;  // one key set per open object
+  std::string duplicate;
+  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start: keys.emplace_back(); break;
+      case json::parse_event_t::object_end: keys.pop_back(); break;
+      case json::parse_event_t::key:
+        if (!keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+          duplicate = parsed.get<std::string>();
+        break;
+      default: break;
+    }
+    return true;
+  };
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end(), callback);
+  } catch (const json::exception& e) {
+    std::string msg = e.what();
+    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
+    throw TraceFormatError(where, field, "invalid JSON: " + msg);
+  }
+  if (!duplicate.empty()) throw TraceFormatError(where, field, "duplicate key '" + duplicate + "'");
+  return j;
+}
+
+std::string json_type_name(const nlohmann::json& j) { return j.type_name(); }
+
+}  // namespace edgc::traces::detail

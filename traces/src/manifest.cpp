@@ -1,0 +1,241 @@
+#include "edgc/traces/manifest.hpp"
+
+#include <fstream>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "edgc/core/error.hpp"
+#include "json_strict.hpp"
+
+namespace edgc::traces {
+namespace {
+
+using nlohmann::json;
+
+// Typed access to one JSON object of the manifest, naming file and field path in every error.
+class Fields {
+ public:
+  Fields(const json& j, std::string where, std::string prefix)
+      : j_(j), where_(std::move(where)), prefix_(std::move(prefix)) {
+    if (!j_.is_object()) fail("", "expected an object, got " + detail::json_type_name(j_));
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& detail) const {
+    std::string field = prefix_;
+    if (!key.empty()) field += (field.empty() ? "" : ".") + key;
+    throw TraceFormatError(where_, field, detail);
+  }
+
+  void only(std::initializer_list<const char*> allowed) const {
+    for (const auto& [k, v] : j_.items()) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || k == a;
+      if (!ok) fail(k, "unknown key");
+    }
+  }
+
+  const json& required(const std::string& key) const {
+    const auto it = j_.find(key);
+    if (it == j_.end()) fail(key, "missing");
+    return *it;
+  }
+  bool has(const std::string& key) const { return j_.contains(key); }
+
+  std::string string(const std::string& key) const {
+    const json& v = required(key);
+    if (!v.is_string()) fail(key, "expected a string, got " + detail::json_type_name(v));
+    return v.get<std::string>();
+  }
+  std::int64_t integer(const std::string& key, std::int64_t min) const {
+    const json& v = required(key);
+    if (!v.is_number_integer()) fail(key, "expected an integer, got " + v.dump());
+    const auto x = v.get<std::int64_t>();
+    if (x < min) fail(key, "must be >= " + std::to_string(min) + ", got " + std::to_string(x));
+    return x;
+  }
+  double number(const std::string& key) const {
+    const json& v = required(key);
+    if (!v.is_number()) fail(key, "expected a number, got " + v.dump());
+    return v.get<double>();
+  }
+
+ private:
+  const json& j_;
+  std::string where_;
+  std::string prefix_;
+};
+
+TensorInfo parse_tensor(const json& j, const std::string& where, std::size_t index) {
+  const Fields f(j, where, "tensors[" + std::to_string(index) + "]");
+  f.only({"name", "shape", "dtype", "stage", "layer", "mode"});
+  TensorInfo t;
+  t.name = f.string("name");
+  const json& shape = f.required("shape");
+  if (!shape.is_array()) f.fail("shape", "expected an array of positive integers");
+  for (const auto& d : shape) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 1)
+      f.fail("shape", "dimensions must be positive integers, got " + shape.dump());
+    t.shape.push_back(d.get<std::int64_t>());
+  }
+  const std::string dtype = f.string("dtype");
+  const auto d = parse_manifest_dtype(dtype);
+  if (!d || *d == Dtype::kI64) f.fail("dtype", "unknown dtype '" + dtype + "' (supported: f32, f16, bf16)");
+  t.dtype = *d;
+  t.stage = static_cast<int>(f.integer("stage", 0));
+  t.layer = f.has("layer") ? static_cast<int>(f.integer("layer", -1)) : -1;
+  const std::string mode = f.has("mode") ? f.string("mode") : "full";
+  if (mode == "full") {
+    t.mode = CaptureMode::kFull;
+  } else if (mode == "blocks") {
+    t.mode = CaptureMode::kBlocks;
+  } else {
+    f.fail("mode", "unknown mode '" + mode + "' (supported: full, blocks)");
+  }
+  return t;
+}
+
+IterationInfo parse_iteration(const json& j, const std::string& where, std::size_t index) {
+  const Fields f(j, where, "iterations[" + std::to_string(index) + "]");
+  f.only({"iteration", "file", "loss"});
+  IterationInfo it;
+  it.iteration = f.integer("iteration", 0);
+  it.file = f.string("file");
+  if (f.has("loss") && !f.required("loss").is_null()) it.loss = f.number("loss");
+  return it;
+}
+
+}  // namespace
+
+std::int64_t TensorInfo::numel() const noexcept {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+int Manifest::find_tensor(const std::string& name) const noexcept {
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+Manifest read_manifest(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kManifestFileName;
+  const std::string where = path.string();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw TraceFormatError(dir.string(), "", "not a trace directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceFormatError(where, "", "cannot open the trace manifest");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const json j = detail::parse_json_strict(ss.str(), where, "");
+  const Fields top(j, where, "");
+  if (top.string("format") != kTraceFormatName)
+    top.fail("format", "expected \"" + std::string(kTraceFormatName) + "\", got \"" + top.string("format") + "\"");
+  const std::int64_t version = top.integer("version", 0);
+  if (version != kTraceFormatVersion) {
+    top.fail("version", "unsupported trace format version " + std::to_string(version) + " (this edgc reads version " +
+                            std::to_string(kTraceFormatVersion) + ")");
+  }
+  top.only({"format", "version", "model", "sampling", "tensors", "iterations", "provenance"});
+
+  Manifest m;
+  m.version = static_cast<int>(version);
+  const json& model = top.required("model");
+  const Fields mf(model, where, "model");
+  m.model_name = mf.string("name");
+  m.num_stages = static_cast<int>(mf.integer("num_stages", 1));
+  m.model_json = model.dump();
+  if (top.has("provenance")) {
+    if (!top.required("provenance").is_object()) top.fail("provenance", "expected an object");
+    m.provenance_json = top.required("provenance").dump();
+  }
+  if (top.has("sampling")) {
+    const Fields sf(top.required("sampling"), where, "sampling");
+    sf.only({"block_elems", "fraction", "seed"});
+    SamplingInfo s;
+    s.block_elems = sf.integer("block_elems", 1);
+    s.fraction = sf.number("fraction");
+    if (!(s.fraction > 0.0 && s.fraction <= 1.0)) sf.fail("fraction", "must be in (0, 1]");
+    s.seed = static_cast<std::uint64_t>(sf.integer("seed", 0));
+    m.sampling = s;
+  }
+  const json& tensors = top.required("tensors");
+  if (!tensors.is_array()) top.fail("tensors", "expected an array");
+  for (std::size_t i = 0; i < tensors.size(); ++i) m.tensors.push_back(parse_tensor(tensors[i], where, i));
+  const json& iterations = top.required("iterations");
+  if (!iterations.is_array()) top.fail("iterations", "expected an array");
+  for (std::size_t i = 0; i < iterations.size(); ++i) m.iterations.push_back(parse_iteration(iterations[i], where, i));
+  validate_manifest(m, where);
+  return m;
+}
+
+void validate_manifest(const Manifest& m, const std::string& where) {
+  if (m.num_stages < 1) throw TraceFormatError(where, "model.num_stages", "must be >= 1");
+  if (m.tensors.empty()) throw TraceFormatError(where, "tensors", "a trace needs at least one tensor");
+  if (m.iterations.empty()) throw TraceFormatError(where, "iterations", "a trace needs at least one iteration");
+  std::set<std::string> names;
+  bool any_blocks = false;
+  for (std::size_t i = 0; i < m.tensors.size(); ++i) {
+    const TensorInfo& t = m.tensors[i];
+    const std::string f = "tensors[" + std::to_string(i) + "]";
+    if (t.name.empty()) throw TraceFormatError(where, f + ".name", "must not be empty");
+    if (t.name.find('@') != std::string::npos)
+      throw TraceFormatError(where, f + ".name", "'" + t.name + "' must not contain '@'");
+    if (!names.insert(t.name).second)
+      throw TraceFormatError(where, f + ".name", "duplicate tensor name '" + t.name + "'");
+    if (t.stage >= m.num_stages) {
+      throw TraceFormatError(where, f + ".stage",
+                             std::to_string(t.stage) + " is not below model.num_stages = " +
+                                 std::to_string(m.num_stages));
+    }
+    any_blocks = any_blocks || t.mode == CaptureMode::kBlocks;
+  }
+  if (any_blocks && !m.sampling)
+    throw TraceFormatError(where, "sampling", "missing, but some tensors are captured in blocks");
+  std::set<std::string> files;
+  for (std::size_t i = 0; i < m.iterations.size(); ++i) {
+    const IterationInfo& it = m.iterations[i];
+    const std::string f = "iterations[" + std::to_string(i) + "]";
+    if (i > 0 && it.iteration <= m.iterations[i - 1].iteration)
+      throw TraceFormatError(where, f + ".iteration", "iterations must be strictly increasing");
+    if (it.file.empty() || it.file.find('/') != std::string::npos || it.file == "." || it.file == "..")
+      throw TraceFormatError(where, f + ".file", "'" + it.file + "' must be a plain file name");
+    if (!files.insert(it.file).second)
+      throw TraceFormatError(where, f + ".file", "file '" + it.file + "' is listed twice");
+  }
+}
+
+std::string manifest_to_json(const Manifest& m) {
+  nlohmann::ordered_json j;
+  j["format"] = kTraceFormatName;
+  j["version"] = m.version;
+  j["model"] = nlohmann::ordered_json::parse(m.model_json);
+  j["model"]["name"] = m.model_name;
+  j["model"]["num_stages"] = m.num_stages;
+  if (m.sampling) {
+    j["sampling"] = {{"block_elems", m.sampling->block_elems},
+                     {"fraction", m.sampling->fraction},
+                     {"seed", m.sampling->seed}};
+  }
+  j["tensors"] = nlohmann::ordered_json::array();
+  for (const auto& t : m.tensors) {
+    j["tensors"].push_back({{"name", t.name},
+                            {"shape", t.shape},
+                            {"dtype", manifest_name(t.dtype)},
+                            {"stage", t.stage},
+                            {"layer", t.layer},
+                            {"mode", t.mode == CaptureMode::kFull ? "full" : "blocks"}});
+  }
+  j["iterations"] = nlohmann::ordered_json::array();
+  for (const auto& it : m.iterations) {
+    nlohmann::ordered_json e = {{"iteration", it.iteration}, {"file", it.file}};
+    e["loss"] = it.loss ? nlohmann::ordered_json(*it.loss) : nlohmann::ordered_json(nullptr);
+    j["iterations"].push_back(std::move(e));
+  }
+  j["provenance"] = nlohmann::ordered_json::parse(m.provenance_json);
+  return j.dump(1) + "\n";
+}
+
+}  // namespace edgc::traces
