@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package edgc needs, then configures and builds it.
 #
-#   tools/setup.sh [--deps-only] [--build-dir DIR] [--build-type TYPE]
+#   tools/setup.sh [--test] [--deps-only] [--build-dir DIR] [--build-type TYPE]
+#
+#   --test   after building, run the whole test suite (CTest); the exit code is the suite's
 #
 # Idempotent: packages already present are not reinstalled and `apt-get update` runs at most once per call
 # (and only when something is missing). Works as root on a brand-new Debian 12 machine; uses sudo otherwise.
@@ -11,12 +13,14 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir="$repo/build"
 build_type=Release
 deps_only=0
+run_tests=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --deps-only) deps_only=1 ;;
+    --test) run_tests=1 ;;
     --build-dir) build_dir=$2; shift ;;
     --build-type) build_type=$2; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -56,3 +60,7 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type"
 fi
 cmake --build "$build_dir" --parallel "$(nproc)"
+
+if [ "$run_tests" -eq 1 ]; then
+  ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)"
+fi

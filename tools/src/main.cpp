@@ -46,14 +46,19 @@ int run(int argc, char** argv) {
   }
   if (best == nullptr) {
     std::string group_help;
-    for (const auto& c : commands)
-      if (c.name.rfind(args[0] + " ", 0) == 0) group_help += "\n  edgc " + c.name + "  " + c.summary;
+    std::string group_names;
+    for (const auto& c : commands) {
+      if (c.name.rfind(args[0] + " ", 0) == 0) {
+        group_help += "\n  edgc " + c.name + "  " + c.summary;
+        group_names += (group_names.empty() ? "" : ", ") + c.name.substr(args[0].size() + 1);
+      }
+    }
     if (!group_help.empty()) {
       if (args.size() == 1 || args[1] == "--help" || args[1] == "-h") {
         std::cout << "usage:" << group_help << "\n";
         return args.size() == 1 ? 2 : 0;
       }
-      throw edgc::UsageError("unknown subcommand 'edgc " + args[0] + " " + args[1] + "'; one of:" + group_help);
+      throw edgc::UsageError("unknown subcommand 'edgc " + args[0] + " " + args[1] + "' (one of: " + group_names + ")");
     }
     throw edgc::UsageError("unknown command '" + args[0] + "' (see 'edgc --help')");
   }

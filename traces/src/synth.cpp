@@ -79,12 +79,19 @@ Manifest synthesize_trace(const SynthOptions& o, const std::filesystem::path& di
   nlohmann::json model = {{"name", m.model_name}, {"num_stages", o.stages}, {"num_layers", o.layers}};
   m.model_json = model.dump();
   if (o.mode == CaptureMode::kBlocks) m.sampling = SamplingInfo{o.block_elems, o.fraction, o.seed};
-  const char* names[] = {"attn.qkv", "attn.proj", "mlp.fc", "mlp.proj"};
+  // Transformer-like names: the 2-D shapes of a layer in order, then generic ones; 1-D tensors are biases.
+  const char* matrix_names[] = {"attn.qkv", "attn.proj", "mlp.fc", "mlp.proj"};
   for (int l = 0; l < o.layers; ++l) {
+    int matrices = 0;
     for (std::size_t s = 0; s < o.layer_shapes.size(); ++s) {
       TensorInfo t;
-      const std::string base = s < 4 ? names[s] : "param" + std::to_string(s);
-      t.name = "layers." + std::to_string(l) + "." + base + (o.layer_shapes[s].size() >= 2 ? ".weight" : ".bias");
+      const bool is_matrix = o.layer_shapes[s].size() >= 2;
+      const std::string base =
+          is_matrix ? (matrices < 4 ? std::string(matrix_names[matrices]) + ".weight"
+                                    : "matrix" + std::to_string(matrices) + ".weight")
+                    : "bias" + std::to_string(s);
+      matrices += is_matrix ? 1 : 0;
+      t.name = "layers." + std::to_string(l) + "." + base;
       t.shape = o.layer_shapes[s];
       t.dtype = o.dtype;
       t.layer = l;
