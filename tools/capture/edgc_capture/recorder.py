@@ -1,0 +1,284 @@
+"""`TraceRecorder`: writes the gradients of a PyTorch training run as an edgc trace (traces/FORMAT.md).
+
+Design choices, and why:
+
+* The recorder only reads `p.grad` after `backward()`; it never touches the model or the optimizer, so
+  attaching it cannot change the training run it observes.
+* Sampled tensors keep the *same* blocks at every iteration, so that per-tensor statistics (and anything
+  derived from them, such as entropy estimates) are comparable across iterations rather than mixing
+  sampling noise into the temporal signal.
+* Blocks are aligned slots of `block_elems` consecutive flattened elements: non-overlapping by
+  construction, cheap to gather, and for row-major matrices whose rows divide `block_elems` they are whole
+  rows.
+* Every iteration file and `trace.json` are replaced atomically, and the manifest is rewritten after each
+  recorded iteration, so a capture killed at any moment still leaves a valid (shorter) trace.
+"""
+
+import datetime
+import json
+import math
+import os
+import re
+
+import numpy as np
+import torch
+
+from . import safetensors_io
+
+FORMAT = "edgc.trace"
+VERSION = 1
+
+# trace dtype -> (torch dtype used for the round trip, safetensors dtype name)
+DTYPES = {"f32": (torch.float32, "F32"), "f16": (torch.float16, "F16"), "bf16": (torch.bfloat16, "BF16")}
+
+DEFAULT_LAYER_REGEX = r"\.(\d+)\."
+# Parameters outside the layers that belong to the first stage (they consume the input).
+DEFAULT_INPUT_REGEX = r"(^|[._])(embed\w*|embedding\w*|wte|wpe|tok_emb|pos_emb|token\w*|position\w*)([._]|$)"
+
+
+def parse_layer(name, layer_regex=DEFAULT_LAYER_REGEX):
+    """Layer index from a parameter name (first group of the first match), or -1 outside the layers."""
+    m = re.search(layer_regex, name)
+    return int(m.group(1)) if m else -1
+
+
+def stage_for(layer, num_layers, num_stages, is_input):
+    """Default pipeline placement: layers split evenly in order; the rest at the first or last stage."""
+    if layer >= 0:
+        return min(layer * num_stages // max(num_layers, 1), num_stages - 1)
+    return 0 if is_input else num_stages - 1
+
+
+def choose_blocks(numel, fraction, block_elems, rng):
+    """Pick the sampled blocks of a tensor, or None when they would cover all of it.
+
+    Returns an int64 array [B, 2] of (offset, length), sorted, with B = ceil(fraction * numel / block_elems)
+    (at least 1) distinct aligned slots; the last slot is shorter when block_elems does not divide numel.
+    The small epsilon keeps e.g. 0.3 * 1000 / 100 from rounding up to 4 blocks.
+    """
+    if numel < 1 or block_elems < 1 or not 0.0 < fraction <= 1.0:
+        raise ValueError(f"choose_blocks: bad numel={numel}, block_elems={block_elems}, fraction={fraction}")
+    slots = -(-numel // block_elems)
+    want = max(1, math.ceil(fraction * numel / block_elems - 1e-9))
+    if want >= slots:
+        return None
+    chosen = np.sort(rng.choice(slots, size=want, replace=False)).astype(np.int64)
+    offsets = chosen * block_elems
+    lengths = np.minimum(block_elems, numel - offsets)
+    return np.stack([offsets, lengths], axis=1).astype(np.int64)
+
+
+class TensorSpec:
+    """What the recorder captures for one parameter; `blocks` is None in full mode."""
+
+    def __init__(self, index, name, param, layer, stage, blocks):
+        self.index, self.name, self.param = index, name, param
+        self.shape = [int(d) for d in param.shape]
+        self.numel = int(param.numel())
+        self.layer, self.stage, self.blocks = layer, stage, blocks
+        self.mode = "full" if blocks is None else "blocks"
+        self.captured = self.numel if blocks is None else int(blocks[:, 1].sum())
+        self._gather = None  # torch index of the sampled elements, on the gradient's device
+
+    def gather_index(self, device):
+        if self._gather is None or self._gather.device != device:
+            idx = np.concatenate([np.arange(o, o + n, dtype=np.int64) for o, n in self.blocks])
+            self._gather = torch.from_numpy(idx).to(device)
+        return self._gather
+
+    def manifest(self, dtype):
+        return {"name": self.name, "shape": self.shape, "dtype": dtype, "stage": self.stage,
+                "layer": self.layer, "mode": self.mode}
+
+
+def _named_parameters(params):
+    if isinstance(params, torch.nn.Module):
+        return [(n, p) for n, p in params.named_parameters() if p.requires_grad]
+    if isinstance(params, dict):
+        return list(params.items())
+    pairs = list(params)
+    if not all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in pairs):
+        raise TypeError("params must be an nn.Module, a dict name -> parameter, or a list of (name, parameter)")
+    return pairs
+
+
+def _name_predicate(spec, known):
+    """Normalize the `full` selector (None, names, regex, or callable(name, param)) to a predicate."""
+    if spec is None:
+        return lambda name, p: False
+    if callable(spec) and not isinstance(spec, re.Pattern):
+        return spec
+    if isinstance(spec, (str, re.Pattern)):
+        pattern = re.compile(spec)
+        return lambda name, p: pattern.search(name) is not None
+    names = set(spec)
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise ValueError(f"full-capture names not among the recorded parameters: {unknown}")
+    return lambda name, p: name in names
+
+
+class TraceRecorder:
+    """Records selected parameter gradients every `every`-th iteration into `out_dir`.
+
+    params      nn.Module (all trainable parameters), dict name -> parameter, or list of (name, parameter)
+    every       record iterations with `iteration % every == 0`
+    num_stages  pipeline stages; `stage_of` (callable(name, layer) -> stage, or dict name -> stage)
+                overrides the default placement of `stage_for`
+    layer_regex first group = layer index; `input_regex` marks layer-less parameters of the first stage
+    num_layers  default: 1 + the largest layer index among the model's parameters
+    dtype       'f32', 'f16' or 'bf16' storage (f16 flushes small gradients to zero: prefer bf16)
+    mode        'full' or 'blocks'; with 'blocks', parameters matched by `full` are still captured whole
+    """
+
+    def __init__(self, out_dir, params, *, every=1, num_stages=1, stage_of=None,
+                 layer_regex=DEFAULT_LAYER_REGEX, input_regex=DEFAULT_INPUT_REGEX, num_layers=None,
+                 dtype="bf16", mode="full", fraction=0.05, block_elems=1024, seed=0, full=None,
+                 model_name="model", model_info=None, provenance=None, overwrite=False):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+        if mode not in ("full", "blocks"):
+            raise ValueError(f"mode must be 'full' or 'blocks', got {mode!r}")
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be an integer >= 1, got {every!r}")
+        if not isinstance(num_stages, int) or num_stages < 1:
+            raise ValueError(f"num_stages must be an integer >= 1, got {num_stages!r}")
+        if mode == "blocks" and (not 0.0 < fraction <= 1.0 or int(block_elems) < 1):
+            raise ValueError("blocks mode needs 0 < fraction <= 1 and block_elems >= 1")
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+
+        selected = _named_parameters(params)
+        if not selected:
+            raise ValueError("no parameters selected for recording")
+        names = [n for n, _ in selected]
+        if len(set(names)) != len(names):
+            raise ValueError("parameter names must be unique")
+        for n, p in selected:
+            if not n or "@" in n:
+                raise ValueError(f"parameter name {n!r} is empty or contains '@' (reserved by the format)")
+            if p.numel() == 0:
+                raise ValueError(f"parameter {n!r} has no elements")
+
+        # Layer count and parameter total describe the whole model, not just the recorded selection.
+        everything = list(params.named_parameters()) if isinstance(params, torch.nn.Module) else selected
+        layers = {n: parse_layer(n, layer_regex) for n, _ in everything}
+        if num_layers is None:
+            num_layers = 1 + max(layers.values())
+        input_re = re.compile(input_regex) if input_regex else None
+        is_full = _name_predicate(full, names)
+
+        self.out_dir = os.fspath(out_dir)
+        self.every, self.num_stages, self.num_layers = every, num_stages, num_layers
+        self.dtype, self.mode = dtype, mode
+        self.fraction, self.block_elems, self.seed = float(fraction), int(block_elems), seed
+        self.tensors = []
+        for index, (name, param) in enumerate(selected):
+            layer = parse_layer(name, layer_regex)
+            if stage_of is None:
+                stage = stage_for(layer, num_layers, num_stages, bool(input_re and input_re.search(name)))
+            elif callable(stage_of):
+                stage = stage_of(name, layer)
+            else:
+                stage = stage_of[name]
+            if not isinstance(stage, int) or not 0 <= stage < num_stages:
+                raise ValueError(f"parameter {name!r}: stage {stage!r} outside [0, {num_stages})")
+            blocks = None
+            if mode == "blocks" and not is_full(name, param):
+                rng = np.random.default_rng([seed, index])
+                blocks = choose_blocks(int(param.numel()), self.fraction, self.block_elems, rng)
+            self.tensors.append(TensorSpec(index, name, param, layer, stage, blocks))
+
+        total = sum(int(p.numel()) for _, p in everything)
+        self.model = {"name": model_name, "num_layers": num_layers, "num_stages": num_stages,
+                      "parameters": total}
+        self.model.update(model_info or {})
+        self.provenance = dict(provenance or {})
+        self.provenance.setdefault(
+            "created_utc", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.iterations = []
+        self._prepare_dir(overwrite)
+
+    # ----------------------------------------------------------------------------------------------------
+    def _prepare_dir(self, overwrite):
+        os.makedirs(self.out_dir, exist_ok=True)
+        stale = [f for f in os.listdir(self.out_dir)
+                 if f == "trace.json" or (f.startswith("iter_") and f.endswith(".safetensors"))]
+        if stale and not overwrite:
+            raise FileExistsError(f"{self.out_dir} already holds a trace ({len(stale)} files); "
+                                  "pass overwrite=True to replace it")
+        for f in stale:
+            os.unlink(os.path.join(self.out_dir, f))
+
+    @property
+    def captured_elements(self):
+        return sum(t.captured for t in self.tensors)
+
+    def manifest(self):
+        doc = {"format": FORMAT, "version": VERSION, "model": self.model}
+        if any(t.mode == "blocks" for t in self.tensors):
+            doc["sampling"] = {"block_elems": self.block_elems, "fraction": self.fraction, "seed": self.seed}
+        doc["tensors"] = [t.manifest(self.dtype) for t in self.tensors]
+        doc["iterations"] = self.iterations
+        doc["provenance"] = self.provenance
+        return doc
+
+    def _write_manifest(self):
+        if not self.iterations:
+            return  # a trace needs at least one iteration; write nothing rather than an invalid file
+        text = json.dumps(self.manifest(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        safetensors_io.atomic_write_bytes(os.path.join(self.out_dir, "trace.json"), text.encode("utf-8"))
+
+    def update_provenance(self, **fields):
+        """Add fields known only later (final losses, wall time) and rewrite the manifest."""
+        self.provenance.update(fields)
+        self._write_manifest()
+
+    def _entries(self, iteration):
+        torch_dtype, st_dtype = DTYPES[self.dtype]
+        entries = {}
+        with torch.no_grad():
+            for t in self.tensors:
+                g = t.param.grad
+                if g is None:
+                    raise RuntimeError(
+                        f"parameter {t.name!r} has no gradient (.grad is None) at iteration {iteration}: "
+                        "call step() after backward(), and record only parameters that reach the loss")
+                if g.is_sparse or list(g.shape) != t.shape:
+                    raise RuntimeError(f"parameter {t.name!r}: gradient is sparse or has shape "
+                                       f"{list(g.shape)} instead of {t.shape}")
+                flat = g.detach().reshape(-1)
+                if t.blocks is not None:
+                    flat = flat.index_select(0, t.gather_index(flat.device))
+                v = flat.to(torch_dtype).cpu().contiguous()
+                arr = v.view(torch.int16).numpy() if st_dtype == "BF16" else v.numpy()
+                if t.blocks is None:
+                    arr = arr.reshape(t.shape)
+                entries[t.name] = (st_dtype, arr)
+                if t.blocks is not None:
+                    entries[t.name + "@blocks"] = ("I64", t.blocks)
+        return entries
+
+    def step(self, iteration, loss=None):
+        """Record the current gradients if `iteration % every == 0`; returns whether it recorded.
+
+        Call after `backward()` and before the optimizer zeroes the gradients.  A non-finite loss is
+        stored as null (JSON has no NaN).
+        """
+        if not isinstance(iteration, int) or iteration < 0:
+            raise ValueError(f"iteration must be a non-negative integer, got {iteration!r}")
+        if iteration % self.every:
+            return False
+        if self.iterations and iteration <= self.iterations[-1]["iteration"]:
+            raise ValueError(f"iteration {iteration} is not after the last recorded one "
+                             f"({self.iterations[-1]['iteration']})")
+        if isinstance(loss, torch.Tensor):
+            loss = loss.detach().item()
+        loss = float(loss) if loss is not None and math.isfinite(float(loss)) else None
+
+        fname = f"iter_{iteration:06d}.safetensors"
+        safetensors_io.save(os.path.join(self.out_dir, fname), self._entries(iteration),
+                            metadata={"format": FORMAT, "iteration": str(iteration)})
+        self.iterations.append({"iteration": iteration, "file": fname, "loss": loss})
+        self._write_manifest()
+        return True
