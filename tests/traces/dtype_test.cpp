@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <vector>
 
 #include "edgc/core/random.hpp"
 
@@ -32,6 +33,24 @@ TEST(Dtype, HalfConversionMatchesTheCompilersFloat16OnRandomFloats) {
     ASSERT_EQ(float_to_half(f), std::bit_cast<std::uint16_t>(ref)) << f;
     ASSERT_EQ(std::bit_cast<std::uint32_t>(half_to_float(float_to_half(f))),
               std::bit_cast<std::uint32_t>(static_cast<float>(ref)));
+  }
+}
+
+TEST(Dtype, BulkConversionsAgreeWithTheScalarOnesForEveryBitPattern) {
+  std::vector<std::uint16_t> all(0x10000 + 5);  // odd length exercises the vector loops' tails
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i * 40503u);
+  std::vector<float> half(all.size()), bf(all.size());
+  convert_to_f32(Dtype::kF16, all.data(), half.data(), all.size());
+  convert_to_f32(Dtype::kBF16, all.data(), bf.data(), all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const float h = half_to_float(all[i]);
+    const float b = bf16_to_float(all[i]);
+    if (std::isnan(h)) {
+      ASSERT_TRUE(std::isnan(half[i]));
+    } else {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(half[i]), std::bit_cast<std::uint32_t>(h)) << std::hex << all[i];
+    }
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(bf[i]), std::bit_cast<std::uint32_t>(b)) << std::hex << all[i];
   }
 }
 

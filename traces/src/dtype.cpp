@@ -2,6 +2,10 @@
 
 #include <bit>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 static_assert(std::endian::native == std::endian::little, "edgc trace I/O assumes a little-endian host");
 
 namespace edgc::traces {
@@ -47,6 +51,34 @@ std::optional<Dtype> parse_safetensors_dtype(std::string_view s) noexcept {
     if (s == safetensors_name(d)) return d;
   return std::nullopt;
 }
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// F16C converts eight halves per instruction; used when the CPU has it (every x86-64 CPU since 2012).
+__attribute__((target("f16c"))) void half_block_to_float_f16c(const std::uint16_t* src, float* dst,
+                                                               std::size_t n) noexcept {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+#endif
+
+void half_block_to_float(const std::uint16_t* src, float* dst, std::size_t n) noexcept {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has_f16c = __builtin_cpu_supports("f16c");
+  if (has_f16c) {
+    half_block_to_float_f16c(src, dst, n);
+    return;
+  }
+#endif
+  for (std::size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+
+}  // namespace
 
 float half_to_float(std::uint16_t h) noexcept {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
@@ -101,15 +133,21 @@ void convert_to_f32(Dtype d, const void* src, float* dst, std::size_t n) noexcep
       std::memcpy(dst, src, n * sizeof(float));
       return;
     case Dtype::kBF16: {
+      // Widen into an integer chunk, then copy the bits out: both loops vectorise, and no float is read
+      // through a uint32_t pointer.
       const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(s[i]);
+      constexpr std::size_t kChunk = 2048;
+      std::uint32_t wide[kChunk];
+      for (std::size_t base = 0; base < n; base += kChunk) {
+        const std::size_t len = n - base < kChunk ? n - base : kChunk;
+        for (std::size_t i = 0; i < len; ++i) wide[i] = static_cast<std::uint32_t>(s[base + i]) << 16;
+        std::memcpy(dst + base, wide, len * sizeof(float));
+      }
       return;
     }
-    case Dtype::kF16: {
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::size_t i = 0; i < n; ++i) dst[i] = half_to_float(s[i]);
+    case Dtype::kF16:
+      half_block_to_float(static_cast<const std::uint16_t*>(src), dst, n);
       return;
-    }
     case Dtype::kI64:
       return;
   }
