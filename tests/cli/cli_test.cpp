@@ -130,4 +130,24 @@ TEST(Cli, VersionReportsTheLinkedSimGrid) {
   EXPECT_EQ(j["simgrid"].get<std::string>().rfind("3.", 0), 0u);
 }
 
+TEST(Cli, CqmPrintsTheRankErrorModel) {
+  TempDir tmp;
+  const CliRun r = edgc("cqm --m 1920 --n 1920 --rmax 128 --json", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edgc.cqm/1");
+  ASSERT_EQ(j["rows"].size(), 128u);
+  const auto& last = j["rows"][127];
+  EXPECT_EQ(last["r"], 128);
+  EXPECT_NEAR(last["g"].get<double>(), 0.778, 0.002);
+  EXPECT_NEAR(last["captured"].get<double>(), 1.0 - last["g"].get<double>(), 1e-12);
+  EXPECT_DOUBLE_EQ(last["compression_ratio"].get<double>(), 1920.0 * 1920.0 / (3840.0 * 128.0));
+
+  const CliRun bad = edgc("cqm --m 0 --n 5", tmp);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("--m"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+}
+
 }  // namespace

@@ -1,0 +1,79 @@
+#pragma once
+// The rank controller: a versioned interface, like NCCL's tuner plugins. Once per window it takes what was
+// observed (entropy per stage from the GDS, kurtosis, loss) and returns a rank per pipeline stage for the next
+// window. Explicit fallback: a stage without an observation keeps its previous decision; before any decision
+// everything is sent uncompressed.
+//
+// Version 1 inputs: WindowObservation. Outputs: WindowDecision (rank 0 = uncompressed, binding = which limit
+// decided it). Policies are chosen by name: none | static | selective | loss | edgc.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "edgc/core/dac.hpp"
+#include "edgc/core/entropy.hpp"
+#include "edgc/core/rank_rule.hpp"
+#include "edgc/core/warmup.hpp"
+
+namespace edgc::core {
+
+inline constexpr int kControllerApiVersion = 1;
+
+struct StageObservation {
+  std::optional<double> entropy_gaussian;   ///< nats, mean over the window's sampled iterations
+  std::optional<double> entropy_histogram;  ///< nats, same
+  std::optional<double> excess_kurtosis;    ///< of the sampled values, mean over sampled iterations
+  std::int64_t elements = 0;                ///< sampled elements that fed the estimates
+};
+
+struct WindowObservation {
+  std::int64_t window = 0;
+  std::int64_t first_iteration = 0;  ///< inclusive
+  std::int64_t end_iteration = 0;    ///< exclusive: the decision applies from here on
+  int sampled_iterations = 0;
+  std::vector<StageObservation> stages;
+  std::optional<double> mean_loss;
+};
+
+struct RankDecision {
+  int rank = 0;             ///< 0 = uncompressed
+  double continuous = 0.0;  ///< the rule's unquantised rank (edgc), else equal to rank
+  RankBinding binding = RankBinding::kUncompressed;
+};
+
+struct WindowDecision {
+  int api_version = kControllerApiVersion;
+  bool warmup = true;  ///< still warming up (everything uncompressed)
+  std::vector<RankDecision> stages;
+};
+
+struct ControllerConfig {
+  std::string policy = "edgc";  ///< none | static | selective | loss | edgc
+  int stages = 1;
+  EntropyEstimator estimator = EntropyEstimator::kGaussian;
+  WarmupConfig warmup;
+  CqmConfig cqm;
+  DacConfig dac;
+  /// (m, n) per stage: the matrix shape the CQM reasons about (the stage's largest compressible gradient).
+  std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;
+  int static_rank = 0;       ///< static and selective policies; 0 = r_max
+  int selective_stages = 1;  ///< selective: compress only the first this-many stages (Optimus-CC)
+};
+
+class Controller {
+ public:
+  virtual ~Controller() = default;
+  virtual int api_version() const noexcept { return kControllerApiVersion; }
+  virtual std::string_view policy() const noexcept = 0;
+  /// Called once per window, in order.
+  virtual WindowDecision decide(const WindowObservation& obs) = 0;
+};
+
+/// Validates the config (ConfigError naming `where` and the field) and builds the named policy.
+std::unique_ptr<Controller> make_controller(const ControllerConfig& config, const char* where);
+
+}  // namespace edgc::core

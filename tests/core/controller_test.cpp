@@ -1,0 +1,279 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "edgc/core/controller.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/core/gds.hpp"
+#include "edgc/core/random.hpp"
+
+namespace edgc::core {
+namespace {
+
+TEST(Entropy, GaussianClosedFormAndHistogramTracksIt) {
+  EXPECT_NEAR(gaussian_entropy(1.0), 0.5 * std::log(2 * std::numbers::pi * std::numbers::e), 1e-12);
+  EXPECT_NEAR(gaussian_entropy(0.01) - gaussian_entropy(0.02), -std::log(2.0), 1e-12);
+  // Histogram of N(0, σ²) samples with a fixed layout: its entropy is close to the Gaussian one, and the
+  // difference between σ and σ/2 matches ln 2 — the property the CQM rule relies on.
+  Rng rng(5);
+  const HistogramLayout layout = HistogramLayout::around(0.0, 1.0, 16.0, 16.0);
+  double h[2];
+  for (int k = 0; k < 2; ++k) {
+    const double sigma = k == 0 ? 1.0 : 0.5;
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(layout.bins), 0);
+    for (int i = 0; i < 400'000; ++i) {
+      const double x = sigma * rng.normal();
+      const auto b = static_cast<std::int64_t>(std::floor((x - layout.lo) / layout.bin_width));
+      ++counts[static_cast<std::size_t>(b)];
+    }
+    h[k] = histogram_entropy(counts, layout.bin_width);
+    EXPECT_NEAR(h[k], gaussian_entropy(sigma), 0.01);
+  }
+  EXPECT_NEAR(h[0] - h[1], std::log(2.0), 0.01);
+  EXPECT_TRUE(std::isnan(histogram_entropy(std::vector<std::int64_t>(4, 0), 1.0)));
+  EXPECT_THROW(parse_entropy_estimator("shannon", "f.json", "compression.estimator"), ConfigError);
+}
+
+TEST(Gds, SamplesEveryPeriodAndSharesBlocksAcrossRanks) {
+  GradientDataSampler g({100, 0.1, 0.25, 4096, 7});
+  EXPECT_EQ(g.period(), 10);
+  EXPECT_TRUE(g.samples_iteration(30));
+  EXPECT_FALSE(g.samples_iteration(31));
+  EXPECT_EQ(g.window_of(250), 2);
+  const auto a = g.blocks(3, 1 << 20, 40);
+  EXPECT_EQ(a, g.blocks(3, 1 << 20, 40));  // same on every rank
+  EXPECT_NE(a, g.blocks(3, 1 << 20, 50));  // differs between iterations
+  EXPECT_EQ(total_length(a), (1 << 20) / 4);
+  EXPECT_EQ(a[0].length, 1024);  // 4 KiB of f32
+  EXPECT_THROW(GradientDataSampler({100, 0.0, 0.25, 4096, 7}), ConfigError);
+}
+
+TEST(Warmup, FixedLength) {
+  WarmupConfig c;
+  c.mode = WarmupConfig::Mode::kFixed;
+  c.fixed_iters = 300;
+  WarmupDetector w(c);
+  EXPECT_FALSE(w.update(100, 1.0));
+  EXPECT_FALSE(w.update(200, std::nullopt));
+  EXPECT_TRUE(w.update(300, 1.0));
+  EXPECT_EQ(w.ended_at(), 300);
+}
+
+TEST(Warmup, EntropyStabilityWithFloorAndCeiling) {
+  WarmupConfig c;
+  c.threshold_nats = 0.05;
+  c.stable_windows = 2;
+  c.floor_iters = 500;
+  WarmupDetector w(c);
+  // Falling fast, then flat: stable from the 4th window on, but the floor holds it until 500.
+  const double h[] = {0.0, -0.5, -0.9, -0.92, -0.93, -0.94, -0.95};
+  std::int64_t end = 0;
+  for (double x : h) {
+    end += 100;
+    if (w.update(end, x)) break;
+  }
+  EXPECT_EQ(w.ended_at(), 500);
+  WarmupConfig never = c;
+  never.floor_iters = 0;
+  never.ceiling_iters = 300;
+  WarmupDetector v(never);
+  EXPECT_FALSE(v.update(100, 0.0));
+  EXPECT_FALSE(v.update(200, 1.0));
+  EXPECT_TRUE(v.update(300, 2.0));  // never stable, the ceiling ends it
+  WarmupConfig gap = c;
+  gap.floor_iters = 0;
+  WarmupDetector u(gap);
+  EXPECT_FALSE(u.update(100, 1.0));
+  EXPECT_FALSE(u.update(200, 1.0));
+  EXPECT_FALSE(u.update(300, std::nullopt));  // a missing estimate breaks the stable run
+  EXPECT_FALSE(u.update(400, 1.0));
+  EXPECT_TRUE(u.update(500, 1.0));
+}
+
+TEST(RankRule, MonotoneInEntropyDropAndRespectsClampsAndStep) {
+  const RankErrorModel model(1920, 7680);
+  CqmConfig c;
+  c.r_min = 32;
+  c.r_max = 128;
+  c.step = 8;
+  c.quantum = 4;
+  for (int r_prev : {32, 64, 100, 128}) {
+    int last = 1 << 30;
+    for (double dh = -0.3; dh <= 0.3001; dh += 0.01) {  // dh = H0 − H1: entropy drop
+      const RankUpdate u = cqm_update(model, r_prev, r_prev, 0.0, -dh, c);
+      EXPECT_LE(u.rank, last) << "rank must not grow as the entropy drop grows";
+      last = u.rank;
+      EXPECT_GE(u.rank, c.r_min);
+      EXPECT_LE(u.rank, c.r_max);
+      EXPECT_LE(std::abs(u.rank - r_prev), c.step);
+      EXPECT_EQ(u.rank % c.quantum, 0);
+      EXPECT_GE(u.continuous, c.r_min);
+      EXPECT_LE(u.continuous, c.r_max);
+    }
+  }
+  // No entropy change, no rank change.
+  EXPECT_EQ(cqm_update(model, 64.0, 64, -1.0, -1.0, c).rank, 64);
+  EXPECT_EQ(cqm_update(model, 64.0, 64, -1.0, -1.0, c).binding, RankBinding::kNone);
+  // A large drop binds the step; at the floor it binds r_min.
+  EXPECT_EQ(cqm_update(model, 64.0, 64, 0.0, -1.0, c).binding, RankBinding::kStep);
+  EXPECT_EQ(cqm_update(model, 64.0, 64, 0.0, -1.0, c).rank, 56);
+  EXPECT_EQ(cqm_update(model, 32.0, 32, 0.0, -1.0, c).binding, RankBinding::kMin);
+  // Small drifts accumulate through the continuous rank instead of being rounded away.
+  double cont = 64.0;
+  int rank = 64;
+  for (int w = 0; w < 10; ++w) {
+    const RankUpdate u = cqm_update(model, cont, rank, -0.004 * w, -0.004 * (w + 1), c);
+    cont = u.continuous;
+    rank = u.rank;
+  }
+  EXPECT_LT(rank, 64);
+}
+
+TEST(RankRule, ExponentTwoMovesFaster) {
+  const RankErrorModel model(1920, 1920);
+  CqmConfig c;
+  c.r_min = 4;
+  c.r_max = 256;
+  c.step = 256;
+  const RankUpdate k1 = cqm_update(model, 128.0, 128, 0.0, -0.05, c);
+  c.exponent = 2.0;
+  const RankUpdate k2 = cqm_update(model, 128.0, 128, 0.0, -0.05, c);
+  EXPECT_LT(k1.continuous, 128.0);
+  EXPECT_LT(k2.continuous, k1.continuous);
+}
+
+TEST(Dac, RanksNeverDecreaseAlongTheStages) {
+  Rng rng(3);
+  CqmConfig c;
+  for (int trial = 0; trial < 500; ++trial) {
+    DacConfig d;
+    d.enabled = true;
+    d.eta_s_per_rank = 1e-5 + 1e-3 * rng.uniform();
+    d.c_s = 1e-3 * rng.uniform();
+    d.t_bwd_s = 1e-2 * rng.uniform();
+    d.t_uncompressed_s = 0.2 * rng.uniform() + 1e-3;
+    const int r0 = 32 + 4 * static_cast<int>(rng.below(25));
+    const auto ranks = dac_align(r0, 8, d, c);
+    ASSERT_EQ(ranks.size(), 8u);
+    auto key = [](const StageRank& s) { return s.binding == RankBinding::kUncompressed ? 1 << 30 : s.rank; };
+    if (ranks[0].binding != RankBinding::kUncompressed) {
+      EXPECT_EQ(ranks[0].rank, r0);
+    }
+    for (std::size_t k = 1; k < ranks.size(); ++k) {
+      EXPECT_GE(key(ranks[k]), key(ranks[k - 1]));
+      if (ranks[k].binding != RankBinding::kUncompressed) {
+        EXPECT_EQ(ranks[k].rank % c.quantum, 0);
+      }
+      const double budget = d.eta_s_per_rank * r0 + d.c_s + static_cast<double>(k) * d.t_bwd_s;
+      EXPECT_EQ(ranks[k].binding == RankBinding::kUncompressed, budget >= d.t_uncompressed_s);
+    }
+  }
+}
+
+WindowObservation window(std::int64_t w, double h, int stages = 2, std::optional<double> loss = std::nullopt) {
+  WindowObservation o;
+  o.window = w;
+  o.first_iteration = 100 * w;
+  o.end_iteration = 100 * (w + 1);
+  o.sampled_iterations = 10;
+  o.mean_loss = loss;
+  for (int s = 0; s < stages; ++s) o.stages.push_back({h - 0.1 * s, h - 0.1 * s, 3.0, 1000});
+  return o;
+}
+
+ControllerConfig base_config(const std::string& policy) {
+  ControllerConfig c;
+  c.policy = policy;
+  c.stages = 2;
+  c.warmup.mode = WarmupConfig::Mode::kFixed;
+  c.warmup.fixed_iters = 200;
+  c.cqm.r_min = 32;
+  c.cqm.r_max = 128;
+  c.stage_shapes = {{1920, 7680}, {1920, 7680}};
+  return c;
+}
+
+TEST(Controller, BaselinesAndWarmup) {
+  auto none = make_controller(base_config("none"), "t");
+  EXPECT_EQ(none->api_version(), kControllerApiVersion);
+  EXPECT_EQ(none->decide(window(0, 1.0)).stages[1].rank, 0);
+
+  auto st = make_controller(base_config("static"), "t");
+  EXPECT_TRUE(st->decide(window(0, 1.0)).warmup);  // ends at 100 < 200
+  const WindowDecision d = st->decide(window(1, 1.0));
+  EXPECT_FALSE(d.warmup);
+  EXPECT_EQ(d.stages[0].rank, 128);
+  EXPECT_EQ(d.stages[1].rank, 128);
+
+  ControllerConfig sc = base_config("selective");
+  sc.selective_stages = 1;
+  sc.static_rank = 64;
+  auto sel = make_controller(sc, "t");
+  sel->decide(window(0, 1.0));
+  const WindowDecision s = sel->decide(window(1, 1.0));
+  EXPECT_EQ(s.stages[0].rank, 64);
+  EXPECT_EQ(s.stages[1].rank, 0);
+  EXPECT_EQ(s.stages[1].binding, RankBinding::kUncompressed);
+}
+
+TEST(Controller, EdgcLowersRanksAsEntropyFallsAndFallsBackWithoutEstimates) {
+  auto c = make_controller(base_config("edgc"), "t");
+  c->decide(window(0, 0.0));
+  WindowDecision d = c->decide(window(1, 0.0));
+  EXPECT_EQ(d.stages[0].rank, 128);  // compression starts at r_max
+  int prev = 128;
+  for (int w = 2; w < 30; ++w) {
+    d = c->decide(window(w, -0.05 * w));
+    EXPECT_LE(d.stages[0].rank, prev);
+    prev = d.stages[0].rank;
+  }
+  EXPECT_EQ(prev, 32);  // driven down to r_min
+  WindowObservation empty = window(30, 0.0);
+  empty.stages[0] = {};
+  d = c->decide(empty);
+  EXPECT_EQ(d.stages[0].binding, RankBinding::kFallback);
+  EXPECT_EQ(d.stages[0].rank, 32);
+}
+
+TEST(Controller, EdgcWithDacAlignsLaterStagesUpward) {
+  ControllerConfig cfg = base_config("edgc");
+  cfg.stages = 4;
+  cfg.stage_shapes.assign(4, {1920, 7680});
+  cfg.dac = {true, 1e-4, 1e-3, 2e-3, 0.05};
+  auto c = make_controller(cfg, "t");
+  c->decide(window(0, 0.0, 4));
+  c->decide(window(1, 0.0, 4));
+  WindowDecision d;
+  for (int w = 2; w < 20; ++w) d = c->decide(window(w, -0.05 * w, 4));
+  EXPECT_EQ(d.stages[0].rank, 32);
+  EXPECT_EQ(d.stages[1].rank, 52);  // 32 + 2e-3/1e-4 = 52
+  EXPECT_EQ(d.stages[2].rank, 72);
+  EXPECT_EQ(d.stages[3].rank, 92);
+}
+
+TEST(Controller, LossPolicyMapsLossChangeToRank) {
+  auto c = make_controller(base_config("loss"), "t");
+  c->decide(window(0, 0.0, 2, 5.0));
+  EXPECT_EQ(c->decide(window(1, 0.0, 2, 4.0)).stages[0].rank, 128);
+  // First change 1.0 → reference; later smaller changes give lower ranks, at most 8 per window.
+  EXPECT_EQ(c->decide(window(2, 0.0, 2, 3.0)).stages[0].rank, 128);
+  EXPECT_EQ(c->decide(window(3, 0.0, 2, 2.9)).stages[0].rank, 120);
+}
+
+TEST(Controller, RejectsBadConfigs) {
+  ControllerConfig c = base_config("magic");
+  EXPECT_THROW(make_controller(c, "s.json"), ConfigError);
+  c = base_config("edgc");
+  c.cqm.r_min = 30;  // not a multiple of 4
+  EXPECT_THROW(make_controller(c, "s.json"), ConfigError);
+  c = base_config("edgc");
+  c.stage_shapes.pop_back();
+  EXPECT_THROW(make_controller(c, "s.json"), ConfigError);
+  c = base_config("selective");
+  c.selective_stages = 3;
+  EXPECT_THROW(make_controller(c, "s.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace edgc::core
