@@ -25,18 +25,18 @@ double gaussian_entropy(double std_dev) noexcept {
   return std::log(std_dev) + 0.5 * std::log(2.0 * std::numbers::pi * std::numbers::e);
 }
 
-double histogram_entropy(std::span<const std::int64_t> counts, double bin_width, std::int64_t tail_below,
-                         std::int64_t tail_above) noexcept {
-  double total = static_cast<double>(tail_below + tail_above);
-  for (const std::int64_t c : counts) total += static_cast<double>(c);
+double histogram_entropy(std::span<const double> counts, double bin_width, double tail_below,
+                         double tail_above) noexcept {
+  double total = tail_below + tail_above;
+  for (const double c : counts) total += c;
   if (!(total > 0.0) || !(bin_width > 0.0)) return std::numeric_limits<double>::quiet_NaN();
   double h = 0.0;
-  auto add = [&](std::int64_t c) {
-    if (c <= 0) return;
-    const double p = static_cast<double>(c) / total;
+  auto add = [&](double c) {
+    if (!(c > 0.0)) return;
+    const double p = c / total;
     h -= p * std::log(p);
   };
-  for (const std::int64_t c : counts) add(c);
+  for (const double c : counts) add(c);
   add(tail_below);
   add(tail_above);
   return h + std::log(bin_width);

@@ -28,6 +28,7 @@ bool parse(const std::string& command, const std::string& usage, const po::optio
 std::vector<Command> all_commands() {
   std::vector<Command> commands;
   add_cqm_command(commands);
+  add_replay_command(commands);
   add_trace_commands(commands);
   add_version_command(commands);
   return commands;

@@ -27,6 +27,7 @@ std::vector<Command> all_commands();
 
 // Registration functions, one per command file (explicit: static self-registration is dropped by linkers).
 void add_cqm_command(std::vector<Command>& commands);
+void add_replay_command(std::vector<Command>& commands);
 void add_trace_commands(std::vector<Command>& commands);
 void add_version_command(std::vector<Command>& commands);
 

@@ -14,6 +14,7 @@ class EdgcPolicy final : public WarmupPolicy {
     for (const auto& [m, n] : c.stage_shapes) models_.emplace_back(m, n);
   }
   std::string_view policy() const noexcept override { return "edgc"; }
+  std::unique_ptr<Controller> clone() const override { return std::make_unique<EdgcPolicy>(*this); }
 
  protected:
   // Compression starts at r_max in every stage (assumed: the paper does not say where it starts); the entropy

@@ -31,6 +31,7 @@ class NonePolicy final : public Controller {
  public:
   explicit NonePolicy(const ControllerConfig& c) : stages_(c.stages) {}
   std::string_view policy() const noexcept override { return "none"; }
+  std::unique_ptr<Controller> clone() const override { return std::make_unique<NonePolicy>(*this); }
   WindowDecision decide(const WindowObservation&) override {
     WindowDecision d;
     d.warmup = false;
@@ -46,6 +47,7 @@ class StaticPolicy final : public WarmupPolicy {
  public:
   using WarmupPolicy::WarmupPolicy;
   std::string_view policy() const noexcept override { return "static"; }
+  std::unique_ptr<Controller> clone() const override { return std::make_unique<StaticPolicy>(*this); }
 
  protected:
   std::vector<RankDecision> next(const WindowObservation&) override {
@@ -57,6 +59,7 @@ class SelectivePolicy final : public WarmupPolicy {
  public:
   using WarmupPolicy::WarmupPolicy;
   std::string_view policy() const noexcept override { return "selective"; }
+  std::unique_ptr<Controller> clone() const override { return std::make_unique<SelectivePolicy>(*this); }
 
  protected:
   std::vector<RankDecision> next(const WindowObservation&) override {
@@ -77,6 +80,7 @@ class LossPolicy final : public WarmupPolicy {
  public:
   using WarmupPolicy::WarmupPolicy;
   std::string_view policy() const noexcept override { return "loss"; }
+  std::unique_ptr<Controller> clone() const override { return std::make_unique<LossPolicy>(*this); }
 
  protected:
   std::vector<RankDecision> start(const WindowObservation& obs) override {

@@ -71,6 +71,9 @@ class Controller {
   virtual std::string_view policy() const noexcept = 0;
   /// Called once per window, in order.
   virtual WindowDecision decide(const WindowObservation& obs) = 0;
+  /// A copy with the same state: what-if questions ("what would this controller decide from other
+  /// observations?") without disturbing the original.
+  virtual std::unique_ptr<Controller> clone() const = 0;
 };
 
 /// Validates the config (ConfigError naming `where` and the field) and builds the named policy.

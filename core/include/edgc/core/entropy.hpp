@@ -22,8 +22,9 @@ double gaussian_entropy(double std_dev) noexcept;
 /// Differential-entropy estimate in nats from histogram counts with bin width `bin_width`:
 /// −Σ pᵢ ln pᵢ + ln(bin_width). `tail_below` / `tail_above` (values outside the histogram's range) count as one
 /// extra bin each, so heavy tails still raise the entropy instead of vanishing. NaN when no values.
-double histogram_entropy(std::span<const std::int64_t> counts, double bin_width, std::int64_t tail_below = 0,
-                         std::int64_t tail_above = 0) noexcept;
+/// Counts may be weighted (non-integer), e.g. when samples of different tensors are scaled to their full size.
+double histogram_entropy(std::span<const double> counts, double bin_width, double tail_below = 0.0,
+                         double tail_above = 0.0) noexcept;
 
 /// Fixed histogram layout, chosen once (at the first sampled iteration of a stage) and kept for the whole run
 /// so that entropy differences between windows are meaningful.

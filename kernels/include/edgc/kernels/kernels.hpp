@@ -1,0 +1,8 @@
+#pragma once
+// Umbrella header of edgc::kernels.
+#include "edgc/kernels/backend.hpp"
+#include "edgc/kernels/communicator.hpp"
+#include "edgc/kernels/dp_emulation.hpp"
+#include "edgc/kernels/histogram.hpp"
+#include "edgc/kernels/moments.hpp"
+#include "edgc/kernels/powersgd.hpp"

@@ -1,0 +1,252 @@
+// CpuBackend: argument checks, scratch and threading around the CPU kernel table of the chosen instruction set.
+#include "cpu_backend.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../cpu/cpu_kernels.hpp"
+#include "../thread_pool.hpp"
+#include "edgc/core/error.hpp"
+
+namespace edgc::kernels::impl {
+namespace {
+
+const cpu::KernelTable* avx2_table() {
+#if EDGC_KERNELS_HAVE_AVX2
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return edgc_kernels_cpu_avx2();
+#endif
+  return nullptr;
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+void check_batch(const char* what, std::size_t expected, std::size_t got, const char* span_name) {
+  if (got != expected)
+    throw InternalError(std::string(what) + ": " + span_name + " has " + std::to_string(got) + " entries, the batch " +
+                        std::to_string(expected));
+}
+
+void check_dims(const char* what, std::int64_t a, std::int64_t b, std::int64_t c) {
+  if (a < 0 || b < 0 || c < 0)
+    throw InternalError(std::string(what) + ": negative dimension (" + str(a) + ", " + str(b) + ", " + str(c) + ")");
+}
+
+template <class T>
+void check_pointers(const char* what, std::span<T* const> ptrs, const char* span_name) {
+  for (std::size_t i = 0; i < ptrs.size(); ++i)
+    if (ptrs[i] == nullptr)
+      throw InternalError(std::string(what) + ": " + span_name + "[" + std::to_string(i) + "] is null");
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(std::string name, const cpu::KernelTable* table, int threads)
+      : name_(std::move(name)), k_(table), pool_(threads) {}
+
+  std::string_view name() const noexcept override { return name_; }
+  std::string_view isa() const noexcept override { return k_->isa; }
+  int threads() const noexcept override { return pool_.size(); }
+
+  MomentSums moments(std::span<const float> x, std::span<const Block> blocks) const override {
+    const Block whole{0, static_cast<std::int64_t>(x.size())};
+    const std::span<const Block> sel = blocks.empty() ? std::span<const Block>(&whole, 1) : blocks;
+    check_blocks("moments", x.size(), sel);
+    return k_->moments(x.data(), sel.data(), static_cast<std::int64_t>(sel.size()));
+  }
+
+  void histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
+                 std::span<std::int64_t> counts, HistogramTails& tails) const override {
+    if (!(bin_width > 0.0) || !std::isfinite(bin_width) || !std::isfinite(lo))
+      throw InternalError("histogram: need finite lo and bin_width > 0, got lo " + std::to_string(lo) + ", bin_width " +
+                          std::to_string(bin_width));
+    const Block whole{0, static_cast<std::int64_t>(x.size())};
+    const std::span<const Block> sel = blocks.empty() ? std::span<const Block>(&whole, 1) : blocks;
+    check_blocks("histogram", x.size(), sel);
+    k_->histogram(x.data(), sel.data(), static_cast<std::int64_t>(sel.size()), lo, bin_width, counts.data(),
+                  static_cast<std::int64_t>(counts.size()), &tails);
+  }
+
+  void gemm_batched(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                    std::span<const float* const> a, std::span<const float* const> b, float beta,
+                    std::span<float* const> c) override {
+    check_dims("gemm_batched", m, n, k);
+    check_batch("gemm_batched", c.size(), a.size(), "a");
+    check_batch("gemm_batched", c.size(), b.size(), "b");
+    check_pointers("gemm_batched", a, "a");
+    check_pointers("gemm_batched", b, "b");
+    check_pointers("gemm_batched", c, "c");
+    if (m == 0 || n == 0) return;
+    const bool ta = trans_a == Transpose::kYes;
+    const bool tb = trans_b == Transpose::kYes;
+    grow(scratch_, cpu::kScratchFloats * pool_.size());
+    // Each thread takes the same band of rows of C in every matrix of the batch.
+    pool_.run([&](int part) {
+      const auto [row0, row1] = split_range(m, pool_.size(), part);
+      if (row0 == row1) return;
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        cpu::GemmArgs g;
+        g.trans_a = ta;
+        g.trans_b = tb;
+        g.m = row1 - row0;
+        g.n = n;
+        g.k = k;
+        g.alpha = alpha;
+        g.a = ta ? a[i] + row0 : a[i] + row0 * k;  // op(A) rows are columns of a transposed A
+        g.lda = ta ? m : k;
+        g.b = b[i];
+        g.ldb = tb ? k : n;
+        g.beta = beta;
+        g.c = c[i] + row0 * n;
+        g.ldc = n;
+        g.scratch = scratch_.data() + part * cpu::kScratchFloats;
+        k_->gemm(g);
+      }
+    });
+  }
+
+  void orthogonalize_batched(std::int64_t rows, std::int64_t cols, std::span<float* const> p, float eps) override {
+    if (cols < 1 || rows < cols)
+      throw InternalError("orthogonalize_batched: need rows >= cols >= 1, got " + str(rows) + "x" + str(cols));
+    if (!(eps >= 0.0F) || !std::isfinite(eps))
+      throw InternalError("orthogonalize_batched: eps must be finite and >= 0, got " + std::to_string(eps));
+    check_pointers("orthogonalize_batched", p, "p");
+    const std::int64_t nf = cpu::orthogonalize_work_floats(rows, cols);
+    const std::int64_t nd = cpu::orthogonalize_work_doubles(cols);
+    const int parts = static_cast<int>(std::min<std::size_t>(p.size(), static_cast<std::size_t>(pool_.size())));
+    grow(fwork_, nf * parts);
+    grow(dwork_, nd * parts);
+    // Matrices are dealt to threads round-robin; each thread has its own slice of scratch.
+    pool_.run([&](int part) {
+      for (std::size_t i = static_cast<std::size_t>(part); i < p.size(); i += static_cast<std::size_t>(pool_.size()))
+        k_->orthogonalize(p[i], rows, cols, eps, fwork_.data() + part * nf, dwork_.data() + part * nd);
+    });
+  }
+
+  void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> g,
+                       std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
+                       std::span<double> m_sqnorm) override {
+    check_dims("project_batched", m, n, r);
+    check_batch("project_batched", g.size(), q.size(), "q");
+    check_batch("project_batched", g.size(), p.size(), "p");
+    check_batch("project_batched", g.size(), m_sqnorm.size(), "m_sqnorm");
+    if (!e.empty()) check_batch("project_batched", g.size(), e.size(), "e");
+    check_pointers("project_batched", g, "g");
+    check_pointers("project_batched", e, "e");
+    check_pointers("project_batched", q, "q");
+    check_pointers("project_batched", p, "p");
+    const int parts = pool_.size();
+    grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
+    grow(scratch_, cpu::kScratchFloats * parts);
+    pool_.run([&](int part) {
+      const auto [row0, row1] = split_range(m, parts, part);
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        cpu::ProjectArgs a;
+        a.scratch = scratch_.data() + part * cpu::kScratchFloats;
+        a.rows = row1 - row0;
+        a.n = n;
+        a.r = r;
+        a.g = g[i] + row0 * n;
+        a.e = e.empty() ? nullptr : e[i] + row0 * n;
+        a.q = q[i];
+        a.p = p[i] + row0 * r;
+        a.m_sqnorm = &partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(part)];
+        *a.m_sqnorm = 0.0;
+        if (a.rows > 0) k_->project(a);
+      }
+    });
+    sum_partials(m_sqnorm, parts);
+  }
+
+  void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                           std::span<const float* const> q, std::span<float* const> e, std::span<float* const> g,
+                           std::span<double> err_sqnorm) override {
+    check_dims("reconstruct_batched", m, n, r);
+    check_batch("reconstruct_batched", g.size(), p.size(), "p");
+    check_batch("reconstruct_batched", g.size(), q.size(), "q");
+    check_batch("reconstruct_batched", g.size(), err_sqnorm.size(), "err_sqnorm");
+    if (!e.empty()) check_batch("reconstruct_batched", g.size(), e.size(), "e");
+    check_pointers("reconstruct_batched", p, "p");
+    check_pointers("reconstruct_batched", q, "q");
+    check_pointers("reconstruct_batched", e, "e");
+    check_pointers("reconstruct_batched", g, "g");
+    const int parts = pool_.size();
+    grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
+    grow(scratch_, cpu::kScratchFloats * parts);
+    pool_.run([&](int part) {
+      const auto [row0, row1] = split_range(m, parts, part);
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        cpu::ReconstructArgs a;
+        a.rows = row1 - row0;
+        a.n = n;
+        a.r = r;
+        a.p = p[i] + row0 * r;
+        a.q = q[i];
+        a.e = e.empty() ? nullptr : e[i] + row0 * n;
+        a.g = g[i] + row0 * n;
+        a.scratch = scratch_.data() + part * cpu::kScratchFloats;
+        a.err_sqnorm = &partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(part)];
+        *a.err_sqnorm = 0.0;
+        if (a.rows > 0) k_->reconstruct(a);
+      }
+    });
+    sum_partials(err_sqnorm, parts);
+  }
+
+ private:
+  static void check_blocks(const char* what, std::size_t size, std::span<const Block> blocks) {
+    const auto n = static_cast<std::int64_t>(size);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      const Block& b = blocks[i];
+      if (b.offset < 0 || b.length < 0 || b.offset > n || b.length > n - b.offset)
+        throw InternalError(std::string(what) + ": block " + std::to_string(i) + " (offset " + str(b.offset) +
+                            ", length " + str(b.length) + ") lies outside the " + str(n) + " values");
+    }
+  }
+
+  template <class T>
+  static void grow(std::vector<T>& v, std::int64_t n) {
+    if (static_cast<std::int64_t>(v.size()) < n) v.resize(static_cast<std::size_t>(n));
+  }
+
+  // Partial norms of the row bands, added in band order so the result does not depend on thread timing.
+  void sum_partials(std::span<double> out, int parts) const {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      double s = 0.0;
+      for (int t = 0; t < parts; ++t) s += partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(t)];
+      out[i] = s;
+    }
+  }
+
+  std::string name_;
+  const cpu::KernelTable* k_;
+  ThreadPool pool_;
+  std::vector<float> fwork_;
+  std::vector<double> dwork_;
+  std::vector<float> scratch_;  // kScratchFloats per thread
+  std::vector<double> partial_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(std::string_view name, const BackendOptions& options) {
+  const cpu::KernelTable* table = nullptr;
+  if (name == "cpu") {
+    table = avx2_table();
+    if (table == nullptr) table = edgc_kernels_cpu_generic();
+  } else if (name == "cpu-generic") {
+    table = edgc_kernels_cpu_generic();
+  } else if (name == "cpu-avx2") {
+    table = avx2_table();
+    if (table == nullptr)
+      throw ConfigError("", "backend",
+                        "cpu-avx2 needs a build with the AVX2 kernels and a CPU with AVX2 and FMA; use cpu");
+  } else {
+    throw InternalError("make_cpu_backend: not a CPU backend name: " + std::string(name));
+  }
+  return std::make_unique<CpuBackend>(std::string(name), table, options.threads);
+}
+
+bool cpu_avx2_available() noexcept { return avx2_table() != nullptr; }
+
+}  // namespace edgc::kernels::impl

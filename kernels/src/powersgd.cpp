@@ -1,0 +1,323 @@
+#include "edgc/kernels/powersgd.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "edgc/core/error.hpp"
+#include "edgc/core/random.hpp"
+
+namespace edgc::kernels {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string tensor_name(std::size_t i, std::int64_t m, std::int64_t n) {
+  return "tensor " + std::to_string(i) + " (" + std::to_string(m) + "x" + std::to_string(n) + ")";
+}
+
+// ‖a‖/‖b‖ from squared norms, with 0/0 = 0: a zero gradient reconstructed as zero has no error.
+double ratio(double num_sq, double den_sq) {
+  if (num_sq == 0.0) return 0.0;
+  return std::sqrt(num_sq) / std::sqrt(den_sq);
+}
+
+}  // namespace
+
+PowerSgd::PowerSgd(Backend& backend, std::vector<std::vector<std::int64_t>> shapes, const PowerSgdConfig& config)
+    : backend_(backend), config_(config) {
+  if (config.rank < 0) throw ConfigError("", "rank", "must be >= 0, got " + std::to_string(config.rank));
+  if (!(config.orthogonalization_eps >= 0.0F) || !std::isfinite(config.orthogonalization_eps))
+    throw ConfigError("", "orthogonalization_eps",
+                      "must be finite and >= 0, got " + std::to_string(config.orthogonalization_eps));
+  if (!(config.min_compression_rate > 0.0) || !std::isfinite(config.min_compression_rate))
+    throw ConfigError("", "min_compression_rate",
+                      "must be finite and > 0, got " + std::to_string(config.min_compression_rate));
+  tensors_.resize(shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto& s = shapes[i];
+    for (std::size_t j = 0; j < s.size(); ++j)
+      if (s[j] < 1)
+        throw ConfigError("", "shapes[" + std::to_string(i) + "][" + std::to_string(j) + "]",
+                          "dimension must be >= 1, got " + std::to_string(s[j]));
+    Tensor& t = tensors_[i];
+    std::int64_t rest = 1;
+    for (std::size_t j = 1; j < s.size(); ++j) rest *= s[j];
+    if (s.size() >= 2) {
+      t.m = s[0];
+      t.n = rest;
+      t.matrix = true;
+      t.rank = static_cast<int>(std::min<std::int64_t>(config.rank, std::min(t.m, t.n)));
+    } else {
+      t.m = s.empty() ? 1 : s[0];
+      t.n = 1;
+    }
+  }
+}
+
+void PowerSgd::check_index(std::size_t tensor) const {
+  if (tensor >= tensors_.size())
+    throw ConfigError("", "tensor",
+                      "index " + std::to_string(tensor) + " outside [0, " + std::to_string(tensors_.size()) + ")");
+}
+
+std::int64_t PowerSgd::rows(std::size_t tensor) const {
+  check_index(tensor);
+  return tensors_[tensor].m;
+}
+std::int64_t PowerSgd::cols(std::size_t tensor) const {
+  check_index(tensor);
+  return tensors_[tensor].n;
+}
+std::int64_t PowerSgd::numel(std::size_t tensor) const {
+  check_index(tensor);
+  return tensors_[tensor].m * tensors_[tensor].n;
+}
+int PowerSgd::rank(std::size_t tensor) const {
+  check_index(tensor);
+  return tensors_[tensor].rank;
+}
+
+void PowerSgd::set_rank(std::size_t tensor, int r) {
+  check_index(tensor);
+  Tensor& t = tensors_[tensor];
+  const std::string what = tensor_name(tensor, t.m, t.n);
+  if (r < 0) throw ConfigError("", "rank", what + ": rank must be >= 0, got " + std::to_string(r));
+  if (!t.matrix && r != 0)
+    throw ConfigError("", "rank",
+                      what + " has fewer than 2 dims and is never compressed; got rank " + std::to_string(r));
+  if (r > std::min(t.m, t.n))
+    throw ConfigError(
+        "", "rank",
+        what + ": rank " + std::to_string(r) + " exceeds min(m, n) = " + std::to_string(std::min(t.m, t.n)));
+  if (r == t.rank) return;
+  t.rank = r;
+  t.q.clear();  // P and Q change shape; E (the gradient the compressor still owes) stays
+  planned_ = false;
+}
+
+bool PowerSgd::will_compress(std::size_t tensor) const {
+  check_index(tensor);
+  const Tensor& t = tensors_[tensor];
+  if (!t.matrix || t.rank == 0) return false;
+  const double m = static_cast<double>(t.m);
+  const double n = static_cast<double>(t.n);
+  return (m + n) * t.rank * config_.min_compression_rate < m * n;
+}
+
+std::span<const float> PowerSgd::error(std::size_t tensor) const {
+  check_index(tensor);
+  return tensors_[tensor].error;
+}
+
+void PowerSgd::reset_error(std::size_t tensor) {
+  check_index(tensor);
+  std::fill(tensors_[tensor].error.begin(), tensors_[tensor].error.end(), 0.0F);
+}
+
+std::span<const float> PowerSgd::warm_start_q(std::size_t tensor) const {
+  check_index(tensor);
+  return tensors_[tensor].q;
+}
+
+void PowerSgd::draw_q(std::size_t tensor, std::span<float> q) const {
+  // Every rank draws the same Q: the stream depends only on (seed, tensor, rank) and, without warm start, the
+  // step counter, which all ranks advance together.
+  const auto r = static_cast<std::uint64_t>(tensors_[tensor].rank);
+  const std::uint64_t step = config_.warm_start ? 0 : static_cast<std::uint64_t>(steps_) + 1;
+  Rng rng(config_.seed, mix64(static_cast<std::uint64_t>(tensor) ^ mix64(r ^ mix64(step))));
+  for (float& v : q) v = static_cast<float>(rng.normal());
+}
+
+void PowerSgd::plan() {
+  groups_.clear();
+  dense_.clear();
+  std::int64_t p_size = 0;
+  std::int64_t q_size = 0;
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    if (!will_compress(i)) {
+      dense_.push_back(i);
+      continue;
+    }
+    const Tensor& t = tensors_[i];
+    auto it = std::find_if(groups_.begin(), groups_.end(),
+                           [&](const Group& g) { return g.m == t.m && g.n == t.n && g.r == t.rank; });
+    if (it == groups_.end()) {
+      groups_.push_back(Group{t.m, t.n, t.rank, {}, 0, 0});
+      it = groups_.end() - 1;
+    }
+    it->members.push_back(i);
+  }
+  for (Group& g : groups_) {
+    const auto count = static_cast<std::int64_t>(g.members.size());
+    g.p_offset = p_size;
+    g.q_offset = q_size;
+    p_size += count * g.m * g.r;
+    q_size += count * g.n * g.r;
+  }
+  p_all_.assign(static_cast<std::size_t>(p_size), 0.0F);
+  q_all_.assign(static_cast<std::size_t>(q_size), 0.0F);
+  planned_ = true;
+}
+
+StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& comm) {
+  const auto t_step = Clock::now();
+  if (grads.size() != tensors_.size())
+    throw InputError("PowerSgd::step", "grads",
+                     std::to_string(grads.size()) + " gradients for " + std::to_string(tensors_.size()) + " tensors");
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const std::int64_t want = tensors_[i].m * tensors_[i].n;
+    if (static_cast<std::int64_t>(grads[i].size()) != want)
+      throw InputError("PowerSgd::step", "grads[" + std::to_string(i) + "]",
+                       std::to_string(grads[i].size()) + " floats, tensor has " + std::to_string(want));
+  }
+  if (!planned_) plan();
+  m_sq_.assign(tensors_.size(), 0.0);
+  StepStats st;
+  st.tensors.resize(tensors_.size());
+  const auto world = static_cast<float>(comm.size());
+
+  // ---- everything sent uncompressed: one fused all-reduce of G (+ any error left from compressed steps) ----
+  if (!dense_.empty()) {
+    auto t0 = Clock::now();
+    std::size_t total = 0;
+    for (const std::size_t i : dense_) total += grads[i].size();
+    dense_buf_.resize(total);
+    std::size_t off = 0;
+    for (const std::size_t i : dense_) {
+      const std::span<float> g = grads[i];
+      std::vector<float>& e = tensors_[i].error;
+      float* dst = dense_buf_.data() + off;
+      if (e.empty()) {
+        std::copy(g.begin(), g.end(), dst);
+      } else {
+        for (std::size_t k = 0; k < g.size(); ++k) dst[k] = g[k] + e[k];
+        std::fill(e.begin(), e.end(), 0.0F);
+      }
+      off += g.size();
+    }
+    double copy_s = since(t0);
+    t0 = Clock::now();
+    comm.all_reduce_sum(dense_buf_);
+    st.communication_seconds += since(t0);
+    t0 = Clock::now();
+    off = 0;
+    for (const std::size_t i : dense_) {
+      const std::span<float> g = grads[i];
+      for (std::size_t k = 0; k < g.size(); ++k) g[k] = dense_buf_[off + k] / world;
+      off += g.size();
+    }
+    copy_s += since(t0);
+    for (const std::size_t i : dense_) {
+      TensorStepStats& ts = st.tensors[i];
+      ts.wire_floats = static_cast<std::int64_t>(grads[i].size());
+      ts.compute_seconds = copy_s * static_cast<double>(grads[i].size()) / static_cast<double>(total);
+    }
+    st.compute_seconds += copy_s;
+  }
+
+  // ---- compressed tensors, batched by (m, n, r) ----
+  group_seconds_.assign(groups_.size(), 0.0);
+  std::vector<double>& group_seconds = group_seconds_;
+  const auto pointers = [&](const Group& g) {
+    const std::size_t count = g.members.size();
+    ptr_g_.resize(count);
+    ptr_g_out_.resize(count);
+    ptr_e_.resize(config_.error_feedback ? count : 0);
+    ptr_m_.resize(count);
+    ptr_q_.resize(count);
+    ptr_q_out_.resize(count);
+    ptr_p_.resize(count);
+    ptr_p_in_.resize(count);
+    norms_m_.resize(count);
+    norms_err_.resize(count);
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::size_t i = g.members[j];
+      Tensor& t = tensors_[i];
+      ptr_g_[j] = grads[i].data();
+      ptr_g_out_[j] = grads[i].data();
+      if (config_.error_feedback) ptr_e_[j] = t.error.data();
+      ptr_m_[j] = config_.error_feedback ? t.error.data() : grads[i].data();
+      ptr_q_[j] = t.q.data();
+      ptr_q_out_[j] = q_all_.data() + g.q_offset + static_cast<std::int64_t>(j) * g.n * g.r;
+      ptr_p_[j] = p_all_.data() + g.p_offset + static_cast<std::int64_t>(j) * g.m * g.r;
+      ptr_p_in_[j] = ptr_p_[j];
+    }
+  };
+
+  // Phase 1: M = G + E and P = M·Q.
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group& g = groups_[gi];
+    const auto t0 = Clock::now();
+    for (const std::size_t i : g.members) {
+      Tensor& t = tensors_[i];
+      if (config_.error_feedback && t.error.empty()) t.error.assign(static_cast<std::size_t>(t.m * t.n), 0.0F);
+      if (t.q.empty() || !config_.warm_start) {
+        t.q.resize(static_cast<std::size_t>(t.n * t.rank));
+        draw_q(i, t.q);
+      }
+    }
+    pointers(g);
+    backend_.project_batched(g.m, g.n, g.r, ptr_g_, ptr_e_, ptr_q_, ptr_p_, norms_m_);
+    for (std::size_t j = 0; j < g.members.size(); ++j) m_sq_[g.members[j]] = norms_m_[j];
+    group_seconds[gi] += since(t0);
+  }
+  if (!groups_.empty()) {
+    auto t0 = Clock::now();
+    comm.all_reduce_sum(p_all_);  // a sum: P's scale does not matter to the orthogonalisation
+    st.communication_seconds += since(t0);
+    // Phase 2: orthogonalise P; Q = Mᵀ·P.
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+      const Group& g = groups_[gi];
+      t0 = Clock::now();
+      pointers(g);
+      backend_.orthogonalize_batched(g.m, g.r, ptr_p_, config_.orthogonalization_eps);
+      backend_.gemm_batched(Transpose::kYes, Transpose::kNo, g.n, g.r, g.m, 1.0F, ptr_m_, ptr_p_in_, 0.0F, ptr_q_out_);
+      group_seconds[gi] += since(t0);
+    }
+    t0 = Clock::now();
+    comm.all_reduce_sum(q_all_);
+    st.communication_seconds += since(t0);
+    t0 = Clock::now();
+    for (float& v : q_all_) v /= world;
+    const double scale_s = since(t0);
+    // Phase 3: Ĝ = P·Qᵀ, E = M − Ĝ, and keep Q for the warm start.
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+      const Group& g = groups_[gi];
+      t0 = Clock::now();
+      pointers(g);
+      std::vector<const float*>& q_in = ptr_q_;
+      for (std::size_t j = 0; j < g.members.size(); ++j) q_in[j] = ptr_q_out_[j];
+      backend_.reconstruct_batched(g.m, g.n, g.r, ptr_p_in_, q_in, ptr_e_, ptr_g_out_, norms_err_);
+      for (std::size_t j = 0; j < g.members.size(); ++j) {
+        const std::size_t i = g.members[j];
+        Tensor& t = tensors_[i];
+        if (config_.warm_start) std::copy(q_in[j], q_in[j] + g.n * g.r, t.q.begin());
+        TensorStepStats& ts = st.tensors[i];
+        ts.compressed = true;
+        ts.rank = g.r;
+        ts.wire_floats = (g.m + g.n) * g.r;
+        ts.relative_error = ratio(norms_err_[j], m_sq_[i]);
+        ts.error_norm = config_.error_feedback ? std::sqrt(norms_err_[j]) : 0.0;
+      }
+      group_seconds[gi] += since(t0) + scale_s / static_cast<double>(groups_.size());
+      for (const std::size_t i : g.members)
+        st.tensors[i].compute_seconds = group_seconds[gi] / static_cast<double>(g.members.size());
+      st.compute_seconds += group_seconds[gi];
+    }
+  }
+
+  for (const TensorStepStats& ts : st.tensors) {
+    st.wire_floats += ts.wire_floats;
+    st.compressed_tensors += ts.compressed ? 1 : 0;
+  }
+  for (const Tensor& t : tensors_) st.dense_floats += t.m * t.n;
+  ++steps_;
+  st.wall_seconds = since(t_step);
+  return st;
+}
+
+}  // namespace edgc::kernels

@@ -1,0 +1,185 @@
+// `edgc replay` end to end on the bundled trace: the entropy trend, ranks within bounds, the sampled-vs-full
+// agreement, determinism, and rejection of bad scenarios with no partial output.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "../traces/trace_test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using edgc::traces::test::read_file;
+using edgc::traces::test::TempDir;
+using nlohmann::json;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Result edgc(const std::string& args, const TempDir& tmp) {
+  const auto out = tmp / "stdout.txt";
+  const auto err = tmp / "stderr.txt";
+  const std::string cmd = std::string(EDGC_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
+}
+
+const std::string kScenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/replay/tinygpt-licenses.json";
+
+// Drops wall-clock fields, the only ones allowed to differ between two runs with the same seed.
+void strip_timing(json& j) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end();) {
+      if (it.key().find("seconds") != std::string::npos) {
+        it = j.erase(it);
+      } else {
+        strip_timing(*it);
+        ++it;
+      }
+    }
+  } else if (j.is_array()) {
+    for (auto& x : j) strip_timing(x);
+  }
+}
+
+std::string strip_timing_csv(const std::string& csv) {
+  std::istringstream in(csv);
+  std::ostringstream out;
+  std::string line;
+  while (std::getline(in, line)) {
+    for (int k = 0; k < 2; ++k) line = line.substr(0, line.rfind(','));  // the last two columns are timings
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+class Replay : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    const Result r = edgc("replay --scenario " + kScenario + " --out " + (*tmp_ / "a").string(), *tmp_);
+    ASSERT_EQ(r.code, 0) << r.err;
+    summary_ = r.out;
+    result_ = json::parse(read_file(*tmp_ / "a" / "replay.json"));
+  }
+  static void TearDownTestSuite() { delete tmp_; }
+  static TempDir* tmp_;
+  static std::string summary_;
+  static json result_;
+};
+TempDir* Replay::tmp_ = nullptr;
+std::string Replay::summary_;
+json Replay::result_;
+
+TEST_F(Replay, WarmupEndsAndRanksMoveWithinBoundsPerStage) {
+  const json& s = result_["summary"];
+  ASSERT_TRUE(s["warmup_end_iteration"].is_number());
+  EXPECT_GE(s["warmup_end_iteration"].get<int>(), 50);   // floor: 10 % of 500 iterations
+  EXPECT_LE(s["warmup_end_iteration"].get<int>(), 160);  // ceiling: 30 %, rounded up to a window
+  std::set<int> seen;
+  int compressed_windows = 0;
+  for (const auto& w : result_["windows"]) {
+    ASSERT_EQ(w["stages"].size(), 4u);
+    for (const auto& st : w["stages"]) {
+      EXPECT_TRUE(st["entropy_gaussian"].is_number());
+      EXPECT_TRUE(st["entropy_histogram"].is_number());
+      EXPECT_TRUE(st["excess_kurtosis"].is_number());
+      if (w["warmup"].get<bool>()) {
+        EXPECT_EQ(st["rank"], 0);
+        continue;
+      }
+      const int r = st["rank"];
+      EXPECT_GE(r, 4);
+      EXPECT_LE(r, 12);
+      EXPECT_EQ(r % 4, 0);
+      seen.insert(r);
+      ++compressed_windows;
+      const double err = st["relative_error"];
+      EXPECT_GT(err, 0.0);
+      EXPECT_LT(err, 1.0);
+    }
+  }
+  EXPECT_GT(compressed_windows, 20);
+  EXPECT_GE(seen.size(), 2u) << "ranks should move";
+}
+
+TEST_F(Replay, EntropyTrendIsVisibleAndTheSummaryIsPrinted) {
+  // On this trace the block stages' gradient entropy falls by over a nat while the loss drops in the first 150
+  // steps, then drifts back up as training goes on: the controller must see a trend, not a constant.
+  const auto& ws = result_["windows"];
+  for (int s = 1; s < 4; ++s) {
+    EXPECT_LT(ws[2]["stages"][s]["entropy_gaussian"].get<double>(),
+              ws[0]["stages"][s]["entropy_gaussian"].get<double>() - 0.5)
+        << "stage " << s;
+  }
+  EXPECT_LT(ws.back()["mean_loss"].get<double>(), ws.front()["mean_loss"].get<double>() - 1.5);
+  EXPECT_NE(summary_.find("s3 Hh"), std::string::npos);
+  EXPECT_NE(summary_.find("decide the same ranks as full sampling"), std::string::npos);
+}
+
+TEST_F(Replay, SampledEntropyDecidesLikeFullSamplingInAtLeast95PercentOfWindows) {
+  EXPECT_GE(result_["summary"]["agreement_with_full_sampling"].get<double>(), 0.95);
+  // And it is cheaper: fewer elements touched than full sampling.
+  EXPECT_LT(result_["summary"]["estimation_elements"].get<double>(),
+            0.2 * result_["summary"]["full_estimation_elements"].get<double>());
+}
+
+TEST_F(Replay, SameSeedGivesIdenticalOutputsApartFromWallClock) {
+  const Result r = edgc("replay --scenario " + kScenario + " --quiet --out " + (*tmp_ / "b").string(), *tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json a = result_;
+  json b = json::parse(read_file(*tmp_ / "b" / "replay.json"));
+  strip_timing(a);
+  strip_timing(b);
+  const std::string da = a.dump();
+  const std::string db = b.dump();
+  const auto at = std::mismatch(da.begin(), da.end(), db.begin(), db.end()).first - da.begin();
+  EXPECT_EQ(da.size(), db.size());
+  EXPECT_EQ(at, static_cast<std::ptrdiff_t>(da.size()))
+      << "first difference near: " << da.substr(static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, at - 80)), 160);
+  EXPECT_EQ(strip_timing_csv(read_file(*tmp_ / "a" / "windows.csv")),
+            strip_timing_csv(read_file(*tmp_ / "b" / "windows.csv")));
+}
+
+TEST(ReplayRejects, BadScenariosExitTwoNamingTheKeyAndLeaveNoOutput) {
+  TempDir tmp;
+  const std::string out = (tmp / "out").string();
+  const std::string base = "replay --scenario " + kScenario + " --out " + out + " ";
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {"--set compression.windw=5", "compression.windw: unknown key"},
+      {"--set compression.alpha=x", "compression.alpha: expected a number"},
+      {"--set compression.alpha=0", "compression.alpha: must be in (0, 1]"},
+      {"--set compression.r_max=128", "compression.r_max: 128 exceeds the rank of stage 0's 64x64"},
+      {"--set compression.r_min=6", "compression.r_min"},
+      {"--set compression.policy=magic", "unknown policy 'magic'"},
+      {"--set compression.warmup.mode=sometimes", "compression.warmup.mode"},
+      {"--set replay.world_size=0", "replay.world_size"},
+      {"--set badassignment", "--set"},
+      {"--trace " + (tmp / "missing").string(), "not a trace directory"},
+  };
+  for (const auto& c : cases) {
+    const Result r = edgc(base + c.args, tmp);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+  edgc::traces::test::write_file(tmp / "bad.json", "{\"compression\": ");
+  const Result r = edgc("replay --scenario " + (tmp / "bad.json").string() + " --out " + out, tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.json: invalid JSON"), std::string::npos) << r.err;
+}
+
+}  // namespace

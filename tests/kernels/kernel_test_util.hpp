@@ -1,0 +1,65 @@
+#pragma once
+// Helpers shared by the kernel tests: seeded random data, double-precision references, backend variants.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+#include "edgc/core/random.hpp"
+#include "edgc/kernels/backend.hpp"
+
+namespace edgc::kernels::testing {
+
+inline std::vector<float> random_normal(std::size_t n, std::uint64_t seed, double scale = 1.0, double mean = 0.0) {
+  Rng rng(seed, 17);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(mean + scale * rng.normal());
+  return v;
+}
+
+/// Every CPU kernel variant this build and machine can run: the tests hold each to the same properties.
+inline std::vector<std::string> cpu_variants() {
+  std::vector<std::string> names{"cpu-generic"};
+  try {
+    make_backend("cpu-avx2");
+    names.emplace_back("cpu-avx2");
+  } catch (const ConfigError&) {
+  }
+  return names;
+}
+
+/// C = op(A)·op(B) in double, row-major, tightly packed.
+inline std::vector<double> reference_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                                          const float* a, const float* b) {
+  std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double s = 0.0;
+      for (std::int64_t l = 0; l < k; ++l) {
+        const double av = ta ? a[l * m + i] : a[i * k + l];
+        const double bv = tb ? b[j * k + l] : b[l * n + j];
+        s += av * bv;
+      }
+      c[static_cast<std::size_t>(i * n + j)] = s;
+    }
+  return c;
+}
+
+inline double frobenius(const std::vector<float>& v) {
+  double s = 0.0;
+  for (const float x : v) s += static_cast<double>(x) * x;
+  return std::sqrt(s);
+}
+
+inline double frobenius_diff(const float* a, const float* b, std::size_t n) {
+  double s = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    s += d * d;
+  }
+  return std::sqrt(s);
+}
+
+}  // namespace edgc::kernels::testing
