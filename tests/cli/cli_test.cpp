@@ -150,4 +150,64 @@ TEST(Cli, CqmPrintsTheRankErrorModel) {
   EXPECT_TRUE(bad.out.empty());
 }
 
+TEST(Cli, CollectiveMatchesTheRingClosedFormOnTheIdealNetwork) {
+  TempDir tmp;
+  const std::string cluster = std::string(EDGC_SOURCE_DIR) + "/scenarios/clusters/dgx-h100.json";
+  const CliRun r = edgc("collective --scenario " + cluster + " --op all_reduce --ranks 8 --maxbytes 1M --json", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "edgc.collective/1");
+  const auto& last = j["rows"].back();
+  ASSERT_EQ(last["size_bytes"], 1u << 20);
+  // Spread placement: every ring hop crosses the fabric, NIC bandwidth B and NIC-to-NIC latency L from the file.
+  const auto spec = nlohmann::json::parse(read_file(cluster))["cluster"]["inter_node"];
+  const double b = spec["nic_bandwidth_GBps"].get<double>() * 1e9;
+  const double l = spec["latency_us"].get<double>() * 1e-6;
+  const double n = 8;
+  const double s = 1 << 20;
+  const double t = 2 * (n - 1) / n * s / b + 2 * (n - 1) * l;
+  const double busbw_GBps = s / t * 2 * (n - 1) / n / 1e9;
+  EXPECT_NEAR(last["busbw_GBps"].get<double>() / busbw_GBps, 1.0, 0.01);
+
+  for (const std::string bad : {"--ranks 8 --set cluster.inter_node.nics_per_node=3", "--ranks 8 --op frob",
+                                "--ranks 65", "--ranks 8 --maxbytes 1Q", "--ranks 8 --network fast"}) {
+    const CliRun e = edgc("collective --scenario " + cluster + " " + bad, tmp);
+    EXPECT_EQ(e.code, 2) << bad;
+    EXPECT_EQ(count_lines(e.err), 1) << bad << ": " << e.err;
+    EXPECT_TRUE(e.out.empty()) << bad;
+  }
+  const CliRun e =
+      edgc("collective --scenario " + cluster + " --ranks 8 --set cluster.inter_node.nics_per_node=3", tmp);
+  EXPECT_NE(e.err.find("cluster.inter_node.nics_per_node"), std::string::npos) << e.err;
+}
+
+TEST(Cli, CalibrateFitsNcclTestsLogsAndRejectsMalformedOnes) {
+  TempDir tmp;
+  const std::string src = EDGC_SOURCE_DIR;
+  const std::string cluster = " --cluster " + src + "/scenarios/clusters/dgx-h100.json";
+  const std::string out = (tmp / "cal.json").string();
+  const CliRun r = edgc("calibrate" + cluster + " --nccl-tests " + src + "/tests/data/nccl/h100-1node-8gpu.log" +
+                            " --nccl-tests " + src + "/tests/data/nccl/h100-2node-16gpu.log --out " + out,
+                        tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(j["schema"], "edgc.calibration/1");
+  // Intra: 40 us for the smallest all-reduce over 2·7 hops of 0.6 us.
+  EXPECT_NEAR(j["intra"]["latency_factor"].get<double>(), 40.0 / (14 * 0.6), 1e-9);
+  // Inter: 339 GB/s busbw at 8 GiB against 8 NICs x 50 GB/s, once the latency part is taken out.
+  const auto& last = j["inter"]["points"].back();
+  EXPECT_DOUBLE_EQ(last[0].get<double>(), 8589934592.0 / 16);
+  EXPECT_NEAR(last[1].get<double>(), 339.0 / 400.0, 0.01);
+
+  edgc::traces::test::write_file(tmp / "bad.log",
+                                 "# Rank 0\n# Rank 1\n        8   2  float  sum  -1  10.0  0.00  0.00  0\n");
+  const CliRun bad = edgc(
+      "calibrate" + cluster + " --nccl-tests " + (tmp / "bad.log").string() + " --out " + (tmp / "x.json").string(),
+      tmp);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("bad.log:3"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "x.json"));
+}
+
 }  // namespace

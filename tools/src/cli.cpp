@@ -27,6 +27,8 @@ bool parse(const std::string& command, const std::string& usage, const po::optio
 
 std::vector<Command> all_commands() {
   std::vector<Command> commands;
+  add_calibrate_command(commands);
+  add_collective_command(commands);
   add_cqm_command(commands);
   add_replay_command(commands);
   add_trace_commands(commands);

@@ -26,6 +26,8 @@ bool parse(const std::string& command, const std::string& usage, const po::optio
 std::vector<Command> all_commands();
 
 // Registration functions, one per command file (explicit: static self-registration is dropped by linkers).
+void add_calibrate_command(std::vector<Command>& commands);
+void add_collective_command(std::vector<Command>& commands);
 void add_cqm_command(std::vector<Command>& commands);
 void add_replay_command(std::vector<Command>& commands);
 void add_trace_commands(std::vector<Command>& commands);

@@ -1,3 +1,6 @@
 #pragma once
 // Umbrella header of edgc::sim.
+#include "edgc/sim/collectives.hpp"
 #include "edgc/sim/engine_info.hpp"
+#include "edgc/sim/platform.hpp"
+#include "edgc/sim/spec.hpp"

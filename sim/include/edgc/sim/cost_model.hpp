@@ -1,0 +1,143 @@
+#pragma once
+// Closed-form costs of one pipeline stage of a Megatron GPT (pre-LayerNorm transformer with GELU MLP of width
+// 4h, learned position embedding, LM head tied to the word embedding), per GPU = per tensor-parallel shard.
+// These are the numbers the simulation turns into compute activities and messages; nothing here runs SimGrid.
+//
+// Assumptions (each one a place where a real run can differ):
+//  * FLOPs follow Narayanan et al. 2021 (arXiv 2104.04473, §3.5 / appendix): one layer's forward pass costs
+//    24·b·s·h² + 4·b·s²·h FLOPs, the backward pass twice that, and full activation recomputation one more
+//    forward; the logits GEMM costs 2·b·s·h·V forward and twice that backward and is never recomputed; the
+//    embedding lookup, LayerNorm, softmax and GELU are ignored (they are memory-bound and small at these h).
+//  * TP splits every GEMM evenly, so per-GPU FLOPs are the layer's FLOPs / tp.
+//  * The vocabulary is padded as Megatron's `--make-vocab-size-divisible-by 128` does: up to a multiple of
+//    128·tp, so the vocab-parallel embedding splits evenly (padded_vocab()).
+//  * The word embedding is tied to the LM head. With pp > 1 Megatron keeps a second copy on the last stage
+//    whose gradient is all-reduced with the first stage's copy (the "embedding group") before the optimizer;
+//    both copies are also synchronised over DP, so the last stage's DP bytes include the copy
+//    (embedding_sync_bytes() is the first↔last all-reduce). Position embeddings live on the first stage only.
+//  * Time is FLOPs / (gpu.peak_tflops · compute_efficiency): one achieved-efficiency figure for all GEMMs,
+//    HFU-like since recomputation FLOPs are counted (hardware-calibration.md §3, §8).
+//  * Gradients are synchronised in model.dtype (bytes_per_element); PowerSGD works on the same element size.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgc/sim/spec.hpp"
+
+namespace edgc::sim {
+
+/// Achieved-efficiency knobs of the cost model (scenario `compute.*`).
+struct CostParams {
+  /// Fraction of gpu.peak_tflops reached by transformer and PowerSGD GEMMs, in (0, 1]. Default 0.4 sits
+  /// between the V100 (0.32) and H100 (0.50) HFU defaults of hardware-calibration.md §8; set it per cluster.
+  double compute_efficiency = 0.4;
+  /// Fraction of gpu.hbm_GBps reached by PowerSGD's memory passes, in (0, 1]. Default 0.85
+  /// (compression-prior-art.md C.2; measured V100 memcpy reaches 86–90 %, hardware-calibration.md §1.1).
+  double hbm_efficiency = 0.85;
+  /// Fixed time per column of one batched orthogonalisation of P, seconds (kernel launches of a Gram–Schmidt
+  /// loop). Default 0: the design batches same-shape matrices into one fused orthogonalisation. Unbatched
+  /// PyTorch code costs ≈ 25–50 µs per column per matrix (hardware-calibration.md §6.1, §8).
+  double orth_column_latency_s = 0.0;
+};
+
+/// Bytes of one element of `dtype` (fp16 | bf16 → 2, fp32 → 4); throws ConfigError on field "model.dtype".
+int bytes_per_element(const std::string& dtype);
+
+/// Vocabulary rounded up to a multiple of 128·tp (Megatron's padding for the vocab-parallel embedding).
+std::int64_t padded_vocab(const ModelSpec& model, int tp);
+
+/// Parameters of the model with `model.vocab` as given (no padding), the embedding counted once (tied):
+/// L·(12h² + 13h) + V·h + s·h + 2h.
+std::int64_t parameter_count(const ModelSpec& model);
+
+/// FLOPs of one whole transformer layer (all TP shards together) for one micro-batch, forward pass only.
+double layer_forward_flops(const ModelSpec& model);
+/// FLOPs of the logits GEMM (all TP shards together, padded vocabulary) for one micro-batch, forward only.
+double logits_forward_flops(const ModelSpec& model, int tp);
+
+/// Compute of one micro-batch on one GPU. backward includes the recomputed forward when
+/// model.activation_recompute is set.
+struct ComputeCost {
+  double forward_flops = 0.0;
+  double backward_flops = 0.0;
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+};
+
+/// Cost of model chunk `chunk` ∈ [0, virtual_stages) of pipeline stage `stage` ∈ [0, pp) (Megatron's
+/// interleaving: chunk c of stage p is virtual stage c·pp + p; the LM head sits on the last chunk of the last
+/// stage). For the non-interleaved schedules pass chunk 0. Throws InternalError for indices out of range.
+ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                          const CostParams& params, int stage, int chunk);
+/// Sum of chunk_compute over all chunks of `stage`: one micro-batch through every layer the GPU holds.
+ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                          const CostParams& params, int stage);
+
+/// Tensor-parallel all-reduces of one transformer layer for one micro-batch: Megatron's f/g operators give two
+/// of b·s·h elements forward and two backward, plus two more in the backward pass when the forward is
+/// recomputed. Counts are 0 when tp == 1.
+struct TpComm {
+  double bytes_per_allreduce = 0.0;  ///< payload of each all-reduce, bytes
+  int forward_allreduces = 0;
+  int backward_allreduces = 0;
+};
+TpComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel);
+
+/// Bytes sent between adjacent pipeline stages per micro-batch and direction (activations forward, their
+/// gradients backward): b·s·h elements. Megatron's scatter/gather optimisation (÷tp over the wire, then an
+/// NVLink all-gather) is not modelled: each TP rank sends its full copy.
+double pp_p2p_bytes(const ModelSpec& model);
+
+/// Parameters held by one GPU of pipeline stage `stage` (all its chunks). sharded: split over TP (counted per
+/// shard); replicated: identical on every TP rank (LayerNorm, row-parallel biases, position embedding).
+struct StageParams {
+  std::int64_t sharded_per_shard = 0;
+  std::int64_t replicated = 0;
+  std::int64_t per_gpu() const noexcept { return sharded_per_shard + replicated; }
+};
+StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage);
+
+/// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed.
+double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage);
+/// Bytes of the word-embedding gradient all-reduce between the first and last stage (0 when pp == 1).
+double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel);
+
+/// One 2-D weight gradient per TP shard, viewed as rows × cols, appearing `count` times on the stage.
+struct WeightMatrix {
+  std::string name;  ///< "qkv", "proj", "fc1", "fc2", "word_embedding", "position_embedding"
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  int count = 0;
+  std::int64_t elements() const noexcept { return rows * cols; }
+};
+/// The stage's 2-D weights on one GPU: per layer QKV h×3h/tp, proj h/tp×h, fc1 h×4h/tp, fc2 4h/tp×h;
+/// the word embedding (V_padded/tp × h) on the first stage and, with pp > 1, its copy on the last;
+/// the position embedding (s × h) on the first stage. Everything else of the stage is 1-D.
+std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelSpec& parallel, int stage);
+
+/// PowerSGD's skip rule: a rows×cols matrix is sent compressed at rank r only when
+/// (rows + cols)·r·2 < rows·cols, i.e. compression at least halves its bytes.
+bool powersgd_compresses(std::int64_t rows, std::int64_t cols, int rank);
+
+/// DP wire bytes of one GPU of `stage` per iteration under rank-`rank` PowerSGD.
+struct PowerSgdWire {
+  double p_bytes = 0.0;             ///< first all-reduce: P (rows × r) of every compressed matrix
+  double q_bytes = 0.0;             ///< second all-reduce: Q (cols × r) of every compressed matrix
+  double uncompressed_bytes = 0.0;  ///< 1-D parameters and skipped matrices, one fused all-reduce
+  int compressed_matrices = 0;
+  int skipped_matrices = 0;
+  double total_bytes() const noexcept { return p_bytes + q_bytes + uncompressed_bytes; }
+};
+/// Throws InternalError when rank < 1.
+PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank);
+
+/// Roofline estimate of PowerSGD's compress + decompress compute on one GPU of `stage` at rank `rank`
+/// (compression-prior-art.md C.2), seconds. Per compressed m×n matrix: the larger of 8 passes of m·n elements
+/// over HBM at hbm_efficiency (error feedback fused into the GEMMs: read M+E twice, write M̂ and the new E)
+/// and the 6·m·n·r FLOPs of P = MQ, Q = MᵀP, M̂ = PQᵀ at peak · compute_efficiency; plus the
+/// orthogonalisation of P, 2·m·r² FLOPs at the same rate, and orth_column_latency_s per column once per
+/// batch of same-shape matrices. Skipped matrices and 1-D parameters cost nothing here (plain all-reduce).
+double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                           const CostParams& params, int stage, int rank);
+
+}  // namespace edgc::sim

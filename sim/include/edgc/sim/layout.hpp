@@ -1,0 +1,81 @@
+#pragma once
+// Megatron-style placement of tensor (TP), pipeline (PP) and data (DP) parallelism on the GPUs of a cluster.
+//
+// Rank order is Megatron-LM's default: TP innermost, then DP, then PP,
+//
+//   rank = pp_index · (dp · tp) + dp_index · tp + tp_index,
+//
+// and GPU `rank` sits on node rank / gpus_per_node, local slot rank % gpus_per_node. With tp dividing
+// gpus_per_node a TP group is tp consecutive ranks inside one node (its all-reduces run on NVLink, as Megatron
+// intends), a DP group is the dp ranks of one (pp, tp) pair at stride tp, and a pipeline is the pp ranks of one
+// (dp, tp) pair at stride dp·tp, so with tp·dp ≥ gpus_per_node each pipeline stage lives on its own nodes.
+#include <string>
+#include <vector>
+
+#include "edgc/sim/spec.hpp"
+
+namespace edgc::sim {
+
+/// Checks that `parallel` lays `model` out on `cluster` the way Megatron-LM can run it, and returns a copy of
+/// `parallel` with `microbatches` filled in as global_batch / (micro_batch · dp) when it was 0.
+/// Throws ConfigError whose field is the scenario key at fault ("parallelism.tp", "model.heads", ...) and whose
+/// `where` is `where` (the scenario file, for the message), when:
+///  * a size is not positive (model sizes, tp/pp/dp, virtual_stages, cluster nodes/gpus_per_node) or
+///    microbatches is negative, or model.dtype is not fp16 | bf16 | fp32;
+///  * tp·pp·dp differs from the cluster's GPU count (named "parallelism.dp");
+///  * tp does not divide gpus_per_node (a TP group must stay inside one node);
+///  * layers are not divisible by pp, or by pp·virtual_stages for the interleaved schedule;
+///  * heads are not divisible by tp, or hidden by heads;
+///  * global_batch is not divisible by micro_batch·dp, or microbatches (when given) differs from the quotient;
+///  * the interleaved schedule has pp < 2 or microbatches not divisible by pp (Megatron's requirement);
+///  * virtual_stages ≠ 1 for a schedule other than interleaved.
+ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, const ClusterSpec& cluster,
+                      const std::string& where = "");
+
+/// Position of one GPU in the three parallel dimensions, each 0-based.
+struct RankCoord {
+  int tp = 0;
+  int pp = 0;
+  int dp = 0;
+  friend bool operator==(const RankCoord&, const RankCoord&) = default;
+};
+
+/// The rank ↔ coordinate map of a validated layout. Cheap to copy; holds no GPU list.
+class Layout {
+ public:
+  /// `parallel` and `gpus_per_node` should come from a successful validate(); the constructor only checks that
+  /// the sizes are positive (InternalError otherwise).
+  Layout(const ParallelSpec& parallel, int gpus_per_node);
+
+  int world_size() const noexcept { return tp_ * pp_ * dp_; }
+  int tp() const noexcept { return tp_; }
+  int pp() const noexcept { return pp_; }
+  int dp() const noexcept { return dp_; }
+
+  /// Global rank of `c`; throws InternalError when a coordinate is out of range.
+  int rank_of(const RankCoord& c) const;
+  /// Coordinates of `rank`; throws InternalError when rank ∉ [0, world_size).
+  RankCoord coord_of(int rank) const;
+  /// Node index of `rank` (rank / gpus_per_node).
+  int node_of(int rank) const;
+
+  /// The tp ranks sharing `rank`'s tensor-parallel all-reduces, ordered by tp index (contains `rank`).
+  std::vector<int> tp_group(int rank) const;
+  /// The dp ranks holding replicas of `rank`'s parameter shard, ordered by dp index (contains `rank`).
+  std::vector<int> dp_group(int rank) const;
+  /// The pp ranks of `rank`'s pipeline, stage 0 first (contains `rank`).
+  std::vector<int> pipeline(int rank) const;
+
+ private:
+  int tp_;
+  int pp_;
+  int dp_;
+  int gpus_per_node_;
+};
+
+/// Transformer layers held by one pipeline stage (one GPU column): layers / pp. Assumes a validated layout.
+int layers_per_stage(const ModelSpec& model, const ParallelSpec& parallel);
+/// Transformer layers of one model chunk: layers / (pp · virtual_stages) for interleaved, else layers / pp.
+int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel);
+
+}  // namespace edgc::sim

@@ -1,0 +1,92 @@
+#pragma once
+// Typed descriptions of what is simulated: the cluster, the model, the parallel layout. Parsed once at the edge
+// (tools/) from scenario JSON; everything in sim/ takes these structs. Units are in the field names.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace edgc::sim {
+
+struct GpuSpec {
+  std::string name;          ///< e.g. "V100-SXM2-32GB"
+  double peak_tflops = 0.0;  ///< dense FP16/BF16 tensor-core peak, TFLOP/s
+  double hbm_GBps = 0.0;     ///< HBM bandwidth, GB/s (1e9 B/s)
+};
+
+/// How the GPUs of one node are wired.
+enum class IntraNodeTopology {
+  kSwitch,        ///< NVSwitch: every GPU has one link of `bandwidth_GBps` per direction to a non-blocking switch
+  kDgx1CubeMesh,  ///< DGX-1 V100 hybrid cube-mesh (documented approximation in platform.cpp)
+};
+
+/// How nodes are connected.
+enum class Fabric {
+  kStar,     ///< non-blocking switch: only the NICs limit
+  kFatTree,  ///< two-level fat tree with `oversubscription` at the leaf uplinks
+};
+
+struct ClusterSpec {
+  std::string name;
+  int gpus_per_node = 8;
+  int nodes = 1;
+  GpuSpec gpu;
+  IntraNodeTopology intra_topology = IntraNodeTopology::kSwitch;
+  double intra_bandwidth_GBps = 0.0;  ///< per GPU link, per direction
+  double intra_latency_us = 0.0;      ///< per hop
+  int nics_per_node = 1;              ///< GPUs share NICs evenly: gpus_per_node / nics_per_node GPUs per NIC
+  double nic_bandwidth_GBps = 0.0;    ///< per NIC, per direction (400 Gb/s NDR = 50 GB/s)
+  double inter_latency_us = 0.0;      ///< NIC to NIC through the fabric
+  Fabric fabric = Fabric::kStar;
+  int fat_tree_nodes_per_leaf = 4;    ///< kFatTree only
+  double oversubscription = 1.0;      ///< kFatTree only: leaf downlink / uplink bandwidth ratio, ≥ 1
+  double price_per_gpu_hour_usd = 0.0;
+
+  int total_gpus() const noexcept { return gpus_per_node * nodes; }
+};
+
+/// Network model of the simulation.
+enum class NetworkProfileKind {
+  kIdeal,       ///< CM02, no cross-traffic, no TCP gamma: contention-free transfers take exactly latency + bytes/bandwidth
+  kCalibrated,  ///< CM02 with size-dependent bandwidth efficiency and latency factors fitted to NCCL measurements
+};
+
+/// Size-dependent efficiency of one kind of link (intra-node or inter-node), fitted from nccl-tests logs:
+/// achieved bandwidth = efficiency(bytes) · link bandwidth, interpolated log-linearly between points and held
+/// constant outside them; latency multiplied by `latency_factor`.
+struct EfficiencyCurve {
+  std::vector<std::pair<double, double>> points;  ///< (message bytes, efficiency in (0, 1]), increasing bytes
+  double latency_factor = 1.0;
+};
+
+struct NetworkProfile {
+  NetworkProfileKind kind = NetworkProfileKind::kIdeal;
+  EfficiencyCurve intra;  ///< kCalibrated only
+  EfficiencyCurve inter;  ///< kCalibrated only
+};
+
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int seq_len = 0;
+  int vocab = 0;
+  int micro_batch_size = 0;   ///< sequences per micro-batch
+  int global_batch_size = 0;  ///< sequences per iteration, all data-parallel replicas together
+  std::string dtype = "fp16";  ///< training precision of activations and gradients on the wire: fp16 | bf16 | fp32
+  bool activation_recompute = false;
+};
+
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };
+
+struct ParallelSpec {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int microbatches = 1;  ///< per iteration per pipeline = global_batch / (micro_batch · dp)
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int virtual_stages = 1;  ///< model chunks per GPU for kInterleaved
+};
+
+}  // namespace edgc::sim

@@ -1,0 +1,198 @@
+#include "edgc/sim/collectives.hpp"
+
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "edgc/core/error.hpp"
+
+XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_collectives, "edgc: collectives over mailboxes");
+
+namespace edgc::sim {
+namespace {
+
+// put_async refuses a null payload; nobody reads it, so every transfer carries the address of this one.
+int g_payload = 0;
+
+sg4::Mailbox* inbox(const Group& group, int member) {
+  return sg4::Mailbox::by_name(group.tag + "/" + std::to_string(member));
+}
+
+void check_member(const Group& group, int my_index) {
+  if (group.size() < 1 || my_index < 0 || my_index >= group.size())
+    throw InternalError("collective '" + group.tag + "': member " + std::to_string(my_index) + " of a group of " +
+                        std::to_string(group.size()));
+}
+
+// `steps` ring steps of `chunk` bytes: post the send first so that neighbours' rendezvous can match in any order.
+void ring_steps_of(const Group& group, int my_index, int steps, std::uint64_t chunk) {
+  check_member(group, my_index);
+  const int d = group.size();
+  if (d == 1 || chunk == 0) return;
+  sg4::Mailbox* next = inbox(group, (my_index + 1) % d);
+  sg4::Mailbox* mine = inbox(group, my_index);
+  for (int s = 0; s < steps; ++s) {
+    sg4::CommPtr out = next->put_async(&g_payload, chunk);
+    mine->get<int>();
+    out->wait();
+  }
+  XBT_DEBUG("%s: member %d done after %d steps of %llu B", group.tag.c_str(), my_index, steps,
+            static_cast<unsigned long long>(chunk));
+}
+
+// One member of a timed sweep: for each size, meet the others at the barrier, run the collective, and record
+// when it finished; the member with index 0 records the common start.
+class SweepMember {
+ public:
+  SweepMember(CollectiveOp op, const Group* group, int index, const std::vector<std::uint64_t>* sizes,
+              sg4::BarrierPtr barrier, std::vector<double>* start_s, std::vector<double>* end_s)
+      : op_(op),
+        group_(group),
+        index_(index),
+        sizes_(sizes),
+        barrier_(std::move(barrier)),
+        start_s_(start_s),
+        end_s_(end_s) {}
+
+  void operator()() const {
+    for (std::size_t i = 0; i < sizes_->size(); ++i) {
+      barrier_->wait();
+      if (index_ == 0) (*start_s_)[i] = sg4::Engine::get_clock();
+      run_collective(op_, *group_, index_, (*sizes_)[i]);
+      (*end_s_)[i] = std::max((*end_s_)[i], sg4::Engine::get_clock());
+    }
+  }
+
+ private:
+  CollectiveOp op_;
+  const Group* group_;
+  int index_;
+  const std::vector<std::uint64_t>* sizes_;
+  sg4::BarrierPtr barrier_;
+  std::vector<double>* start_s_;  // actors are not threads: plain shared vectors are safe
+  std::vector<double>* end_s_;
+};
+
+}  // namespace
+
+CollectiveOp collective_op_from_name(const std::string& name) {
+  if (name == "all_reduce") return CollectiveOp::kAllReduce;
+  if (name == "reduce_scatter") return CollectiveOp::kReduceScatter;
+  if (name == "all_gather") return CollectiveOp::kAllGather;
+  if (name == "sendrecv") return CollectiveOp::kSendRecv;
+  throw UsageError("--op", "unknown collective '" + name + "' (all_reduce, reduce_scatter, all_gather, sendrecv)");
+}
+
+std::string collective_op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return "all_reduce";
+    case CollectiveOp::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveOp::kAllGather:
+      return "all_gather";
+    case CollectiveOp::kSendRecv:
+      return "sendrecv";
+  }
+  return "?";
+}
+
+double bus_bandwidth_factor(CollectiveOp op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllGather:
+      return (n - 1) / n;
+    case CollectiveOp::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+int ring_steps(CollectiveOp op, int ranks) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return 2 * (ranks - 1);
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllGather:
+      return ranks - 1;
+    case CollectiveOp::kSendRecv:
+      return ranks > 1 ? 1 : 0;
+  }
+  return 0;
+}
+
+std::uint64_t ring_chunk_bytes(CollectiveOp op, int ranks, std::uint64_t bytes) {
+  if (op == CollectiveOp::kSendRecv || ranks <= 1) return bytes;
+  const auto d = static_cast<std::uint64_t>(ranks);
+  return (bytes + d - 1) / d;
+}
+
+void ring_all_reduce(const Group& group, int my_index, std::uint64_t bytes) {
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  ring_steps_of(group, my_index, ring_steps(op, group.size()), ring_chunk_bytes(op, group.size(), bytes));
+}
+
+void ring_reduce_scatter(const Group& group, int my_index, std::uint64_t bytes) {
+  const CollectiveOp op = CollectiveOp::kReduceScatter;
+  ring_steps_of(group, my_index, ring_steps(op, group.size()), ring_chunk_bytes(op, group.size(), bytes));
+}
+
+void ring_all_gather(const Group& group, int my_index, std::uint64_t bytes) {
+  const CollectiveOp op = CollectiveOp::kAllGather;
+  ring_steps_of(group, my_index, ring_steps(op, group.size()), ring_chunk_bytes(op, group.size(), bytes));
+}
+
+void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t bytes) {
+  check_member(group, my_index);
+  sg4::CommPtr out;
+  if (to >= 0) {
+    check_member(group, to);
+    out = inbox(group, to)->put_async(&g_payload, bytes);
+  }
+  if (from >= 0) {
+    check_member(group, from);
+    inbox(group, my_index)->get<int>();
+  }
+  if (out) out->wait();
+}
+
+void run_collective(CollectiveOp op, const Group& group, int my_index, std::uint64_t bytes) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      ring_all_reduce(group, my_index, bytes);
+      return;
+    case CollectiveOp::kReduceScatter:
+      ring_reduce_scatter(group, my_index, bytes);
+      return;
+    case CollectiveOp::kAllGather:
+      ring_all_gather(group, my_index, bytes);
+      return;
+    case CollectiveOp::kSendRecv: {
+      const int d = group.size();
+      if (d > 1) sendrecv(group, my_index, (my_index + 1) % d, (my_index + d - 1) % d, bytes);
+      return;
+    }
+  }
+}
+
+std::vector<double> time_collective_sweep(sg4::Engine& engine, CollectiveOp op, const Group& group,
+                                          const std::vector<std::uint64_t>& sizes) {
+  if (group.size() < 1) throw InternalError("time_collective_sweep: empty group '" + group.tag + "'");
+  std::vector<double> start_s(sizes.size(), 0.0);
+  std::vector<double> end_s(sizes.size(), 0.0);
+  const sg4::BarrierPtr barrier = sg4::Barrier::create(static_cast<unsigned>(group.size()));
+  for (int i = 0; i < group.size(); ++i) {
+    sg4::Actor::create(group.tag + "-member" + std::to_string(i), group.hosts[static_cast<std::size_t>(i)],
+                       SweepMember(op, &group, i, &sizes, barrier, &start_s, &end_s));
+  }
+  engine.run();
+  std::vector<double> took_s(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) took_s[i] = end_s[i] - start_s[i];
+  return took_s;
+}
+
+}  // namespace edgc::sim

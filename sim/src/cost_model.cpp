@@ -1,0 +1,211 @@
+#include "edgc/sim/cost_model.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+
+namespace edgc::sim {
+namespace {
+
+// Megatron's default `--make-vocab-size-divisible-by`.
+constexpr std::int64_t kVocabDivisor = 128;
+// DRAM passes over an m×n gradient of fused PowerSGD with error feedback (compression-prior-art.md C.2).
+constexpr double kPowerSgdHbmPasses = 8.0;
+
+void check_stage(const ParallelSpec& parallel, int stage) {
+  if (stage < 0 || stage >= parallel.pp)
+    throw InternalError("cost model: stage " + std::to_string(stage) + " out of range [0, " +
+                        std::to_string(parallel.pp) + ")");
+}
+
+int chunks_of(const ParallelSpec& parallel) {
+  return parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
+}
+
+double gemm_rate_flops(const GpuSpec& gpu, const CostParams& params) {
+  return gpu.peak_tflops * 1e12 * params.compute_efficiency;
+}
+
+// Per-layer parameter split on one TP shard: column-parallel QKV and fc1 (weights and biases split),
+// row-parallel proj and fc2 (weights split, biases replicated), two LayerNorms (replicated).
+std::int64_t layer_sharded_per_shard(std::int64_t h, std::int64_t tp) { return (12 * h * h + 7 * h) / tp; }
+std::int64_t layer_replicated(std::int64_t h) { return 6 * h; }
+
+}  // namespace
+
+int bytes_per_element(const std::string& dtype) {
+  if (dtype == "fp16" || dtype == "bf16") return 2;
+  if (dtype == "fp32") return 4;
+  throw ConfigError("", "model.dtype", "expected fp16, bf16 or fp32, got '" + dtype + "'");
+}
+
+std::int64_t padded_vocab(const ModelSpec& model, int tp) {
+  const std::int64_t multiple = kVocabDivisor * tp;
+  return (model.vocab + multiple - 1) / multiple * multiple;
+}
+
+std::int64_t parameter_count(const ModelSpec& model) {
+  const std::int64_t h = model.hidden;
+  return model.layers * (12 * h * h + 13 * h) + static_cast<std::int64_t>(model.vocab) * h +
+         static_cast<std::int64_t>(model.seq_len) * h + 2 * h;
+}
+
+double layer_forward_flops(const ModelSpec& model) {
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
+  return 24.0 * b * s * h * h + 4.0 * b * s * s * h;
+}
+
+double logits_forward_flops(const ModelSpec& model, int tp) {
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
+  return 2.0 * b * s * h * static_cast<double>(padded_vocab(model, tp));
+}
+
+ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                          const CostParams& params, int stage, int chunk) {
+  check_stage(parallel, stage);
+  const int chunks = chunks_of(parallel);
+  if (chunk < 0 || chunk >= chunks)
+    throw InternalError("cost model: chunk " + std::to_string(chunk) + " out of range [0, " + std::to_string(chunks) +
+                        ")");
+  const double tp = parallel.tp;
+  const double layers = static_cast<double>(model.layers / (parallel.pp * chunks));
+  const double layer_fwd = layer_forward_flops(model) / tp;
+  ComputeCost c;
+  c.forward_flops = layers * layer_fwd;
+  c.backward_flops = layers * layer_fwd * (model.activation_recompute ? 3.0 : 2.0);
+  if (stage == parallel.pp - 1 && chunk == chunks - 1) {
+    const double logits = logits_forward_flops(model, parallel.tp) / tp;
+    c.forward_flops += logits;
+    c.backward_flops += 2.0 * logits;
+  }
+  const double rate = gemm_rate_flops(gpu, params);
+  c.forward_s = c.forward_flops / rate;
+  c.backward_s = c.backward_flops / rate;
+  return c;
+}
+
+ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                          const CostParams& params, int stage) {
+  ComputeCost total;
+  for (int chunk = 0; chunk < chunks_of(parallel); ++chunk) {
+    const ComputeCost c = chunk_compute(model, parallel, gpu, params, stage, chunk);
+    total.forward_flops += c.forward_flops;
+    total.backward_flops += c.backward_flops;
+    total.forward_s += c.forward_s;
+    total.backward_s += c.backward_s;
+  }
+  return total;
+}
+
+TpComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel) {
+  TpComm c;
+  c.bytes_per_allreduce = pp_p2p_bytes(model);  // the same b·s·h activation tensor
+  if (parallel.tp > 1) {
+    c.forward_allreduces = 2;
+    c.backward_allreduces = model.activation_recompute ? 4 : 2;
+  }
+  return c;
+}
+
+double pp_p2p_bytes(const ModelSpec& model) {
+  return static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden * bytes_per_element(model.dtype);
+}
+
+StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  check_stage(parallel, stage);
+  const std::int64_t h = model.hidden;
+  const std::int64_t tp = parallel.tp;
+  const std::int64_t layers = model.layers / parallel.pp;
+  const std::int64_t word_embedding_per_shard = padded_vocab(model, parallel.tp) / tp * h;
+  StageParams p;
+  p.sharded_per_shard = layers * layer_sharded_per_shard(h, tp);
+  p.replicated = layers * layer_replicated(h);
+  if (stage == 0) {
+    p.sharded_per_shard += word_embedding_per_shard;
+    p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
+  }
+  if (stage == parallel.pp - 1) {
+    p.replicated += 2 * h;  // the final LayerNorm
+    // The tied LM head: with pp > 1 the last stage holds its own copy of the word embedding.
+    if (parallel.pp > 1) p.sharded_per_shard += word_embedding_per_shard;
+  }
+  return p;
+}
+
+double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  return static_cast<double>(stage_params(model, parallel, stage).per_gpu()) * bytes_per_element(model.dtype);
+}
+
+double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
+  if (parallel.pp == 1) return 0.0;
+  return static_cast<double>(padded_vocab(model, parallel.tp) / parallel.tp) * model.hidden *
+         bytes_per_element(model.dtype);
+}
+
+std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  check_stage(parallel, stage);
+  const std::int64_t h = model.hidden;
+  const std::int64_t tp = parallel.tp;
+  const int layers = model.layers / parallel.pp;
+  std::vector<WeightMatrix> out = {
+      {.name = "qkv", .rows = h, .cols = 3 * h / tp, .count = layers},
+      {.name = "proj", .rows = h / tp, .cols = h, .count = layers},
+      {.name = "fc1", .rows = h, .cols = 4 * h / tp, .count = layers},
+      {.name = "fc2", .rows = 4 * h / tp, .cols = h, .count = layers},
+  };
+  const std::int64_t vocab_rows = padded_vocab(model, parallel.tp) / tp;
+  const int embedding_copies = (stage == 0 ? 1 : 0) + (stage == parallel.pp - 1 && parallel.pp > 1 ? 1 : 0);
+  if (embedding_copies > 0)
+    out.push_back({.name = "word_embedding", .rows = vocab_rows, .cols = h, .count = embedding_copies});
+  if (stage == 0) out.push_back({.name = "position_embedding", .rows = model.seq_len, .cols = h, .count = 1});
+  return out;
+}
+
+bool powersgd_compresses(std::int64_t rows, std::int64_t cols, int rank) {
+  return (rows + cols) * rank * 2 < rows * cols;
+}
+
+PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank) {
+  if (rank < 1) throw InternalError("powersgd_wire: rank must be ≥ 1, got " + std::to_string(rank));
+  const double bytes = bytes_per_element(model.dtype);
+  PowerSgdWire w;
+  std::int64_t matrix_elements = 0;
+  for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
+    matrix_elements += m.elements() * m.count;
+    if (powersgd_compresses(m.rows, m.cols, rank)) {
+      w.p_bytes += static_cast<double>(m.count) * static_cast<double>(m.rows) * rank * bytes;
+      w.q_bytes += static_cast<double>(m.count) * static_cast<double>(m.cols) * rank * bytes;
+      w.compressed_matrices += m.count;
+    } else {
+      w.uncompressed_bytes += static_cast<double>(m.count) * static_cast<double>(m.elements()) * bytes;
+      w.skipped_matrices += m.count;
+    }
+  }
+  const std::int64_t one_d = stage_params(model, parallel, stage).per_gpu() - matrix_elements;
+  w.uncompressed_bytes += static_cast<double>(one_d) * bytes;
+  return w;
+}
+
+double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                           const CostParams& params, int stage, int rank) {
+  if (rank < 1) throw InternalError("powersgd_compress_s: rank must be ≥ 1, got " + std::to_string(rank));
+  const double bytes = bytes_per_element(model.dtype);
+  const double hbm_Bps = gpu.hbm_GBps * 1e9 * params.hbm_efficiency;
+  const double rate = gemm_rate_flops(gpu, params);
+  const double r = rank;
+  double total_s = 0.0;
+  for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
+    if (!powersgd_compresses(m.rows, m.cols, rank)) continue;
+    const double rows = static_cast<double>(m.rows), cols = static_cast<double>(m.cols);
+    const double memory_s = kPowerSgdHbmPasses * rows * cols * bytes / hbm_Bps;
+    const double gemm_s = 6.0 * rows * cols * r / rate;
+    const double orth_s = 2.0 * rows * r * r / rate;
+    total_s += m.count * (std::max(memory_s, gemm_s) + orth_s) + r * params.orth_column_latency_s;
+  }
+  return total_s;
+}
+
+}  // namespace edgc::sim

@@ -1,0 +1,162 @@
+#include "edgc/sim/layout.hpp"
+
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+
+namespace edgc::sim {
+namespace {
+
+void require_positive(const std::string& where, const std::string& key, long long value) {
+  if (value <= 0) throw ConfigError(where, key, "must be a positive integer, got " + std::to_string(value));
+}
+
+std::string schedule_name(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe:
+      return "gpipe";
+    case PipelineSchedule::kOneFOneB:
+      return "1f1b";
+    case PipelineSchedule::kInterleaved:
+      return "interleaved";
+  }
+  return "?";
+}
+
+}  // namespace
+
+ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, const ClusterSpec& cluster,
+                      const std::string& where) {
+  require_positive(where, "model.layers", model.layers);
+  require_positive(where, "model.hidden", model.hidden);
+  require_positive(where, "model.heads", model.heads);
+  require_positive(where, "model.seq_len", model.seq_len);
+  require_positive(where, "model.vocab", model.vocab);
+  require_positive(where, "model.micro_batch_size", model.micro_batch_size);
+  require_positive(where, "model.global_batch_size", model.global_batch_size);
+  if (model.dtype != "fp16" && model.dtype != "bf16" && model.dtype != "fp32")
+    throw ConfigError(where, "model.dtype", "expected fp16, bf16 or fp32, got '" + model.dtype + "'");
+  require_positive(where, "parallelism.tp", parallel.tp);
+  require_positive(where, "parallelism.pp", parallel.pp);
+  require_positive(where, "parallelism.dp", parallel.dp);
+  require_positive(where, "parallelism.virtual_stages", parallel.virtual_stages);
+  if (parallel.microbatches < 0)
+    throw ConfigError(where, "parallelism.microbatches",
+                      "must be positive (or 0 to derive it), got " + std::to_string(parallel.microbatches));
+  require_positive(where, "cluster.nodes", cluster.nodes);
+  require_positive(where, "cluster.gpus_per_node", cluster.gpus_per_node);
+
+  // Products in 64 bits: a typo such as tp = 100000 must produce this message, not an overflow.
+  const long long gpus = static_cast<long long>(parallel.tp) * parallel.pp * parallel.dp;
+  if (gpus != cluster.total_gpus())
+    throw ConfigError(where, "parallelism.dp",
+                      "tp·pp·dp = " + std::to_string(parallel.tp) + "·" + std::to_string(parallel.pp) + "·" +
+                          std::to_string(parallel.dp) + " = " + std::to_string(gpus) + " GPUs, but the cluster has " +
+                          std::to_string(cluster.total_gpus()) + " (" + std::to_string(cluster.nodes) + " nodes × " +
+                          std::to_string(cluster.gpus_per_node) + ")");
+  // Megatron's TP all-reduces sit on the critical path of every layer; they only make sense on NVLink.
+  if (cluster.gpus_per_node % parallel.tp != 0)
+    throw ConfigError(where, "parallelism.tp",
+                      std::to_string(parallel.tp) + " does not divide the " + std::to_string(cluster.gpus_per_node) +
+                          " GPUs of a node: a tensor-parallel group must stay inside one node");
+
+  const bool interleaved = parallel.schedule == PipelineSchedule::kInterleaved;
+  if (!interleaved && parallel.virtual_stages != 1)
+    throw ConfigError(
+        where, "parallelism.virtual_stages",
+        "model chunks per GPU need the interleaved schedule, but the schedule is " + schedule_name(parallel.schedule));
+  if (interleaved && parallel.pp < 2)
+    throw ConfigError(where, "parallelism.pp", "the interleaved schedule needs at least 2 pipeline stages");
+  const long long layer_split = static_cast<long long>(parallel.pp) * parallel.virtual_stages;
+  if (model.layers % layer_split != 0)
+    throw ConfigError(where, "model.layers",
+                      std::to_string(model.layers) + " layers do not split evenly over " +
+                          (interleaved ? "pp·virtual_stages = " + std::to_string(layer_split) + " model chunks"
+                                       : std::to_string(parallel.pp) + " pipeline stages"));
+  if (model.heads % parallel.tp != 0)
+    throw ConfigError(
+        where, "model.heads",
+        std::to_string(model.heads) + " attention heads do not split over tp = " + std::to_string(parallel.tp));
+  if (model.hidden % model.heads != 0)
+    throw ConfigError(
+        where, "model.hidden",
+        std::to_string(model.hidden) + " is not a multiple of the " + std::to_string(model.heads) + " heads");
+
+  const long long per_step = static_cast<long long>(model.micro_batch_size) * parallel.dp;
+  if (model.global_batch_size % per_step != 0)
+    throw ConfigError(where, "model.global_batch_size",
+                      std::to_string(model.global_batch_size) +
+                          " sequences are not a multiple of micro_batch·dp = " + std::to_string(per_step));
+  ParallelSpec out = parallel;
+  const long long derived = model.global_batch_size / per_step;
+  if (out.microbatches == 0) {
+    out.microbatches = static_cast<int>(derived);
+  } else if (out.microbatches != derived) {
+    throw ConfigError(where, "parallelism.microbatches",
+                      std::to_string(out.microbatches) + " differs from global_batch / (micro_batch·dp) = " +
+                          std::to_string(derived) + " (set it to 0 to derive it)");
+  }
+  if (interleaved && out.microbatches % out.pp != 0)
+    throw ConfigError(where, "parallelism.microbatches",
+                      "the interleaved schedule needs a multiple of pp = " + std::to_string(out.pp) + ", got " +
+                          std::to_string(out.microbatches));
+  return out;
+}
+
+Layout::Layout(const ParallelSpec& parallel, int gpus_per_node)
+    : tp_(parallel.tp), pp_(parallel.pp), dp_(parallel.dp), gpus_per_node_(gpus_per_node) {
+  if (tp_ <= 0 || pp_ <= 0 || dp_ <= 0 || gpus_per_node_ <= 0)
+    throw InternalError("Layout: sizes must be positive (validate the layout first)");
+}
+
+int Layout::rank_of(const RankCoord& c) const {
+  if (c.tp < 0 || c.tp >= tp_ || c.pp < 0 || c.pp >= pp_ || c.dp < 0 || c.dp >= dp_)
+    throw InternalError("Layout::rank_of: coordinate (tp " + std::to_string(c.tp) + ", pp " + std::to_string(c.pp) +
+                        ", dp " + std::to_string(c.dp) + ") out of range");
+  return (c.pp * dp_ + c.dp) * tp_ + c.tp;
+}
+
+RankCoord Layout::coord_of(int rank) const {
+  if (rank < 0 || rank >= world_size())
+    throw InternalError("Layout::coord_of: rank " + std::to_string(rank) + " out of range");
+  return RankCoord{.tp = rank % tp_, .pp = rank / (tp_ * dp_), .dp = (rank / tp_) % dp_};
+}
+
+int Layout::node_of(int rank) const {
+  (void)coord_of(rank);  // range check
+  return rank / gpus_per_node_;
+}
+
+std::vector<int> Layout::tp_group(int rank) const {
+  RankCoord c = coord_of(rank);
+  std::vector<int> group;
+  group.reserve(tp_);
+  for (c.tp = 0; c.tp < tp_; ++c.tp) group.push_back(rank_of(c));
+  return group;
+}
+
+std::vector<int> Layout::dp_group(int rank) const {
+  RankCoord c = coord_of(rank);
+  std::vector<int> group;
+  group.reserve(dp_);
+  for (c.dp = 0; c.dp < dp_; ++c.dp) group.push_back(rank_of(c));
+  return group;
+}
+
+std::vector<int> Layout::pipeline(int rank) const {
+  RankCoord c = coord_of(rank);
+  std::vector<int> group;
+  group.reserve(pp_);
+  for (c.pp = 0; c.pp < pp_; ++c.pp) group.push_back(rank_of(c));
+  return group;
+}
+
+int layers_per_stage(const ModelSpec& model, const ParallelSpec& parallel) { return model.layers / parallel.pp; }
+
+int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel) {
+  const int chunks = parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
+  return model.layers / (parallel.pp * chunks);
+}
+
+}  // namespace edgc::sim

@@ -1,0 +1,288 @@
+#include "edgc/sim/platform.hpp"
+
+#include <xbt/log.h>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "edgc/core/error.hpp"
+
+XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_platform, "edgc: building the cluster platform");
+
+namespace edgc::sim {
+namespace {
+
+using Dir = sg4::LinkInRoute::Direction;
+
+constexpr double kGBps = 1e9;
+constexpr double kUs = 1e-6;
+
+// DGX-1 V100 hybrid cube-mesh: NVLink lanes between GPU pairs (hardware-calibration.md §1.2, from the measured
+// p2p matrix). Every GPU has 6 lanes. Pairs not listed have no NVLink.
+// clang-format off
+constexpr std::array<std::array<int, 3>, 16> kCubeMeshLanes = {{
+    {0, 2, 2}, {0, 4, 2}, {1, 3, 2}, {1, 5, 2}, {2, 3, 2}, {4, 6, 2}, {5, 7, 2}, {6, 7, 2},
+    {0, 1, 1}, {0, 3, 1}, {1, 2, 1}, {2, 6, 1}, {3, 7, 1}, {4, 5, 1}, {4, 7, 1}, {5, 6, 1}}};
+// clang-format on
+constexpr int kCubeMeshGpus = 8;
+
+int cube_mesh_lanes(int a, int b) {
+  for (const auto& [i, j, lanes] : kCubeMeshLanes)
+    if ((i == a && j == b) || (i == b && j == a)) return lanes;
+  return 0;
+}
+
+// Intermediate GPU for a pair without NVLink: the one whose two links are widest (the smaller of the two lane
+// counts), lowest index on ties. NCCL never routes through a GPU like this (it builds rings over direct links
+// only); the detour stands in for "no direct path" so that rank orders which are not NCCL rings pay for it.
+int cube_mesh_via(int a, int b) {
+  int best = -1;
+  int best_lanes = 0;
+  for (int k = 0; k < kCubeMeshGpus; ++k) {
+    if (k == a || k == b) continue;
+    const int lanes = std::min(cube_mesh_lanes(a, k), cube_mesh_lanes(k, b));
+    if (lanes > best_lanes) {
+      best = k;
+      best_lanes = lanes;
+    }
+  }
+  return best;
+}
+
+void require(bool ok, const std::string& where, const std::string& key, const std::string& detail) {
+  if (!ok) throw ConfigError(where, key, detail);
+}
+
+std::string num(double x) {
+  std::string s = std::to_string(x);
+  while (s.size() > 1 && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+// Builds node zone `n` under `parent` and records its GPU hosts by global rank. Returns (zone netpoint, gateway).
+class NodeBuilder {
+ public:
+  NodeBuilder(const ClusterSpec& spec, std::vector<sg4::Host*>& hosts) : spec_(spec), hosts_(hosts) {}
+
+  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> operator()(sg4::NetZone* parent,
+                                                                                                 int n) const {
+    const std::string prefix = "n" + std::to_string(n);
+    auto* node = sg4::create_full_zone("node" + std::to_string(n));
+    node->set_parent(parent);
+
+    std::vector<sg4::Host*> gpus;
+    for (int g = 0; g < spec_.gpus_per_node; ++g) {
+      sg4::Host* h = node->create_host(prefix + "-g" + std::to_string(g), spec_.gpu.peak_tflops * 1e12);
+      h->seal();
+      gpus.push_back(h);
+      hosts_[static_cast<std::size_t>(n * spec_.gpus_per_node + g)] = h;
+    }
+    if (spec_.intra_topology == IntraNodeTopology::kSwitch)
+      add_switch_routes(node, prefix, gpus);
+    else
+      add_cube_mesh_routes(node, prefix, gpus);
+
+    auto* rtr = node->create_router("node" + std::to_string(n) + "-rtr");
+    const int share = spec_.gpus_per_node / spec_.nics_per_node;
+    std::vector<sg4::Link*> nics;
+    for (int k = 0; k < spec_.nics_per_node; ++k) {
+      nics.push_back(
+          node->create_split_duplex_link(prefix + "-nic" + std::to_string(k), spec_.nic_bandwidth_GBps * kGBps)
+              ->set_latency(spec_.inter_latency_us * kUs / 2)
+              ->seal());
+    }
+    for (int g = 0; g < spec_.gpus_per_node; ++g) {
+      sg4::Link* nic = nics[static_cast<std::size_t>(g / share)];
+      node->add_route(gpus[g]->get_netpoint(), rtr, nullptr, nullptr, {{nic, Dir::UP}}, false);
+      node->add_route(rtr, gpus[g]->get_netpoint(), nullptr, nullptr, {{nic, Dir::DOWN}}, false);
+    }
+    node->seal();
+    return {node->get_netpoint(), rtr};
+  }
+
+ private:
+  // NVSwitch: GPU i → j crosses i's link up to the switch and j's link down; the switch itself never limits.
+  void add_switch_routes(sg4::NetZone* node, const std::string& prefix, const std::vector<sg4::Host*>& gpus) const {
+    std::vector<sg4::Link*> nvl;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      nvl.push_back(
+          node->create_split_duplex_link(prefix + "-nvl" + std::to_string(g), spec_.intra_bandwidth_GBps * kGBps)
+              ->set_latency(spec_.intra_latency_us * kUs / 2)
+              ->seal());
+    }
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      for (std::size_t j = 0; j < gpus.size(); ++j)
+        if (i != j)
+          node->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
+                          {{nvl[i], Dir::UP}, {nvl[j], Dir::DOWN}}, false);
+  }
+
+  // Cube-mesh: one link per wired pair with the bandwidth of its lanes (1 or 2 × bandwidth_GBps); unwired pairs
+  // take the two links through cube_mesh_via(). A link (i, j) with i < j is UP in the direction i → j.
+  void add_cube_mesh_routes(sg4::NetZone* node, const std::string& prefix, const std::vector<sg4::Host*>& gpus) const {
+    std::array<std::array<sg4::Link*, kCubeMeshGpus>, kCubeMeshGpus> link{};
+    for (const auto& [i, j, lanes] : kCubeMeshLanes) {
+      link[i][j] = node->create_split_duplex_link(prefix + "-nvl" + std::to_string(i) + "-" + std::to_string(j),
+                                                  lanes * spec_.intra_bandwidth_GBps * kGBps)
+                       ->set_latency(spec_.intra_latency_us * kUs)
+                       ->seal();
+    }
+    auto hop = [&](int a, int b) -> sg4::LinkInRoute {
+      return a < b ? sg4::LinkInRoute{link[a][b], Dir::UP} : sg4::LinkInRoute{link[b][a], Dir::DOWN};
+    };
+    for (int i = 0; i < kCubeMeshGpus; ++i) {
+      for (int j = 0; j < kCubeMeshGpus; ++j) {
+        if (i == j) continue;
+        std::vector<sg4::LinkInRoute> path;
+        if (cube_mesh_lanes(i, j) > 0) {
+          path = {hop(i, j)};
+        } else {
+          const int k = cube_mesh_via(i, j);
+          path = {hop(i, k), hop(k, j)};
+        }
+        node->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr, path, false);
+      }
+    }
+  }
+
+  const ClusterSpec& spec_;
+  std::vector<sg4::Host*>& hosts_;
+};
+
+void configure_models() {
+  // Hide SimGrid's INFO lines (configuration changes included) before touching the configuration.
+  xbt_log_control_set("root.thres:critical");
+  // Both profiles start from CM02 without the TCP artefacts (ack cross-traffic, gamma window cap, LV08's
+  // slow-start latency factor): NVLink and InfiniBand are not TCP, and with these settings a lone transfer takes
+  // exactly latency + bytes / bandwidth, which is what the calibrated factors then scale.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+}
+
+void install_factors(sg4::Engine& engine, const NetworkProfile& profile) {
+  if (profile.kind != NetworkProfileKind::kCalibrated) return;
+  auto* model = engine.get_netzone_root()->get_network_model();
+  // A transfer is inter-node when its endpoints live in different node zones, i.e. its route leaves the node.
+  auto curve_for = [intra = profile.intra, inter = profile.inter](const sg4::Host* src,
+                                                                  const sg4::Host* dst) -> const EfficiencyCurve& {
+    const bool same_node = src != nullptr && dst != nullptr && src->get_englobing_zone() == dst->get_englobing_zone();
+    return same_node ? intra : inter;
+  };
+  model->set_bw_factor_cb(
+      [curve_for](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>&,
+                  const std::unordered_set<sg4::NetZone*>&) { return efficiency_at(curve_for(src, dst), size); });
+  model->set_lat_factor_cb(
+      [curve_for](double, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>&,
+                  const std::unordered_set<sg4::NetZone*>&) { return curve_for(src, dst).latency_factor; });
+}
+
+}  // namespace
+
+void validate(const ClusterSpec& s, const std::string& where) {
+  require(s.gpus_per_node >= 1, where, "cluster.gpus_per_node", "must be >= 1, got " + std::to_string(s.gpus_per_node));
+  require(s.nodes >= 1, where, "cluster.nodes", "must be >= 1, got " + std::to_string(s.nodes));
+  require(s.gpu.peak_tflops > 0, where, "cluster.gpu.peak_tflops", "must be > 0, got " + num(s.gpu.peak_tflops));
+  require(s.gpu.hbm_GBps > 0, where, "cluster.gpu.hbm_GBps", "must be > 0, got " + num(s.gpu.hbm_GBps));
+  require(s.intra_bandwidth_GBps > 0, where, "cluster.intra_node.bandwidth_GBps",
+          "must be > 0, got " + num(s.intra_bandwidth_GBps));
+  require(s.intra_latency_us >= 0, where, "cluster.intra_node.latency_us",
+          "must be >= 0, got " + num(s.intra_latency_us));
+  require(s.intra_topology != IntraNodeTopology::kDgx1CubeMesh || s.gpus_per_node == kCubeMeshGpus, where,
+          "cluster.gpus_per_node",
+          "the dgx1-cube-mesh topology has 8 GPUs per node, got " + std::to_string(s.gpus_per_node));
+  require(s.nics_per_node >= 1, where, "cluster.inter_node.nics_per_node",
+          "must be >= 1, got " + std::to_string(s.nics_per_node));
+  require(
+      s.gpus_per_node % s.nics_per_node == 0, where, "cluster.inter_node.nics_per_node",
+      "must divide gpus_per_node (" + std::to_string(s.gpus_per_node) + "), got " + std::to_string(s.nics_per_node));
+  require(s.nic_bandwidth_GBps > 0, where, "cluster.inter_node.nic_bandwidth_GBps",
+          "must be > 0, got " + num(s.nic_bandwidth_GBps));
+  require(s.inter_latency_us >= 0, where, "cluster.inter_node.latency_us",
+          "must be >= 0, got " + num(s.inter_latency_us));
+  require(s.price_per_gpu_hour_usd >= 0, where, "cluster.price_per_gpu_hour_usd",
+          "must be >= 0, got " + num(s.price_per_gpu_hour_usd));
+  if (s.fabric == Fabric::kFatTree) {
+    const int per_leaf = s.fat_tree_nodes_per_leaf;
+    require(per_leaf >= 1, where, "cluster.inter_node.nodes_per_leaf", "must be >= 1, got " + std::to_string(per_leaf));
+    require(s.nodes % per_leaf == 0, where, "cluster.inter_node.nodes_per_leaf",
+            "must divide nodes (" + std::to_string(s.nodes) + "), got " + std::to_string(per_leaf));
+    const double spines = per_leaf / s.oversubscription;
+    require(
+        s.oversubscription >= 1 && std::abs(spines - std::round(spines)) < 1e-9, where,
+        "cluster.inter_node.oversubscription",
+        "must be >= 1 and divide nodes_per_leaf (" + std::to_string(per_leaf) + "), got " + num(s.oversubscription));
+  }
+}
+
+double efficiency_at(const EfficiencyCurve& curve, double bytes) {
+  const auto& p = curve.points;
+  if (p.empty()) return 1.0;
+  if (bytes <= p.front().first) return p.front().second;
+  if (bytes >= p.back().first) return p.back().second;
+  const auto hi = std::upper_bound(p.begin(), p.end(), bytes,
+                                   [](double b, const std::pair<double, double>& q) { return b < q.first; });
+  const auto lo = hi - 1;
+  const double t = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return lo->second + t * (hi->second - lo->second);
+}
+
+Route route_between(const sg4::Host* src, const sg4::Host* dst) {
+  Route r;
+  src->route_to(dst, r.links, &r.latency_s);
+  double bw = std::numeric_limits<double>::infinity();
+  for (const auto* l : r.links) bw = std::min(bw, l->get_bandwidth());
+  r.bottleneck_Bps = r.links.empty() ? 0.0 : bw;
+  return r;
+}
+
+Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile) {
+  validate(spec);
+  configure_models();
+  Platform p(spec);
+  p.hosts_.assign(static_cast<std::size_t>(spec.total_gpus()), nullptr);
+  const NodeBuilder make_node(spec, p.hosts_);
+
+  sg4::NetZone* fabric = nullptr;
+  if (spec.fabric == Fabric::kStar) {
+    // Non-blocking switch: routes between nodes add no links, so only the NICs (inside the nodes) limit.
+    fabric = sg4::create_star_zone("fabric");
+    for (int n = 0; n < spec.nodes; ++n) {
+      const auto [node, rtr] = make_node(fabric, n);
+      fabric->add_route(node, nullptr, rtr, nullptr, {}, true);
+    }
+  } else {
+    // Two-level fat tree: each node has one link of its total NIC bandwidth to its leaf switch; a leaf has
+    // nodes_per_leaf / oversubscription uplinks of the same bandwidth, one to each spine.
+    const auto per_leaf = static_cast<unsigned>(spec.fat_tree_nodes_per_leaf);
+    const auto leaves = static_cast<unsigned>(spec.nodes / spec.fat_tree_nodes_per_leaf);
+    const auto spines = static_cast<unsigned>(std::lround(spec.fat_tree_nodes_per_leaf / spec.oversubscription));
+    const sg4::FatTreeParams params(2, {per_leaf, leaves}, {1, spines}, {1, 1});
+    const sg4::ClusterCallbacks callbacks(
+        [&make_node](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+          return make_node(zone, static_cast<int>(id));
+        });
+    fabric = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks,
+                                      spec.nics_per_node * spec.nic_bandwidth_GBps * kGBps, 0.0,
+                                      sg4::Link::SharingPolicy::SPLITDUPLEX);
+  }
+  fabric->seal();
+  install_factors(engine, profile);
+  XBT_DEBUG("platform '%s': %d nodes x %d GPUs", spec.name.c_str(), spec.nodes, spec.gpus_per_node);
+  return p;
+}
+
+sg4::Host* Platform::gpu(int global_rank) const {
+  if (global_rank < 0 || global_rank >= gpus())
+    throw InternalError("GPU rank " + std::to_string(global_rank) + " out of range [0, " + std::to_string(gpus()) +
+                        ")");
+  return hosts_[static_cast<std::size_t>(global_rank)];
+}
+
+}  // namespace edgc::sim

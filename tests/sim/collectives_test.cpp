@@ -1,0 +1,147 @@
+// Ring collectives on the ideal profile against the closed form steps · (L + (S/D)/B), two rings sharing NICs,
+// and the calibrated profile's factors. Each TEST is one simulation and runs in its own process.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "edgc/sim/collectives.hpp"
+#include "edgc/sim/platform.hpp"
+#include "sim_test_util.hpp"
+
+namespace edgc::sim {
+namespace {
+
+using test::engine;
+
+// Latency and bottleneck bandwidth of the slowest neighbour route of the ring `hosts`.
+Route slowest_hop(const std::vector<sg4::Host*>& hosts) {
+  Route worst;
+  worst.bottleneck_Bps = 1e300;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const Route r = route_between(hosts[i], hosts[(i + 1) % hosts.size()]);
+    worst.latency_s = std::max(worst.latency_s, r.latency_s);
+    worst.bottleneck_Bps = std::min(worst.bottleneck_Bps, r.bottleneck_Bps);
+  }
+  return worst;
+}
+
+const std::vector<std::uint64_t> kSizes = {1ULL << 20, 100ULL << 20, 1ULL << 30};
+
+// Ring all-reduce over `ranks` of `spec` on the ideal profile: simulated time equals 2(D-1)/D·S/B + 2(D-1)·L.
+void expect_all_reduce_closed_form(const ClusterSpec& spec, const std::vector<int>& ranks) {
+  const Platform p = Platform::build(engine(), spec, NetworkProfile{});
+  Group g{{}, "ar"};
+  for (int r : ranks) g.hosts.push_back(p.gpu(r));
+  const Route hop = slowest_hop(g.hosts);
+  const double d = g.size();
+  const auto times = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, kSizes);
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    const double s = static_cast<double>(kSizes[i]);
+    const double expected = 2 * (d - 1) / d * s / hop.bottleneck_Bps + 2 * (d - 1) * hop.latency_s;
+    EXPECT_NEAR(times[i] / expected, 1.0, 1e-3) << "D=" << d << " S=" << s << " sim " << times[i] << " s";
+  }
+}
+
+std::vector<int> spread(int d) {  // one GPU per node: every hop crosses the fabric
+  std::vector<int> r;
+  for (int i = 0; i < d; ++i) r.push_back(i * 8);
+  return r;
+}
+
+std::vector<int> packed(int d) {
+  std::vector<int> r;
+  for (int i = 0; i < d; ++i) r.push_back(i);
+  return r;
+}
+
+TEST(RingClosedForm, FabricD2) { expect_all_reduce_closed_form(test::h100_like(2), spread(2)); }
+TEST(RingClosedForm, FabricD8) { expect_all_reduce_closed_form(test::h100_like(8), spread(8)); }
+TEST(RingClosedForm, FabricD32) { expect_all_reduce_closed_form(test::h100_like(32), spread(32)); }
+TEST(RingClosedForm, IntraNodeD2) { expect_all_reduce_closed_form(test::h100_like(1), packed(2)); }
+TEST(RingClosedForm, IntraNodeD8) { expect_all_reduce_closed_form(test::h100_like(1), packed(8)); }
+TEST(RingClosedForm, PackedD32AcrossFourNodes) {
+  // Rank order 0..31: 7 NVLink hops and one NIC hop per node; the NIC hops are the bottleneck.
+  expect_all_reduce_closed_form(test::h100_like(4), packed(32));
+}
+TEST(RingClosedForm, NonBlockingFatTreeD8) {
+  ClusterSpec s = test::h100_like(8);
+  s.fabric = Fabric::kFatTree;
+  s.fat_tree_nodes_per_leaf = 4;
+  s.oversubscription = 1;
+  expect_all_reduce_closed_form(s, spread(8));
+}
+
+TEST(RingClosedForm, ReduceScatterAndAllGatherTakeHalfTheSteps) {
+  const Platform p = Platform::build(engine(), test::h100_like(4), NetworkProfile{});
+  Group g{{p.gpu(0), p.gpu(8), p.gpu(16), p.gpu(24)}, "rs"};
+  const Route hop = slowest_hop(g.hosts);
+  const std::uint64_t bytes = 1ULL << 28;
+  const auto t = time_collective_sweep(engine(), CollectiveOp::kReduceScatter, g, {bytes});
+  const double expected = 3 * (static_cast<double>(bytes) / 4 / hop.bottleneck_Bps + hop.latency_s);
+  EXPECT_NEAR(t[0] / expected, 1.0, 1e-3);
+}
+
+// DGX-1: GPUs 0 and 1 of a node share NIC 0. Ring A (GPU 0 of each node) alone, then rings A and B (GPU 1 of
+// each node) at the same time: both cross the same NICs, so A takes about twice as long.
+TEST(SharedNic, TwoRingsOnOneNicTakeTwiceAsLong) {
+  const Platform p = Platform::build(engine(), test::dgx1_like(4), NetworkProfile{});
+  Group a{{}, "ringA"};
+  Group b{{}, "ringB"};
+  for (int n = 0; n < 4; ++n) {
+    a.hosts.push_back(p.gpu(n * 8));
+    b.hosts.push_back(p.gpu(n * 8 + 1));
+  }
+  const std::uint64_t bytes = 1ULL << 30;
+  double alone_s = 0;
+  double shared_s = 0;
+  const auto both = sg4::Barrier::create(8);
+  for (int i = 0; i < 4; ++i) {
+    sg4::Actor::create("a" + std::to_string(i), a.hosts[static_cast<std::size_t>(i)], [&, i] {
+      const double t0 = sg4::Engine::get_clock();
+      ring_all_reduce(a, i, bytes);
+      alone_s = std::max(alone_s, sg4::Engine::get_clock() - t0);
+      both->wait();
+      const double t1 = sg4::Engine::get_clock();
+      ring_all_reduce(a, i, bytes);
+      shared_s = std::max(shared_s, sg4::Engine::get_clock() - t1);
+    });
+    sg4::Actor::create("b" + std::to_string(i), b.hosts[static_cast<std::size_t>(i)], [&, i] {
+      both->wait();
+      ring_all_reduce(b, i, bytes);
+    });
+  }
+  engine().run();
+  ASSERT_GT(alone_s, 0);
+  EXPECT_NEAR(shared_s / alone_s, 2.0, 0.1) << alone_s << " s alone, " << shared_s << " s shared";
+}
+
+TEST(Calibrated, EfficiencyAndLatencyFactorScaleTheClosedForm) {
+  NetworkProfile prof;
+  prof.kind = NetworkProfileKind::kCalibrated;
+  prof.inter.points = {{1e3, 0.5}, {1e12, 0.5}};
+  prof.inter.latency_factor = 3;
+  prof.intra.points = {{1e3, 0.9}};
+  const Platform p = Platform::build(engine(), test::h100_like(2), prof);
+  Group g{{p.gpu(0), p.gpu(8)}, "cal"};
+  const Route hop = route_between(g.hosts[0], g.hosts[1]);
+  const std::uint64_t bytes = 1ULL << 26;
+  const auto t = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, {bytes});
+  const double expected = 2 * (static_cast<double>(bytes) / 2 / (0.5 * hop.bottleneck_Bps) + 3 * hop.latency_s);
+  EXPECT_NEAR(t[0] / expected, 1.0, 1e-3);
+}
+
+TEST(SendRecv, OneStepOfTheFullSize) {
+  const Platform p = Platform::build(engine(), test::h100_like(2), NetworkProfile{});
+  Group g{{p.gpu(0), p.gpu(8)}, "p2p"};
+  const Route hop = slowest_hop(g.hosts);
+  const std::uint64_t bytes = 1ULL << 24;
+  const auto t = time_collective_sweep(engine(), CollectiveOp::kSendRecv, g, {bytes, bytes});
+  const double expected = static_cast<double>(bytes) / hop.bottleneck_Bps + hop.latency_s;
+  EXPECT_NEAR(t[0] / expected, 1.0, 1e-3);
+  EXPECT_DOUBLE_EQ(t[0], t[1]);  // sizes timed one after the other do not disturb each other
+}
+
+}  // namespace
+}  // namespace edgc::sim

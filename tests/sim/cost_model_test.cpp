@@ -1,0 +1,213 @@
+#include "edgc/sim/cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "edgc/core/error.hpp"
+#include "edgc/sim/layout.hpp"
+
+namespace edgc::sim {
+namespace {
+
+// Vocabulary already a multiple of 128·tp, so padding does not enter the closed forms.
+ModelSpec small_model() {
+  ModelSpec m;
+  m.layers = 8;
+  m.hidden = 256;
+  m.heads = 8;
+  m.seq_len = 128;
+  m.vocab = 1024;
+  m.micro_batch_size = 2;
+  m.global_batch_size = 32;
+  m.dtype = "fp16";
+  return m;
+}
+
+ParallelSpec layout(int tp, int pp, int dp) {
+  ParallelSpec p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.microbatches = 0;
+  return p;
+}
+
+GpuSpec gpu() { return GpuSpec{.name = "test", .peak_tflops = 100.0, .hbm_GBps = 1000.0}; }
+
+ModelSpec gpt2_2_5b() {
+  ModelSpec m;
+  m.layers = 52;
+  m.hidden = 1920;
+  m.heads = 24;
+  m.seq_len = 1024;
+  m.vocab = 50257;
+  m.micro_batch_size = 8;
+  m.global_batch_size = 512;
+  m.activation_recompute = true;
+  return m;
+}
+
+TEST(CostModel, FlopsMatchTheClosedForm) {
+  const ModelSpec m = small_model();
+  const double b = 2, s = 128, h = 256, v = 1024, tp = 2;
+  const ParallelSpec p = layout(2, 4, 2);
+  const CostParams params{.compute_efficiency = 0.5};
+  const double layer_fwd = 24 * b * s * h * h + 4 * b * s * s * h;
+  EXPECT_DOUBLE_EQ(layer_forward_flops(m), layer_fwd);
+
+  const ComputeCost first = stage_compute(m, p, gpu(), params, 0);
+  EXPECT_DOUBLE_EQ(first.forward_flops, 2 * layer_fwd / tp);
+  EXPECT_DOUBLE_EQ(first.backward_flops, 2 * 2 * layer_fwd / tp);
+  EXPECT_DOUBLE_EQ(first.forward_s, first.forward_flops / (100e12 * 0.5));
+
+  const ComputeCost last = stage_compute(m, p, gpu(), params, 3);
+  EXPECT_DOUBLE_EQ(last.forward_flops, (2 * layer_fwd + 2 * b * s * h * v) / tp);
+  EXPECT_DOUBLE_EQ(last.backward_flops, (4 * layer_fwd + 4 * b * s * h * v) / tp);
+
+  // Recomputation adds one forward of the layers but not of the logits; summed over the pipeline and TP it is
+  // Narayanan et al.'s 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per iteration for B = b.
+  ModelSpec r = m;
+  r.activation_recompute = true;
+  double total = 0;
+  for (int stage = 0; stage < p.pp; ++stage) {
+    const ComputeCost c = stage_compute(r, p, gpu(), params, stage);
+    total += (c.forward_flops + c.backward_flops) * tp;
+  }
+  const double l = 8;
+  EXPECT_NEAR(total / (96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))), 1.0, 1e-12);
+}
+
+TEST(CostModel, InterleavedChunksSumToTheStage) {
+  ParallelSpec p = layout(2, 2, 4);
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.virtual_stages = 2;
+  const ModelSpec m = small_model();
+  const CostParams params;
+  const ComputeCost head = chunk_compute(m, p, gpu(), params, 1, 1);
+  const ComputeCost body = chunk_compute(m, p, gpu(), params, 1, 0);
+  EXPECT_GT(head.forward_flops, body.forward_flops);  // the LM head rides on the last virtual stage
+  EXPECT_DOUBLE_EQ(body.forward_flops, 2 * layer_forward_flops(m) / 2);
+  const ComputeCost stage = stage_compute(m, p, gpu(), params, 1);
+  EXPECT_DOUBLE_EQ(stage.forward_flops, head.forward_flops + body.forward_flops);
+  EXPECT_THROW((void)chunk_compute(m, p, gpu(), params, 1, 2), InternalError);
+}
+
+TEST(CostModel, Gpt2_2_5bHasAbout2_4BillionParameters) {
+  const double p = static_cast<double>(parameter_count(gpt2_2_5b()));
+  EXPECT_GE(p, 2.4e9);
+  EXPECT_LE(p, 2.5e9);
+  EXPECT_EQ(padded_vocab(gpt2_2_5b(), 4), 50688);  // Megatron's padding to a multiple of 128·4
+}
+
+TEST(CostModel, DpBytesPerStageSumToTheParameters) {
+  for (const ParallelSpec& p : {layout(4, 4, 2), layout(1, 2, 16), layout(8, 2, 2)}) {
+    ModelSpec m = gpt2_2_5b();
+    m.global_batch_size = 512;
+    std::int64_t total = 0;
+    double bytes = 0;
+    for (int stage = 0; stage < p.pp; ++stage) {
+      const StageParams s = stage_params(m, p, stage);
+      total += s.sharded_per_shard * p.tp + s.replicated;
+      bytes += dp_gradient_bytes(m, p, stage);
+      std::int64_t elements = 0;
+      for (const WeightMatrix& w : stage_matrices(m, p, stage)) elements += w.elements() * w.count;
+      EXPECT_LT(elements, s.per_gpu());  // the rest are the 1-D parameters
+    }
+    ModelSpec padded = m;
+    padded.vocab = static_cast<int>(padded_vocab(m, p.tp));
+    // The tied LM head is a second copy of the word embedding on the last stage when pp > 1.
+    const std::int64_t copy = p.pp > 1 ? padded_vocab(m, p.tp) * m.hidden : 0;
+    EXPECT_EQ(total, parameter_count(padded) + copy) << "tp " << p.tp << " pp " << p.pp;
+    if (p.tp == 1) {
+      EXPECT_DOUBLE_EQ(bytes, 2.0 * static_cast<double>(total));  // fp16: 2 bytes per parameter
+    }
+    EXPECT_DOUBLE_EQ(embedding_sync_bytes(m, p), 2.0 * static_cast<double>(copy / p.tp));
+  }
+}
+
+TEST(CostModel, TensorAndPipelineBytes) {
+  ModelSpec m = small_model();
+  const double act = 2.0 * 128 * 256 * 2;
+  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m), act);
+  TpComm c = tp_comm_per_layer(m, layout(2, 4, 2));
+  EXPECT_DOUBLE_EQ(c.bytes_per_allreduce, act);
+  EXPECT_EQ(c.forward_allreduces, 2);
+  EXPECT_EQ(c.backward_allreduces, 2);
+  m.activation_recompute = true;
+  EXPECT_EQ(tp_comm_per_layer(m, layout(2, 4, 2)).backward_allreduces, 4);
+  EXPECT_EQ(tp_comm_per_layer(m, layout(1, 4, 4)).forward_allreduces, 0);
+  m.dtype = "fp32";
+  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m), 2 * act);
+  EXPECT_THROW((void)bytes_per_element("int8"), ConfigError);
+}
+
+TEST(CostModel, MatricesHaveTheMegatronShardShapes) {
+  const ModelSpec m = gpt2_2_5b();
+  const auto mats = stage_matrices(m, layout(4, 4, 2), 1);
+  ASSERT_EQ(mats.size(), 4U);
+  EXPECT_EQ(mats[0].rows, 1920);
+  EXPECT_EQ(mats[0].cols, 1440);  // QKV h × 3h/tp
+  EXPECT_EQ(mats[1].rows, 480);   // proj h/tp × h
+  EXPECT_EQ(mats[2].cols, 1920);  // fc1 h × 4h/tp
+  EXPECT_EQ(mats[3].rows, 1920);  // fc2 4h/tp × h
+  EXPECT_EQ(mats[3].count, 13);
+  EXPECT_EQ(stage_matrices(m, layout(4, 4, 2), 0).size(), 6U);  // + word and position embeddings
+  EXPECT_EQ(stage_matrices(m, layout(4, 4, 2), 3).size(), 5U);  // + the tied LM-head copy
+}
+
+TEST(PowerSgd, WireBytesNeverExceedDenseAndEqualItPastTheSkipThreshold) {
+  const ModelSpec m = gpt2_2_5b();
+  const ParallelSpec p = layout(4, 4, 2);
+  for (int stage = 0; stage < p.pp; ++stage) {
+    const double dense = dp_gradient_bytes(m, p, stage);
+    double previous = 0;
+    for (int r : {1, 4, 16, 32, 64, 128, 256, 512}) {
+      const PowerSgdWire w = powersgd_wire(m, p, stage, r);
+      EXPECT_LE(w.total_bytes(), dense) << "stage " << stage << " r " << r;
+      EXPECT_GE(w.total_bytes(), previous);
+      previous = w.total_bytes();
+    }
+    // The smallest shard dimension is h/tp = 480 (proj): beyond (m+n)·r·2 ≥ m·n for every matrix, nothing
+    // is compressed.
+    const PowerSgdWire off = powersgd_wire(m, p, stage, 2000);
+    EXPECT_EQ(off.compressed_matrices, 0);
+    EXPECT_DOUBLE_EQ(off.total_bytes(), dense);
+    const PowerSgdWire on = powersgd_wire(m, p, stage, 32);
+    EXPECT_EQ(on.skipped_matrices, 0);
+    EXPECT_LT(on.total_bytes(), dense / 5);
+  }
+  // proj 480×1920: compressed at r < 480·1920 / (2·2400) = 192, skipped from there.
+  EXPECT_TRUE(powersgd_compresses(480, 1920, 191));
+  EXPECT_FALSE(powersgd_compresses(480, 1920, 192));
+  const PowerSgdWire r32 = powersgd_wire(m, p, 1, 32);
+  EXPECT_DOUBLE_EQ(r32.p_bytes, 13.0 * (1920 + 480 + 1920 + 1920) * 32 * 2);
+  EXPECT_DOUBLE_EQ(r32.q_bytes, 13.0 * (1440 + 1920 + 1920 + 1920) * 32 * 2);
+  EXPECT_THROW((void)powersgd_wire(m, p, 1, 0), InternalError);
+}
+
+TEST(PowerSgd, CompressTimeGrowsWithRank) {
+  const ModelSpec m = gpt2_2_5b();
+  const ParallelSpec p = layout(4, 4, 2);
+  const GpuSpec v100{.name = "V100", .peak_tflops = 125.0, .hbm_GBps = 900.0};
+  const CostParams params{.compute_efficiency = 0.32, .hbm_efficiency = 0.85, .orth_column_latency_s = 30e-6};
+  double previous = 0;
+  for (int r : {4, 8, 16, 32, 64, 128}) {
+    const double t = powersgd_compress_s(m, p, v100, params, 1, r);
+    EXPECT_GT(t, previous) << "r " << r;
+    previous = t;
+  }
+  // Memory-bound floor at small rank: 8 passes of the stage's matrix elements over 0.85 · 900 GB/s.
+  double elements = 0;
+  for (const WeightMatrix& w : stage_matrices(m, p, 1)) elements += static_cast<double>(w.elements()) * w.count;
+  const double floor_s = 8 * elements * 2 / (900e9 * 0.85);
+  const double t4 = powersgd_compress_s(m, p, v100, CostParams{.compute_efficiency = 0.32}, 1, 4);
+  EXPECT_GE(t4, floor_s);
+  EXPECT_LT(t4, floor_s * 1.05);
+  // Nothing to compress past the skip threshold.
+  EXPECT_DOUBLE_EQ(powersgd_compress_s(m, p, v100, params, 1, 2000), 0.0);
+}
+
+}  // namespace
+}  // namespace edgc::sim

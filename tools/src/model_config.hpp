@@ -1,0 +1,41 @@
+#pragma once
+// Scenario sections `model`, `parallelism` and `compute` read into the typed specs of edgc::sim.
+//
+// Keys (units in names; defaults in brackets):
+//   model.{name [""], layers, hidden, heads, seq_len, vocab,
+//          micro_batch_size, global_batch_size (sequences), dtype ["fp16"], activation_recompute [false]}
+//          — shape and batch keys have no default: a missing one is read as 0 and rejected by sim::validate.
+//   parallelism.{tp [1], pp [1], dp [1], microbatches [0 = global_batch / (micro_batch·dp)],
+//                schedule ["1f1b"; "gpipe" | "1f1b" | "interleaved"], virtual_stages [1]}
+//   compute.{efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0]} (see sim::CostParams)
+//
+// A scenario may keep the model in a shared file: `"model": "../models/x.json"` takes the whole section from that
+// file, and `"model": {"include": "../models/x.json", "micro_batch_size": 4}` takes it from the file with the
+// local keys on top. Paths are relative to the scenario file. A model file is itself a scenario whose only section
+// is "model", plus free-text top-level keys ("description") that no reader looks at — the same shape as a
+// cluster file.
+#include "config.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/spec.hpp"
+
+namespace edgc::cli {
+
+struct ModelConfig {
+  sim::ModelSpec model;
+  sim::ParallelSpec parallel;
+  sim::CostParams cost;
+};
+
+/// Replaces a string `model` (or the `model.include` key) by the named file's content, so later reads and
+/// `--set model.x=…` overrides see one plain object. Call it right after Scenario::load and before applying
+/// overrides. Does nothing when `model` is absent or an object without `include`. Throws ConfigError naming the
+/// included file when it cannot be read or is not a JSON object, or naming "model" when the value has the
+/// wrong type.
+void splice_model_include(Scenario& scenario);
+
+/// Reads the three sections (after splice_model_include). Throws ConfigError for a wrongly typed or out-of-range
+/// value, an unknown schedule or dtype, a non-positive efficiency, and for any unknown key under `model` or
+/// `parallelism`. Layout rules that need the cluster (divisibility, GPU count) are left to sim::validate.
+ModelConfig read_model_config(Scenario& scenario);
+
+}  // namespace edgc::cli
