@@ -1,0 +1,92 @@
+#pragma once
+// One training iteration of a TP × PP × DP layout, simulated with one actor per GPU.
+//
+// What each GPU does (sim/src/iteration.cpp, class GpuWorker):
+//  * its pipeline schedule as a plain loop: GPipe (all forwards, then all backwards) or 1F1B (pp − 1 − stage
+//    warm-up forwards, then one forward and one backward alternately, then the remaining backwards);
+//  * per micro-batch and pass: `this_actor::execute(flops / compute_efficiency)` on its host, whose speed is the
+//    GPU's peak, so a pass takes exactly chunk_compute()'s forward_s / backward_s;
+//  * the pass's tensor-parallel all-reduces folded into ONE ring all-reduce of their summed bytes inside the TP
+//    group, followed by a sleep for the latency terms of the folded-away all-reduces (n − 1 of them, 2(tp − 1)
+//    route latencies each). On the ideal profile this equals n separate ring all-reduces; on the calibrated
+//    profile the folded chunk is larger, so its bandwidth efficiency is somewhat optimistic;
+//  * activations forward and their gradients backward to the neighbouring stages of its pipeline, pp_p2p_bytes()
+//    each, as asynchronous sends and blocking receives on mailboxes per purpose ("act" / "grad") and receiver;
+//  * after its last backward, the DP sync of its stage over its DP group (see StageSync).
+// Not modelled: the first ↔ last stage word-embedding all-reduce, the optimizer step, and any overlap of the DP
+// sync with the backward pass (the sync starts after the stage's last backward, as with one gradient bucket).
+#include <string>
+#include <vector>
+
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/platform.hpp"
+#include "edgc/sim/spec.hpp"
+
+namespace edgc::sim {
+
+/// How one pipeline stage synchronises its gradients over its DP group.
+///  * powersgd_rank == 0: one ring all-reduce of dp_gradient_bytes() (uncompressed);
+///  * powersgd_rank == r ≥ 1: PowerSGD at rank r with the wire sizes of powersgd_wire():
+///    compute ⅓ of powersgd_compress_s() (P = MQ), ring all-reduce of P, compute ⅓ (orthogonalisation and
+///    Q = MᵀP), ring all-reduce of Q, compute ⅓ (M̂ = PQᵀ), then one fused ring all-reduce of the uncompressed
+///    bytes. The compression compute is a `sleep_for` of those seconds (it is partly memory-bound, so it is not
+///    expressed as FLOPs). Lower rank ⇒ more compression.
+struct StageSync {
+  int powersgd_rank = 0;
+};
+/// One entry per pipeline stage, stage 0 first.
+using DpSyncPlan = std::vector<StageSync>;
+
+/// Every stage uncompressed.
+DpSyncPlan uncompressed_plan(int pp);
+/// Every stage PowerSGD at `rank`.
+DpSyncPlan powersgd_plan(int pp, int rank);
+
+struct IterationOptions {
+  bool record_timeline = false;  ///< fill IterationResult::timeline
+};
+
+/// One interval of one GPU's activity, for a Chrome-trace writer. Times in seconds from the iteration's start.
+struct TimelineEvent {
+  int rank = 0;          ///< global rank (layout.hpp order)
+  std::string name;      ///< "F3", "B3", "tp F3", "recv act 3", "send grad 3", "dp allreduce", "dp P", ...
+  std::string category;  ///< "compute" | "tp" | "p2p" | "dp" | "compress"
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
+/// Figures of one pipeline stage. Every figure is the MAX over the stage's tp · dp ranks (they run the same
+/// schedule, so they differ only where ranks share links).
+struct StageResult {
+  int powersgd_rank = 0;             ///< the plan's entry, 0 = uncompressed
+  double last_backward_end_s = 0.0;  ///< end of the stage's last backward pass including its TP all-reduce
+  double dp_sync_s = 0.0;            ///< "communication latency": from last_backward_end_s to the end of the DP sync,
+                                     ///< compression compute included
+  double dp_comm_s = 0.0;            ///< time inside the DP all-reduces only
+  double exposed_comm_s = 0.0;       ///< part of the DP all-reduce time after the pipeline end (no stage computes
+                                     ///< backward any more), i.e. not hidden behind any other stage's work
+  double compression_s = 0.0;        ///< PowerSGD compress/decompress compute
+  double compute_s = 0.0;            ///< forward + backward compute of all micro-batches
+  double tp_comm_s = 0.0;            ///< time inside TP all-reduces (incl. the folded latency sleep)
+  double bubble_s = 0.0;             ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s: idle before the
+                                     ///< pipeline end (waiting on neighbours, p2p transfers included)
+  double bubble_fraction = 0.0;      ///< bubble_s / IterationResult::pipeline_end_s ((p − 1)/(m + p − 1) ideally)
+};
+
+struct IterationResult {
+  double iteration_s = 0.0;         ///< from the start until the last GPU finished (DP sync and pending sends included)
+  double pipeline_end_s = 0.0;      ///< latest last_backward_end_s over all stages
+  std::vector<StageResult> stages;  ///< one per pipeline stage
+  std::vector<TimelineEvent> timeline;  ///< empty unless IterationOptions::record_timeline; by rank, then time
+};
+
+/// Simulates one iteration on `platform` (built by Platform::build in this process, engine not yet run) and
+/// runs `engine` to completion: call once per process. `parallel` is checked with validate() against
+/// platform.spec() (microbatches = 0 is filled in). Throws ConfigError when the layout is invalid, when `plan`
+/// has not exactly pp entries (field "dp_sync"), when a PowerSGD rank is negative (field "dp_sync.rank"), and for
+/// the interleaved schedule (field "parallelism.schedule": not yet supported).
+IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform, const ModelSpec& model,
+                                   const ParallelSpec& parallel, const CostParams& params, const DpSyncPlan& plan,
+                                   const IterationOptions& options = {});
+
+}  // namespace edgc::sim

@@ -1,0 +1,213 @@
+// One simulated training iteration on the ideal profile against closed forms: a compute-only pipeline, the DP
+// ring added after the last backward, PowerSGD shortening the sync on a slow inter-node network, and rejected
+// plans. Each TEST is one simulation and runs in its own process (CTest runs the binary once per test); the
+// PowerSGD comparison needs two simulations and runs each in a forked child.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/iteration.hpp"
+#include "edgc/sim/platform.hpp"
+#include "sim_test_util.hpp"
+
+namespace edgc::sim {
+namespace {
+
+using test::engine;
+
+// One node of 4 GPUs whose links are so fast that pipeline transfers cost nothing measurable.
+ClusterSpec four_fast_gpus(double intra_GBps, double intra_latency_us) {
+  ClusterSpec s = test::h100_like(1);
+  s.gpus_per_node = 4;
+  s.nics_per_node = 1;
+  s.intra_bandwidth_GBps = intra_GBps;
+  s.intra_latency_us = intra_latency_us;
+  return s;
+}
+
+// 16 layers of h = 4096 and a tiny vocabulary: the LM head adds < 0.1 % to the last stage's compute.
+ModelSpec wide_model(int seq_len, int microbatches) {
+  ModelSpec m;
+  m.name = "wide";
+  m.layers = 16;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.seq_len = seq_len;
+  m.vocab = 128;
+  m.micro_batch_size = 1;
+  m.global_batch_size = microbatches;
+  return m;
+}
+
+ParallelSpec layout(int tp, int pp, int dp, PipelineSchedule schedule) {
+  ParallelSpec p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.schedule = schedule;
+  p.microbatches = 0;  // derived from the global batch
+  return p;
+}
+
+void expect_compute_only_pipeline(PipelineSchedule schedule) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(1e6, 1e-3), NetworkProfile{});
+  const int m = 8;
+  const int p = 4;
+  const ModelSpec model = wide_model(128, m);
+  ParallelSpec par = layout(1, p, 1, schedule);
+  par.microbatches = m;
+  const CostParams params;
+  IterationOptions options;
+  options.record_timeline = true;
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(p), options);
+  const ComputeCost c = stage_compute(model, par, platform.spec().gpu, params, 0);
+  const double expected = (m + p - 1) * (c.forward_s + c.backward_s);
+  EXPECT_NEAR(r.iteration_s / expected, 1.0, 1e-3) << "sim " << r.iteration_s << " s, closed form " << expected;
+  ASSERT_EQ(r.stages.size(), 4u);
+  // Every stage idles (p − 1)(t_f + t_b) before its last backward ends.
+  for (const StageResult& st : r.stages) {
+    EXPECT_NEAR(st.bubble_fraction, (p - 1.0) / (m + p - 1.0), 2e-3);
+    EXPECT_EQ(st.dp_sync_s, 0.0);
+  }
+  int compute_events = 0;
+  for (const TimelineEvent& e : r.timeline) {
+    EXPECT_LE(e.start_s, e.end_s);
+    if (e.category == "compute") ++compute_events;
+  }
+  EXPECT_EQ(compute_events, 2 * m * p);
+}
+
+TEST(ComputeOnly, GpipeMatchesClosedForm) { expect_compute_only_pipeline(PipelineSchedule::kGpipe); }
+TEST(ComputeOnly, OneFOneBMatchesClosedForm) { expect_compute_only_pipeline(PipelineSchedule::kOneFOneB); }
+
+// dp = 2, pp = 2 on one NVSwitch node: each stage's DP ring starts after its last backward and takes exactly
+// 2(D − 1)(L + (S/D)/B); the iteration ends with the sync that finishes last.
+TEST(DataParallel, SyncAddsTheRingOfTheLastStageToFinish) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(100, 1), NetworkProfile{});
+  const int m = 4;
+  const ModelSpec model = wide_model(16, 2 * m);
+  const ParallelSpec par = layout(1, 2, 2, PipelineSchedule::kOneFOneB);
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, CostParams{}, uncompressed_plan(2));
+  ASSERT_EQ(r.stages.size(), 2u);
+  double expected_end = 0.0;
+  for (int s = 0; s < 2; ++s) {
+    const Route hop = route_between(platform.gpu(2 * s), platform.gpu(2 * s + 1));
+    const auto bytes = static_cast<std::uint64_t>(std::ceil(dp_gradient_bytes(model, par, s)));
+    const double ring = 2 * (hop.latency_s + static_cast<double>((bytes + 1) / 2) / hop.bottleneck_Bps);
+    const StageResult& st = r.stages[static_cast<std::size_t>(s)];
+    EXPECT_NEAR(st.dp_sync_s / ring, 1.0, 1e-3) << "stage " << s;
+    expected_end = std::max(expected_end, st.last_backward_end_s + ring);
+  }
+  EXPECT_NEAR(r.iteration_s / expected_end, 1.0, 1e-3);
+  // The pipeline part is still (m + p − 1)(t_f + t_b) up to the small activation transfers.
+  const ComputeCost c = stage_compute(model, par, platform.spec().gpu, CostParams{}, 0);
+  EXPECT_NEAR(r.pipeline_end_s / ((m + 1) * (c.forward_s + c.backward_s)), 1.0, 1e-2);
+  EXPECT_GT(r.iteration_s, r.pipeline_end_s);
+}
+
+// Runs `simulate` in a forked child (SimGrid allows one simulation per process) and returns what it returned.
+std::vector<double> in_child(const std::function<std::vector<double>()>& simulate, std::size_t count) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::vector<double> out;
+    try {
+      out = simulate();
+    } catch (...) {
+      _exit(1);
+    }
+    const auto bytes = static_cast<ssize_t>(out.size() * sizeof(double));
+    _exit(out.size() == count && write(fds[1], out.data(), static_cast<std::size_t>(bytes)) == bytes ? 0 : 1);
+  }
+  close(fds[1]);
+  std::vector<double> out(count);
+  const auto want = static_cast<ssize_t>(count * sizeof(double));
+  const bool ok = read(fds[0], out.data(), static_cast<std::size_t>(want)) == want;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!ok || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return {};
+  return out;
+}
+
+// DGX-1 V100-like: cube-mesh NVLink, two GPUs per 12.5 GB/s NIC. tp = 8 inside a node, dp = 2 across the nodes.
+std::vector<double> dgx1_sync(int powersgd_rank) {
+  ClusterSpec s;
+  s.name = "dgx1-v100-like";
+  s.gpus_per_node = 8;
+  s.nodes = 2;
+  s.gpu = {"V100", 125, 900};
+  s.intra_topology = IntraNodeTopology::kDgx1CubeMesh;
+  s.intra_bandwidth_GBps = 25;
+  s.intra_latency_us = 2;
+  s.nics_per_node = 4;
+  s.nic_bandwidth_GBps = 12.5;
+  s.inter_latency_us = 4;
+  const Platform platform = Platform::build(engine(), s, NetworkProfile{});
+  ModelSpec model;
+  model.name = "small";
+  model.layers = 4;
+  model.hidden = 2048;
+  model.heads = 16;
+  model.seq_len = 256;
+  model.vocab = 1024;
+  model.micro_batch_size = 1;
+  model.global_batch_size = 4;
+  const ParallelSpec par = layout(8, 1, 2, PipelineSchedule::kOneFOneB);
+  const IterationResult r =
+      simulate_iteration(engine(), platform, model, par, CostParams{}, powersgd_plan(1, powersgd_rank));
+  const StageResult& st = r.stages.at(0);
+  return {r.iteration_s, st.dp_sync_s, st.exposed_comm_s, st.compression_s};
+}
+
+TEST(PowerSgd, ShortensTheSyncOnASlowNetwork) {
+  const std::vector<double> plain = in_child([] { return dgx1_sync(0); }, 4);
+  const std::vector<double> psgd = in_child([] { return dgx1_sync(4); }, 4);
+  ASSERT_EQ(plain.size(), 4u);
+  ASSERT_EQ(psgd.size(), 4u);
+  EXPECT_LT(psgd[1], plain[1]) << "dp sync: PowerSGD " << psgd[1] << " s, uncompressed " << plain[1] << " s";
+  EXPECT_LT(psgd[2], plain[2]) << "exposed comm: PowerSGD " << psgd[2] << " s, uncompressed " << plain[2] << " s";
+  EXPECT_LT(psgd[0], plain[0]);
+  EXPECT_GT(psgd[3], 0.0);
+  EXPECT_EQ(plain[3], 0.0);
+  // Uncompressed: all of the sync is exposed with pp = 1.
+  EXPECT_NEAR(plain[2] / plain[1], 1.0, 1e-9);
+}
+
+TEST(Validate, RejectsBadPlans) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(100, 1), NetworkProfile{});
+  const ModelSpec model = wide_model(16, 8);
+  const ParallelSpec par = layout(1, 2, 2, PipelineSchedule::kOneFOneB);
+  const auto field_of = [&](const ParallelSpec& p, const DpSyncPlan& plan) -> std::string {
+    try {
+      simulate_iteration(engine(), platform, model, p, CostParams{}, plan);
+    } catch (const ConfigError& e) {
+      return e.field();
+    }
+    return "(nothing thrown)";
+  };
+  EXPECT_EQ(field_of(par, uncompressed_plan(3)), "dp_sync");
+  EXPECT_EQ(field_of(par, DpSyncPlan{}), "dp_sync");
+  EXPECT_EQ(field_of(par, DpSyncPlan{StageSync{4}, StageSync{-1}}), "dp_sync.rank");
+  ParallelSpec interleaved = par;
+  interleaved.schedule = PipelineSchedule::kInterleaved;
+  interleaved.virtual_stages = 2;
+  EXPECT_EQ(field_of(interleaved, uncompressed_plan(2)), "parallelism.schedule");
+  ParallelSpec too_big = par;
+  too_big.dp = 4;
+  EXPECT_EQ(field_of(too_big, uncompressed_plan(2)), "parallelism.dp");
+}
+
+}  // namespace
+}  // namespace edgc::sim
