@@ -7,32 +7,15 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/layout.hpp"
+#include "model_test_util.hpp"
 
 namespace edgc::sim {
 namespace {
 
-// Vocabulary already a multiple of 128·tp, so padding does not enter the closed forms.
-ModelSpec small_model() {
-  ModelSpec m;
-  m.layers = 8;
-  m.hidden = 256;
-  m.heads = 8;
-  m.seq_len = 128;
-  m.vocab = 1024;
-  m.micro_batch_size = 2;
-  m.global_batch_size = 32;
-  m.dtype = "fp16";
-  return m;
-}
+using test::layout;
+using test::small_model;
 
-ParallelSpec layout(int tp, int pp, int dp) {
-  ParallelSpec p;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.microbatches = 0;
-  return p;
-}
+// Vocabulary already a multiple of 128·tp, so padding does not enter the closed forms.
 
 GpuSpec gpu() { return GpuSpec{.name = "test", .peak_tflops = 100.0, .hbm_GBps = 1000.0}; }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model_test_util.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -13,33 +15,14 @@
 namespace edgc::sim {
 namespace {
 
-ModelSpec small_model() {
-  ModelSpec m;
-  m.name = "small";
-  m.layers = 8;
-  m.hidden = 256;
-  m.heads = 8;
-  m.seq_len = 128;
-  m.vocab = 1024;
-  m.micro_batch_size = 2;
-  m.global_batch_size = 32;
-  return m;
-}
+using test::layout;
+using test::small_model;
 
 ClusterSpec cluster(int nodes, int gpus_per_node) {
   ClusterSpec c;
   c.nodes = nodes;
   c.gpus_per_node = gpus_per_node;
   return c;
-}
-
-ParallelSpec layout(int tp, int pp, int dp) {
-  ParallelSpec p;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.microbatches = 0;
-  return p;
 }
 
 TEST(Layout, CoordinatesRoundTripInMegatronOrder) {
