@@ -1,36 +1,19 @@
 // The edgc binary as users meet it: exit codes, one-line errors naming file and field, no partial output.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "../traces/trace_test_util.hpp"
+#include "cli_test_util.hpp"
 
 namespace {
 
 using edgc::traces::test::read_file;
 using edgc::traces::test::TempDir;
-
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliRun edgc(const std::string& args, const TempDir& tmp) {
-  const auto out = tmp / "stdout.txt";
-  const auto err = tmp / "stderr.txt";
-  const std::string cmd = std::string(EDGC_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
+using edgc::cli::test::CliRun;
+using edgc::cli::test::edgc;
 
 int count_lines(const std::string& s) {
   int n = 0;

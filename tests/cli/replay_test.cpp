@@ -1,7 +1,6 @@
 // `edgc replay` end to end on the bundled trace: the entropy trend, ranks within bounds, the sampled-vs-full
 // agreement, determinism, and rejection of bad scenarios with no partial output.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "../traces/trace_test_util.hpp"
+#include "cli_test_util.hpp"
 
 namespace {
 
@@ -17,20 +16,8 @@ namespace fs = std::filesystem;
 using edgc::traces::test::read_file;
 using edgc::traces::test::TempDir;
 using nlohmann::json;
-
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-Result edgc(const std::string& args, const TempDir& tmp) {
-  const auto out = tmp / "stdout.txt";
-  const auto err = tmp / "stderr.txt";
-  const std::string cmd = std::string(EDGC_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
-}
+using Result = edgc::cli::test::CliRun;
+using edgc::cli::test::edgc;
 
 const std::string kScenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/replay/tinygpt-licenses.json";
 

@@ -29,7 +29,7 @@ struct Loaded {
 
 Loaded load(const std::string& relative) {
   Scenario sc = load_scenario(kScenarios + "/" + relative, {});
-  splice_model_include(sc);
+  sc.splice_include("model");
   Loaded l{.config = read_model_config(sc), .cluster = read_cluster(sc), .where = sc.where()};
   return l;
 }
@@ -87,7 +87,7 @@ class ModelConfigFile : public ::testing::Test {
     write("s.json", text);
     try {
       Scenario sc = Scenario::load(path("s.json"));
-      splice_model_include(sc);
+      sc.splice_include("model");
       (void)read_model_config(sc);
     } catch (const ConfigError& e) {
       return e.field();
@@ -100,7 +100,7 @@ class ModelConfigFile : public ::testing::Test {
 TEST_F(ModelConfigFile, IncludeByPathAndWithLocalOverrides) {
   write("a.json", R"({"model": "models/m.json", "parallelism": {"tp": 2, "schedule": "gpipe"}})");
   Scenario a = Scenario::load(path("a.json"));
-  splice_model_include(a);
+  a.splice_include("model");
   a.set("model.micro_batch_size=2");  // overrides apply to the spliced section
   const ModelConfig ca = read_model_config(a);
   EXPECT_EQ(ca.model.layers, 4);
@@ -111,7 +111,7 @@ TEST_F(ModelConfigFile, IncludeByPathAndWithLocalOverrides) {
 
   write("b.json", R"({"model": {"include": "models/m.json", "layers": 8, "global_batch_size": 16}})");
   Scenario b = Scenario::load(path("b.json"));
-  splice_model_include(b);
+  b.splice_include("model");
   const ModelConfig cb = read_model_config(b);
   EXPECT_EQ(cb.model.layers, 8);
   EXPECT_EQ(cb.model.hidden, 64);
@@ -137,7 +137,7 @@ TEST_F(ModelConfigFile, ErrorsNameTheKey) {
   write("s.json", R"({"model": "models/missing.json"})");
   Scenario sc = Scenario::load(path("s.json"));
   try {
-    splice_model_include(sc);
+    sc.splice_include("model");
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(e.where().find("missing.json"), std::string::npos);

@@ -1,7 +1,5 @@
 #include "cluster_config.hpp"
 
-#include "model_config.hpp"
-
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -14,19 +12,6 @@ namespace edgc::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string relative_to(const std::string& scenario_path, const std::string& path) {
-  const fs::path p(path);
-  if (p.is_absolute()) return path;
-  return (fs::path(scenario_path).parent_path() / p).string();
-}
-
-int int_field(Scenario& s, const std::string& key, int fallback) {
-  const std::int64_t v = s.integer(key, fallback);
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    throw ConfigError(s.where(), key, "out of range: " + std::to_string(v));
-  return static_cast<int>(v);
-}
 
 sim::EfficiencyCurve read_curve(const nlohmann::json& doc, const std::string& path, const std::string& key) {
   const auto it = doc.find(key);
@@ -58,30 +43,14 @@ sim::EfficiencyCurve read_curve(const nlohmann::json& doc, const std::string& pa
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  Scenario s = Scenario::load(path);
-  const auto it = s.json().find("cluster");
-  if (it != s.json().end() && it->is_string()) {
-    const std::string included = relative_to(path, it->get<std::string>());
-    const Scenario file = Scenario::load(included);
-    const auto cluster = file.json().find("cluster");
-    if (cluster == file.json().end() || !cluster->is_object())
-      throw ConfigError(included, "cluster", "a cluster file must hold a \"cluster\" object");
-    s.set("cluster=" + cluster->dump());
-  }
-  splice_model_include(s);  // before the overrides, so --set model.x=... edits the included model
-  for (const auto& o : overrides) s.set(o);
-  return s;
-}
-
 sim::ClusterSpec read_cluster(Scenario& s) {
   const auto it = s.json().find("cluster");
   if (it == s.json().end() || !it->is_object())
     throw ConfigError(s.where(), "cluster", "missing: expected an object or the path of a cluster file");
   sim::ClusterSpec c;
   c.name = s.string("cluster.name", "");
-  c.gpus_per_node = int_field(s, "cluster.gpus_per_node", c.gpus_per_node);
-  c.nodes = int_field(s, "cluster.nodes", c.nodes);
+  c.gpus_per_node = s.int32("cluster.gpus_per_node", c.gpus_per_node);
+  c.nodes = s.int32("cluster.nodes", c.nodes);
   c.gpu.name = s.string("cluster.gpu.name", "");
   c.gpu.peak_tflops = s.number("cluster.gpu.peak_tflops", 0.0);
   c.gpu.hbm_GBps = s.number("cluster.gpu.hbm_GBps", 0.0);
@@ -95,7 +64,7 @@ sim::ClusterSpec read_cluster(Scenario& s) {
                       "expected \"switch\" or \"dgx1-cube-mesh\", got \"" + topo + "\"");
   c.intra_bandwidth_GBps = s.number("cluster.intra_node.bandwidth_GBps", 0.0);
   c.intra_latency_us = s.number("cluster.intra_node.latency_us", 0.0);
-  c.nics_per_node = int_field(s, "cluster.inter_node.nics_per_node", c.nics_per_node);
+  c.nics_per_node = s.int32("cluster.inter_node.nics_per_node", c.nics_per_node);
   c.nic_bandwidth_GBps = s.number("cluster.inter_node.nic_bandwidth_GBps", 0.0);
   c.inter_latency_us = s.number("cluster.inter_node.latency_us", 0.0);
   const std::string fabric = s.string("cluster.inter_node.fabric", "star");
@@ -106,7 +75,7 @@ sim::ClusterSpec read_cluster(Scenario& s) {
   else
     throw ConfigError(s.where(), "cluster.inter_node.fabric",
                       "expected \"star\" or \"fat-tree\", got \"" + fabric + "\"");
-  c.fat_tree_nodes_per_leaf = int_field(s, "cluster.inter_node.nodes_per_leaf", c.fat_tree_nodes_per_leaf);
+  c.fat_tree_nodes_per_leaf = s.int32("cluster.inter_node.nodes_per_leaf", c.fat_tree_nodes_per_leaf);
   c.oversubscription = s.number("cluster.inter_node.oversubscription", c.oversubscription);
   c.price_per_gpu_hour_usd = s.number("cluster.price_per_gpu_hour_usd", 0.0);
   sim::validate(c, s.where());
@@ -125,7 +94,7 @@ sim::NetworkProfile read_network(Scenario& s, const std::string& profile_overrid
   if (calibration.empty())
     throw ConfigError(s.where(), "network.calibration",
                       "required with the calibrated profile: an efficiency file written by 'edgc calibrate'");
-  return load_calibration(relative_to(s.where(), calibration));
+  return load_calibration(s.resolve(calibration));
 }
 
 sim::NetworkProfile load_calibration(const std::string& path) {

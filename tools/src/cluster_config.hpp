@@ -21,10 +21,6 @@
 
 namespace edgc::cli {
 
-/// Scenario::load(path), then an included cluster file spliced in under "cluster", then the `--set` overrides
-/// (so `--set cluster.nodes=2` works on an included cluster too). Throws ConfigError naming the file.
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
-
 /// Reads and validates the cluster section; throws ConfigError naming the scenario and the dotted key.
 sim::ClusterSpec read_cluster(Scenario& scenario);
 

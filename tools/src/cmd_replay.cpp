@@ -43,20 +43,20 @@ ReplayOptions read_options(Scenario& sc) {
   o.gds.block_bytes = sc.integer("compression.block_bytes", 4096);
   o.gds.seed = static_cast<std::uint64_t>(sc.integer("compression.seed", 0));
   core::validate(o.gds, w.c_str());
-  c.cqm.r_min = static_cast<int>(sc.integer("compression.r_min", 32));
-  c.cqm.r_max = static_cast<int>(sc.integer("compression.r_max", 128));
-  c.cqm.step = static_cast<int>(sc.integer("compression.step", 8));
-  c.cqm.quantum = static_cast<int>(sc.integer("compression.quantum", 4));
+  c.cqm.r_min = sc.int32("compression.r_min", 32);
+  c.cqm.r_max = sc.int32("compression.r_max", 128);
+  c.cqm.step = sc.int32("compression.step", 8);
+  c.cqm.quantum = sc.int32("compression.quantum", 4);
   c.cqm.exponent = sc.number("compression.exponent", 1.0);
-  c.static_rank = static_cast<int>(sc.integer("compression.static_rank", 0));
-  c.selective_stages = static_cast<int>(sc.integer("compression.selective_stages", 1));
+  c.static_rank = sc.int32("compression.static_rank", 0);
+  c.selective_stages = sc.int32("compression.selective_stages", 1);
   const std::string mode = sc.string("compression.warmup.mode", "entropy");
   if (mode != "entropy" && mode != "fixed")
     throw ConfigError(w, "compression.warmup.mode", "must be entropy or fixed, got '" + mode + "'");
   c.warmup.mode = mode == "fixed" ? core::WarmupConfig::Mode::kFixed : core::WarmupConfig::Mode::kEntropy;
   c.warmup.fixed_iters = sc.integer("compression.warmup.fixed_iters", 0);
   c.warmup.threshold_nats = sc.number("compression.warmup.threshold_nats", 0.05);
-  c.warmup.stable_windows = static_cast<int>(sc.integer("compression.warmup.stable_windows", 3));
+  c.warmup.stable_windows = sc.int32("compression.warmup.stable_windows", 3);
   o.warmup_floor_fraction = sc.number("compression.warmup.floor_fraction", 0.1);
   o.warmup_ceiling_fraction = sc.number("compression.warmup.ceiling_fraction", 0.3);
   c.dac.enabled = sc.boolean("compression.dac.enabled", false);
@@ -64,7 +64,7 @@ ReplayOptions read_options(Scenario& sc) {
   c.dac.c_s = sc.number("compression.dac.c_s", 0.0);
   c.dac.t_bwd_s = sc.number("compression.dac.t_bwd_s", 0.0);
   c.dac.t_uncompressed_s = sc.number("compression.dac.t_uncompressed_s", 0.0);
-  o.world_size = static_cast<int>(sc.integer("replay.world_size", 4));
+  o.world_size = sc.int32("replay.world_size", 4);
   o.perturbation = sc.number("replay.perturbation", 0.1);
   o.backend = sc.string("replay.backend", "cpu");
   o.bins_per_sigma = sc.number("replay.bins_per_sigma", 8.0);
@@ -287,15 +287,15 @@ int run_replay_command(const std::vector<std::string>& args) {
       "quiet", "print only the output paths");
   po::variables_map vm;
   if (!parse("replay", "--trace DIR [--scenario F] [--set k=v]... --out DIR", opts, {}, args, vm)) return 0;
-  Scenario sc = scenario.empty() ? Scenario() : Scenario::load(scenario);
-  for (const auto& s : sets) sc.set(s);
+  Scenario sc;
+  if (scenario.empty()) {
+    for (const auto& s : sets) sc.set(s);
+  } else {
+    sc = load_scenario(scenario, sets);
+  }
   ReplayOptions o = read_options(sc);
   const std::string trace_key = sc.string("trace.path", "");
-  if (trace.empty() && !trace_key.empty()) {
-    fs::path p(trace_key);
-    if (p.is_relative() && !scenario.empty()) p = fs::path(scenario).parent_path() / p;
-    trace = p.lexically_normal().string();
-  }
+  if (trace.empty() && !trace_key.empty()) trace = fs::path(sc.resolve(trace_key)).lexically_normal().string();
   if (trace.empty()) throw UsageError("--trace", "no trace given (use --trace DIR or trace.path in the scenario)");
   o.trace_dir = trace;
   sc.reject_unknown({"compression", "replay", "trace"});

@@ -1,6 +1,8 @@
 #include "config.hpp"
 
 #include <cmath>
+#include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -74,6 +76,39 @@ const nlohmann::json* Scenario::find(const std::string& key) const {
 
 bool Scenario::has(const std::string& key) const { return find(key) != nullptr; }
 
+std::string Scenario::resolve(const std::string& path) const {
+  const std::filesystem::path p(path);
+  if (p.is_absolute() || where_ == Scenario().where_) return path;
+  return (std::filesystem::path(where_).parent_path() / p).string();
+}
+
+void Scenario::splice_include(const std::string& key) {
+  const auto it = doc_.find(key);
+  if (it == doc_.end()) return;
+  std::string file;
+  nlohmann::json local = nlohmann::json::object();
+  if (it->is_string()) {
+    file = it->get<std::string>();
+  } else if (it->is_object() && it->contains("include")) {
+    if (!it->at("include").is_string())
+      throw ConfigError(where_, key + ".include", "expected a file path, got " + it->at("include").dump());
+    file = it->at("include").get<std::string>();
+    local = *it;
+    local.erase("include");
+  } else if (it->is_object()) {
+    return;
+  } else {
+    throw ConfigError(where_, key, "expected an object or a file path, got " + it->dump());
+  }
+  const Scenario included = load(resolve(file));
+  const auto section = included.doc_.find(key);
+  if (section == included.doc_.end() || !section->is_object())
+    throw ConfigError(included.where_, key, "an included " + key + " file must hold a \"" + key + "\" object");
+  nlohmann::json merged = *section;
+  merged.merge_patch(local);
+  *it = std::move(merged);
+}
+
 double Scenario::number(const std::string& key, double fallback) {
   read_.insert(key);
   const auto* v = find(key);
@@ -89,6 +124,13 @@ std::int64_t Scenario::integer(const std::string& key, std::int64_t fallback) {
   if (v == nullptr) return fallback;
   if (!v->is_number_integer()) throw ConfigError(where_, key, "expected an integer, got " + v->dump());
   return v->get<std::int64_t>();
+}
+
+int Scenario::int32(const std::string& key, int fallback) {
+  const std::int64_t v = integer(key, fallback);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw ConfigError(where_, key, std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
 }
 
 bool Scenario::boolean(const std::string& key, bool fallback) {
@@ -117,6 +159,14 @@ void Scenario::reject_unknown(const std::vector<std::string>& prefixes) const {
       }
     }
   }
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  Scenario s = Scenario::load(path);
+  s.splice_include("cluster");
+  s.splice_include("model");
+  for (const auto& o : overrides) s.set(o);
+  return s;
 }
 
 }  // namespace edgc::cli

@@ -25,8 +25,21 @@ class Scenario {
   const std::string& where() const noexcept { return where_; }
   bool has(const std::string& key) const;
 
+  /// A path given inside the scenario, made relative to the scenario file's folder (absolute paths and the
+  /// defaults-only scenario leave it as it is).
+  std::string resolve(const std::string& path) const;
+
+  /// Replaces section `key` given as a file path ("cluster": "clusters/x.json") or as {"include": path, ...local
+  /// keys} by the named file's `key` object (local keys patched over it), so later reads and `--set key.x=…`
+  /// see one plain object. Does nothing when the section is absent or an object without "include". Throws
+  /// ConfigError naming the included file when it cannot be read or holds no `key` object, or naming `key` /
+  /// `key.include` when the value has the wrong type.
+  void splice_include(const std::string& key);
+
   double number(const std::string& key, double fallback);
   std::int64_t integer(const std::string& key, std::int64_t fallback);
+  /// integer() narrowed to int; out-of-range values are a ConfigError.
+  int int32(const std::string& key, int fallback);
   bool boolean(const std::string& key, bool fallback);
   std::string string(const std::string& key, const std::string& fallback);
 
@@ -42,5 +55,9 @@ class Scenario {
   nlohmann::json doc_ = nlohmann::json::object();
   std::set<std::string> read_;
 };
+
+/// Scenario::load(path), the included `cluster` and `model` files spliced in, then the `--set` overrides (so
+/// `--set cluster.nodes=2` also edits an included cluster). Throws ConfigError naming the file.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
 
 }  // namespace edgc::cli

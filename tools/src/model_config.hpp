@@ -26,14 +26,7 @@ struct ModelConfig {
   sim::CostParams cost;
 };
 
-/// Replaces a string `model` (or the `model.include` key) by the named file's content, so later reads and
-/// `--set model.x=…` overrides see one plain object. Call it right after Scenario::load and before applying
-/// overrides. Does nothing when `model` is absent or an object without `include`. Throws ConfigError naming the
-/// included file when it cannot be read or is not a JSON object, or naming "model" when the value has the
-/// wrong type.
-void splice_model_include(Scenario& scenario);
-
-/// Reads the three sections (after splice_model_include). Throws ConfigError for a wrongly typed or out-of-range
+/// Reads the three sections (after Scenario::splice_include("model"), which load_scenario does). Throws ConfigError for a wrongly typed or out-of-range
 /// value, an unknown schedule or dtype, a non-positive efficiency, and for any unknown key under `model` or
 /// `parallelism`. Layout rules that need the cluster (divisibility, GPU count) are left to sim::validate.
 ModelConfig read_model_config(Scenario& scenario);
