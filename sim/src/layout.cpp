@@ -105,7 +105,7 @@ ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, cons
 }
 
 Layout::Layout(const ParallelSpec& parallel, int gpus_per_node)
-    : tp_(parallel.tp), pp_(parallel.pp), dp_(parallel.dp), gpus_per_node_(gpus_per_node) {
+    : tp_(parallel.tp), pp_(parallel.pp), dp_(parallel.dp), gpus_per_node_(gpus_per_node), order_(parallel.order) {
   if (tp_ <= 0 || pp_ <= 0 || dp_ <= 0 || gpus_per_node_ <= 0)
     throw InternalError("Layout: sizes must be positive (validate the layout first)");
 }
@@ -114,13 +114,14 @@ int Layout::rank_of(const RankCoord& c) const {
   if (c.tp < 0 || c.tp >= tp_ || c.pp < 0 || c.pp >= pp_ || c.dp < 0 || c.dp >= dp_)
     throw InternalError("Layout::rank_of: coordinate (tp " + std::to_string(c.tp) + ", pp " + std::to_string(c.pp) +
                         ", dp " + std::to_string(c.dp) + ") out of range");
-  return (c.pp * dp_ + c.dp) * tp_ + c.tp;
+  return order_ == RankOrder::kTpDpPp ? (c.pp * dp_ + c.dp) * tp_ + c.tp : (c.dp * pp_ + c.pp) * tp_ + c.tp;
 }
 
 RankCoord Layout::coord_of(int rank) const {
   if (rank < 0 || rank >= world_size())
     throw InternalError("Layout::coord_of: rank " + std::to_string(rank) + " out of range");
-  return RankCoord{.tp = rank % tp_, .pp = rank / (tp_ * dp_), .dp = (rank / tp_) % dp_};
+  if (order_ == RankOrder::kTpDpPp) return RankCoord{.tp = rank % tp_, .pp = rank / (tp_ * dp_), .dp = (rank / tp_) % dp_};
+  return RankCoord{.tp = rank % tp_, .pp = (rank / tp_) % pp_, .dp = rank / (tp_ * pp_)};
 }
 
 int Layout::node_of(int rank) const {

@@ -67,6 +67,24 @@ TEST(Layout, TensorGroupsStayInsideANode) {
   for (int rank = 0; rank < l.world_size(); ++rank) EXPECT_EQ(l.node_of(rank), l.coord_of(rank).pp);
 }
 
+TEST(Layout, TpPpDpOrderPutsDataParallelPeersOnOtherNodes) {
+  ParallelSpec p = layout(4, 4, 2);
+  p.order = RankOrder::kTpPpDp;
+  const Layout l(p, 8);
+  for (int rank = 0; rank < l.world_size(); ++rank) EXPECT_EQ(l.rank_of(l.coord_of(rank)), rank);
+  // TP innermost, then PP, then DP.
+  EXPECT_EQ(l.rank_of({.tp = 0, .pp = 1, .dp = 0}), 4);
+  EXPECT_EQ(l.rank_of({.tp = 0, .pp = 0, .dp = 1}), 16);
+  EXPECT_EQ(l.rank_of({.tp = 3, .pp = 3, .dp = 1}), 31);
+  for (int rank = 0; rank < l.world_size(); ++rank) {
+    for (int peer : l.tp_group(rank)) EXPECT_EQ(l.node_of(peer), l.node_of(rank));
+    for (int peer : l.dp_group(rank))
+      if (peer != rank) EXPECT_NE(l.node_of(peer), l.node_of(rank));
+  }
+  EXPECT_EQ(l.dp_group(5), (std::vector<int>{5, 21}));
+  EXPECT_EQ(l.pipeline(5), (std::vector<int>{1, 5, 9, 13}));
+}
+
 TEST(LayoutValidate, AcceptsAndDerivesMicrobatches) {
   const ParallelSpec p = validate(small_model(), layout(2, 4, 2), cluster(2, 8));
   EXPECT_EQ(p.microbatches, 32 / (2 * 2));

@@ -57,6 +57,7 @@ void Scenario::set(const std::string& assignment) {
   const auto parts = split_key(key);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].empty()) throw UsageError("--set", "'" + key + "' has an empty key part");
+    if (node->is_null()) *node = nlohmann::json::object();  // a section the file does not have yet
     if (!node->is_object()) throw UsageError("--set", "'" + key + "': a parent is not an object");
     node = &(*node)[parts[i]];
   }

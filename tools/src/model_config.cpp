@@ -21,6 +21,12 @@ sim::PipelineSchedule parse_schedule(const Scenario& sc, const std::string& text
   throw ConfigError(sc.where(), "parallelism.schedule", "expected gpipe, 1f1b or interleaved, got '" + text + "'");
 }
 
+sim::RankOrder parse_order(const Scenario& sc, const std::string& text) {
+  if (text == "tp-dp-pp") return sim::RankOrder::kTpDpPp;
+  if (text == "tp-pp-dp") return sim::RankOrder::kTpPpDp;
+  throw ConfigError(sc.where(), "parallelism.order", "expected tp-dp-pp or tp-pp-dp, got '" + text + "'");
+}
+
 }  // namespace
 
 ModelConfig read_model_config(Scenario& sc) {
@@ -46,6 +52,7 @@ ModelConfig read_model_config(Scenario& sc) {
   p.microbatches = sc.int32("parallelism.microbatches", 0);
   p.schedule = parse_schedule(sc, sc.string("parallelism.schedule", "1f1b"));
   p.virtual_stages = sc.int32("parallelism.virtual_stages", 1);
+  p.order = parse_order(sc, sc.string("parallelism.order", "tp-dp-pp"));
 
   const sim::CostParams defaults;
   c.cost.compute_efficiency = read_fraction(sc, "compute.efficiency", defaults.compute_efficiency);

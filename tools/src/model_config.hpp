@@ -6,7 +6,8 @@
 //          micro_batch_size, global_batch_size (sequences), dtype ["fp16"], activation_recompute [false]}
 //          — shape and batch keys have no default: a missing one is read as 0 and rejected by sim::validate.
 //   parallelism.{tp [1], pp [1], dp [1], microbatches [0 = global_batch / (micro_batch·dp)],
-//                schedule ["1f1b"; "gpipe" | "1f1b" | "interleaved"], virtual_stages [1]}
+//                schedule ["1f1b"; "gpipe" | "1f1b" | "interleaved"], virtual_stages [1],
+//                order ["tp-dp-pp" (Megatron default) | "tp-pp-dp" (Megatron --use-tp-pp-dp-mapping)]}
 //   compute.{efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0]} (see sim::CostParams)
 //
 // A scenario may keep the model in a shared file: `"model": "../models/x.json"` takes the whole section from that

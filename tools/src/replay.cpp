@@ -1,5 +1,7 @@
 #include "replay.hpp"
 
+#include "compression_config.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -212,11 +214,7 @@ ReplayResult run_replay(ReplayOptions& o) {
   core::ControllerConfig& cc = o.controller;
   cc.stages = stages;
   cc.stage_shapes = layout.stage_shapes;
-  if (o.warmup_floor_fraction < 0.0 || o.warmup_ceiling_fraction < o.warmup_floor_fraction)
-    throw ConfigError("replay", "compression.warmup", "needs 0 <= floor_fraction <= ceiling_fraction");
-  cc.warmup.floor_iters = static_cast<std::int64_t>(std::llround(o.warmup_floor_fraction * static_cast<double>(run_iters)));
-  cc.warmup.ceiling_iters =
-      static_cast<std::int64_t>(std::llround(o.warmup_ceiling_fraction * static_cast<double>(run_iters)));
+  apply_warmup_bounds(cc.warmup, o.warmup_floor_fraction, o.warmup_ceiling_fraction, run_iters, "replay");
   for (int s = 0; s < stages; ++s) {
     const auto [rows, cols] = layout.stage_shapes[static_cast<std::size_t>(s)];
     if (cc.policy != "none" && cc.cqm.r_max > std::min(rows, cols)) {
@@ -359,6 +357,44 @@ ReplayResult run_replay(ReplayOptions& o) {
   result.warmup_end = sampled.warmup_end;
   if (full) result.full_warmup_end = full->warmup_end;
   return result;
+}
+
+TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
+                                   const std::string& backend_name) {
+  if (!(bins_per_sigma > 0.0)) throw ConfigError("entropy", "entropy.bins_per_sigma", "must be > 0");
+  traces::TraceReader reader(trace_dir);
+  const traces::Manifest& m = reader.manifest();
+  const TraceLayout layout = analyse(m);
+  core::GdsConfig every = gds;
+  every.window_iters = 1;
+  every.alpha = 1.0;
+  core::validate(every, trace_dir.c_str());
+  core::ControllerConfig none;
+  none.policy = "none";
+  none.stages = m.num_stages;
+  none.stage_shapes = layout.stage_shapes;
+  Track track(every, none, m.num_stages, gds.beta >= 1.0);
+  const auto backend = kernels::make_backend(backend_name);
+
+  TraceEntropy out;
+  out.path = trace_dir;
+  out.steps = m.iterations.back().iteration + 1;
+  out.stage_elements.assign(static_cast<std::size_t>(m.num_stages), 0);
+  for (const auto& t : m.tensors) out.stage_elements[static_cast<std::size_t>(t.stage)] += t.numel();
+  traces::IterationData data;
+  WindowRow row;
+  while (reader.next(data)) {
+    reset_window(track);
+    measure(track, data, layout, *backend, bins_per_sigma);
+    row.window = row.first_iteration = data.info->iteration;
+    row.end_iteration = row.first_iteration + 1;
+    TraceEntropyPoint p;
+    p.iteration = data.info->iteration;
+    p.loss = data.info->loss;
+    p.stages = observe(track, row).stages;
+    out.points.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace edgc::cli

@@ -10,6 +10,7 @@
 
 #include "edgc/core/controller.hpp"
 #include "edgc/core/gds.hpp"
+#include "whole_run_plan.hpp"
 
 namespace edgc::cli {
 
@@ -68,5 +69,11 @@ struct ReplayResult {
 
 /// Runs the replay. Throws InputError subclasses for bad traces or configs.
 ReplayResult run_replay(ReplayOptions& options);
+
+/// Entropy of every captured iteration of a trace, per pipeline stage, GDS-sampled at rate β (the iteration
+/// sampling α is left to the reader of the curve: `simulate` samples it at its own simulated iterations).
+/// Reads every captured iteration of `trace_dir` once. `gds.window_iters` and `gds.alpha` are ignored.
+TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
+                                   const std::string& backend = "cpu");
 
 }  // namespace edgc::cli

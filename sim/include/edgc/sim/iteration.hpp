@@ -33,6 +33,8 @@ namespace edgc::sim {
 ///    expressed as FLOPs). Lower rank ⇒ more compression.
 struct StageSync {
   int powersgd_rank = 0;
+  friend bool operator==(const StageSync&, const StageSync&) = default;
+  friend auto operator<=>(const StageSync&, const StageSync&) = default;
 };
 /// One entry per pipeline stage, stage 0 first.
 using DpSyncPlan = std::vector<StageSync>;

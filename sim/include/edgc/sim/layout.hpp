@@ -1,14 +1,14 @@
 #pragma once
 // Megatron-style placement of tensor (TP), pipeline (PP) and data (DP) parallelism on the GPUs of a cluster.
 //
-// Rank order is Megatron-LM's default: TP innermost, then DP, then PP,
-//
-//   rank = pp_index · (dp · tp) + dp_index · tp + tp_index,
-//
-// and GPU `rank` sits on node rank / gpus_per_node, local slot rank % gpus_per_node. With tp dividing
+// Two rank orders (ParallelSpec::order), both with TP innermost:
+//  * "tp-dp-pp", Megatron-LM's default:      rank = pp_index · (dp · tp) + dp_index · tp + tp_index;
+//  * "tp-pp-dp", Megatron's --use-tp-pp-dp-mapping: rank = dp_index · (pp · tp) + pp_index · tp + tp_index.
+// GPU `rank` sits on node rank / gpus_per_node, local slot rank % gpus_per_node. With tp dividing
 // gpus_per_node a TP group is tp consecutive ranks inside one node (its all-reduces run on NVLink, as Megatron
-// intends), a DP group is the dp ranks of one (pp, tp) pair at stride tp, and a pipeline is the pp ranks of one
-// (dp, tp) pair at stride dp·tp, so with tp·dp ≥ gpus_per_node each pipeline stage lives on its own nodes.
+// intends). Under tp-dp-pp a DP group is the dp ranks of one (pp, tp) pair at stride tp, so when tp·dp ≤
+// gpus_per_node the whole DP group shares a node and its gradient sync runs on NVLink; under tp-pp-dp the DP
+// stride is pp·tp, so with pp·tp ≥ gpus_per_node every DP peer is on another node and the sync crosses the NICs.
 #include <string>
 #include <vector>
 
@@ -71,6 +71,7 @@ class Layout {
   int pp_;
   int dp_;
   int gpus_per_node_;
+  RankOrder order_;
 };
 
 /// Transformer layers held by one pipeline stage (one GPU column): layers / pp. Assumes a validated layout.

@@ -80,6 +80,12 @@ struct ModelSpec {
 
 enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };
 
+/// How global ranks are ordered over the three dimensions, innermost first (layout.hpp).
+enum class RankOrder {
+  kTpDpPp,  ///< Megatron-LM's default ("tp-dp-pp"): rank = (pp·dp + dp_index)·tp + tp_index
+  kTpPpDp,  ///< Megatron-LM's --use-tp-pp-dp-mapping ("tp-pp-dp"): rank = (dp_index·pp + pp)·tp + tp_index
+};
+
 struct ParallelSpec {
   int tp = 1;
   int pp = 1;
@@ -87,6 +93,7 @@ struct ParallelSpec {
   int microbatches = 1;  ///< per iteration per pipeline = global_batch / (micro_batch · dp)
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int virtual_stages = 1;  ///< model chunks per GPU for kInterleaved
+  RankOrder order = RankOrder::kTpDpPp;
 };
 
 }  // namespace edgc::sim

@@ -1,0 +1,79 @@
+#pragma once
+// A whole training run as segments of iterations that share one DP sync plan (the per-stage PowerSGD ranks).
+// An iteration's simulated time depends only on its plan, so a run of any length costs one simulation per
+// distinct plan (design §5): simulate distinct_plans() once each, then accumulate() weighs every result by the
+// iterations that use it. Nothing here runs SimGrid.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "edgc/sim/iteration.hpp"
+
+namespace edgc::sim {
+
+/// Iterations [begin, end) all synchronise with `plan`.
+struct RunSegment {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  DpSyncPlan plan;
+  std::int64_t iterations() const noexcept { return end - begin; }
+};
+
+/// Contiguous segments from iteration 0, in order; neighbours never share a plan (append() merges them).
+class RunSchedule {
+ public:
+  /// Appends [begin, end) with `plan`. Throws InternalError unless begin equals the current end and end > begin
+  /// (an empty range is ignored).
+  void append(std::int64_t begin, std::int64_t end, const DpSyncPlan& plan);
+  const std::vector<RunSegment>& segments() const noexcept { return segments_; }
+  std::int64_t iterations() const noexcept { return segments_.empty() ? 0 : segments_.back().end; }
+  /// The plan in force at `iteration` (InternalError when outside the run).
+  const DpSyncPlan& plan_at(std::int64_t iteration) const;
+
+ private:
+  std::vector<RunSegment> segments_;
+};
+
+/// Every distinct plan of `schedules`, in order of first appearance.
+std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& schedules);
+
+/// Where one iteration's time goes, seen from its critical path; the parts sum to IterationResult::iteration_s.
+///  * compute_s, tp_comm_s: of the stage that computes longest (its compute + TP all-reduces);
+///  * bubble_s: the rest of that stage's time until the pipeline end (pipeline fill/drain, waiting on
+///    neighbours, pipeline-parallel transfers);
+///  * exposed_dp_comm_s: DP all-reduce time after the pipeline end, of the stage whose sync ends last;
+///  * exposed_compression_s: the rest of the tail after the pipeline end (PowerSGD compute on that stage);
+///  * compression_s: PowerSGD compute of the slowest stage, hidden or not (not part of the sum).
+struct IterationBreakdown {
+  double compute_s = 0.0;
+  double tp_comm_s = 0.0;
+  double bubble_s = 0.0;
+  double exposed_dp_comm_s = 0.0;
+  double exposed_compression_s = 0.0;
+  double compression_s = 0.0;
+};
+IterationBreakdown breakdown(const IterationResult& r);
+
+/// "Communication latency" of one iteration: the longest per-stage DP sync (StageResult::dp_sync_s).
+double comm_latency_s(const IterationResult& r);
+
+/// Totals of a run: sums over its iterations, and means per iteration.
+struct RunTotals {
+  std::int64_t iterations = 0;
+  std::int64_t compressed_iterations = 0;  ///< iterations where at least one stage used PowerSGD
+  double training_time_s = 0.0;            ///< Σ iteration_s
+  double iteration_time_s = 0.0;           ///< training_time_s / iterations
+  double comm_latency_s = 0.0;             ///< mean of comm_latency_s() over all iterations
+  double compressed_comm_latency_s = 0.0;  ///< the same over compressed iterations only (0 when none)
+  double compressed_iteration_time_s = 0.0;  ///< mean iteration_s over compressed iterations only (0 when none)
+  std::vector<double> stage_comm_latency_s;  ///< mean dp_sync_s per stage over all iterations
+  IterationBreakdown breakdown;            ///< per-iteration means
+  std::vector<std::int64_t> plan_iterations;  ///< per plan of accumulate()'s `plans`: iterations using it
+};
+
+/// Accumulates `schedule`, reading each segment's iteration from `results`, where results[i] belongs to
+/// plans[i]. Throws InternalError when a segment's plan is missing from `plans`.
+RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>& plans,
+                     const std::vector<IterationResult>& results);
+
+}  // namespace edgc::sim

@@ -1,0 +1,121 @@
+#include "edgc/sim/whole_run.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "edgc/core/error.hpp"
+
+namespace edgc::sim {
+
+void RunSchedule::append(std::int64_t begin, std::int64_t end, const DpSyncPlan& plan) {
+  if (begin != iterations())
+    throw InternalError("RunSchedule::append: segment starts at " + std::to_string(begin) + ", the run ends at " +
+                        std::to_string(iterations()));
+  if (end < begin) throw InternalError("RunSchedule::append: segment ends before it begins");
+  if (end == begin) return;
+  if (!segments_.empty() && segments_.back().plan == plan) {
+    segments_.back().end = end;
+    return;
+  }
+  segments_.push_back({begin, end, plan});
+}
+
+const DpSyncPlan& RunSchedule::plan_at(std::int64_t iteration) const {
+  const auto it = std::upper_bound(segments_.begin(), segments_.end(), iteration,
+                                   [](std::int64_t i, const RunSegment& s) { return i < s.end; });
+  if (iteration < 0 || it == segments_.end())
+    throw InternalError("RunSchedule::plan_at: iteration " + std::to_string(iteration) + " outside the run");
+  return it->plan;
+}
+
+std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& schedules) {
+  std::vector<DpSyncPlan> out;
+  for (const RunSchedule* s : schedules)
+    for (const RunSegment& seg : s->segments())
+      if (std::find(out.begin(), out.end(), seg.plan) == out.end()) out.push_back(seg.plan);
+  return out;
+}
+
+IterationBreakdown breakdown(const IterationResult& r) {
+  IterationBreakdown b;
+  if (r.stages.empty()) return b;
+  // The stage that computes longest sets the pipeline's busy time; the rest until the pipeline end is bubble.
+  const StageResult* busiest = &r.stages.front();
+  const StageResult* last_sync = &r.stages.front();
+  for (const StageResult& s : r.stages) {
+    if (s.compute_s + s.tp_comm_s > busiest->compute_s + busiest->tp_comm_s) busiest = &s;
+    if (s.last_backward_end_s + s.dp_sync_s > last_sync->last_backward_end_s + last_sync->dp_sync_s) last_sync = &s;
+    b.compression_s = std::max(b.compression_s, s.compression_s);
+  }
+  b.compute_s = busiest->compute_s;
+  b.tp_comm_s = busiest->tp_comm_s;
+  b.bubble_s = std::max(0.0, r.pipeline_end_s - b.compute_s - b.tp_comm_s);
+  const double tail = std::max(0.0, r.iteration_s - r.pipeline_end_s);
+  b.exposed_dp_comm_s = std::min(tail, last_sync->exposed_comm_s);
+  b.exposed_compression_s = tail - b.exposed_dp_comm_s;
+  return b;
+}
+
+double comm_latency_s(const IterationResult& r) {
+  double worst = 0.0;
+  for (const StageResult& s : r.stages) worst = std::max(worst, s.dp_sync_s);
+  return worst;
+}
+
+RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>& plans,
+                     const std::vector<IterationResult>& results) {
+  if (plans.size() != results.size()) throw InternalError("accumulate: one result per plan expected");
+  RunTotals t;
+  t.plan_iterations.assign(plans.size(), 0);
+  double latency_sum = 0.0;
+  double compressed_latency_sum = 0.0;
+  double compressed_time_sum = 0.0;
+  for (const RunSegment& seg : schedule.segments()) {
+    const auto found = std::find(plans.begin(), plans.end(), seg.plan);
+    if (found == plans.end()) throw InternalError("accumulate: a segment's plan was not simulated");
+    const auto index = static_cast<std::size_t>(found - plans.begin());
+    const IterationResult& r = results[index];
+    const std::int64_t n = seg.iterations();
+    const auto w = static_cast<double>(n);
+    t.plan_iterations[index] += n;
+    t.iterations += n;
+    t.training_time_s += w * r.iteration_s;
+    const double latency = comm_latency_s(r);
+    latency_sum += w * latency;
+    const bool compressed =
+        std::any_of(seg.plan.begin(), seg.plan.end(), [](const StageSync& s) { return s.powersgd_rank > 0; });
+    if (compressed) {
+      t.compressed_iterations += n;
+      compressed_latency_sum += w * latency;
+      compressed_time_sum += w * r.iteration_s;
+    }
+    if (t.stage_comm_latency_s.size() < r.stages.size()) t.stage_comm_latency_s.resize(r.stages.size(), 0.0);
+    for (std::size_t s = 0; s < r.stages.size(); ++s) t.stage_comm_latency_s[s] += w * r.stages[s].dp_sync_s;
+    const IterationBreakdown b = breakdown(r);
+    t.breakdown.compute_s += w * b.compute_s;
+    t.breakdown.tp_comm_s += w * b.tp_comm_s;
+    t.breakdown.bubble_s += w * b.bubble_s;
+    t.breakdown.exposed_dp_comm_s += w * b.exposed_dp_comm_s;
+    t.breakdown.exposed_compression_s += w * b.exposed_compression_s;
+    t.breakdown.compression_s += w * b.compression_s;
+  }
+  if (t.iterations > 0) {
+    const auto n = static_cast<double>(t.iterations);
+    t.iteration_time_s = t.training_time_s / n;
+    t.comm_latency_s = latency_sum / n;
+    for (double& x : t.stage_comm_latency_s) x /= n;
+    t.breakdown.compute_s /= n;
+    t.breakdown.tp_comm_s /= n;
+    t.breakdown.bubble_s /= n;
+    t.breakdown.exposed_dp_comm_s /= n;
+    t.breakdown.exposed_compression_s /= n;
+    t.breakdown.compression_s /= n;
+  }
+  if (t.compressed_iterations > 0) {
+    t.compressed_comm_latency_s = compressed_latency_sum / static_cast<double>(t.compressed_iterations);
+    t.compressed_iteration_time_s = compressed_time_sum / static_cast<double>(t.compressed_iterations);
+  }
+  return t;
+}
+
+}  // namespace edgc::sim

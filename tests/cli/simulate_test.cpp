@@ -1,0 +1,206 @@
+// `edgc simulate` end to end on the small whole-run scenario: the golden result.json, the result's internal
+// consistency (totals = Σ segment length × configuration time), the Chrome-trace timeline, and rejection of bad
+// scenarios with no partial output.
+//
+// The golden file is tests/data/simulate/small-result.golden.json. After an intended model change, regenerate it
+// with EDGC_UPDATE_GOLDEN=1 ctest -R Simulate.MatchesGolden and review the diff.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using edgc::traces::test::read_file;
+using edgc::traces::test::TempDir;
+using nlohmann::json;
+using Result = edgc::cli::test::CliRun;
+using edgc::cli::test::edgc;
+
+const std::string kScenario = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json";
+const std::string kGolden = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small-result.golden.json";
+
+// Provenance fields that legitimately differ between machines and checkouts.
+void strip_provenance(json& j) {
+  j.erase("scenario");
+  j.erase("simgrid");
+}
+
+// Same structure, same strings and integers, floating-point numbers within `rel` relative (or 1e-15 absolute).
+void expect_close(const json& a, const json& b, const std::string& path, double rel = 1e-9) {
+  if (a.is_number_float() || b.is_number_float()) {
+    ASSERT_TRUE(a.is_number() && b.is_number()) << path;
+    const double x = a.get<double>();
+    const double y = b.get<double>();
+    EXPECT_LE(std::abs(x - y), std::max(1e-15, rel * std::max(std::abs(x), std::abs(y)))) << path << ": " << x << " vs " << y;
+    return;
+  }
+  ASSERT_EQ(a.type(), b.type()) << path;
+  if (a.is_object()) {
+    ASSERT_EQ(a.size(), b.size()) << path << ": " << a.dump().substr(0, 200) << " vs " << b.dump().substr(0, 200);
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      ASSERT_TRUE(b.contains(it.key())) << path << "." << it.key();
+      expect_close(*it, b.at(it.key()), path + "." + it.key(), rel);
+    }
+  } else if (a.is_array()) {
+    ASSERT_EQ(a.size(), b.size()) << path;
+    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i], b[i], path + "[" + std::to_string(i) + "]", rel);
+  } else {
+    EXPECT_EQ(a, b) << path;
+  }
+}
+
+class Simulate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir();
+    const Result r = edgc("simulate --scenario " + kScenario + " --out " + (*tmp_ / "a").string() + " --timeline " +
+                              (*tmp_ / "timeline.json").string() + " --jobs 2",
+                          *tmp_);
+    ASSERT_EQ(r.code, 0) << r.err;
+    summary_ = r.out;
+    result_ = json::parse(read_file(*tmp_ / "a" / "result.json"));
+    timeline_ = json::parse(read_file(*tmp_ / "timeline.json"));
+  }
+  static void TearDownTestSuite() { delete tmp_; }
+  static const json& config_of(const json& ranks) {
+    for (const auto& c : result_["configurations"])
+      if (c["ranks"] == ranks) return c;
+    throw std::runtime_error("no configuration for ranks " + ranks.dump());
+  }
+  static TempDir* tmp_;
+  static std::string summary_;
+  static json result_;
+  static json timeline_;
+};
+TempDir* Simulate::tmp_ = nullptr;
+std::string Simulate::summary_;
+json Simulate::result_;
+json Simulate::timeline_;
+
+TEST_F(Simulate, MatchesGolden) {
+  json got = result_;
+  strip_provenance(got);
+  if (const char* update = std::getenv("EDGC_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
+    std::ofstream(kGolden) << got.dump(2) << "\n";
+    GTEST_SKIP() << "golden file rewritten: " << kGolden;
+  }
+  ASSERT_TRUE(fs::exists(kGolden)) << kGolden;
+  json want = json::parse(read_file(kGolden));
+  expect_close(got, want, "result");
+}
+
+TEST_F(Simulate, TotalsAreSegmentWeightedConfigurationTimes) {
+  EXPECT_EQ(result_["schema"], "edgc.result/1");
+  const auto& runs = result_["runs"];
+  ASSERT_EQ(runs.size(), 3U);
+  EXPECT_EQ(runs[0]["policy"], "none");
+  EXPECT_EQ(runs[1]["policy"], "static");
+  EXPECT_EQ(runs[2]["policy"], "edgc");
+  const double base = runs[0]["training_time_s"].get<double>();
+  std::set<std::string> used;
+  for (const auto& run : runs) {
+    double total = 0.0;
+    double latency = 0.0;
+    std::int64_t end = 0;
+    for (const auto& seg : run["rank_schedule"]) {
+      EXPECT_EQ(seg["begin"].get<std::int64_t>(), end);
+      end = seg["end"].get<std::int64_t>();
+      const auto n = static_cast<double>(end - seg["begin"].get<std::int64_t>());
+      const json& c = config_of(seg["ranks"]);
+      used.insert(seg["ranks"].dump());
+      total += n * c["iteration_s"].get<double>();
+      latency += n * c["comm_latency_s"].get<double>();
+      for (int r : seg["ranks"]) {
+        if (run["policy"] == "none") {
+          EXPECT_EQ(r, 0);
+        } else if (run["policy"] == "static") {
+          EXPECT_TRUE(r == 0 || r == 64) << r;
+        } else {
+          EXPECT_TRUE(r == 0 || (r >= 8 && r <= 64)) << r;
+        }
+      }
+    }
+    EXPECT_EQ(end, 120);
+    EXPECT_NEAR(run["training_time_s"].get<double>(), total, 1e-12 * total);
+    EXPECT_NEAR(run["comm_latency_s"].get<double>(), latency / 120, 1e-12 * latency);
+    EXPECT_NEAR(run["speedup_vs_none"].get<double>(), base / total, 1e-12);
+    const double gpu_hours = total / 3600.0 * 8;
+    EXPECT_NEAR(run["gpu_hours"].get<double>(), gpu_hours, 1e-12 * gpu_hours);
+    EXPECT_NEAR(run["cost_usd"].get<double>(), 2.5 * gpu_hours, 1e-12 * gpu_hours);
+    const auto& b = run["breakdown"];
+    EXPECT_NEAR(b["compute_s"].get<double>() + b["tp_comm_s"].get<double>() + b["bubble_s"].get<double>() +
+                    b["exposed_dp_comm_s"].get<double>() + b["exposed_compression_s"].get<double>(),
+                run["iteration_time_s"].get<double>(), 1e-9);
+  }
+  // Every distinct rank vector simulated exactly once, and nothing simulated that no run uses.
+  EXPECT_EQ(result_["simulations"].get<std::size_t>(), result_["configurations"].size());
+  EXPECT_EQ(used.size(), result_["configurations"].size());
+  // On this slow shared NIC compression pays, and EDGC's lower ranks pay more than r_max.
+  EXPECT_GT(runs[1]["speedup_vs_none"].get<double>(), 1.2);
+  EXPECT_GT(runs[2]["comm_latency_reduction_vs_none"].get<double>(), runs[1]["comm_latency_reduction_vs_none"].get<double>());
+  EXPECT_NE(summary_.find("edgc"), std::string::npos);
+  EXPECT_NE(summary_.find("result.json"), std::string::npos);
+}
+
+TEST_F(Simulate, TimelineHasOneProcessPerConfigurationSpanningItsIteration) {
+  const auto& configs = result_["configurations"];
+  std::map<int, double> end_us;
+  std::map<int, std::set<int>> threads;
+  for (const auto& e : timeline_["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const int pid = e["pid"];
+    ASSERT_LT(pid, static_cast<int>(configs.size()));
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    threads[pid].insert(e["tid"].get<int>());
+    end_us[pid] = std::max(end_us[pid], e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  ASSERT_EQ(end_us.size(), configs.size());
+  for (const auto& [pid, end] : end_us) {
+    EXPECT_EQ(threads[pid].size(), 8U);  // every GPU did something
+    const double iteration_us = configs[static_cast<std::size_t>(pid)]["iteration_s"].get<double>() * 1e6;
+    EXPECT_LE(end, iteration_us * (1 + 1e-9));
+    EXPECT_GE(end, iteration_us * 0.99);  // the last activity ends with the iteration (pending sends aside)
+  }
+}
+
+TEST(SimulateRejects, BadScenariosWithoutOutput) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"compression.r_max=1000", "compression.r_max"},
+      {"run.iterations=0", "run.iterations"},
+      {"entropy.source=oracle", "entropy.source"},
+      {"entropy.synthetic.decay_fraction=0", "entropy.synthetic.decay_fraction"},
+      {"simulate.policies=none,magic", "simulate.policies"},
+      {"parallelism.dp=3", "parallelism.dp"},
+      {"parallelism.order=pp-tp-dp", "parallelism.order"},
+      {"parallelism.schedule=interleaved", "parallelism"},
+      {"compression.window=0", "compression.window"},
+      {"compression.warmup.floor_fraction=0.5", "compression.warmup"},
+      {"entropy.colour=blue", "entropy.colour"},
+      {"entropy.source=trace", "trace.path"},
+  };
+  for (const auto& [set, field] : cases) {
+    TempDir tmp;
+    const Result r = edgc("simulate --scenario " + kScenario + " --set " + set + " --out " + (tmp / "out").string(), tmp);
+    EXPECT_EQ(r.code, 2) << set << ": " << r.err;
+    EXPECT_NE(r.err.find(field), std::string::npos) << set << ": " << r.err;
+    EXPECT_NE(r.err.find("small.json"), std::string::npos) << set << ": " << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out")) << set;
+  }
+  TempDir tmp;
+  const Result r = edgc("simulate --scenario " + kScenario + " --out " + (tmp / "o").string() + " --jobs 0", tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--jobs"), std::string::npos);
+}
+
+}  // namespace
