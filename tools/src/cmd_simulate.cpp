@@ -199,6 +199,9 @@ ordered_json breakdown_json(const sim::IterationBreakdown& b) {
           {"compression_s", b.compression_s}};
 }
 
+// Hours, GPU-hours and dollars: whole numbers when large, 4 significant digits when small.
+std::string fmt_amount(double x) { return x >= 100.0 ? fmt_f(x, 0) : fmt_g(x, 4); }
+
 double reduction(double base, double x) { return base > 0.0 ? 1.0 - x / base : 0.0; }
 
 int run_simulate_command(const std::vector<std::string>& args) {
@@ -334,10 +337,10 @@ int run_simulate_command(const std::vector<std::string>& args) {
     const sim::RunTotals& x = totals[i];
     const double gpu_hours = x.training_time_s / 3600.0 * gpus;
     t.add_row({runs[i].policy, fmt_f(x.iteration_time_s, 3), fmt_f(x.comm_latency_s, 3),
-               fmt_f(100.0 * reduction(base.comm_latency_s, x.comm_latency_s), 2), fmt_g(x.training_time_s / 3600.0, 4),
+               fmt_f(100.0 * reduction(base.comm_latency_s, x.comm_latency_s), 2), fmt_amount(x.training_time_s / 3600.0),
                fmt_f(100.0 * reduction(base.training_time_s, x.training_time_s), 2),
-               fmt_f(base.training_time_s / x.training_time_s, 3), fmt_g(gpu_hours, 4),
-               fmt_g(gpu_hours * cl.price_per_gpu_hour_usd, 4),
+               fmt_f(base.training_time_s / x.training_time_s, 3), fmt_amount(gpu_hours),
+               fmt_amount(gpu_hours * cl.price_per_gpu_hour_usd),
                runs[i].warmup_end ? std::to_string(*runs[i].warmup_end) : std::string("-")});
   }
   t.print(std::cout);
