@@ -128,6 +128,9 @@ class GpuWorker {
   }
 
   void send(const char* purpose, int to_stage) {
+    // Forget sends that have completed: SimGrid keeps every unfinished activity on the actor's list and scans
+    // that list whenever one of its activities ends, so holding all sends until the end costs O(sends²).
+    std::erase_if(pending_sends_, [](const sg4::CommPtr& c) { return c->test(); });
     pending_sends_.push_back(inbox(purpose, to_stage)->put_async(&g_payload, state_->p2p_bytes));
   }
 
