@@ -37,14 +37,19 @@ struct RankRecord {
   std::vector<TimelineEvent> events;
 };
 
-// Per-stage inputs of the workers, computed once before the actors start.
-struct StageWork {
+// Per-chunk inputs of the workers (one chunk per GPU except for the interleaved schedule).
+struct ChunkWork {
   double forward_flops = 0.0;  // already divided by compute_efficiency
   double backward_flops = 0.0;
   std::uint64_t tp_forward_bytes = 0;  // all of one pass's TP all-reduces, summed
   std::uint64_t tp_backward_bytes = 0;
   double tp_forward_extra_latency_s = 0.0;  // latency terms of the folded-away all-reduces
   double tp_backward_extra_latency_s = 0.0;
+};
+
+// Per-stage inputs of the workers, computed once before the actors start.
+struct StageWork {
+  std::vector<ChunkWork> chunks;
   int powersgd_rank = 0;
   std::uint64_t dp_bytes = 0;  // uncompressed sync
   std::uint64_t p_bytes = 0;   // PowerSGD sync
@@ -87,16 +92,33 @@ class GpuWorker {
     const ParallelSpec& par = state_->parallel;
     const int m = par.microbatches;
     if (par.schedule == PipelineSchedule::kGpipe) {
-      for (int mb = 0; mb < m; ++mb) forward(mb);
-      for (int mb = 0; mb < m; ++mb) backward(mb);
-    } else {  // 1F1B
+      for (int mb = 0; mb < m; ++mb) forward(mb, 0);
+      for (int mb = 0; mb < m; ++mb) backward(mb, 0);
+    } else if (par.schedule == PipelineSchedule::kOneFOneB) {
       const int warmup = std::min(par.pp - 1 - coord_.pp, m);
-      for (int mb = 0; mb < warmup; ++mb) forward(mb);
+      for (int mb = 0; mb < warmup; ++mb) forward(mb, 0);
       for (int i = 0; i < m - warmup; ++i) {
-        forward(warmup + i);
-        backward(i);
+        forward(warmup + i, 0);
+        backward(i, 0);
       }
-      for (int mb = m - warmup; mb < m; ++mb) backward(mb);
+      for (int mb = m - warmup; mb < m; ++mb) backward(mb, 0);
+    } else {
+      // Interleaved 1F1B (Megatron-LM): m·v passes each way; pass k works on micro-batch (k / (p·v))·p + k % p of
+      // chunk (k / p) % v forward and chunk v − 1 − (k / p) % v backward; (p − 1 − stage)·2 + (v − 1)·p warm-up
+      // forwards, then one forward and one backward alternately, then the remaining backwards.
+      const int p = par.pp;
+      const int v = par.virtual_stages;
+      const int total = m * v;
+      const auto mb_of = [p, v](int k) { return (k / (p * v)) * p + k % p; };
+      const auto fchunk = [p, v](int k) { return (k / p) % v; };
+      const auto bchunk = [p, v](int k) { return v - 1 - (k / p) % v; };
+      const int warmup = std::min((p - 1 - coord_.pp) * 2 + (v - 1) * p, total);
+      for (int k = 0; k < warmup; ++k) forward(mb_of(k), fchunk(k));
+      for (int i = 0; i < total - warmup; ++i) {
+        forward(mb_of(warmup + i), fchunk(warmup + i));
+        backward(mb_of(i), bchunk(i));
+      }
+      for (int k = total - warmup; k < total; ++k) backward(mb_of(k), bchunk(k));
     }
     record().last_backward_end_s = now();
     dp_sync();
@@ -115,23 +137,28 @@ class GpuWorker {
     if (state_->record_timeline) record().events.push_back({rank_, name, category, start_s, now()});
   }
 
-  // Mailbox of stage `stage` of this GPU's pipeline for `purpose` ("act" or "grad").
-  sg4::Mailbox* inbox(const char* purpose, int stage) const {
+  // Mailbox of chunk `chunk` of stage `stage` of this GPU's pipeline for `purpose` ("act" or "grad").
+  sg4::Mailbox* inbox(const char* purpose, int stage, int chunk) const {
     return sg4::Mailbox::by_name(std::string(purpose) + "/d" + std::to_string(coord_.dp) + "t" +
-                                 std::to_string(coord_.tp) + "s" + std::to_string(stage));
+                                 std::to_string(coord_.tp) + "s" + std::to_string(stage) + "c" + std::to_string(chunk));
   }
 
-  void receive(const char* purpose, int mb) const {
+  void receive(const char* purpose, int mb, int chunk) const {
     const double start = now();
-    inbox(purpose, coord_.pp)->get<int>();
-    note(std::string("recv ") + purpose + " " + std::to_string(mb), "p2p", start);
+    inbox(purpose, coord_.pp, chunk)->get<int>();
+    note(std::string("recv ") + purpose + " " + pass_name(mb, chunk), "p2p", start);
   }
 
-  void send(const char* purpose, int to_stage) {
+  // "3" for micro-batch 3, "3.1" for its chunk 1 under the interleaved schedule.
+  std::string pass_name(int mb, int chunk) const {
+    return state_->parallel.virtual_stages > 1 ? std::to_string(mb) + "." + std::to_string(chunk) : std::to_string(mb);
+  }
+
+  void send(const char* purpose, int to_stage, int to_chunk) {
     // Forget sends that have completed: SimGrid keeps every unfinished activity on the actor's list and scans
     // that list whenever one of its activities ends, so holding all sends until the end costs O(sends²).
     std::erase_if(pending_sends_, [](const sg4::CommPtr& c) { return c->test(); });
-    pending_sends_.push_back(inbox(purpose, to_stage)->put_async(&g_payload, state_->p2p_bytes));
+    pending_sends_.push_back(inbox(purpose, to_stage, to_chunk)->put_async(&g_payload, state_->p2p_bytes));
   }
 
   void compute(double flops, const std::string& name) const {
@@ -151,20 +178,36 @@ class GpuWorker {
     note(name, "tp", start);
   }
 
-  void forward(int mb) {
-    if (coord_.pp > 0) receive("act", mb);
-    const std::string name = "F" + std::to_string(mb);
-    compute(work().forward_flops, name);
-    tp_all_reduce(work().tp_forward_bytes, work().tp_forward_extra_latency_s, "tp " + name);
-    if (coord_.pp < state_->parallel.pp - 1) send("act", coord_.pp + 1);
+  // Chunk c of stage p is virtual stage c·pp + p: activations flow p → p + 1 within a chunk and from the last
+  // stage to stage 0 of the next chunk; gradients flow back the same way.
+  void forward(int mb, int chunk) {
+    const int p = state_->parallel.pp;
+    const int v = state_->parallel.virtual_stages;
+    if (coord_.pp > 0 || chunk > 0) receive("act", mb, chunk);
+    const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
+    const std::string name = "F" + pass_name(mb, chunk);
+    compute(w.forward_flops, name);
+    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_extra_latency_s, "tp " + name);
+    if (coord_.pp < p - 1) {
+      send("act", coord_.pp + 1, chunk);
+    } else if (chunk < v - 1) {
+      send("act", 0, chunk + 1);
+    }
   }
 
-  void backward(int mb) {
-    if (coord_.pp < state_->parallel.pp - 1) receive("grad", mb);
-    const std::string name = "B" + std::to_string(mb);
-    compute(work().backward_flops, name);
-    tp_all_reduce(work().tp_backward_bytes, work().tp_backward_extra_latency_s, "tp " + name);
-    if (coord_.pp > 0) send("grad", coord_.pp - 1);
+  void backward(int mb, int chunk) {
+    const int p = state_->parallel.pp;
+    const int v = state_->parallel.virtual_stages;
+    if (coord_.pp < p - 1 || chunk < v - 1) receive("grad", mb, chunk);
+    const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
+    const std::string name = "B" + pass_name(mb, chunk);
+    compute(w.backward_flops, name);
+    tp_all_reduce(w.tp_backward_bytes, w.tp_backward_extra_latency_s, "tp " + name);
+    if (coord_.pp > 0) {
+      send("grad", coord_.pp - 1, chunk);
+    } else if (chunk > 0) {
+      send("grad", p - 1, chunk - 1);
+    }
   }
 
   void dp_all_reduce(std::uint64_t bytes, const std::string& name) const {
@@ -206,9 +249,6 @@ class GpuWorker {
 };
 
 void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel) {
-  if (parallel.schedule == PipelineSchedule::kInterleaved)
-    throw ConfigError("iteration", "parallelism.schedule",
-                      "interleaved: not yet supported by the iteration simulation (use gpipe or 1f1b)");
   if (static_cast<int>(plan.size()) != parallel.pp)
     throw ConfigError(
         "iteration", "dp_sync",
@@ -223,19 +263,22 @@ void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel) {
 StageWork stage_work(const ModelSpec& model, const ParallelSpec& par, const ClusterSpec& cluster,
                      const CostParams& params, int stage, const StageSync& sync, const Group& tp_group) {
   StageWork w;
-  const ComputeCost cost = stage_compute(model, par, cluster.gpu, params, stage);
-  w.forward_flops = cost.forward_flops / params.compute_efficiency;
-  w.backward_flops = cost.backward_flops / params.compute_efficiency;
+  const int chunks = par.schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
   const TpComm tp = tp_comm_per_layer(model, par);
-  const int layers = layers_per_stage(model, par);
+  const int layers = layers_per_chunk(model, par);
   const int n_fwd = layers * tp.forward_allreduces;
   const int n_bwd = layers * tp.backward_allreduces;
-  w.tp_forward_bytes = whole_bytes(n_fwd * tp.bytes_per_allreduce);
-  w.tp_backward_bytes = whole_bytes(n_bwd * tp.bytes_per_allreduce);
-  if (par.tp > 1) {
-    const double lat = ring_latency_s(tp_group);
-    w.tp_forward_extra_latency_s = std::max(0, n_fwd - 1) * lat;
-    w.tp_backward_extra_latency_s = std::max(0, n_bwd - 1) * lat;
+  const double lat = par.tp > 1 ? ring_latency_s(tp_group) : 0.0;
+  for (int c = 0; c < chunks; ++c) {
+    ChunkWork cw;
+    const ComputeCost cost = chunk_compute(model, par, cluster.gpu, params, stage, c);
+    cw.forward_flops = cost.forward_flops / params.compute_efficiency;
+    cw.backward_flops = cost.backward_flops / params.compute_efficiency;
+    cw.tp_forward_bytes = whole_bytes(n_fwd * tp.bytes_per_allreduce);
+    cw.tp_backward_bytes = whole_bytes(n_bwd * tp.bytes_per_allreduce);
+    cw.tp_forward_extra_latency_s = std::max(0, n_fwd - 1) * lat;
+    cw.tp_backward_extra_latency_s = std::max(0, n_bwd - 1) * lat;
+    w.chunks.push_back(cw);
   }
   w.powersgd_rank = sync.powersgd_rank;
   if (sync.powersgd_rank == 0) {

@@ -87,6 +87,30 @@ void expect_compute_only_pipeline(PipelineSchedule schedule) {
 }
 
 TEST(ComputeOnly, GpipeMatchesClosedForm) { expect_compute_only_pipeline(PipelineSchedule::kGpipe); }
+
+// Interleaved 1F1B with v chunks per GPU shrinks the bubble v-fold (Narayanan et al. 2021, §2.2.2):
+// (m + (p − 1)/v)(t_f + t_b), each GPU running 2·m·v passes of 1/v of its layers.
+TEST(ComputeOnly, InterleavedMatchesClosedForm) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(1e6, 1e-3), NetworkProfile{});
+  const int m = 8;
+  const int p = 4;
+  const int v = 2;
+  const ModelSpec model = wide_model(128, m);
+  ParallelSpec par = layout(1, p, 1, PipelineSchedule::kInterleaved);
+  par.virtual_stages = v;
+  const CostParams params;
+  IterationOptions options;
+  options.record_timeline = true;
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(p), options);
+  const ComputeCost c = stage_compute(model, par, platform.spec().gpu, params, 0);
+  const double expected = (m + (p - 1.0) / v) * (c.forward_s + c.backward_s);
+  EXPECT_NEAR(r.iteration_s / expected, 1.0, 1e-3) << "sim " << r.iteration_s << " s, closed form " << expected;
+  for (const StageResult& st : r.stages) EXPECT_NEAR(st.bubble_fraction, (p - 1.0) / (m * v + p - 1.0), 2e-3);
+  int compute_events = 0;
+  for (const TimelineEvent& e : r.timeline)
+    if (e.category == "compute") ++compute_events;
+  EXPECT_EQ(compute_events, 2 * m * p * v);
+}
 TEST(ComputeOnly, OneFOneBMatchesClosedForm) { expect_compute_only_pipeline(PipelineSchedule::kOneFOneB); }
 
 // dp = 2, pp = 2 on one NVSwitch node: each stage's DP ring starts after its last backward and takes exactly
@@ -202,8 +226,8 @@ TEST(Validate, RejectsBadPlans) {
   EXPECT_EQ(field_of(par, DpSyncPlan{StageSync{4}, StageSync{-1}}), "dp_sync.rank");
   ParallelSpec interleaved = par;
   interleaved.schedule = PipelineSchedule::kInterleaved;
-  interleaved.virtual_stages = 2;
-  EXPECT_EQ(field_of(interleaved, uncompressed_plan(2)), "parallelism.schedule");
+  interleaved.virtual_stages = 3;  // 16 layers do not split into 2 · 3 chunks
+  EXPECT_EQ(field_of(interleaved, uncompressed_plan(2)), "model.layers");
   ParallelSpec too_big = par;
   too_big.dp = 4;
   EXPECT_EQ(field_of(too_big, uncompressed_plan(2)), "parallelism.dp");

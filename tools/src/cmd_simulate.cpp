@@ -73,8 +73,6 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.model = mc.model;
   st.cost = mc.cost;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
-  if (st.parallel.schedule == sim::PipelineSchedule::kInterleaved)
-    throw ConfigError(w, "parallelism.schedule", "interleaved: not yet supported by simulate (use gpipe or 1f1b)");
   in.iterations = sc.integer("run.iterations", 100000);
   if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
 
@@ -202,6 +200,15 @@ ordered_json breakdown_json(const sim::IterationBreakdown& b) {
 // Hours, GPU-hours and dollars: whole numbers when large, 4 significant digits when small.
 std::string fmt_amount(double x) { return x >= 100.0 ? fmt_f(x, 0) : fmt_g(x, 4); }
 
+const char* schedule_name(sim::PipelineSchedule s) {
+  switch (s) {
+    case sim::PipelineSchedule::kGpipe: return "gpipe";
+    case sim::PipelineSchedule::kOneFOneB: return "1f1b";
+    case sim::PipelineSchedule::kInterleaved: return "interleaved";
+  }
+  return "?";
+}
+
 double reduction(double base, double x) { return base > 0.0 ? 1.0 - x / base : 0.0; }
 
 int run_simulate_command(const std::vector<std::string>& args) {
@@ -261,7 +268,8 @@ int run_simulate_command(const std::vector<std::string>& args) {
                          {"model", {{"name", in.setup.model.name}, {"parameters", sim::parameter_count(in.setup.model)}}},
                          {"parallelism", {{"tp", in.setup.parallel.tp}, {"pp", in.setup.parallel.pp},
                                           {"dp", in.setup.parallel.dp}, {"microbatches", in.setup.parallel.microbatches},
-                                          {"schedule", in.setup.parallel.schedule == sim::PipelineSchedule::kGpipe ? "gpipe" : "1f1b"},
+                                          {"schedule", schedule_name(in.setup.parallel.schedule)},
+                                          {"virtual_stages", in.setup.parallel.virtual_stages},
                                           {"order", in.setup.parallel.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"}}},
                          {"run", {{"iterations", in.iterations}, {"window", in.compression.gds.window_iters},
                                   {"alpha", in.compression.gds.alpha}, {"beta", in.compression.gds.beta},

@@ -2,8 +2,10 @@
 // One training iteration of a TP × PP × DP layout, simulated with one actor per GPU.
 //
 // What each GPU does (sim/src/iteration.cpp, class GpuWorker):
-//  * its pipeline schedule as a plain loop: GPipe (all forwards, then all backwards) or 1F1B (pp − 1 − stage
-//    warm-up forwards, then one forward and one backward alternately, then the remaining backwards);
+//  * its pipeline schedule as a plain loop: GPipe (all forwards, then all backwards), 1F1B (pp − 1 − stage
+//    warm-up forwards, then one forward and one backward alternately, then the remaining backwards), or
+//    Megatron's interleaved 1F1B over virtual_stages model chunks per GPU ((pp − 1 − stage)·2 + (v − 1)·pp
+//    warm-up forwards; chunk c of stage p is virtual stage c·pp + p);
 //  * per micro-batch and pass: `this_actor::execute(flops / compute_efficiency)` on its host, whose speed is the
 //    GPU's peak, so a pass takes exactly chunk_compute()'s forward_s / backward_s;
 //  * the pass's tensor-parallel all-reduces folded into ONE ring all-reduce of their summed bytes inside the TP
@@ -85,8 +87,7 @@ struct IterationResult {
 /// Simulates one iteration on `platform` (built by Platform::build in this process, engine not yet run) and
 /// runs `engine` to completion: call once per process. `parallel` is checked with validate() against
 /// platform.spec() (microbatches = 0 is filled in). Throws ConfigError when the layout is invalid, when `plan`
-/// has not exactly pp entries (field "dp_sync"), when a PowerSGD rank is negative (field "dp_sync.rank"), and for
-/// the interleaved schedule (field "parallelism.schedule": not yet supported).
+/// has not exactly pp entries (field "dp_sync"), and when a PowerSGD rank is negative (field "dp_sync.rank").
 IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform, const ModelSpec& model,
                                    const ParallelSpec& parallel, const CostParams& params, const DpSyncPlan& plan,
                                    const IterationOptions& options = {});
