@@ -104,35 +104,39 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
 
   const std::string trace_key = sc.string("trace.path", "");
   const std::string source = sc.string("entropy.source", trace_key.empty() ? "synthetic" : "trace");
-  if (source == "trace") {
-    if (trace_key.empty()) throw ConfigError(w, "trace.path", "entropy.source is trace but no trace.path is given");
-    const double bins = sc.number("entropy.bins_per_sigma", 8.0);
-    const std::string backend = sc.string("entropy.backend", "cpu");
-    std::vector<double> params;
-    for (int s = 0; s < st.parallel.pp; ++s) {
-      const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
-      params.push_back(static_cast<double>(sp.sharded_per_shard) * st.parallel.tp + static_cast<double>(sp.replicated));
-    }
-    sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace",
-                       "entropy", "simulate"});
-    const std::string dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
-    in.source = make_trace_source(measure_trace_entropy(dir, in.compression.gds, bins, backend), params);
-  } else if (source == "synthetic") {
-    SyntheticEntropy s;
-    s.start_nats = sc.number("entropy.synthetic.start_nats", s.start_nats);
-    s.end_nats = sc.number("entropy.synthetic.end_nats", s.end_nats);
-    s.decay_fraction = sc.number("entropy.synthetic.decay_fraction", s.decay_fraction);
-    s.stage_step_nats = sc.number("entropy.synthetic.stage_step_nats", s.stage_step_nats);
-    s.noise_nats = sc.number("entropy.synthetic.noise_nats", s.noise_nats);
-    s.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
-    if (!(s.decay_fraction > 0.0)) throw ConfigError(w, "entropy.synthetic.decay_fraction", "must be > 0");
-    if (!(s.noise_nats >= 0.0)) throw ConfigError(w, "entropy.synthetic.noise_nats", "must be >= 0");
-    sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace",
-                       "entropy", "simulate"});
-    in.source = make_synthetic_source(s);
-  } else {
+  const bool from_trace = source == "trace";
+  if (!from_trace && source != "synthetic")
     throw ConfigError(w, "entropy.source", "expected trace or synthetic, got '" + source + "'");
+  if (from_trace && trace_key.empty())
+    throw ConfigError(w, "trace.path", "entropy.source is trace but no trace.path is given");
+  double bins = 8.0;
+  std::string backend = "cpu";
+  SyntheticEntropy curve;
+  if (from_trace) {
+    bins = sc.number("entropy.bins_per_sigma", bins);
+    backend = sc.string("entropy.backend", backend);
+  } else {
+    curve.start_nats = sc.number("entropy.synthetic.start_nats", curve.start_nats);
+    curve.end_nats = sc.number("entropy.synthetic.end_nats", curve.end_nats);
+    curve.decay_fraction = sc.number("entropy.synthetic.decay_fraction", curve.decay_fraction);
+    curve.stage_step_nats = sc.number("entropy.synthetic.stage_step_nats", curve.stage_step_nats);
+    curve.noise_nats = sc.number("entropy.synthetic.noise_nats", curve.noise_nats);
+    curve.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
   }
+  // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
+  sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace",
+                     "entropy", "simulate"});
+  if (!from_trace) {
+    in.source = make_synthetic_source(curve, w);
+    return in;
+  }
+  std::vector<double> params;
+  for (int s = 0; s < st.parallel.pp; ++s) {
+    const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
+    params.push_back(static_cast<double>(sp.sharded_per_shard) * st.parallel.tp + static_cast<double>(sp.replicated));
+  }
+  const std::string dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
+  in.source = make_trace_source(measure_trace_entropy(dir, in.compression.gds, bins, backend), params);
   return in;
 }
 
@@ -257,6 +261,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   std::vector<sim::RunTotals> totals;
   for (const PolicyRun& r : runs) totals.push_back(sim::accumulate(r.schedule, cache.plans, cache.results));
   const sim::RunTotals& base = totals.front();
+  const auto gpu_hours_of = [gpus](const sim::RunTotals& t) { return t.training_time_s / 3600.0 * gpus; };
 
   ordered_json result = {{"schema", "edgc.result/1"},
                          {"scenario", in.scenario_path},
@@ -283,7 +288,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
                          {"configurations", ordered_json::array()}};
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const sim::RunTotals& t = totals[i];
-    const double gpu_hours = t.training_time_s / 3600.0 * gpus;
+    const double gpu_hours = gpu_hours_of(t);
     ordered_json schedule = ordered_json::array();
     for (const sim::RunSegment& seg : runs[i].schedule.segments()) {
       ordered_json ranks = ordered_json::array();
@@ -343,7 +348,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
            "warm-up end"});
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const sim::RunTotals& x = totals[i];
-    const double gpu_hours = x.training_time_s / 3600.0 * gpus;
+    const double gpu_hours = gpu_hours_of(x);
     t.add_row({runs[i].policy, fmt_f(x.iteration_time_s, 3), fmt_f(x.comm_latency_s, 3),
                fmt_f(100.0 * reduction(base.comm_latency_s, x.comm_latency_s), 2), fmt_amount(x.training_time_s / 3600.0),
                fmt_f(100.0 * reduction(base.training_time_s, x.training_time_s), 2),

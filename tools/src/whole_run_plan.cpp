@@ -100,9 +100,9 @@ class TraceSource final : public EntropySource {
 
 }  // namespace
 
-std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s) {
-  if (!(s.decay_fraction > 0.0)) throw ConfigError("entropy", "entropy.synthetic.decay_fraction", "must be > 0");
-  if (!(s.noise_nats >= 0.0)) throw ConfigError("entropy", "entropy.synthetic.noise_nats", "must be >= 0");
+std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, const std::string& where) {
+  if (!(s.decay_fraction > 0.0)) throw ConfigError(where, "entropy.synthetic.decay_fraction", "must be > 0");
+  if (!(s.noise_nats >= 0.0)) throw ConfigError(where, "entropy.synthetic.noise_nats", "must be >= 0");
   return std::make_unique<SyntheticSource>(s);
 }
 

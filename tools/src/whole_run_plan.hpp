@@ -57,7 +57,8 @@ struct SyntheticEntropy {
   double noise_nats = 0.0;
   std::uint64_t seed = 0;
 };
-std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s);
+/// Throws ConfigError naming `where` and the entropy.synthetic key unless decay_fraction > 0 and noise_nats ≥ 0.
+std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, const std::string& where);
 
 /// A trace's entropy curve mapped onto the simulated run (design §4): the iteration axis is scaled so that the
 /// trace's training length spans the whole run (run fraction f ↔ trace iteration f·steps, values interpolated
