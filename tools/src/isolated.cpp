@@ -1,9 +1,12 @@
 #include "isolated.hpp"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,11 +61,6 @@ void write_all(int fd, const std::string& text) {
   std::_Exit(code);
 }
 
-struct Child {
-  std::size_t job = 0;
-  std::filesystem::path file;
-};
-
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream os;
@@ -80,69 +78,106 @@ std::string detail_of(const std::string& where, const std::string& field, const 
 
 }  // namespace
 
-std::vector<std::string> run_isolated(const std::vector<std::function<std::string()>>& jobs, int parallel) {
-  if (parallel < 1) throw InternalError("run_isolated: parallel must be >= 1");
-  std::vector<std::string> results(jobs.size());
-  std::vector<int> codes(jobs.size(), 0);
-  std::map<pid_t, Child> running;
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
-  std::size_t next = 0;
-
-  auto reap_one = [&]() {
+ChildPool::~ChildPool() {
+  for (const auto& [pid, child] : running_) {
+    ::kill(pid, SIGKILL);
     int status = 0;
-    pid_t pid = 0;
-    do {
-      pid = ::waitpid(-1, &status, 0);
-    } while (pid < 0 && errno == EINTR);
-    if (pid < 0) throw InternalError(std::string("run_isolated: waitpid: ") + std::strerror(errno));
-    const auto it = running.find(pid);
-    if (it == running.end()) return;  // not ours
-    const Child c = it->second;
-    running.erase(it);
-    results[c.job] = slurp(c.file);
-    std::error_code ignored;
-    std::filesystem::remove(c.file, ignored);
-    if (WIFEXITED(status)) {
-      codes[c.job] = WEXITSTATUS(status);
-    } else {
-      codes[c.job] = kOtherFailure;
-      results[c.job] = "killed by signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-  };
+    std::error_code ignored;
+    std::filesystem::remove(child.file, ignored);
+  }
+}
 
+void ChildPool::start(std::size_t id, const std::function<std::string()>& job) {
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+  std::string pattern = (tmp / "edgc-job-XXXXXX").string();
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) throw IoError(pattern, std::string("cannot create a temporary file: ") + std::strerror(errno));
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
-  while (next < jobs.size() || !running.empty()) {
-    while (next < jobs.size() && static_cast<int>(running.size()) < parallel) {
-      std::string pattern = (tmp / "edgc-job-XXXXXX").string();
-      const int fd = ::mkstemp(pattern.data());
-      if (fd < 0) throw IoError(pattern, std::string("cannot create a temporary file: ") + std::strerror(errno));
-      const pid_t pid = ::fork();
-      if (pid < 0) {
-        ::close(fd);
-        throw InternalError(std::string("run_isolated: fork: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    std::filesystem::remove(pattern);
+    throw InternalError(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) child_main(job, fd);
+  ::close(fd);
+  running_[pid] = Child{id, pattern};
+}
+
+std::optional<ChildPool::Finished> ChildPool::wait_any(double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
+  while (!running_.empty()) {
+    int status = 0;
+    pid_t pid = 0;
+    bool found = false;
+    // Only this pool's children: other children of the process (another pool, MPI's helpers) are left alone.
+    for (const auto& entry : running_) {
+      pid = ::waitpid(entry.first, &status, WNOHANG);
+      if (pid > 0) {
+        found = true;
+        break;
       }
-      if (pid == 0) child_main(jobs[next], fd);
-      ::close(fd);
-      running[pid] = Child{next, pattern};
+      if (pid < 0 && errno != EINTR) throw InternalError(std::string("waitpid: ") + std::strerror(errno));
+    }
+    if (!found) {
+      if (timeout_s >= 0.0 && std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      ::usleep(running_.size() > 1 ? 2000 : 500);
+      continue;
+    }
+    const auto it = running_.find(pid);
+    const Child c = it->second;
+    running_.erase(it);
+    Finished f;
+    f.id = c.id;
+    f.output = slurp(c.file);
+    std::error_code ignored;
+    std::filesystem::remove(c.file, ignored);
+    if (WIFEXITED(status)) {
+      f.code = WEXITSTATUS(status);
+    } else {
+      f.code = kOtherFailure;
+      f.output = "killed by signal " + std::to_string(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    }
+    return f;
+  }
+  return std::nullopt;
+}
+
+void ChildPool::rethrow(const Finished& f, const std::string& what) {
+  if (f.code == 0) return;
+  if (f.code == kInputFailure) {
+    std::istringstream in(f.output);
+    std::string where;
+    std::string field;
+    std::getline(in, where);
+    std::getline(in, field);
+    std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    throw ConfigError(where, field, detail_of(where, field, message));
+  }
+  throw InternalError(what + " failed: " + f.output);
+}
+
+std::vector<std::string> run_isolated(const std::vector<std::function<std::string()>>& jobs, int parallel) {
+  if (parallel < 1) throw InternalError("run_isolated: parallel must be >= 1");
+  std::vector<ChildPool::Finished> done(jobs.size());
+  ChildPool pool;
+  std::size_t next = 0;
+  while (next < jobs.size() || pool.running() > 0) {
+    while (next < jobs.size() && static_cast<int>(pool.running()) < parallel) {
+      pool.start(next, jobs[next]);
       ++next;
     }
-    if (!running.empty()) reap_one();
+    if (std::optional<ChildPool::Finished> f = pool.wait_any()) done[f->id] = std::move(*f);
   }
-
+  std::vector<std::string> results;
+  results.reserve(jobs.size());
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (codes[i] == 0) continue;
-    if (codes[i] == kInputFailure) {
-      std::istringstream in(results[i]);
-      std::string where;
-      std::string field;
-      std::getline(in, where);
-      std::getline(in, field);
-      std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      throw ConfigError(where, field, detail_of(where, field, message));
-    }
-    throw InternalError("simulation job " + std::to_string(i) + " failed: " + results[i]);
+    ChildPool::rethrow(done[i], "simulation job " + std::to_string(i));
+    results.push_back(std::move(done[i].output));
   }
   return results;
 }
