@@ -4,6 +4,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/sim/layout.hpp"
 
 namespace edgc::sim {
 
@@ -116,6 +117,57 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.compressed_iteration_time_s = compressed_time_sum / static_cast<double>(t.compressed_iterations);
   }
   return t;
+}
+
+}  // namespace edgc::sim
+
+namespace edgc::sim {
+
+bool stages_separable(const ClusterSpec& cluster, const ParallelSpec& parallel) {
+  if (cluster.fabric != Fabric::kStar) return false;
+  const Layout layout(parallel, cluster.gpus_per_node);
+  std::vector<int> stage_of_node(static_cast<std::size_t>(cluster.nodes), -1);
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const int node = layout.node_of(rank);
+    const int stage = layout.coord_of(rank).pp;
+    int& owner = stage_of_node.at(static_cast<std::size_t>(node));
+    if (owner >= 0 && owner != stage) return false;
+    owner = stage;
+  }
+  return true;
+}
+
+std::vector<DpSyncPlan> separable_basis(const std::vector<DpSyncPlan>& plans) {
+  std::vector<int> ranks;
+  std::size_t pp = 0;
+  for (const DpSyncPlan& p : plans) {
+    pp = p.size();
+    for (const StageSync& s : p)
+      if (std::find(ranks.begin(), ranks.end(), s.powersgd_rank) == ranks.end()) ranks.push_back(s.powersgd_rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  std::vector<DpSyncPlan> basis;
+  for (const int r : ranks) basis.push_back(DpSyncPlan(pp, StageSync{r}));
+  return basis;
+}
+
+IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSyncPlan>& basis,
+                                  const std::vector<IterationResult>& basis_results) {
+  if (basis.size() != basis_results.size()) throw InternalError("compose_separable: basis and results differ in size");
+  IterationResult out;
+  for (std::size_t s = 0; s < plan.size(); ++s) {
+    const auto it = std::find_if(basis.begin(), basis.end(), [&](const DpSyncPlan& b) {
+      return b.size() == plan.size() && std::all_of(b.begin(), b.end(), [&](const StageSync& x) { return x == plan[s]; });
+    });
+    if (it == basis.end())
+      throw InternalError("compose_separable: no uniform plan for rank " + std::to_string(plan[s].powersgd_rank));
+    const IterationResult& u = basis_results[static_cast<std::size_t>(it - basis.begin())];
+    if (u.stages.size() != plan.size()) throw InternalError("compose_separable: a basis result has the wrong stage count");
+    out.stages.push_back(u.stages[s]);
+    out.pipeline_end_s = u.pipeline_end_s;
+    out.iteration_s = std::max(out.iteration_s, u.stages[s].last_backward_end_s + u.stages[s].dp_sync_s);
+  }
+  return out;
 }
 
 }  // namespace edgc::sim

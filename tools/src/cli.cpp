@@ -32,6 +32,7 @@ std::vector<Command> all_commands() {
   add_cqm_command(commands);
   add_replay_command(commands);
   add_simulate_command(commands);
+  add_sweep_command(commands);
   add_trace_commands(commands);
   add_version_command(commands);
   return commands;

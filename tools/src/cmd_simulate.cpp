@@ -29,7 +29,12 @@ void print_summary(std::ostream& os, const ordered_json& r) {
   os << "simulate    " << r.at("scenario").get<std::string>() << ": " << r.at("cluster").at("gpus").get<int>() << " x "
      << r.at("cluster").at("gpu").get<std::string>() << ", tp " << par.at("tp").get<int>() << " pp "
      << par.at("pp").get<int>() << " dp " << par.at("dp").get<int>() << ", " << r.at("run").at("iterations").get<std::int64_t>()
-     << " iterations, " << r.at("simulations").get<std::size_t>() << " distinct rank vectors simulated\n\n";
+     << " iterations, " << r.at("simulations").get<std::size_t>() << " distinct rank vectors";
+  if (r.at("composition") == "stage-separable")
+    os << " composed from " << r.at("simulated_iterations").get<std::size_t>() << " simulated uniform-rank iterations";
+  else
+    os << " simulated";
+  os << "\n\n";
   const double price = r.at("cluster").at("price_per_gpu_hour_usd").get<double>();
   Table t({"policy", "iter s", "comm latency s", "comm -%", "train h", "train -%", "speedup", "GPU-h", "cost $",
            "warm-up end"});

@@ -166,7 +166,13 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   Scenario s = Scenario::load(path);
   s.splice_include("cluster");
   s.splice_include("model");
-  for (const auto& o : overrides) s.set(o);
+  for (const auto& o : overrides) {
+    s.set(o);
+    // A whole section replaced by a file path (`--set cluster=clusters/x.json`, a sweep's GPU-type axis) is
+    // spliced at once, so later overrides such as cluster.nodes edit the included file's values.
+    const std::string key = o.substr(0, o.find('='));
+    if (key == "cluster" || key == "model") s.splice_include(key);
+  }
   return s;
 }
 

@@ -57,7 +57,8 @@ class Scenario {
 };
 
 /// Scenario::load(path), the included `cluster` and `model` files spliced in, then the `--set` overrides (so
-/// `--set cluster.nodes=2` also edits an included cluster). Throws ConfigError naming the file.
+/// `--set cluster.nodes=2` also edits an included cluster; `--set cluster=other.json` splices that file, resolved
+/// against the scenario's folder, at that point). Throws ConfigError naming the file.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
 
 }  // namespace edgc::cli

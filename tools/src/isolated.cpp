@@ -1,6 +1,7 @@
 #include "isolated.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +13,6 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -61,11 +61,19 @@ void write_all(int fd, const std::string& text) {
   std::_Exit(code);
 }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+// Everything written to `fd` (shared with the exited child), from the start.
+std::string read_back(int fd) {
+  std::string out;
+  char buf[1 << 16];
+  off_t at = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    at += n;
+  }
+  return out;
 }
 
 // The message of a child's InputError without its "where: field: " prefix, which ConfigError adds again.
@@ -84,28 +92,33 @@ ChildPool::~ChildPool() {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    std::error_code ignored;
-    std::filesystem::remove(child.file, ignored);
+    ::close(child.fd);
   }
 }
 
 void ChildPool::start(std::size_t id, const std::function<std::string()>& job) {
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
-  std::string pattern = (tmp / "edgc-job-XXXXXX").string();
+  // The result file is unlinked at once: the parent keeps its descriptor and reads it with pread() after the
+  // child exited, so nothing is left behind when either side is killed.
+  std::string pattern = (std::filesystem::temp_directory_path() / "edgc-job-XXXXXX").string();
   const int fd = ::mkstemp(pattern.data());
   if (fd < 0) throw IoError(pattern, std::string("cannot create a temporary file: ") + std::strerror(errno));
+  ::unlink(pattern.c_str());
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
-    std::filesystem::remove(pattern);
     throw InternalError(std::string("fork: ") + std::strerror(errno));
   }
-  if (pid == 0) child_main(job, fd);
-  ::close(fd);
-  running_[pid] = Child{id, pattern};
+  if (pid == 0) {
+    // Die with the parent (a killed sweep leaves no workers running on).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) std::_Exit(kOtherFailure);
+    child_main(job, fd);
+  }
+  running_[pid] = Child{id, fd};
 }
 
 std::optional<ChildPool::Finished> ChildPool::wait_any(double timeout_s) {
@@ -133,9 +146,8 @@ std::optional<ChildPool::Finished> ChildPool::wait_any(double timeout_s) {
     running_.erase(it);
     Finished f;
     f.id = c.id;
-    f.output = slurp(c.file);
-    std::error_code ignored;
-    std::filesystem::remove(c.file, ignored);
+    f.output = read_back(c.fd);
+    ::close(c.fd);
     if (WIFEXITED(status)) {
       f.code = WEXITSTATUS(status);
     } else {

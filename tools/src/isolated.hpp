@@ -1,7 +1,7 @@
 #pragma once
 // Runs work in forked child processes. SimGrid's engine cannot be reset (one simulation per process), so
 // `simulate` gives every distinct simulation its own child; the child's result (a string) comes back through
-// a private temporary file, read after the child exited.
+// a private unlinked temporary file, read after the child exited; children die with their parent.
 #include <sys/types.h>
 
 #include <cstddef>
@@ -43,7 +43,7 @@ class ChildPool {
  private:
   struct Child {
     std::size_t id = 0;
-    std::filesystem::path file;
+    int fd = -1;  ///< the child's (unlinked) result file
   };
   std::map<pid_t, Child> running_;
 };

@@ -18,6 +18,7 @@
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/layout.hpp"
+#include "edgc/sim/whole_run.hpp"
 #include "model_config.hpp"
 #include "replay.hpp"
 #include "whole_run_plan.hpp"
@@ -144,6 +145,7 @@ struct Inputs {
   std::vector<std::string> policies;
   std::unique_ptr<EntropySource> source;
   std::string setup_key;  ///< the sections that determine one iteration's simulation, as read (cache key)
+  bool compose = false;   ///< simulate.composition allows it and the layout is stage-separable
 };
 
 Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets, const std::string& policies_arg,
@@ -175,6 +177,11 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   }
   apply_warmup_bounds(cc.warmup, in.compression.warmup_floor_fraction, in.compression.warmup_ceiling_fraction,
                       in.iterations, w);
+
+  const std::string composition = sc.string("simulate.composition", "auto");
+  if (composition != "auto" && composition != "exact")
+    throw ConfigError(w, "simulate.composition", "expected auto or exact, got '" + composition + "'");
+  in.compose = composition == "auto" && sim::stages_separable(st.cluster, st.parallel);
 
   std::string list = policies_arg;
   if (list.empty()) {
@@ -212,6 +219,11 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
   sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace",
                      "entropy", "simulate"});
+  for (const std::string& p : in.policies) {  // rank bounds and policy settings fail here, before any work
+    core::ControllerConfig probe = cc;
+    probe.policy = p;
+    core::make_controller(probe, w.c_str());
+  }
   nlohmann::json key = nlohmann::json::object();
   for (const char* section : {"cluster", "network", "model", "parallelism", "compute"})
     if (sc.json().contains(section)) key[section] = sc.json()[section];
@@ -230,32 +242,35 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   return in;
 }
 
-// Simulated plans, in order of first request; simulate() runs only the ones not seen before, and with a cache
-// directory only the ones no earlier run stored there.
+// Iterations of plans, in order of first request. simulate() adds the ones not seen before: with `compose`
+// (stages_separable) each is composed from uniform plans, which are simulated once; otherwise each is simulated.
+// With a cache directory, a simulation some earlier run stored there is read instead of run.
 struct PlanCache {
   std::vector<sim::DpSyncPlan> plans;
   std::vector<sim::IterationResult> results;
   std::string dir;        ///< SimulateRequest::cache_dir
   std::string setup_key;  ///< Inputs::setup_key
-  int simulated = 0;
+  bool compose = false;
+  std::vector<sim::DpSyncPlan> simulated_plans;  ///< what was actually simulated (or read from the cache)
+  std::vector<sim::IterationResult> simulated_results;
+  int simulated = 0;      ///< simulations run by this process (cache misses)
 
   fs::path entry(const sim::DpSyncPlan& p) const {
     return fs::path(dir) / ("iteration-" + hex_digest(setup_key + "|" + plan_label(p)) + ".json");
   }
 
-  void simulate(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline, int jobs) {
-    std::vector<sim::DpSyncPlan> fresh;
-    for (const auto& p : wanted)
-      if (std::find(plans.begin(), plans.end(), p) == plans.end() &&
-          std::find(fresh.begin(), fresh.end(), p) == fresh.end())
-        fresh.push_back(p);
+  // Simulates (or reads) each of `wanted` not yet in simulated_plans.
+  void simulate_exact(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline, int jobs) {
     const bool stored = !dir.empty() && !timeline;  // timelines are large and wanted fresh: not cached
     std::vector<sim::DpSyncPlan> missing;
-    for (const auto& p : fresh) {
+    for (const auto& p : wanted) {
+      if (std::find(simulated_plans.begin(), simulated_plans.end(), p) != simulated_plans.end() ||
+          std::find(missing.begin(), missing.end(), p) != missing.end())
+        continue;
       if (stored) {
         if (std::optional<nlohmann::json> j = read_json_if_present(entry(p))) {
-          plans.push_back(p);
-          results.push_back(iteration_from_json(*j));
+          simulated_plans.push_back(p);
+          simulated_results.push_back(iteration_from_json(*j));
           continue;
         }
       }
@@ -266,13 +281,39 @@ struct PlanCache {
     simulated += static_cast<int>(missing.size());
     for (std::size_t i = 0; i < missing.size(); ++i) {
       if (stored) write_file_atomic(entry(missing[i]), iteration_to_json(r[i], false).dump() + "\n");
-      plans.push_back(missing[i]);
-      results.push_back(std::move(r[i]));
+      simulated_plans.push_back(missing[i]);
+      simulated_results.push_back(std::move(r[i]));
     }
   }
-  const sim::IterationResult& at(const sim::DpSyncPlan& p) const {
-    return results[static_cast<std::size_t>(std::find(plans.begin(), plans.end(), p) - plans.begin())];
+
+  void simulate(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline, int jobs) {
+    std::vector<sim::DpSyncPlan> fresh;
+    for (const auto& p : wanted)
+      if (std::find(plans.begin(), plans.end(), p) == plans.end() &&
+          std::find(fresh.begin(), fresh.end(), p) == fresh.end())
+        fresh.push_back(p);
+    if (fresh.empty()) return;
+    if (!compose || timeline) {
+      simulate_exact(setup, fresh, timeline, jobs);
+      for (const auto& p : fresh) {
+        plans.push_back(p);
+        results.push_back(simulated_results[index_of(simulated_plans, p)]);
+      }
+      return;
+    }
+    const std::vector<sim::DpSyncPlan> basis = sim::separable_basis(fresh);
+    simulate_exact(setup, basis, false, jobs);
+    std::vector<sim::IterationResult> basis_results;
+    for (const auto& b : basis) basis_results.push_back(simulated_results[index_of(simulated_plans, b)]);
+    for (const auto& p : fresh) {
+      plans.push_back(p);
+      results.push_back(sim::compose_separable(p, basis, basis_results));
+    }
   }
+  static std::size_t index_of(const std::vector<sim::DpSyncPlan>& v, const sim::DpSyncPlan& p) {
+    return static_cast<std::size_t>(std::find(v.begin(), v.end(), p) - v.begin());
+  }
+  const sim::IterationResult& at(const sim::DpSyncPlan& p) const { return results[index_of(plans, p)]; }
 };
 
 // DAC's T_com(r) = η·r + c from stage 0's simulated sync at r_min and r_max, its backward time from the cost
@@ -360,13 +401,14 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   PlanCache cache;
   cache.dir = request.cache_dir;
   cache.setup_key = in.setup_key;
+  cache.compose = in.compose && !request.timeline;
   const ordered_json dac = fit_dac(in, cache, request.timeline, request.jobs);
 
   std::vector<PolicyRun> runs;
   for (const std::string& p : in.policies) {
     core::ControllerConfig cc = in.compression.controller;
     cc.policy = p;
-    runs.push_back(plan_policy(cc, in.compression.gds, in.iterations, *in.source));
+    runs.push_back(plan_policy(cc, in.compression.gds, in.iterations, *in.source, in.scenario_path));
   }
   std::vector<const sim::RunSchedule*> schedules;
   for (const PolicyRun& r : runs) schedules.push_back(&r.schedule);
@@ -401,6 +443,8 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
             {"entropy", in.source->describe()},
             {"dac", dac},
             {"simulations", cache.plans.size()},
+            {"composition", cache.compose ? "stage-separable" : "exact"},
+            {"simulated_iterations", cache.simulated_plans.size()},
             {"runs", ordered_json::array()},
             {"configurations", ordered_json::array()},
             {"entropy_series", entropy_series(*in.source, in.setup.parallel.pp, in.iterations)}};

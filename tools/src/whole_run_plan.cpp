@@ -137,9 +137,9 @@ std::unique_ptr<EntropySource> make_trace_source(TraceEntropy trace, const std::
 }
 
 PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& gds, std::int64_t iterations,
-                      const EntropySource& source) {
-  if (iterations < 1) throw ConfigError("simulate", "run.iterations", "must be >= 1");
-  const auto controller = core::make_controller(cc, "simulate");
+                      const EntropySource& source, const std::string& where) {
+  if (iterations < 1) throw ConfigError(where, "run.iterations", "must be >= 1");
+  const auto controller = core::make_controller(cc, where.c_str());
   const core::GradientDataSampler sampler(gds);
   PolicyRun run;
   run.policy = cc.policy;

@@ -83,8 +83,9 @@ struct PolicyRun {
 /// Runs `controller` (policy, stages and stage_shapes set) over `iterations` iterations in windows of
 /// gds.window_iters: a window's observation averages the source at its sampled iterations; its decision holds
 /// for the next window. Rank 0 and warm-up windows are uncompressed.
+/// `where` (the scenario file) prefixes configuration errors.
 PolicyRun plan_policy(const core::ControllerConfig& controller, const core::GdsConfig& gds, std::int64_t iterations,
-                      const EntropySource& source);
+                      const EntropySource& source, const std::string& where = "simulate");
 
 // ---- simulation of distinct plans ----
 

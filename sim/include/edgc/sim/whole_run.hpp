@@ -57,6 +57,26 @@ IterationBreakdown breakdown(const IterationResult& r);
 /// "Communication latency" of one iteration: the longest per-stage DP sync (StageResult::dp_sync_s).
 double comm_latency_s(const IterationResult& r);
 
+// ---- stage-separable composition ----
+// When no link can carry two pipeline stages' traffic during their DP syncs, a stage's figures depend only on
+// its own rank: the pipeline part of the iteration does not depend on the plan at all (DP syncs come after a
+// stage's last backward and its pipeline sends, iteration.hpp), and stage s's sync runs on links no other stage
+// uses. Then an iteration of any plan is composed exactly from the uniform plans (every stage at one rank) of
+// the ranks it uses: a run with ranks from a set of k values needs k simulations, not one per rank vector.
+
+/// Whether every node holds GPUs of one pipeline stage only (so NVLinks and NICs are never shared between
+/// stages) and the fabric is the non-blocking star (inter-node routes add no shared links).
+bool stages_separable(const ClusterSpec& cluster, const ParallelSpec& parallel);
+
+/// The uniform plans (uncompressed_plan / powersgd_plan) of the distinct ranks `plans` use, in rank order.
+std::vector<DpSyncPlan> separable_basis(const std::vector<DpSyncPlan>& plans);
+
+/// The iteration of `plan` composed from simulated uniform plans (basis[i] ↔ basis_results[i], which must
+/// cover every rank of `plan`; InternalError otherwise): stage s is the uniform plan of its rank's stage s,
+/// pipeline_end_s is the plans' common pipeline end, iteration_s the latest stage finish. No timeline.
+IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSyncPlan>& basis,
+                                  const std::vector<IterationResult>& basis_results);
+
 /// Totals of a run: sums over its iterations, and means per iteration.
 struct RunTotals {
   std::int64_t iterations = 0;

@@ -1,0 +1,74 @@
+// `edgc sweep --spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--quiet]`: every point
+// of a sweep spec simulated in its own worker process, results appended to DIR/results.jsonl (sweep.hpp). Under
+// `mpirun -np K`, the points are shared among the K ranks and rank 0 writes DIR.
+#include <iostream>
+#include <thread>
+
+#include "cli.hpp"
+#include "edgc/core/error.hpp"
+#include "mpi_session.hpp"
+#include "sweep.hpp"
+#include "table.hpp"
+
+namespace edgc::cli {
+namespace {
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  std::string spec_path;
+  SweepOptions o;
+  std::vector<std::string> sets;
+  o.jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  po::options_description opts;
+  opts.add_options()("spec", po::value(&spec_path)->required(), "sweep spec JSON (scenarios/sweeps/)")(
+      "out", po::value(&o.out)->required(), "sweep directory: sweep.json, results.jsonl, summary.csv, cache/")(
+      "jobs", po::value(&o.jobs), "worker processes (on each MPI rank; default: the CPU count)")(
+      "resume", "continue the sweep in --out: points already in results.jsonl are skipped")(
+      "set", po::value(&sets)->composing(), "override a key of every point: dotted.key=value (repeatable)")(
+      "best-by", po::value(&o.best_by), "rank the printed best points by this run field (default training_time_s)")(
+      "quiet", "no progress and no table");
+  po::variables_map vm;
+  if (!parse("sweep", "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--quiet]", opts, {},
+             args, vm))
+    return 0;
+  o.resume = vm.count("resume") != 0U;
+  o.quiet = vm.count("quiet") != 0U;
+  if (o.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(o.jobs));
+
+  SweepSpec spec = read_sweep_spec(spec_path);
+  for (const std::string& s : sets) {
+    if (s.find('=') == std::string::npos || s.front() == '=')
+      throw UsageError("--set", "'" + s + "' is not of the form dotted.key=value");
+    spec.sets.push_back(s);
+  }
+  if (!sets.empty()) spec.document["command_line_set"] = sets;  // part of the sweep's identity for --resume
+
+  const std::unique_ptr<MpiSession> mpi = MpiSession::open_if_launched();
+  const SweepOutcome r = run_sweep(spec, o, mpi.get());
+  if (mpi != nullptr && mpi->rank() != 0) return 0;
+  if (o.quiet) {
+    std::cout << o.out << "/results.jsonl\n" << o.out << "/summary.csv\n";
+  } else {
+    std::cout << "\nsweep       " << spec_path << ": " << r.points << " points";
+    if (mpi != nullptr) std::cout << " on " << mpi->size() << " MPI ranks x " << o.jobs << " workers";
+    else std::cout << " on " << o.jobs << " workers";
+    std::cout << "; " << r.already_done << " already done, " << r.ran << " run in " << fmt_f(r.wall_s, 1) << " s ("
+              << fmt_f(r.wall_s > 0 ? static_cast<double>(r.ran) / r.wall_s * 60.0 : 0.0, 1) << " points/min)";
+    if (r.failed > 0) std::cout << ", " << r.failed << " failed (see \"error\" in results.jsonl)";
+    std::cout << "\nwrote       " << o.out << "/results.jsonl, " << o.out << "/summary.csv\n";
+  }
+  if (r.failed > 0) {
+    std::cerr << "edgc: error: " << r.failed << " sweep point(s) have invalid scenarios; their \"error\" in "
+              << o.out << "/results.jsonl names the key\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(std::vector<Command>& commands) {
+  commands.push_back({"sweep", "simulate every point of a sweep spec (resumable; splits points across mpirun ranks)",
+                      run_sweep_command});
+}
+
+}  // namespace edgc::cli
