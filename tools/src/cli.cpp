@@ -31,6 +31,7 @@ std::vector<Command> all_commands() {
   add_collective_command(commands);
   add_cqm_command(commands);
   add_replay_command(commands);
+  add_report_command(commands);
   add_simulate_command(commands);
   add_sweep_command(commands);
   add_trace_commands(commands);

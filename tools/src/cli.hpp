@@ -30,6 +30,7 @@ void add_calibrate_command(std::vector<Command>& commands);
 void add_collective_command(std::vector<Command>& commands);
 void add_cqm_command(std::vector<Command>& commands);
 void add_replay_command(std::vector<Command>& commands);
+void add_report_command(std::vector<Command>& commands);
 void add_simulate_command(std::vector<Command>& commands);
 void add_sweep_command(std::vector<Command>& commands);
 void add_trace_commands(std::vector<Command>& commands);

@@ -39,11 +39,22 @@ int run_sweep_command(const std::vector<std::string>& args) {
     if (s.find('=') == std::string::npos || s.front() == '=')
       throw UsageError("--set", "'" + s + "' is not of the form dotted.key=value");
     spec.sets.push_back(s);
+    spec.command_line_sets.push_back(s);
   }
   if (!sets.empty()) spec.document["command_line_set"] = sets;  // part of the sweep's identity for --resume
 
   const std::unique_ptr<MpiSession> mpi = MpiSession::open_if_launched();
-  const SweepOutcome r = run_sweep(spec, o, mpi.get());
+  SweepOutcome r;
+  try {
+    r = run_sweep(spec, o, mpi.get());
+  } catch (const std::exception& e) {
+    // One failing rank must end them all: the others would wait for it forever.
+    if (mpi != nullptr) {
+      std::cerr << "edgc: error: rank " << mpi->rank() << ": " << e.what() << "\n";
+      mpi->abort(dynamic_cast<const InputError*>(&e) != nullptr ? 2 : 1);
+    }
+    throw;
+  }
   if (mpi != nullptr && mpi->rank() != 0) return 0;
   if (o.quiet) {
     std::cout << o.out << "/results.jsonl\n" << o.out << "/summary.csv\n";
@@ -64,11 +75,33 @@ int run_sweep_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `edgc sweep-point --spec F --point N --cache DIR [--set k=v]...`: one point, its results.jsonl line on stdout.
+// The worker of MPI sweeps, which start it with exec (a process with MPI initialised must not fork workers).
+int run_sweep_point_command(const std::vector<std::string>& args) {
+  std::string spec_path;
+  std::string cache;
+  std::int64_t point = -1;
+  std::vector<std::string> sets;
+  po::options_description opts;
+  opts.add_options()("spec", po::value(&spec_path)->required(), "sweep spec JSON")(
+      "point", po::value(&point)->required(), "point index")("cache", po::value(&cache)->required(), "cache directory")(
+      "set", po::value(&sets)->composing(), "the sweep's command-line overrides");
+  po::variables_map vm;
+  if (!parse("sweep-point", "--spec F --point N --cache DIR [--set k=v]...", opts, {}, args, vm)) return 0;
+  SweepSpec spec = read_sweep_spec(spec_path);
+  spec.sets.insert(spec.sets.end(), sets.begin(), sets.end());
+  spec.command_line_sets = sets;
+  std::cout << sweep_point_line(spec, point, cache) << std::flush;
+  return 0;
+}
+
 }  // namespace
 
 void add_sweep_command(std::vector<Command>& commands) {
   commands.push_back({"sweep", "simulate every point of a sweep spec (resumable; splits points across mpirun ranks)",
                       run_sweep_command});
+  commands.push_back({"sweep-point", "(internal) one point of a sweep as a results.jsonl line: the worker of MPI sweeps",
+                      run_sweep_point_command});
 }
 
 }  // namespace edgc::cli

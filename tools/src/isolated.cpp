@@ -121,6 +121,36 @@ void ChildPool::start(std::size_t id, const std::function<std::string()>& job) {
   running_[pid] = Child{id, fd};
 }
 
+void ChildPool::start_command(std::size_t id, const std::vector<std::string>& argv) {
+  if (argv.empty()) throw InternalError("start_command: empty argv");
+  std::string pattern = (std::filesystem::temp_directory_path() / "edgc-job-XXXXXX").string();
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) throw IoError(pattern, std::string("cannot create a temporary file: ") + std::strerror(errno));
+  ::unlink(pattern.c_str());
+  // Everything the child needs is built before fork(): between fork and exec only async-signal-safe calls.
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (std::string& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw InternalError(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kOtherFailure);
+    if (::dup2(fd, STDOUT_FILENO) < 0) ::_exit(kOtherFailure);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  running_[pid] = Child{id, fd};
+}
+
 std::optional<ChildPool::Finished> ChildPool::wait_any(double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_s));
   while (!running_.empty()) {

@@ -32,6 +32,10 @@ class ChildPool {
 
   /// Forks a child running job(); its return value (or failure) comes back from wait_any().
   void start(std::size_t id, const std::function<std::string()>& job);
+  /// Forks a child that at once executes argv[0] with `argv` (a fresh process image: safe where the parent holds
+  /// threads or libraries that do not survive fork(), e.g. an initialised MPI). Its stdout comes back as the
+  /// output and its exit status as the code; its stderr is the parent's.
+  void start_command(std::size_t id, const std::vector<std::string>& argv);
   std::size_t running() const noexcept { return running_.size(); }
   /// Blocks until one of this pool's children exits (nullopt when none runs). With `timeout_s` ≥ 0 gives up
   /// after that many seconds and returns nullopt.

@@ -1,10 +1,12 @@
 #include "mpi_session.hpp"
 
 #include <cstdlib>
+#include <string>
 
 #include "edgc/core/error.hpp"
 
 #if EDGC_BUILT_WITH_MPI
+#include <dlfcn.h>
 #include <mpi.h>
 #endif
 
@@ -29,6 +31,13 @@ void check(int rc, const char* what) {
 class OpenMpiSession final : public MpiSession {
  public:
   OpenMpiSession() {
+    // SimGrid's library defines MPI_Init too (SMPI); calling it here would abort. The link order puts Open MPI
+    // first (tools/CMakeLists.txt): make sure it did.
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void*>(&MPI_Init), &info) != 0 && info.dli_fname != nullptr &&
+        std::string(info.dli_fname).find("simgrid") != std::string::npos)
+      throw InternalError(std::string("MPI_Init resolves to SimGrid's SMPI (") + info.dli_fname +
+                          "): link Open MPI before SimGrid");
     check(MPI_Init(nullptr, nullptr), "MPI_Init");
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");

@@ -383,6 +383,32 @@ void print_best(std::ostream& os, const SweepSpec& spec, const std::vector<json>
 
 // ---- the loops ----
 
+// This executable's path, for exec'd workers.
+std::string self_executable() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw InternalError("cannot read /proc/self/exe: " + ec.message());
+  return p.string();
+}
+
+// Starts point `idx`: forked in-process, or (with MPI initialised in this process, where fork() is unsafe:
+// Open MPI's threads and memory hooks) as an exec'd `edgc sweep-point`.
+void start_point(ChildPool& pool, const SweepSpec& spec, const std::vector<SweepPoint>& points, std::size_t idx,
+                 const std::string& cache, bool exec) {
+  if (!exec) {
+    const SweepPoint& p = points[idx];
+    pool.start(idx, [&spec, &p, &cache]() { return evaluate_point(spec, p, cache); });
+    return;
+  }
+  std::vector<std::string> argv = {self_executable(), "sweep-point", "--spec", spec.path, "--point",
+                                   std::to_string(points[idx].index), "--cache", cache};
+  for (const std::string& s : spec.command_line_sets) {
+    argv.emplace_back("--set");
+    argv.push_back(s);
+  }
+  pool.start_command(idx, argv);
+}
+
 // Rank ≥ 1 of a distributed sweep: ask for points, run them, send the lines back, until told to stop.
 void serve_points(const SweepSpec& spec, const std::vector<SweepPoint>& points, const SweepOptions& o, MpiSession& mpi) {
   const std::string cache = (fs::path(o.out) / "cache").string();
@@ -394,8 +420,8 @@ void serve_points(const SweepSpec& spec, const std::vector<SweepPoint>& points, 
       if (m->tag == kTagStop) return;
       if (m->tag == kTagPoint) {
         const auto idx = static_cast<std::size_t>(std::stoll(m->payload));
-        const SweepPoint& p = points.at(idx);
-        pool.start(idx, [&spec, &p, &cache]() { return evaluate_point(spec, p, cache); });
+        if (idx >= points.size()) throw InternalError("distributed sweep: point " + m->payload + " out of range");
+        start_point(pool, spec, points, idx, cache, true);
       }
       // kTagNone: that slot stays idle
     }
@@ -414,6 +440,18 @@ void serve_points(const SweepSpec& spec, const std::vector<SweepPoint>& points, 
 }
 
 }  // namespace
+
+std::string sweep_point_line(const SweepSpec& spec, std::int64_t index, const std::string& cache_dir) {
+  const std::vector<SweepPoint> points = expand_points(spec);
+  if (index < 0 || index >= static_cast<std::int64_t>(points.size()))
+    throw UsageError("--point", std::to_string(index) + " is not a point of " + spec.path);
+  const SweepPoint& p = points[static_cast<std::size_t>(index)];
+  try {
+    return evaluate_point(spec, p, cache_dir);
+  } catch (const InputError& e) {
+    return error_line(p, e.what()).dump();
+  }
+}
 
 std::vector<json> read_results(const std::string& dir) {
   const fs::path file = fs::path(dir) / "results.jsonl";
@@ -481,8 +519,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o, MpiSession*
     while (!pending.empty() && static_cast<int>(pool.running()) < o.jobs) {
       const std::size_t idx = pending.front();
       pending.pop_front();
-      const SweepPoint& p = points[idx];
-      pool.start(idx, [&spec, &p, &cache]() { return evaluate_point(spec, p, cache); });
+      start_point(pool, spec, points, idx, cache, mpi != nullptr);
     }
     bool busy = false;
     if (mpi != nullptr) {

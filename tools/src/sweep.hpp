@@ -42,6 +42,10 @@ struct SweepOutcome {
 /// Throws ConfigError for a DIR that holds another sweep or a corrupt results.jsonl (naming file and line).
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options, MpiSession* mpi);
 
+/// Point `index` of `spec` run in this process (all its repeats): its results.jsonl line without the newline;
+/// a point whose scenario is rejected gives a line with "error".
+std::string sweep_point_line(const SweepSpec& spec, std::int64_t index, const std::string& cache_dir);
+
 /// Reads DIR/results.jsonl: the complete lines, keyed by point. A last line without its newline (a killed
 /// writer) is ignored; any other line that is not a JSON object with an integer "point" is a ConfigError.
 std::vector<nlohmann::json> read_results(const std::string& dir);

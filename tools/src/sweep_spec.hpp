@@ -44,7 +44,8 @@ struct SweepSpec {
   std::string path;                     ///< the spec file
   std::string base;                     ///< base scenario, resolved against the spec's folder
   std::string description;
-  std::vector<std::string> sets;        ///< "key=value" for every point, before the axes
+  std::vector<std::string> sets;        ///< "key=value" for every point, before the axes (spec, then command line)
+  std::vector<std::string> command_line_sets;  ///< the `--set` part of `sets`
   std::string policies;                 ///< may be empty
   bool random = false;
   std::int64_t samples = 0;
