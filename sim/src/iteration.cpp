@@ -17,9 +17,6 @@ XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_iteration, "edgc: one training iteration, one 
 namespace edgc::sim {
 namespace {
 
-// put_async refuses a null payload; nobody reads it.
-int g_payload = 0;
-
 struct Interval {
   double start_s = 0.0;
   double end_s = 0.0;
@@ -45,6 +42,8 @@ struct ChunkWork {
   std::uint64_t tp_backward_bytes = 0;
   double tp_forward_extra_latency_s = 0.0;  // latency terms of the folded-away all-reduces
   double tp_backward_extra_latency_s = 0.0;
+  double tp_forward_ring_s = 0.0;  // closed form of the folded ring alone (used when IterationState::tp_closed_form)
+  double tp_backward_ring_s = 0.0;
 };
 
 // Per-stage inputs of the workers, computed once before the actors start.
@@ -58,18 +57,43 @@ struct StageWork {
   double compress_s = 0.0;
 };
 
+// Purposes of pipeline messages.
+enum class P2p { kActivation = 0, kGradient = 1 };
+constexpr int kP2pPurposes = 2;
+const char* p2p_name(P2p purpose) { return purpose == P2p::kActivation ? "act" : "grad"; }
+
 // Everything the workers share. Actors are not threads: plain shared data is safe.
 struct IterationState {
+  IterationState(const ParallelSpec& par, int gpus_per_node) : parallel(par), layout(par, gpus_per_node) {}
+
   ParallelSpec parallel;
   Layout layout;
   std::uint64_t p2p_bytes = 0;
   double t0 = 0.0;
   bool record_timeline = false;
+  ComputeVariability variability;
+  bool tp_closed_form = false;  // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
   std::vector<StageWork> stages;
-  std::vector<Group> tp_groups;  // index stage · dp + dp_index
-  std::vector<Group> dp_groups;  // index stage · tp + tp_index
+  std::vector<Group> tp_groups;              // index stage · dp + dp_index
+  std::vector<Group> dp_groups;              // index stage · tp + tp_index
+  std::vector<sg4::BarrierPtr> tp_barriers;  // one per TP group, same index; only with tp_closed_form
+  std::vector<int> tp_arrived;               // members of each TP group inside the current all-reduce
+  // Pipeline channels, one per purpose (activations, gradients), receiving rank and model chunk (channel()):
+  // the receiver's mailbox, and how many messages the receiver has taken from it so far.
+  std::vector<sg4::Mailbox*> p2p_inbox;
+  std::vector<std::int64_t> p2p_taken;
   std::vector<RankRecord> records;
+
+  std::size_t channel(P2p purpose, int rank, int chunk) const {
+    return (static_cast<std::size_t>(purpose) * static_cast<std::size_t>(layout.world_size()) +
+            static_cast<std::size_t>(rank)) *
+               static_cast<std::size_t>(parallel.virtual_stages) +
+           static_cast<std::size_t>(chunk);
+  }
 };
+
+// put_async refuses a null payload; nobody reads it.
+int g_payload = 0;
 
 std::uint64_t whole_bytes(double bytes) { return static_cast<std::uint64_t>(std::ceil(bytes)); }
 
@@ -83,12 +107,76 @@ double ring_latency_s(const Group& group) {
   return ring_steps(CollectiveOp::kAllReduce, group.size()) * worst;
 }
 
+// Seconds a ring all-reduce of `bytes` over `group` takes when its transfers never share a link and every
+// neighbour transfer costs the same (tp_rings_are_contention_free): 2(D − 1) steps of one lone chunk transfer.
+double contention_free_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes) {
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
+  if (group.size() < 2 || chunk == 0) return 0.0;
+  return ring_steps(op, group.size()) *
+         platform.lone_transfer_s(group.hosts[0], group.hosts[1], static_cast<double>(chunk));
+}
+
+// The TP groups of `layout` on `platform`, index stage · dp + dp_index, members by tp index.
+std::vector<Group> make_tp_groups(const Platform& platform, const Layout& layout) {
+  std::vector<Group> groups;
+  for (int s = 0; s < layout.pp(); ++s)
+    for (int d = 0; d < layout.dp(); ++d) {
+      Group g{{}, "tp-s" + std::to_string(s) + "d" + std::to_string(d)};
+      for (int r : layout.tp_group(layout.rank_of({0, s, d}))) g.hosts.push_back(platform.gpu(r));
+      groups.push_back(std::move(g));
+    }
+  return groups;
+}
+
+// Whether every TP ring all-reduce may be replaced by "wait for the whole TP group, then sleep its closed form"
+// without changing any simulated time. That needs each ring's transfers to be alone on their links, whatever else
+// runs at the same time:
+//  * NVSwitch nodes: GPU i → j crosses only i's up-link and j's down-link to the switch (split-duplex), so in a
+//    ring step every link direction carries exactly one chunk, and routes to the NICs cross no NVLink link;
+//  * no other traffic inside a node: every pipeline neighbour and DP peer of every GPU is on another node (so PP
+//    transfers and DP rings only use NIC and fabric links);
+//  * SimGrid's plain CM02 (plain_cm02()): a lone transfer then takes exactly Platform::lone_transfer_s();
+//  * every neighbour pair of a TP group has the same route latency and bandwidth (true on a switch node).
+// Then each step of a member starts when it and its successor finished the previous step, so by induction member
+// i finishes step s at max{arrival of j : |j − i| ≤ s + 1 around the ring} + (s + 1)·c, and after 2(D − 1) ≥ D/2
+// steps every member finishes at (latest arrival) + 2(D − 1)·c: exactly the barrier-then-sleep time, also when
+// members arrive at different times (compute jitter, stragglers, unequal p2p waits).
+bool tp_rings_are_contention_free(const Platform& platform, const Layout& layout, const std::vector<Group>& tp_groups) {
+  if (platform.spec().intra_topology != IntraNodeTopology::kSwitch || !plain_cm02()) return false;
+  for (int r = 0; r < layout.world_size(); ++r) {
+    const int node = layout.node_of(r);
+    for (int q : layout.pipeline(r))
+      if (q != r && layout.node_of(q) == node) return false;
+    for (int q : layout.dp_group(r))
+      if (q != r && layout.node_of(q) == node) return false;
+  }
+  for (const Group& g : tp_groups) {
+    if (g.size() < 2) continue;
+    const Route first = route_between(g.hosts[0], g.hosts[1]);
+    for (int i = 0; i < g.size(); ++i) {
+      const sg4::Host* a = g.hosts[static_cast<std::size_t>(i)];
+      const sg4::Host* b = g.hosts[static_cast<std::size_t>((i + 1) % g.size())];
+      const Route hop = route_between(a, b);
+      if (a->get_englobing_zone() != b->get_englobing_zone() || hop.latency_s != first.latency_s ||
+          hop.bottleneck_Bps != first.bottleneck_Bps || hop.links.size() != 2)
+        return false;
+    }
+  }
+  return true;
+}
+
 // One GPU: runs its stage's schedule, then its stage's DP sync.
 class GpuWorker {
  public:
-  GpuWorker(IterationState* state, int rank) : state_(state), rank_(rank), coord_(state->layout.coord_of(rank)) {}
+  GpuWorker(IterationState* state, int rank)
+      : state_(state),
+        rank_(rank),
+        coord_(state->layout.coord_of(rank)),
+        slowdown_(is_straggler(state->variability, rank) ? state->variability.straggler_slowdown : 1.0) {}
 
   void operator()() {
+    speed_ = sg4::this_actor::get_host()->get_speed();
     const ParallelSpec& par = state_->parallel;
     const int m = par.microbatches;
     if (par.schedule == PipelineSchedule::kGpipe) {
@@ -123,7 +211,7 @@ class GpuWorker {
     record().last_backward_end_s = now();
     dp_sync();
     record().sync_end_s = now();
-    sg4::Comm::wait_all(pending_sends_);
+    for (Outbox& out : outboxes_) sg4::Comm::wait_all(out.pending);
     record().finish_s = now();
     XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
   }
@@ -137,16 +225,18 @@ class GpuWorker {
     if (state_->record_timeline) record().events.push_back({rank_, name, category, start_s, now()});
   }
 
-  // Mailbox of chunk `chunk` of stage `stage` of this GPU's pipeline for `purpose` ("act" or "grad").
-  sg4::Mailbox* inbox(const char* purpose, int stage, int chunk) const {
-    return sg4::Mailbox::by_name(std::string(purpose) + "/d" + std::to_string(coord_.dp) + "t" +
-                                 std::to_string(coord_.tp) + "s" + std::to_string(stage) + "c" + std::to_string(chunk));
-  }
+  // Global rank of stage `stage` of this GPU's pipeline.
+  int pipeline_rank(int stage) const { return state_->layout.rank_of({coord_.tp, stage, coord_.dp}); }
 
-  void receive(const char* purpose, int mb, int chunk) const {
+  // Blocking receive of the next `purpose` message for `chunk`; counts it as taken, so that its sender may let go
+  // of the finished send (see send()).
+  void receive(P2p purpose, int mb, int chunk) const {
     const double start = now();
-    inbox(purpose, coord_.pp, chunk)->get<int>();
-    note(std::string("recv ") + purpose + " " + pass_name(mb, chunk), "p2p", start);
+    const std::size_t c = state_->channel(purpose, rank_, chunk);
+    state_->p2p_inbox[c]->get<int>();
+    ++state_->p2p_taken[c];
+    if (state_->record_timeline)
+      note(std::string("recv ") + p2p_name(purpose) + " " + pass_name(mb, chunk), "p2p", start);
   }
 
   // "3" for micro-batch 3, "3.1" for its chunk 1 under the interleaved schedule.
@@ -154,26 +244,63 @@ class GpuWorker {
     return state_->parallel.virtual_stages > 1 ? std::to_string(mb) + "." + std::to_string(chunk) : std::to_string(mb);
   }
 
-  void send(const char* purpose, int to_stage, int to_chunk) {
-    // Forget sends that have completed: SimGrid keeps every unfinished activity on the actor's list and scans
-    // that list whenever one of its activities ends, so holding all sends until the end costs O(sends²).
-    std::erase_if(pending_sends_, [](const sg4::CommPtr& c) { return c->test(); });
-    pending_sends_.push_back(inbox(purpose, to_stage, to_chunk)->put_async(&g_payload, state_->p2p_bytes));
+  // Asynchronous send of a `purpose` message to chunk `to_chunk` of pipeline stage `to_stage`.
+  // Sends the receiver has taken are finished: wait() on them, which returns at once. SimGrid 3.32 keeps an async
+  // comm on its sender's activity list until the sender waits on it (test() does not remove it) and scans that
+  // list whenever one of the sender's activities ends, so keeping finished sends costs O(sends²) per GPU;
+  // detached or host-to-host comms would sit on one global list instead.
+  void send(P2p purpose, int to_stage, int to_chunk) {
+    const std::size_t c = state_->channel(purpose, pipeline_rank(to_stage), to_chunk);
+    Outbox* out = nullptr;
+    for (Outbox& o : outboxes_)
+      if (o.channel == c) out = &o;
+    if (out == nullptr) out = &outboxes_.emplace_back(Outbox{c, 0, {}});
+    std::vector<sg4::CommPtr>& pending = out->pending;
+    const std::int64_t oldest = out->posted - static_cast<std::int64_t>(pending.size());  // message number
+    std::size_t finished = 0;
+    while (finished < pending.size() && oldest + static_cast<std::int64_t>(finished) < state_->p2p_taken[c])
+      pending[finished++]->wait();
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(finished));
+    pending.push_back(state_->p2p_inbox[c]->put_async(&g_payload, state_->p2p_bytes));
+    ++out->posted;
   }
 
+  // The pass's FLOPs scaled by this GPU's straggler slowdown and the pass's jitter factor (both 1 by default, and
+  // then the FLOPs are passed on untouched).
+  double varied(double flops, int mb, int chunk, bool backward) const {
+    const double factor = slowdown_ * jitter_factor(state_->variability, rank_, mb, chunk, backward);
+    return factor == 1.0 ? flops : flops * factor;
+  }
+
+  // A pass alone on its GPU: SimGrid would run execute(flops) at the host's full speed, i.e. for exactly
+  // flops / speed seconds, since nothing else ever computes on a GPU host (compression and the TP closed form are
+  // sleeps, which take no share of the host). Sleeping that long gives the same times with a cheaper activity
+  // (an Exec costs about twice a sleep in SimGrid 3.32).
   void compute(double flops, const std::string& name) const {
     const double start = now();
-    sg4::this_actor::execute(flops);
+    sg4::this_actor::sleep_for(flops / speed_);
     record().compute_s += now() - start;
     note(name, "compute", start);
   }
 
-  void tp_all_reduce(std::uint64_t bytes, double extra_latency_s, const std::string& name) const {
+  void tp_all_reduce(std::uint64_t bytes, double ring_s, double extra_latency_s, const std::string& name) const {
     if (state_->parallel.tp == 1 || bytes == 0) return;
     const double start = now();
-    const Group& g = state_->tp_groups[static_cast<std::size_t>(coord_.pp * state_->parallel.dp + coord_.dp)];
-    ring_all_reduce(g, coord_.tp, bytes);
-    if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
+    const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.dp + coord_.dp);
+    if (state_->tp_closed_form) {
+      // Every member finishes the contention-free ring ring_s after the last one arrived: the last to arrive
+      // sleeps that long, then meets the others at the group's barrier, which releases them all together. (The
+      // count cannot mix passes: nobody passes the barrier before the whole group reached it.)
+      int& arrived = state_->tp_arrived[group];
+      if (++arrived == state_->parallel.tp) {
+        arrived = 0;
+        sg4::this_actor::sleep_for(ring_s + extra_latency_s);
+      }
+      state_->tp_barriers[group]->wait();
+    } else {
+      ring_all_reduce(state_->tp_groups[group], coord_.tp, bytes);
+      if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
+    }
     record().tp_comm_s += now() - start;
     note(name, "tp", start);
   }
@@ -183,30 +310,30 @@ class GpuWorker {
   void forward(int mb, int chunk) {
     const int p = state_->parallel.pp;
     const int v = state_->parallel.virtual_stages;
-    if (coord_.pp > 0 || chunk > 0) receive("act", mb, chunk);
+    if (coord_.pp > 0 || chunk > 0) receive(P2p::kActivation, mb, chunk);
     const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
     const std::string name = "F" + pass_name(mb, chunk);
-    compute(w.forward_flops, name);
-    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_extra_latency_s, "tp " + name);
+    compute(varied(w.forward_flops, mb, chunk, false), name);
+    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, "tp " + name);
     if (coord_.pp < p - 1) {
-      send("act", coord_.pp + 1, chunk);
+      send(P2p::kActivation, coord_.pp + 1, chunk);
     } else if (chunk < v - 1) {
-      send("act", 0, chunk + 1);
+      send(P2p::kActivation, 0, chunk + 1);
     }
   }
 
   void backward(int mb, int chunk) {
     const int p = state_->parallel.pp;
     const int v = state_->parallel.virtual_stages;
-    if (coord_.pp < p - 1 || chunk < v - 1) receive("grad", mb, chunk);
+    if (coord_.pp < p - 1 || chunk < v - 1) receive(P2p::kGradient, mb, chunk);
     const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
     const std::string name = "B" + pass_name(mb, chunk);
-    compute(w.backward_flops, name);
-    tp_all_reduce(w.tp_backward_bytes, w.tp_backward_extra_latency_s, "tp " + name);
+    compute(varied(w.backward_flops, mb, chunk, true), name);
+    tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, "tp " + name);
     if (coord_.pp > 0) {
-      send("grad", coord_.pp - 1, chunk);
+      send(P2p::kGradient, coord_.pp - 1, chunk);
     } else if (chunk > 0) {
-      send("grad", p - 1, chunk - 1);
+      send(P2p::kGradient, p - 1, chunk - 1);
     }
   }
 
@@ -245,7 +372,15 @@ class GpuWorker {
   IterationState* state_;
   int rank_;
   RankCoord coord_;
-  std::vector<sg4::CommPtr> pending_sends_;
+  double slowdown_;     // straggler_slowdown when this GPU straggles this iteration, else 1
+  double speed_ = 0.0;  // FLOP/s of this GPU's host
+  // Sends of one channel not yet waited for, oldest first; `posted` counts all sends on it.
+  struct Outbox {
+    std::size_t channel = 0;
+    std::int64_t posted = 0;
+    std::vector<sg4::CommPtr> pending;
+  };
+  std::vector<Outbox> outboxes_;
 };
 
 void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel) {
@@ -260,8 +395,9 @@ void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel) {
                             " is negative (0 = uncompressed)");
 }
 
-StageWork stage_work(const ModelSpec& model, const ParallelSpec& par, const ClusterSpec& cluster,
+StageWork stage_work(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
                      const CostParams& params, int stage, const StageSync& sync, const Group& tp_group) {
+  const ClusterSpec& cluster = platform.spec();
   StageWork w;
   const int chunks = par.schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
   const TpComm tp = tp_comm_per_layer(model, par);
@@ -278,6 +414,10 @@ StageWork stage_work(const ModelSpec& model, const ParallelSpec& par, const Clus
     cw.tp_backward_bytes = whole_bytes(n_bwd * tp.bytes_per_allreduce);
     cw.tp_forward_extra_latency_s = std::max(0, n_fwd - 1) * lat;
     cw.tp_backward_extra_latency_s = std::max(0, n_bwd - 1) * lat;
+    if (par.tp > 1) {
+      cw.tp_forward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_forward_bytes);
+      cw.tp_backward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_backward_bytes);
+    }
     w.chunks.push_back(cw);
   }
   w.powersgd_rank = sync.powersgd_rank;
@@ -298,6 +438,12 @@ double part_after(const Interval& a, double after_s) { return std::max(0.0, a.en
 
 }  // namespace
 
+bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
+  if (parallel.tp < 2) return false;
+  const Layout layout(parallel, platform.gpus_per_node());
+  return tp_rings_are_contention_free(platform, layout, make_tp_groups(platform, layout));
+}
+
 DpSyncPlan uncompressed_plan(int pp) { return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0))); }
 
 DpSyncPlan powersgd_plan(int pp, int rank) {
@@ -309,33 +455,38 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
                                    const IterationOptions& options) {
   const ParallelSpec par = validate(model, parallel, platform.spec(), "iteration");
   check_plan(plan, par);
+  validate(options.variability, "iteration");
 
-  IterationState state{par,
-                       Layout(par, platform.gpus_per_node()),
-                       whole_bytes(pp_p2p_bytes(model)),
-                       sg4::Engine::get_clock(),
-                       options.record_timeline,
-                       {},
-                       {},
-                       {},
-                       {}};
+  IterationState state(par, platform.gpus_per_node());
+  state.p2p_bytes = whole_bytes(pp_p2p_bytes(model));
+  state.t0 = sg4::Engine::get_clock();
+  state.record_timeline = options.record_timeline;
+  state.variability = options.variability;
   const Layout& layout = state.layout;
-  for (int s = 0; s < par.pp; ++s)
-    for (int d = 0; d < par.dp; ++d) {
-      Group g{{}, "tp-s" + std::to_string(s) + "d" + std::to_string(d)};
-      for (int r : layout.tp_group(layout.rank_of({0, s, d}))) g.hosts.push_back(platform.gpu(r));
-      state.tp_groups.push_back(std::move(g));
-    }
+  state.tp_groups = make_tp_groups(platform, layout);
   for (int s = 0; s < par.pp; ++s)
     for (int t = 0; t < par.tp; ++t) {
       Group g{{}, "dp-s" + std::to_string(s) + "t" + std::to_string(t)};
       for (int r : layout.dp_group(layout.rank_of({t, s, 0}))) g.hosts.push_back(platform.gpu(r));
       state.dp_groups.push_back(std::move(g));
     }
+  state.tp_closed_form =
+      par.tp > 1 && !options.force_tp_ring && tp_rings_are_contention_free(platform, layout, state.tp_groups);
+  if (state.tp_closed_form)
+    for (std::size_t g = 0; g < state.tp_groups.size(); ++g)
+      state.tp_barriers.push_back(sg4::Barrier::create(static_cast<unsigned>(par.tp)));
+  state.tp_arrived.assign(state.tp_groups.size(), 0);
+  XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   for (int s = 0; s < par.pp; ++s)
-    state.stages.push_back(stage_work(model, par, platform.spec(), params, s, plan[static_cast<std::size_t>(s)],
+    state.stages.push_back(stage_work(platform, model, par, params, s, plan[static_cast<std::size_t>(s)],
                                       state.tp_groups[static_cast<std::size_t>(s * par.dp)]));
   state.records.resize(static_cast<std::size_t>(layout.world_size()));
+  for (int purpose = 0; purpose < kP2pPurposes; ++purpose)
+    for (int r = 0; r < layout.world_size(); ++r)
+      for (int c = 0; c < par.virtual_stages; ++c)
+        state.p2p_inbox.push_back(sg4::Mailbox::by_name(std::string(p2p_name(static_cast<P2p>(purpose))) + "/r" +
+                                                        std::to_string(r) + "c" + std::to_string(c)));
+  state.p2p_taken.assign(state.p2p_inbox.size(), 0);
 
   for (int r = 0; r < layout.world_size(); ++r)
     sg4::Actor::create("gpu" + std::to_string(r), platform.gpu(r), GpuWorker(&state, r));

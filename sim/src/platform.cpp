@@ -1,5 +1,6 @@
 #include "edgc/sim/platform.hpp"
 
+#include <xbt/config.hpp>
 #include <xbt/log.h>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 
@@ -166,21 +167,22 @@ void configure_models() {
   sg4::Engine::set_config("network/TCP-gamma:0");
 }
 
+// A transfer is inter-node when its endpoints live in different node zones, i.e. its route leaves the node.
+const EfficiencyCurve& curve_for(const NetworkProfile& profile, const sg4::Host* src, const sg4::Host* dst) {
+  const bool same_node = src != nullptr && dst != nullptr && src->get_englobing_zone() == dst->get_englobing_zone();
+  return same_node ? profile.intra : profile.inter;
+}
+
 void install_factors(sg4::Engine& engine, const NetworkProfile& profile) {
   if (profile.kind != NetworkProfileKind::kCalibrated) return;
   auto* model = engine.get_netzone_root()->get_network_model();
-  // A transfer is inter-node when its endpoints live in different node zones, i.e. its route leaves the node.
-  auto curve_for = [intra = profile.intra, inter = profile.inter](const sg4::Host* src,
-                                                                  const sg4::Host* dst) -> const EfficiencyCurve& {
-    const bool same_node = src != nullptr && dst != nullptr && src->get_englobing_zone() == dst->get_englobing_zone();
-    return same_node ? intra : inter;
-  };
-  model->set_bw_factor_cb(
-      [curve_for](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>&,
-                  const std::unordered_set<sg4::NetZone*>&) { return efficiency_at(curve_for(src, dst), size); });
+  model->set_bw_factor_cb([profile](double size, const sg4::Host* src, const sg4::Host* dst,
+                                    const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
+    return efficiency_at(curve_for(profile, src, dst), size);
+  });
   model->set_lat_factor_cb(
-      [curve_for](double, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>&,
-                  const std::unordered_set<sg4::NetZone*>&) { return curve_for(src, dst).latency_factor; });
+      [profile](double, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>&,
+                const std::unordered_set<sg4::NetZone*>&) { return curve_for(profile, src, dst).latency_factor; });
 }
 
 }  // namespace
@@ -242,10 +244,16 @@ Route route_between(const sg4::Host* src, const sg4::Host* dst) {
   return r;
 }
 
+bool plain_cm02() {
+  namespace cfg = simgrid::config;
+  return cfg::get_value<std::string>("network/model") == "CM02" && !cfg::get_value<bool>("network/crosstraffic") &&
+         cfg::get_value<double>("network/TCP-gamma") == 0.0;
+}
+
 Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile) {
   validate(spec);
   configure_models();
-  Platform p(spec);
+  Platform p(spec, profile);
   p.hosts_.assign(static_cast<std::size_t>(spec.total_gpus()), nullptr);
   const NodeBuilder make_node(spec, p.hosts_);
 
@@ -276,6 +284,26 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
   install_factors(engine, profile);
   XBT_DEBUG("platform '%s': %d nodes x %d GPUs", spec.name.c_str(), spec.nodes, spec.gpus_per_node);
   return p;
+}
+
+double Platform::lone_transfer_s(const sg4::Host* src, const sg4::Host* dst, double bytes) const {
+  // The arithmetic of SimGrid 3.32's NetworkCm02Model for a flow alone on its links: latency = Σ link latencies ·
+  // latency factor, then bytes at (bottleneck bandwidth, the max-min share) · bandwidth factor. With TCP gamma 0 the
+  // flow has no rate bound of its own, so the factor scales the share (a factor > 1 would exceed the link).
+  const Route r = route_between(src, dst);
+  double latency_factor = 1.0;
+  double bandwidth_factor = 1.0;
+  if (profile_.kind == NetworkProfileKind::kCalibrated) {
+    const EfficiencyCurve& curve = curve_for(profile_, src, dst);
+    latency_factor = curve.latency_factor;
+    bandwidth_factor = efficiency_at(curve, bytes);
+  } else {
+    latency_factor = simgrid::config::get_value<double>("network/latency-factor");
+    bandwidth_factor = simgrid::config::get_value<double>("network/bandwidth-factor");
+  }
+  const double latency_s = r.latency_s * latency_factor;
+  if (bytes <= 0) return latency_s;
+  return latency_s + bytes / (r.bottleneck_Bps * bandwidth_factor);
 }
 
 sg4::Host* Platform::gpu(int global_rank) const {

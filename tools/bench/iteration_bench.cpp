@@ -2,7 +2,7 @@
 // against the design targets (design doc §8, one CPU core): <= 0.1 s at 64 GPUs, <= 1 s at 512, <= 5 s at 4096.
 //
 //   edgc_bench_iteration [--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE]
-//                        [--cfg KEY:VALUE]...
+//                        [--tp-ring] [--check] [--cfg KEY:VALUE]...
 //
 // Scaling (the choices, also printed with the table): the base scenario (default scenarios/paper/
 // gpt2-12.1b-64xh100.json: GPT2-12.1B, 60 layers, on DGX H100 nodes, tp 8 × pp 4 × dp 2, micro-batch 4,
@@ -14,20 +14,26 @@
 //     same schedule at every scale and only the DP dimension grows.
 // Two plans per scale: every stage uncompressed, and every stage PowerSGD at rank --rank (default 64).
 //
+// The TP all-reduces run as their closed form where sim::tp_closed_form_applies() (the default layouts: tp 8 fills
+// an NVSwitch node); --tp-ring forces the ring messages everywhere (IterationOptions::force_tp_ring), the way the
+// simulator worked before the closed form. --check runs every case once more with the forced ring and fails (exit
+// 1) unless the simulated iteration times agree within 1e-9 relative: the benchmark checks its own result.
+//
 // SimGrid cannot reset its engine, so every measurement runs in a forked child: it builds the sg4::Engine, the
 // Platform and runs simulate_iteration, then sends back through a pipe the wall seconds (platform build and
 // simulation apart), its CPU seconds, the simulated iteration seconds, activity counts and its peak RSS
 // (getrusage RUSAGE_SELF ru_maxrss). SimGrid 3.32 exposes no count of its internal events, so "activities" is
-// counted through the public S4U signals: communications posted (Comm::on_send) + executions started + actor sleeps; the
-// number of distinct simulated timestamps (Engine::on_time_advance) is reported beside it. Each case is repeated
-// --repeats times; the table shows the medians. Pass/miss compares the median of build + simulate wall time
-// with the target.
+// counted through the public S4U signals: communications posted (Comm::on_send) + executions started + actor
+// sleeps (a pass's compute is a sleep, and the TP closed form one sleep per group and pass); the number of distinct
+// simulated timestamps (Engine::on_time_advance) is reported beside it. Each case is repeated --repeats times; the
+// table shows the medians. Pass/miss compares the median of build + simulate wall time with the target.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -64,6 +70,7 @@ struct Sample {
   std::uint64_t sleeps = 0;
   std::uint64_t time_advances = 0;
   std::uint64_t completions = 0;  // Activity::on_completion
+  int tp_closed_form = 0;         // 1 when the TP all-reduces ran as their closed form
   char error[256] = {};
 };
 
@@ -103,7 +110,8 @@ std::vector<std::string> overrides_for(const Case& c) {
 }
 
 // Runs in the child: one simulation, result into `s`.
-void measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, Sample& s) {
+void measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring,
+             Sample& s) {
   edgc::cli::Scenario sc = edgc::cli::load_scenario(scenario_path, overrides_for(c));
   const edgc::sim::ClusterSpec cluster = edgc::cli::read_cluster(sc);
   const edgc::sim::NetworkProfile profile = edgc::cli::read_network(sc);
@@ -130,11 +138,14 @@ void measure(const std::string& scenario_path, const Case& c, const std::vector<
   sg4::Engine engine(&argc, argv.data());
   const edgc::sim::Platform platform = edgc::sim::Platform::build(engine, cluster, profile);
   s.build_wall_s = seconds_since(t0);
+  edgc::sim::IterationOptions options;
+  options.force_tp_ring = tp_ring;
   const auto t1 = std::chrono::steady_clock::now();
   const edgc::sim::IterationResult r =
-      edgc::sim::simulate_iteration(engine, platform, mc.model, mc.parallel, mc.cost, plan);
+      edgc::sim::simulate_iteration(engine, platform, mc.model, mc.parallel, mc.cost, plan, options);
   s.simulate_wall_s = seconds_since(t1);
   s.iteration_s = r.iteration_s;
+  s.tp_closed_form = !tp_ring && edgc::sim::tp_closed_form_applies(platform, mc.parallel) ? 1 : 0;
 
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -144,7 +155,8 @@ void measure(const std::string& scenario_path, const Case& c, const std::vector<
   s.ok = 1;
 }
 
-Sample run_child(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs) {
+Sample run_child(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs,
+                 bool tp_ring) {
   int fds[2];
   Sample s;
   if (pipe(fds) != 0) {
@@ -157,7 +169,7 @@ Sample run_child(const std::string& scenario_path, const Case& c, const std::vec
     close(fds[0]);
     Sample mine;
     try {
-      measure(scenario_path, c, cfgs, mine);
+      measure(scenario_path, c, cfgs, tp_ring, mine);
     } catch (const std::exception& e) {
       std::snprintf(mine.error, sizeof mine.error, "%s", e.what());
     }
@@ -203,10 +215,12 @@ int main(int argc, char** argv) {
   std::string json_out = "edgc_bench_iteration.json";
   int repeats = 3;
   int rank = 64;
+  bool tp_ring = false;
+  bool check = false;
   std::vector<std::string> cfgs;
   const char* usage =
-      "usage: %s [--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE] "
-      "[--cfg KEY:VALUE]...\n";
+      "usage: %s [--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE] [--tp-ring] "
+      "[--check] [--cfg KEY:VALUE]...\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -220,6 +234,10 @@ int main(int argc, char** argv) {
       rank = std::max(1, std::stoi(argv[++i]));
     } else if (a == "--json" && has_value) {
       json_out = argv[++i];
+    } else if (a == "--tp-ring") {
+      tp_ring = true;
+    } else if (a == "--check") {
+      check = true;
     } else if (a == "--cfg" && has_value) {
       cfgs.emplace_back(argv[++i]);  // passed to SimGrid as --cfg=KEY:VALUE, for experiments
     } else {
@@ -278,7 +296,9 @@ int main(int argc, char** argv) {
   std::printf("scaling: tp %d and pp %d kept, dp = GPUs / %d, %d micro-batches of %d per pipeline "
               "(global batch = %d · dp), nodes = GPUs / %d; %d repeat(s), medians shown\n",
               tp, pp, tp * pp, microbatches, micro_batch, microbatches * micro_batch, gpus_per_node, repeats);
-  std::printf("activities = comms + execs + sleeps started (S4U signals; SimGrid has no public event count)\n\n");
+  std::printf("activities = comms + execs + sleeps started (S4U signals; SimGrid has no public event count)\n");
+  std::printf("tp all-reduces: %s%s\n\n", tp_ring ? "ring messages (--tp-ring)" : "closed form where it applies",
+              check ? "; --check compares every case with the forced ring" : "");
   std::printf("  %5s %4s %5s %-12s %8s %8s %8s %8s %10s %11s %9s %9s %8s %6s\n", "GPUs", "dp", "batch", "plan",
               "build_s", "sim_s", "wall_s", "cpu_s", "activities", "activ/s", "RSS_MiB", "iter_s", "target", "result");
 
@@ -288,7 +308,7 @@ int main(int argc, char** argv) {
     std::vector<Sample> samples;
     std::string error;
     for (int r = 0; r < repeats; ++r) {
-      const Sample s = run_child(scenario_path, c, cfgs);
+      const Sample s = run_child(scenario_path, c, cfgs, tp_ring);
       if (s.ok == 0) {
         error = s.error;
         break;
@@ -311,6 +331,17 @@ int main(int argc, char** argv) {
       rss.push_back(s.peak_rss_mib);
     }
     const Sample& first = samples.front();
+    // --check: the same case with the TP rings forced must give the same simulated time.
+    double check_rel = -1.0;
+    if (check) {
+      const Sample ring = run_child(scenario_path, c, cfgs, true);
+      check_rel = ring.ok != 0 ? std::abs(ring.iteration_s - first.iteration_s) / ring.iteration_s : 1.0;
+      if (!(check_rel <= 1e-9)) {
+        std::printf("  %5d %4d %5d %-12s CHECK FAILED: %.17g s here, %.17g s with the forced ring (%s)\n", c.gpus,
+                    c.dp, c.global_batch, plan.c_str(), first.iteration_s, ring.iteration_s, ring.error);
+        all_ok = false;
+      }
+    }
     const std::uint64_t activities = first.comms + first.execs + first.sleeps;
     const double wall_med = median(wall);
     const double sim_med = median(sim);
@@ -332,6 +363,9 @@ int main(int argc, char** argv) {
                     {"global_batch_size", c.global_batch},
                     {"plan", plan},
                     {"powersgd_rank", c.powersgd_rank},
+                    {"tp_closed_form", first.tp_closed_form != 0},
+                    {"check_rel_diff_vs_ring", check_rel >= 0 ? nlohmann::ordered_json(check_rel)
+                                                              : nlohmann::ordered_json()},
                     {"build_wall_s", build},
                     {"simulate_wall_s", sim},
                     {"wall_s", wall},
@@ -367,6 +401,7 @@ int main(int argc, char** argv) {
                                  "pipeline kept, global batch = microbatches · micro_batch · dp"},
                                 {"activities_definition", "comms + execs + actor sleeps started (S4U signals)"},
                                 {"wall_definition", "sg4::Engine + Platform::build + simulate_iteration, one process"},
+                                {"tp_ring_forced", tp_ring},
                                 {"cfg", cfgs},
                                 {"rows", rows}};
     std::ofstream(json_out) << j.dump(2) << "\n";

@@ -34,6 +34,7 @@ std::vector<Command> all_commands() {
   add_report_command(commands);
   add_simulate_command(commands);
   add_sweep_command(commands);
+  add_plan_command(commands);
   add_trace_commands(commands);
   add_version_command(commands);
   return commands;

@@ -29,6 +29,7 @@ std::vector<Command> all_commands();
 void add_calibrate_command(std::vector<Command>& commands);
 void add_collective_command(std::vector<Command>& commands);
 void add_cqm_command(std::vector<Command>& commands);
+void add_plan_command(std::vector<Command>& commands);
 void add_replay_command(std::vector<Command>& commands);
 void add_report_command(std::vector<Command>& commands);
 void add_simulate_command(std::vector<Command>& commands);

@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "report/report.hpp"
 #include "simulation.hpp"
 #include "table.hpp"
 
@@ -77,10 +78,11 @@ int run_simulate_command(const std::vector<std::string>& args) {
       "policies", po::value(&policies), "compared policies, e.g. none,static,edgc (default: simulate.policies, "
                                         "else none,static,<compression.policy>)")(
       "jobs", po::value(&jobs), "simulations run in parallel (default: the CPU count)")(
+      "report", "also write DIR/report.html (charts: entropy, ranks, breakdown) and DIR/report/*.svg")(
       "quiet", "print only the output paths");
   po::variables_map vm;
   if (!parse("simulate",
-             "--scenario F [--set k=v]... --out DIR [--timeline FILE] [--policies LIST] [--jobs N] [--quiet]", opts,
+             "--scenario F [--set k=v]... --out DIR [--timeline FILE] [--policies LIST] [--jobs N] [--report] [--quiet]", opts,
              {}, args, vm))
     return 0;
   if (jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(jobs));
@@ -99,16 +101,20 @@ int run_simulate_command(const std::vector<std::string>& args) {
   write_file_atomic(staging.path() / "result.json", result.dump(2) + "\n");
   if (request.timeline) write_file_atomic(timeline, outcome.timeline.dump() + "\n");
   staging.commit();
+  std::string report;
+  if (vm.count("report") != 0U) report = report::write_report_into(out).string();
 
   if (vm.count("quiet") != 0U) {
     std::cout << out << "/result.json\n";
     if (request.timeline) std::cout << timeline << "\n";
+    if (!report.empty()) std::cout << report << "\n";
     return 0;
   }
   print_summary(std::cout, result);
   std::cout << "\nwrote       " << out << "/result.json";
   if (request.timeline) std::cout << ", " << timeline;
   std::cout << "\n";
+  if (!report.empty()) std::cout << "report      " << report << "\n";
   return 0;
 }
 

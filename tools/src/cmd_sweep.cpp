@@ -6,6 +6,7 @@
 
 #include "cli.hpp"
 #include "edgc/core/error.hpp"
+#include "report/report.hpp"
 #include "mpi_session.hpp"
 #include "sweep.hpp"
 #include "table.hpp"
@@ -25,9 +26,10 @@ int run_sweep_command(const std::vector<std::string>& args) {
       "resume", "continue the sweep in --out: points already in results.jsonl are skipped")(
       "set", po::value(&sets)->composing(), "override a key of every point: dotted.key=value (repeatable)")(
       "best-by", po::value(&o.best_by), "rank the printed best points by this run field (default training_time_s)")(
+      "report", "also write DIR/report.html (heatmaps, best points) and DIR/report/*.svg")(
       "quiet", "no progress and no table");
   po::variables_map vm;
-  if (!parse("sweep", "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--quiet]", opts, {},
+  if (!parse("sweep", "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--report] [--quiet]", opts, {},
              args, vm))
     return 0;
   o.resume = vm.count("resume") != 0U;
@@ -66,6 +68,10 @@ int run_sweep_command(const std::vector<std::string>& args) {
               << fmt_f(r.wall_s > 0 ? static_cast<double>(r.ran) / r.wall_s * 60.0 : 0.0, 1) << " points/min)";
     if (r.failed > 0) std::cout << ", " << r.failed << " failed (see \"error\" in results.jsonl)";
     std::cout << "\nwrote       " << o.out << "/results.jsonl, " << o.out << "/summary.csv\n";
+  }
+  if (vm.count("report") != 0U) {
+    const std::string page = report::write_report_into(o.out).string();
+    std::cout << (o.quiet ? "" : "report      ") << page << "\n";
   }
   if (r.failed > 0) {
     std::cerr << "edgc: error: " << r.failed << " sweep point(s) have invalid scenarios; their \"error\" in "

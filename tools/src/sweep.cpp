@@ -195,8 +195,11 @@ void prepare_dir(const SweepSpec& spec, const std::vector<SweepPoint>& points, c
     if (old["spec"] != json::parse(spec.document.dump()))
       throw ConfigError(meta.string(), "spec",
                         "DIR holds a different sweep than " + spec.path + " (its spec changed): use another --out");
-  } else if (fs::exists(dir) && !fs::is_empty(dir)) {
-    throw UsageError("--out", "'" + o.out + "' is not empty and holds no sweep.json");
+  } else if (fs::exists(dir)) {
+    // Empty, or holding only the spec itself (`plan` writes its generated sweep spec into DIR).
+    for (const auto& entry : fs::directory_iterator(dir))
+      if (!fs::equivalent(entry.path(), spec.path))
+        throw UsageError("--out", "'" + o.out + "' is not empty and holds no sweep.json");
   }
   fs::create_directories(dir / "cache");
   write_file_atomic(meta, sweep_document(spec, points).dump(2) + "\n");

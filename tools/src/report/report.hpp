@@ -29,4 +29,8 @@ ReportFiles build_report(const ReportOptions& options);
 /// IoError when writing fails.
 void write_report(const ReportFiles& files, const std::filesystem::path& html, const std::filesystem::path& svg_dir);
 
+/// build_report() on `dir`, written as dir/report.html with its SVG files in dir/report/ (what `--report` of
+/// simulate, sweep and plan does). Returns the page's path.
+std::filesystem::path write_report_into(const std::filesystem::path& dir);
+
 }  // namespace edgc::report

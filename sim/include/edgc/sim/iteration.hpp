@@ -6,23 +6,35 @@
 //    warm-up forwards, then one forward and one backward alternately, then the remaining backwards), or
 //    Megatron's interleaved 1F1B over virtual_stages model chunks per GPU ((pp − 1 − stage)·2 + (v − 1)·pp
 //    warm-up forwards; chunk c of stage p is virtual stage c·pp + p);
-//  * per micro-batch and pass: `this_actor::execute(flops / compute_efficiency)` on its host, whose speed is the
-//    GPU's peak, so a pass takes exactly chunk_compute()'s forward_s / backward_s;
+//  * per micro-batch and pass: its compute, flops / compute_efficiency at the GPU's peak (the host's speed), i.e.
+//    exactly chunk_compute()'s forward_s / backward_s, times the pass's factor when IterationOptions::variability
+//    asks for jitter or stragglers. It is a `sleep_for` of that time, which is what `execute(flops)` would take:
+//    nothing else ever computes on a GPU host, and a sleep is about half as costly to simulate;
 //  * the pass's tensor-parallel all-reduces folded into ONE ring all-reduce of their summed bytes inside the TP
 //    group, followed by a sleep for the latency terms of the folded-away all-reduces (n − 1 of them, 2(tp − 1)
 //    route latencies each). On the ideal profile this equals n separate ring all-reduces; on the calibrated
-//    profile the folded chunk is larger, so its bandwidth efficiency is somewhat optimistic;
+//    profile the folded chunk is larger, so its bandwidth efficiency is somewhat optimistic.
+//    Where that ring provably shares no link with any other transfer (tp_closed_form_applies(): NVSwitch nodes
+//    whose GPUs have every pipeline neighbour and DP peer on other nodes) it is not run as 2(tp − 1) messages per
+//    member: the TP group meets at a barrier and the last member to arrive sleeps the ring's closed form first,
+//    2(tp − 1)·Platform::lone_transfer_s(chunk). A contention-free ring ends for every member exactly that long
+//    after its LAST member arrived (each step waits for the predecessor's chunk), so the times are the same to
+//    rounding, also with jitter, with ~15× fewer simulated activities. Elsewhere (DGX-1 cube-mesh, PP or DP peers
+//    inside a node, IterationOptions::force_tp_ring) the ring runs as messages;
 //  * activations forward and their gradients backward to the neighbouring stages of its pipeline, pp_p2p_bytes()
-//    each, as asynchronous sends and blocking receives on mailboxes per purpose ("act" / "grad") and receiver;
+//    each, as asynchronous sends and blocking receives on one mailbox per purpose ("act" / "grad"), receiver and
+//    model chunk; a transfer starts when both sides have posted;
 //  * after its last backward, the DP sync of its stage over its DP group (see StageSync).
 // Not modelled: the first ↔ last stage word-embedding all-reduce, the optimizer step, and any overlap of the DP
 // sync with the backward pass (the sync starts after the stage's last backward, as with one gradient bucket).
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/platform.hpp"
 #include "edgc/sim/spec.hpp"
+#include "edgc/sim/variability.hpp"
 
 namespace edgc::sim {
 
@@ -48,6 +60,10 @@ DpSyncPlan powersgd_plan(int pp, int rank);
 
 struct IterationOptions {
   bool record_timeline = false;  ///< fill IterationResult::timeline
+  /// Run every TP all-reduce as ring messages even where tp_closed_form_applies() (for tests and benchmarks that
+  /// compare the two; the results agree to rounding, ~1e-13 relative).
+  bool force_tp_ring = false;
+  ComputeVariability variability;  ///< jitter and stragglers; none by default
 };
 
 /// One interval of one GPU's activity, for a Chrome-trace writer. Times in seconds from the iteration's start.
@@ -60,7 +76,8 @@ struct TimelineEvent {
 };
 
 /// Figures of one pipeline stage. Every figure is the MAX over the stage's tp · dp ranks (they run the same
-/// schedule, so they differ only where ranks share links).
+/// schedule, so they differ only where ranks share links, or draw different compute times under
+/// IterationOptions::variability).
 struct StageResult {
   int powersgd_rank = 0;             ///< the plan's entry, 0 = uncompressed
   double last_backward_end_s = 0.0;  ///< end of the stage's last backward pass including its TP all-reduce
@@ -71,7 +88,8 @@ struct StageResult {
                                      ///< backward any more), i.e. not hidden behind any other stage's work
   double compression_s = 0.0;        ///< PowerSGD compress/decompress compute
   double compute_s = 0.0;            ///< forward + backward compute of all micro-batches
-  double tp_comm_s = 0.0;            ///< time inside TP all-reduces (incl. the folded latency sleep)
+  double tp_comm_s = 0.0;            ///< time inside TP all-reduces (incl. the folded latency sleep and, on the
+                                     ///< closed-form path, the wait for the group's last member, as in the ring)
   double bubble_s = 0.0;             ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s: idle before the
                                      ///< pipeline end (waiting on neighbours, p2p transfers included)
   double bubble_fraction = 0.0;      ///< bubble_s / IterationResult::pipeline_end_s ((p − 1)/(m + p − 1) ideally)
@@ -84,10 +102,18 @@ struct IterationResult {
   std::vector<TimelineEvent> timeline;  ///< empty unless IterationOptions::record_timeline; by rank, then time
 };
 
+/// Whether simulate_iteration() runs the TP all-reduces of `parallel` (validated) on `platform` as their closed
+/// form (a barrier of the TP group, then one sleep) instead of ring messages, unless IterationOptions::force_tp_ring:
+/// true when tp > 1 on NVSwitch nodes, every pipeline neighbour and DP peer of every GPU is on another node, and
+/// SimGrid runs plain CM02 (plain_cm02()), i.e. when the rings provably share no link with any other transfer.
+bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
+
 /// Simulates one iteration on `platform` (built by Platform::build in this process, engine not yet run) and
 /// runs `engine` to completion: call once per process. `parallel` is checked with validate() against
 /// platform.spec() (microbatches = 0 is filled in). Throws ConfigError when the layout is invalid, when `plan`
-/// has not exactly pp entries (field "dp_sync"), and when a PowerSGD rank is negative (field "dp_sync.rank").
+/// has not exactly pp entries (field "dp_sync"), when a PowerSGD rank is negative (field "dp_sync.rank"), and
+/// when options.variability is out of range (fields "variability.compute_jitter_cv" < 0 or not finite,
+/// "variability.straggler_probability" outside [0, 1], "variability.straggler_slowdown" < 1 or not finite).
 IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform, const ModelSpec& model,
                                    const ParallelSpec& parallel, const CostParams& params, const DpSyncPlan& plan,
                                    const IterationOptions& options = {});

@@ -42,6 +42,11 @@ struct Route {
 };
 Route route_between(const sg4::Host* src, const sg4::Host* dst);
 
+/// True while SimGrid's network model is the one Platform::build() configures: CM02 without cross-traffic and
+/// without the TCP gamma window bound. Only then does a transfer alone on its links take exactly
+/// Platform::lone_transfer_s() (a "--cfg" given to the engine afterwards may change that).
+bool plain_cm02();
+
 class Platform {
  public:
   /// Sets the network model of `profile` (must run before anything else creates the platform), silences SimGrid's
@@ -57,10 +62,20 @@ class Platform {
   /// Host of a GPU by global rank; throws edgc::InternalError when out of range.
   sg4::Host* gpu(int global_rank) const;
   const ClusterSpec& spec() const noexcept { return spec_; }
+  /// The network profile build() installed.
+  const NetworkProfile& profile() const noexcept { return profile_; }
+
+  /// Seconds SimGrid's network model gives ONE transfer of `bytes` from `src` to `dst` that shares no link with any
+  /// other transfer during its lifetime: latency · latency factor + bytes / (bottleneck bandwidth · bandwidth
+  /// factor). The factors are the calibrated profile's curve for this pair (intra- or inter-node) at `bytes`, as
+  /// the callbacks installed by build() return them, or SimGrid's "network/latency-factor" and
+  /// "network/bandwidth-factor" settings for the ideal profile. Exact only while plain_cm02() holds.
+  double lone_transfer_s(const sg4::Host* src, const sg4::Host* dst, double bytes) const;
 
  private:
-  explicit Platform(const ClusterSpec& spec) : spec_(spec) {}
+  Platform(const ClusterSpec& spec, const NetworkProfile& profile) : spec_(spec), profile_(profile) {}
   ClusterSpec spec_;
+  NetworkProfile profile_;
   std::vector<sg4::Host*> hosts_;  ///< by global rank; owned by the engine
 };
 

@@ -5,3 +5,4 @@
 #include "edgc/sim/iteration.hpp"
 #include "edgc/sim/platform.hpp"
 #include "edgc/sim/spec.hpp"
+#include "edgc/sim/variability.hpp"

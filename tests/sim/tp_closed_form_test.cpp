@@ -1,0 +1,223 @@
+// The closed form of the tensor-parallel all-reduces (a barrier of the TP group, then one sleep) against the ring
+// it replaces (IterationOptions::force_tp_ring): every figure of the iteration must agree within 1e-9 relative on
+// layouts where the closed form applies, for every schedule, PowerSGD, the calibrated network profile, and compute
+// jitter with stragglers (TP members then arrive at different times); and layouts where it does not apply must
+// still run the ring. Each comparison simulates twice, each time in a forked child (one simulation per process).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/iteration.hpp"
+#include "edgc/sim/layout.hpp"
+#include "edgc/sim/platform.hpp"
+#include "iteration_test_util.hpp"
+#include "sim_test_util.hpp"
+
+namespace edgc::sim {
+namespace {
+
+using test::ChildResult;
+using test::engine;
+
+// A GPT-like shape that is quick to simulate: 16 layers of h = 4096 over pp 4, 1024-token sequences, so one TP
+// all-reduce is 8 MiB and the TP rings take ~10 % of a pass.
+ModelSpec gpt_like(int global_batch) {
+  ModelSpec m;
+  m.name = "gpt-like";
+  m.layers = 16;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.seq_len = 1024;
+  m.vocab = 51200;
+  m.micro_batch_size = 1;
+  m.global_batch_size = global_batch;
+  return m;
+}
+
+ParallelSpec layout_of(int tp, int pp, int dp, PipelineSchedule schedule, int virtual_stages = 1) {
+  ParallelSpec p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.schedule = schedule;
+  p.virtual_stages = virtual_stages;
+  p.microbatches = 0;
+  return p;
+}
+
+// The nccl-tests logs under tests/data/nccl fitted by `edgc calibrate --nccl-tests h100-1node-8gpu.log
+// --nccl-tests h100-2node-16gpu.log --cluster scenarios/clusters/dgx-h100.json` (efficiencies rounded).
+NetworkProfile h100_calibrated() {
+  NetworkProfile p;
+  p.kind = NetworkProfileKind::kCalibrated;
+  p.intra.points = {{4096, 1.0},        {131072, 0.68077}, {524288, 0.57293}, {2097152, 0.69766},
+                    {8388608, 0.87304}, {33554432, 1.0},   {134217728, 1.0},  {2147483648.0, 1.0}};
+  p.intra.latency_factor = 4.7619;
+  p.inter.points = {{0.5, 1.0},         {65536, 0.061679},   {1048576, 0.092096},
+                    {8388608, 0.41050}, {67108864, 0.75881}, {536870912, 0.84970}};
+  p.inter.latency_factor = 1.5185;
+  return p;
+}
+
+struct Scenario {
+  ClusterSpec cluster = test::h100_like(8);  // 64 GPUs, NVSwitch nodes
+  NetworkProfile profile;
+  ParallelSpec parallel = layout_of(8, 4, 2, PipelineSchedule::kOneFOneB);
+  int microbatches = 8;
+  DpSyncPlan plan = uncompressed_plan(4);
+  IterationOptions options;
+};
+
+// One simulation of `s`; the extra numbers are: comms posted, 1 when the closed form applies.
+std::string simulate(const Scenario& s, bool force_ring) {
+  std::uint64_t comms = 0;
+  sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
+  const Platform platform = Platform::build(engine(), s.cluster, s.profile);
+  const ModelSpec model = gpt_like(s.microbatches * s.parallel.dp);
+  const ParallelSpec par = validate(model, s.parallel, s.cluster);
+  IterationOptions options = s.options;
+  options.force_tp_ring = force_ring;
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, CostParams{}, s.plan, options);
+  return test::to_text(r, {static_cast<double>(comms), tp_closed_form_applies(platform, par) ? 1.0 : 0.0});
+}
+
+// Simulates `s` with the closed form (where it applies) and with the forced ring, and compares every figure.
+// Returns {closed-form run, ring run}.
+std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenario& s) {
+  const ChildResult fast = test::simulate_in_child([&s] { return simulate(s, false); });
+  const ChildResult ring = test::simulate_in_child([&s] { return simulate(s, true); });
+  EXPECT_GT(fast.result.iteration_s, 0.0);
+  test::expect_same_result(fast.result, ring.result);
+  return {fast, ring};
+}
+
+// Where the closed form applies, the TP rings are gone: far fewer messages than with the forced ring.
+void expect_closed_form_taken(const std::pair<ChildResult, ChildResult>& runs) {
+  ASSERT_EQ(runs.first.extra.size(), 2U);
+  ASSERT_EQ(runs.second.extra.size(), 2U);
+  EXPECT_EQ(runs.first.extra[1], 1.0) << "tp_closed_form_applies() should hold for this layout";
+  EXPECT_LT(runs.first.extra[0] * 5, runs.second.extra[0])
+      << "messages: " << runs.first.extra[0] << " with the closed form, " << runs.second.extra[0] << " with the ring";
+}
+
+TEST(TpClosedForm, EqualsRingOneFOneB) { expect_closed_form_taken(expect_closed_form_equals_ring(Scenario{})); }
+
+TEST(TpClosedForm, EqualsRingWithPowerSgd) {
+  Scenario s;
+  s.plan = DpSyncPlan{StageSync{16}, StageSync{32}, StageSync{0}, StageSync{64}};
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+TEST(TpClosedForm, EqualsRingInterleaved) {
+  Scenario s;
+  s.parallel = layout_of(8, 4, 2, PipelineSchedule::kInterleaved, 2);
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+TEST(TpClosedForm, EqualsRingGpipe) {
+  Scenario s;
+  s.parallel = layout_of(8, 4, 2, PipelineSchedule::kGpipe);
+  s.plan = powersgd_plan(4, 32);
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+// The calibrated profile's size-dependent efficiency and latency factor enter the closed form as SimGrid's factor
+// callbacks apply them.
+TEST(TpClosedForm, EqualsRingOnTheCalibratedProfile) {
+  Scenario s;
+  s.profile = h100_calibrated();
+  s.plan = powersgd_plan(4, 64);
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+// A fat tree with 2:1 oversubscribed leaf uplinks: the DP rings and pipeline transfers contend there, which the TP
+// rings inside the nodes never see.
+TEST(TpClosedForm, EqualsRingOnAnOversubscribedFatTree) {
+  Scenario s;
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 4;
+  s.cluster.oversubscription = 2;
+  s.plan = powersgd_plan(4, 16);
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+// Jitter and stragglers make TP members arrive at different times: a ring step waits for its predecessor's chunk,
+// so the ring still ends (latest arrival) + closed form for every member.
+TEST(TpClosedForm, EqualsRingWithJitterAndStragglers) {
+  Scenario s;
+  s.plan = powersgd_plan(4, 32);
+  s.options.variability = {0.3, 0.25, 1.7, 11};
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+TEST(TpClosedForm, EqualsRingInterleavedWithJitterOnTheCalibratedProfile) {
+  Scenario s;
+  s.profile = h100_calibrated();
+  s.parallel = layout_of(8, 4, 2, PipelineSchedule::kInterleaved, 2);
+  s.options.variability.compute_jitter_cv = 0.2;
+  s.options.variability.seed = 5;
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+// The timeline keeps one "tp F<mb>" / "tp B<mb>" interval of category "tp" per pass and GPU, at the same times.
+TEST(TpClosedForm, TimelineKeepsTheTpIntervals) {
+  Scenario s;
+  s.options.record_timeline = true;
+  const auto runs = expect_closed_form_equals_ring(s);
+  expect_closed_form_taken(runs);
+  int tp_events = 0;
+  for (const TimelineEvent& e : runs.first.result.timeline) {
+    if (e.category != "tp") continue;
+    ++tp_events;
+    EXPECT_TRUE(e.name.rfind("tp F", 0) == 0 || e.name.rfind("tp B", 0) == 0) << e.name;
+    EXPECT_GT(e.end_s, e.start_s) << e.name;
+  }
+  EXPECT_EQ(tp_events, 64 * 2 * s.microbatches);
+}
+
+// A layout whose closed form must not apply still sends the ring messages, the same ones as the forced ring.
+void expect_ring_kept(const Scenario& s) {
+  const auto [fast, ring] = expect_closed_form_equals_ring(s);
+  ASSERT_EQ(fast.extra.size(), 2U);
+  ASSERT_EQ(ring.extra.size(), 2U);
+  EXPECT_EQ(fast.extra[1], 0.0) << "tp_closed_form_applies() should not hold for this layout";
+  EXPECT_EQ(fast.extra[0], ring.extra[0]);
+  EXPECT_GT(fast.extra[0], 0.0);
+}
+
+// tp 4 on 8-GPU NVSwitch nodes under tp-pp-dp: each node holds both stages of one pipeline, whose activations
+// cross the NVLink links the TP rings use.
+TEST(TpClosedForm, RingStaysWhenPipelinePeersShareTheNode) {
+  Scenario s;
+  s.cluster = test::h100_like(2);
+  s.parallel = layout_of(4, 2, 2, PipelineSchedule::kOneFOneB);
+  s.parallel.order = RankOrder::kTpPpDp;
+  s.plan = uncompressed_plan(2);
+  s.options.variability.compute_jitter_cv = 0.1;
+  expect_ring_kept(s);
+}
+
+// tp 4 on 8-GPU NVSwitch nodes under tp-dp-pp: each node holds both DP replicas of one stage, whose gradient
+// ring crosses the NVLink links the TP rings use.
+TEST(TpClosedForm, RingStaysWhenDpPeersShareTheNode) {
+  Scenario s;
+  s.cluster = test::h100_like(2);
+  s.parallel = layout_of(4, 2, 2, PipelineSchedule::kOneFOneB);
+  s.plan = powersgd_plan(2, 16);
+  expect_ring_kept(s);
+}
+
+// DGX-1 cube-mesh: ring neighbours may share lanes or detour through a third GPU.
+TEST(TpClosedForm, RingStaysOnCubeMeshNodes) {
+  Scenario s;
+  s.cluster = test::dgx1_like(2);
+  s.parallel = layout_of(8, 1, 2, PipelineSchedule::kOneFOneB);
+  s.plan = uncompressed_plan(1);
+  expect_ring_kept(s);
+}
+
+}  // namespace
+}  // namespace edgc::sim
