@@ -28,6 +28,7 @@ struct RankRecord {
   double tp_comm_s = 0.0;
   double compression_s = 0.0;
   double last_backward_end_s = 0.0;
+  double sync_start_s = 0.0;  // after the last backward and the wait for the last pipeline sends
   double sync_end_s = 0.0;
   double finish_s = 0.0;
   std::vector<Interval> dp_comms;
@@ -209,9 +210,13 @@ class GpuWorker {
       for (int k = total - warmup; k < total; ++k) backward(mb_of(k), bchunk(k));
     }
     record().last_backward_end_s = now();
+    // Megatron's pipeline sends are blocking (the schedule waits on its isend/irecv before moving on), so the
+    // gradient sync starts once this GPU's last sends have arrived. It also makes stages separable: after this
+    // point only the stage's own DP traffic uses its links (whole_run.hpp, stages_separable).
+    for (Outbox& out : outboxes_) sg4::Comm::wait_all(out.pending);
+    record().sync_start_s = now();
     dp_sync();
     record().sync_end_s = now();
-    for (Outbox& out : outboxes_) sg4::Comm::wait_all(out.pending);
     record().finish_s = now();
     XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
   }
@@ -510,7 +515,8 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
       exposed += part_after(i, result.pipeline_end_s);
     }
     st.last_backward_end_s = std::max(st.last_backward_end_s, rec.last_backward_end_s);
-    st.dp_sync_s = std::max(st.dp_sync_s, rec.sync_end_s - rec.last_backward_end_s);
+    st.finish_s = std::max(st.finish_s, rec.finish_s);
+    st.dp_sync_s = std::max(st.dp_sync_s, rec.sync_end_s - rec.sync_start_s);
     st.dp_comm_s = std::max(st.dp_comm_s, comm);
     st.exposed_comm_s = std::max(st.exposed_comm_s, exposed);
     st.compression_s = std::max(st.compression_s, rec.compression_s);

@@ -165,7 +165,7 @@ IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSy
     if (u.stages.size() != plan.size()) throw InternalError("compose_separable: a basis result has the wrong stage count");
     out.stages.push_back(u.stages[s]);
     out.pipeline_end_s = u.pipeline_end_s;
-    out.iteration_s = std::max(out.iteration_s, u.stages[s].last_backward_end_s + u.stages[s].dp_sync_s);
+    out.iteration_s = std::max(out.iteration_s, u.stages[s].finish_s);
   }
   return out;
 }

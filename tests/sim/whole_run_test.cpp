@@ -22,6 +22,7 @@ namespace edgc::sim {
 namespace {
 
 using cli::EntropySource;
+using cli::plan_label;
 
 DpSyncPlan plan(std::vector<int> ranks) {
   DpSyncPlan p;
@@ -155,8 +156,8 @@ struct Small {
   cli::CompressionSettings compression;
   std::int64_t iterations = 0;
 };
-Small read_small() {
-  cli::Scenario sc = cli::load_scenario(std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json", {});
+Small read_small(const std::vector<std::string>& sets = {}) {
+  cli::Scenario sc = cli::load_scenario(std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json", sets);
   Small s;
   s.setup.cluster = cli::read_cluster(sc);
   s.setup.network = cli::read_network(sc);
@@ -209,6 +210,62 @@ TEST(Memoisation, EqualsSimulatingEveryIteration) {
   for (std::size_t i = 0; i < every.size(); ++i) {
     const auto k = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), every[i]) - plans.begin());
     ASSERT_EQ(each[i].iteration_s, once[k].iteration_s) << "iteration " << i;
+  }
+}
+
+void expect_same_iteration(const IterationResult& a, const IterationResult& b, const std::string& what) {
+  const auto close = [&](double x, double y, const std::string& field) {
+    EXPECT_NEAR(x, y, 1e-12 * std::max(std::abs(x), std::abs(y))) << what << ": " << field;
+  };
+  close(a.iteration_s, b.iteration_s, "iteration_s");
+  close(a.pipeline_end_s, b.pipeline_end_s, "pipeline_end_s");
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (std::size_t s = 0; s < a.stages.size(); ++s) {
+    const StageResult& x = a.stages[s];
+    const StageResult& y = b.stages[s];
+    const std::string at = "stage " + std::to_string(s) + ".";
+    EXPECT_EQ(x.powersgd_rank, y.powersgd_rank) << what;
+    close(x.last_backward_end_s, y.last_backward_end_s, at + "last_backward_end_s");
+    close(x.dp_sync_s, y.dp_sync_s, at + "dp_sync_s");
+    close(x.finish_s, y.finish_s, at + "finish_s");
+    close(x.dp_comm_s, y.dp_comm_s, at + "dp_comm_s");
+    close(x.exposed_comm_s, y.exposed_comm_s, at + "exposed_comm_s");
+    close(x.compression_s, y.compression_s, at + "compression_s");
+    close(x.compute_s, y.compute_s, at + "compute_s");
+    close(x.tp_comm_s, y.tp_comm_s, at + "tp_comm_s");
+    close(x.bubble_s, y.bubble_s, at + "bubble_s");
+  }
+}
+
+// A layout where every node holds one pipeline stage (tp 2 x dp 2 = 4 GPUs per node under tp-dp-pp, 4 stages on
+// 4 nodes, star fabric): any rank vector's iteration equals its composition from uniform-rank iterations, with
+// and without compute jitter and stragglers. And the small scenario's tp-pp-dp order, which puts two stages in a
+// node, is not separable.
+TEST(Composition, EqualsSimulatingMixedPlansWhereStagesAreSeparable) {
+  EXPECT_FALSE(stages_separable(read_small().setup.cluster, read_small().setup.parallel));
+  for (const bool jitter : {false, true}) {
+    Small s = read_small({"cluster.nodes=4", "parallelism.pp=4", "parallelism.order=tp-dp-pp"});
+    if (jitter) {
+      s.setup.variability.compute_jitter_cv = 0.1;
+      s.setup.variability.straggler_probability = 0.2;
+      s.setup.variability.straggler_slowdown = 1.5;
+      s.setup.variability.seed = 3;
+    }
+    ASSERT_TRUE(stages_separable(s.setup.cluster, s.setup.parallel));
+    const std::vector<DpSyncPlan> mixed = {plan({8, 64, 0, 16}), plan({64, 0, 8, 0}), plan({0, 0, 16, 64}),
+                                           plan({16, 8, 64, 8})};
+    const std::vector<DpSyncPlan> basis = separable_basis(mixed);
+    ASSERT_EQ(basis.size(), 4U);  // ranks 0, 8, 16 and 64, each on every stage
+    std::vector<DpSyncPlan> all = basis;
+    all.insert(all.end(), mixed.begin(), mixed.end());
+    const std::vector<IterationResult> r = cli::simulate_plans(s.setup, all, false, 2);
+    const std::vector<IterationResult> basis_results(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(basis.size()));
+    for (std::size_t k = 0; k < mixed.size(); ++k) {
+      const IterationResult composed = compose_separable(mixed[k], basis, basis_results);
+      expect_same_iteration(composed, r[basis.size() + k], plan_label(mixed[k]) + (jitter ? " with jitter" : ""));
+    }
+    // A uniform plan composes to itself.
+    expect_same_iteration(compose_separable(basis[1], basis, basis_results), basis_results[1], "uniform");
   }
 }
 

@@ -161,6 +161,11 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.model = mc.model;
   st.cost = mc.cost;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
+  st.variability.compute_jitter_cv = sc.number("variability.compute_jitter_cv", 0.0);
+  st.variability.straggler_probability = sc.number("variability.straggler_probability", 0.0);
+  st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
+  st.variability.seed = static_cast<std::uint64_t>(sc.integer("variability.seed", 0));
+  sim::validate(st.variability, w);
   in.iterations = sc.integer("run.iterations", 100000);
   if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
 
@@ -218,14 +223,14 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   }
   // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
   sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace",
-                     "entropy", "simulate"});
+                     "entropy", "simulate", "variability"});
   for (const std::string& p : in.policies) {  // rank bounds and policy settings fail here, before any work
     core::ControllerConfig probe = cc;
     probe.policy = p;
     core::make_controller(probe, w.c_str());
   }
   nlohmann::json key = nlohmann::json::object();
-  for (const char* section : {"cluster", "network", "model", "parallelism", "compute"})
+  for (const char* section : {"cluster", "network", "model", "parallelism", "compute", "variability"})
     if (sc.json().contains(section)) key[section] = sc.json()[section];
   in.setup_key = key.dump();
   if (!from_trace) {
@@ -440,6 +445,10 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
                      {"alpha", in.compression.gds.alpha}, {"beta", in.compression.gds.beta},
                      {"r_min", in.compression.controller.cqm.r_min}, {"r_max", in.compression.controller.cqm.r_max},
                      {"step", in.compression.controller.cqm.step}}},
+            {"variability", {{"compute_jitter_cv", in.setup.variability.compute_jitter_cv},
+                             {"straggler_probability", in.setup.variability.straggler_probability},
+                             {"straggler_slowdown", in.setup.variability.straggler_slowdown},
+                             {"seed", in.setup.variability.seed}}},
             {"entropy", in.source->describe()},
             {"dac", dac},
             {"simulations", cache.plans.size()},

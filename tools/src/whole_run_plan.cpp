@@ -204,6 +204,7 @@ ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline
     j["stages"].push_back({{"powersgd_rank", s.powersgd_rank},
                            {"last_backward_end_s", s.last_backward_end_s},
                            {"dp_sync_s", s.dp_sync_s},
+                           {"finish_s", s.finish_s},
                            {"dp_comm_s", s.dp_comm_s},
                            {"exposed_comm_s", s.exposed_comm_s},
                            {"compression_s", s.compression_s},
@@ -228,6 +229,7 @@ sim::IterationResult iteration_from_json(const nlohmann::json& j) {
     x.powersgd_rank = s.at("powersgd_rank").get<int>();
     x.last_backward_end_s = s.at("last_backward_end_s").get<double>();
     x.dp_sync_s = s.at("dp_sync_s").get<double>();
+    x.finish_s = s.at("finish_s").get<double>();
     x.dp_comm_s = s.at("dp_comm_s").get<double>();
     x.exposed_comm_s = s.at("exposed_comm_s").get<double>();
     x.compression_s = s.at("compression_s").get<double>();
@@ -256,6 +258,7 @@ std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup, c
       const sim::Platform platform = sim::Platform::build(engine, setup.cluster, setup.network);
       sim::IterationOptions options;
       options.record_timeline = timeline;
+      options.variability = setup.variability;
       const sim::IterationResult r =
           sim::simulate_iteration(engine, platform, setup.model, setup.parallel, setup.cost, plan, options);
       return iteration_to_json(r, timeline).dump();

@@ -18,6 +18,7 @@
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/iteration.hpp"
 #include "edgc/sim/spec.hpp"
+#include "edgc/sim/variability.hpp"
 #include "edgc/sim/whole_run.hpp"
 
 namespace edgc::cli {
@@ -95,6 +96,7 @@ struct SimulationSetup {
   sim::ModelSpec model;
   sim::ParallelSpec parallel;
   sim::CostParams cost;
+  sim::ComputeVariability variability;  ///< the same draws in every simulation of a run (one seed)
 };
 
 /// Simulates each plan once, each in its own child process (at most `jobs` at once), recording timelines when

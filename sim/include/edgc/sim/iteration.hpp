@@ -24,7 +24,8 @@
 //  * activations forward and their gradients backward to the neighbouring stages of its pipeline, pp_p2p_bytes()
 //    each, as asynchronous sends and blocking receives on one mailbox per purpose ("act" / "grad"), receiver and
 //    model chunk; a transfer starts when both sides have posted;
-//  * after its last backward, the DP sync of its stage over its DP group (see StageSync).
+//  * after its last backward and once its pipeline sends have arrived (Megatron's p2p is blocking), the DP sync
+//    of its stage over its DP group (see StageSync).
 // Not modelled: the first ↔ last stage word-embedding all-reduce, the optimizer step, and any overlap of the DP
 // sync with the backward pass (the sync starts after the stage's last backward, as with one gradient bucket).
 #include <cstdint>
@@ -81,8 +82,9 @@ struct TimelineEvent {
 struct StageResult {
   int powersgd_rank = 0;             ///< the plan's entry, 0 = uncompressed
   double last_backward_end_s = 0.0;  ///< end of the stage's last backward pass including its TP all-reduce
-  double dp_sync_s = 0.0;            ///< "communication latency": from last_backward_end_s to the end of the DP sync,
-                                     ///< compression compute included
+  double dp_sync_s = 0.0;            ///< "communication latency": the DP sync from its start (after the last backward
+                                     ///< and the stage's last pipeline sends) to its end, compression compute included
+  double finish_s = 0.0;             ///< when the stage's last GPU finished (IterationResult::iteration_s is the max)
   double dp_comm_s = 0.0;            ///< time inside the DP all-reduces only
   double exposed_comm_s = 0.0;       ///< part of the DP all-reduce time after the pipeline end (no stage computes
                                      ///< backward any more), i.e. not hidden behind any other stage's work
