@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -224,6 +225,47 @@ TEST(SweepCli, InvalidPointsAreRecordedWithTheirErrorAndExitTwo) {
   ASSERT_TRUE(lines.at(1).contains("error"));
   EXPECT_NE(lines.at(1)["error"].get<std::string>().find("small.json: compression.r_min"), std::string::npos)
       << lines.at(1);
+}
+
+TEST(SweepCli, RepeatsGiveTheMeanAndA95PercentIntervalOverSeeds) {
+  TempDir tmp;
+  const auto spec = tmp / "spec.json";
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR << R"(/tests/data/simulate/small.json",
+    "policies": "none,edgc", "repeats": 3,
+    "set": {"variability.compute_jitter_cv": 0.2, "variability.straggler_probability": 0.1,
+            "variability.straggler_slowdown": 1.5},
+    "axes": [{"key": "compression.window", "values": [10, 20]}]})";
+  const auto r = edgc("sweep --spec " + spec.string() + " --out " + (tmp / "s").string() + " --quiet", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = results(tmp / "s");
+  const json& p = lines.at(1);
+  EXPECT_EQ(p["repeats"], 3);
+  // Repeat k is `simulate` with variability.seed = k.
+  std::vector<double> t;
+  for (int k = 0; k < 3; ++k) {
+    const auto dir = tmp / ("sim" + std::to_string(k));
+    const auto sim = edgc("simulate --scenario " + std::string(EDGC_SOURCE_DIR) +
+                              "/tests/data/simulate/small.json --policies edgc --quiet --set compression.window=20 "
+                              "--set variability.compute_jitter_cv=0.2 --set variability.straggler_probability=0.1 "
+                              "--set variability.straggler_slowdown=1.5 --set variability.seed=" + std::to_string(k) +
+                              " --out " + dir.string(),
+                          tmp);
+    ASSERT_EQ(sim.code, 0) << sim.err;
+    const json result = json::parse(read_file(dir / "result.json"));
+    for (const json& x : result["runs"])
+      if (x["policy"] == "edgc") t.push_back(x["training_time_s"].get<double>());
+  }
+  ASSERT_EQ(t.size(), 3U);
+  const double mean = (t[0] + t[1] + t[2]) / 3.0;
+  double ss = 0.0;
+  for (const double x : t) ss += (x - mean) * (x - mean);
+  const double half = 4.303 * std::sqrt(ss / 2.0) / std::sqrt(3.0);  // t(0.975, 2 dof)
+  const json& edgc_run = run_of(p, "edgc");
+  EXPECT_NEAR(edgc_run["training_time_s"].get<double>(), mean, 1e-12 * mean);
+  EXPECT_NEAR(edgc_run["training_time_s_ci95"].get<double>(), half, 1e-9 * half);
+  EXPECT_GT(half, 0.0) << "jitter must make the repeats differ";
+  const std::string csv = read_file(tmp / "s" / "summary.csv");
+  EXPECT_NE(csv.find("edgc.training_time_s_ci95"), std::string::npos);
 }
 
 #ifdef EDGC_MPIEXEC

@@ -280,8 +280,12 @@ int run_plan_command(const std::vector<std::string>& args) {
   const fs::path dir(so.out);
   if (fs::exists(dir / "sweep.json") && !so.resume)
     throw UsageError("--out", "'" + so.out + "' already holds a plan: pass --resume to continue it, or choose another --out");
-  if (fs::exists(dir) && !fs::is_empty(dir) && !fs::exists(dir / "sweep.json"))
-    throw UsageError("--out", "'" + so.out + "' is not empty and holds no plan");
+  if (fs::exists(dir) && !fs::exists(dir / "sweep.json"))
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name != "plan-sweep.json" && name.find(".tmp-") == std::string::npos)
+        throw UsageError("--out", "'" + so.out + "' is not empty and holds no plan");
+    }
   const std::unique_ptr<MpiSession> mpi = MpiSession::open_if_launched();
   SweepSpec sweep = plan_sweep(plan, dir);
   sweep.document["plan"] = plan.document;  // a changed plan spec is another sweep for --resume

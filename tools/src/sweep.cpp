@@ -196,13 +196,18 @@ void prepare_dir(const SweepSpec& spec, const std::vector<SweepPoint>& points, c
       throw ConfigError(meta.string(), "spec",
                         "DIR holds a different sweep than " + spec.path + " (its spec changed): use another --out");
   } else if (fs::exists(dir)) {
-    // Empty, or holding only the spec itself (`plan` writes its generated sweep spec into DIR).
-    for (const auto& entry : fs::directory_iterator(dir))
-      if (!fs::equivalent(entry.path(), spec.path))
-        throw UsageError("--out", "'" + o.out + "' is not empty and holds no sweep.json");
+    // Empty, or holding only what a run killed before sweep.json landed leaves (a temporary file), or the
+    // spec itself (`plan` writes its generated sweep spec into DIR).
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.find(".tmp-") != std::string::npos) continue;  // write_file_atomic's temporary names
+      if (fs::equivalent(entry.path(), spec.path)) continue;
+      throw UsageError("--out", "'" + o.out + "' is not empty and holds no sweep.json");
+    }
   }
-  fs::create_directories(dir / "cache");
+  fs::create_directories(dir);
   write_file_atomic(meta, sweep_document(spec, points).dump(2) + "\n");
+  fs::create_directories(dir / "cache");  // after sweep.json: a directory with cache/ always holds its sweep
 }
 
 // Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line.
