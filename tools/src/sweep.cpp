@@ -201,6 +201,7 @@ void prepare_dir(const SweepSpec& spec, const std::vector<SweepPoint>& points, c
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string name = entry.path().filename().string();
       if (name.find(".tmp-") != std::string::npos) continue;  // write_file_atomic's temporary names
+      if (name == "cache" && entry.is_directory() && fs::is_empty(entry.path())) continue;
       if (fs::equivalent(entry.path(), spec.path)) continue;
       throw UsageError("--out", "'" + o.out + "' is not empty and holds no sweep.json");
     }
@@ -419,8 +420,10 @@ void start_point(ChildPool& pool, const SweepSpec& spec, const std::vector<Sweep
 
 // Rank ≥ 1 of a distributed sweep: ask for points, run them, send the lines back, until told to stop.
 void serve_points(const SweepSpec& spec, const std::vector<SweepPoint>& points, const SweepOptions& o, MpiSession& mpi) {
+  // Nothing is created here: rank 0 prepares DIR before it hands out the first point (a directory made by this
+  // rank first would look like a foreign one to rank 0), and the workers create DIR/cache where it is missing
+  // (ranks on other machines without a shared file system).
   const std::string cache = (fs::path(o.out) / "cache").string();
-  fs::create_directories(cache);
   ChildPool pool;
   for (int i = 0; i < o.jobs; ++i) mpi.send(0, kTagReady, "");
   for (;;) {
