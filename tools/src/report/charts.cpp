@@ -204,11 +204,13 @@ std::string render(const ScatterChart& c, const std::string& id) {
   const double top = plot::draw_header(
       svg, c.width, c.title,
       {{c.highlight_name, hi_colour, LegendItem::Kind::kDot}, {c.other_name, lo_colour, LegendItem::Kind::kDot}});
-  // Pad the data by 6 % so that points never sit on the frame.
+  // Pad the data by 6 % so that points never sit on the frame, without crossing zero: times and costs are
+  // never negative, so an axis of non-negative data starts at 0 at the lowest.
   const auto padded = [](const Range& r, bool low) {
     if (r.empty()) return low ? 0.0 : 1.0;
     const double pad = (r.hi > r.lo ? r.hi - r.lo : std::max(std::abs(r.hi), 1e-9)) * 0.06;
-    return low ? r.lo - pad : r.hi + pad;
+    if (low) return r.lo >= 0.0 ? std::max(0.0, r.lo - pad) : r.lo - pad;
+    return r.hi + pad;
   };
   const Ticks yt = nice_ticks(padded(yr, true), padded(yr, false), 5);
   const Ticks xt = nice_ticks(padded(xr, true), padded(xr, false), 6);
