@@ -78,8 +78,9 @@ TEST(Layout, TpPpDpOrderPutsDataParallelPeersOnOtherNodes) {
   EXPECT_EQ(l.rank_of({.tp = 3, .pp = 3, .dp = 1}), 31);
   for (int rank = 0; rank < l.world_size(); ++rank) {
     for (int peer : l.tp_group(rank)) EXPECT_EQ(l.node_of(peer), l.node_of(rank));
-    for (int peer : l.dp_group(rank))
+    for (int peer : l.dp_group(rank)) {
       if (peer != rank) EXPECT_NE(l.node_of(peer), l.node_of(rank));
+    }
   }
   EXPECT_EQ(l.dp_group(5), (std::vector<int>{5, 21}));
   EXPECT_EQ(l.pipeline(5), (std::vector<int>{1, 5, 9, 13}));
