@@ -79,7 +79,9 @@ TEST(Layout, TpPpDpOrderPutsDataParallelPeersOnOtherNodes) {
   for (int rank = 0; rank < l.world_size(); ++rank) {
     for (int peer : l.tp_group(rank)) EXPECT_EQ(l.node_of(peer), l.node_of(rank));
     for (int peer : l.dp_group(rank)) {
-      if (peer != rank) EXPECT_NE(l.node_of(peer), l.node_of(rank));
+      if (peer != rank) {
+        EXPECT_NE(l.node_of(peer), l.node_of(rank));
+      }
     }
   }
   EXPECT_EQ(l.dp_group(5), (std::vector<int>{5, 21}));

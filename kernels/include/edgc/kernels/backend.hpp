@@ -36,6 +36,18 @@ class Backend {
   /// Worker threads each primitive may use (1 unless asked for more when the backend was made).
   virtual int threads() const noexcept = 0;
 
+  /// Where the tensor data of every primitive must live. false (CPU backends): host memory. true ("cuda"):
+  /// device memory of the backend's GPU (cudaMalloc'd or managed) for `x`, every matrix a batch points at
+  /// (A, B, C, P, Q, G, E); the spans themselves — the pointer arrays, `blocks`, `counts`, `tails`, the norm
+  /// outputs — stay in host memory.
+  virtual bool device_memory() const noexcept { return false; }
+  /// Blocks until all work this backend has queued is done. Host backends finish every call before returning;
+  /// a device backend returns from gemm_batched and orthogonalize_batched once the work is queued on its stream.
+  virtual void synchronize() {}
+  /// The stream a device backend queues its work on (a cudaStream_t for "cuda"), null for host backends. For
+  /// ordering the caller's own work after the backend's (events), never for destroying it.
+  virtual void* native_stream() const noexcept { return nullptr; }
+
   // ---- sampled statistics ----
 
   /// Power sums and non-finite counts over the elements of `x` inside `blocks` (offsets and lengths in
@@ -92,11 +104,15 @@ struct BackendOptions {
   /// statistics kernels stay on one thread (they are measured per core). Results may differ in the last bits
   /// between thread counts, never between runs with the same count.
   int threads = 1;
+  /// CUDA device ordinal ("cuda" only; ≥ 0).
+  int device = 0;
 };
 
 /// Creates a backend by name: "cpu" (the fastest CPU kernels this machine runs: AVX2+FMA when the build has
-/// them and the CPU supports them, else portable SSE2), "cpu-generic" (always the portable ones) or "cpu-avx2".
-/// Throws ConfigError for an unknown name, a variant this build or CPU lacks, or threads < 1.
+/// them and the CPU supports them, else portable SSE2), "cpu-generic" (always the portable ones), "cpu-avx2", or
+/// "cuda" (builds with CUDA; the GPU `options.device`, see device_memory()).
+/// Throws ConfigError for an unknown name, a variant this build, CPU or machine lacks (no CUDA device), or
+/// threads < 1.
 std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options = {});
 
 }  // namespace edgc::kernels

@@ -1,0 +1,607 @@
+// CudaBackend: the Backend interface on one GPU. Argument checks and results mirror the CPU backend
+// (cpu_backend.cpp); tensor data lives in device memory (see Backend::device_memory), the small arguments and
+// results in host memory.
+//
+// Ownership (see CUDA-NOTES.md): the backend owns one non-blocking stream, one cuBLAS handle bound to it, and
+// its workspace — device buffers that grow to the largest call seen and are never shrunk (growing synchronises
+// the stream first, since queued work may still read the old buffer), plus pinned host staging for the small
+// arguments (pointer arrays, block lists) with one event per staging slot so that a slot is not rewritten
+// before its copy to the device has run. Nothing is allocated once the shapes repeat.
+//
+// Synchronisation: moments, histogram, project_batched and reconstruct_batched return results in host memory,
+// so they wait for the backend's stream before returning. gemm_batched and orthogonalize_batched only queue
+// their work; synchronize() or an event on native_stream() orders the caller after it.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "cuda_kernels.hpp"
+#include "edgc/core/error.hpp"
+
+namespace edgc::kernels {
+namespace cuda {
+
+void throw_cuda_error(const char* call, const char* file, int line, const std::string& what) {
+  throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + what);
+}
+
+}  // namespace cuda
+
+namespace impl {
+namespace {
+
+using cuda::MomentPartial;
+using cuda::Piece;
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+void check_batch(const char* what, std::size_t expected, std::size_t got, const char* span_name) {
+  if (got != expected)
+    throw InternalError(std::string(what) + ": " + span_name + " has " + std::to_string(got) + " entries, the batch " +
+                        std::to_string(expected));
+}
+
+void check_dims(const char* what, std::int64_t a, std::int64_t b, std::int64_t c) {
+  if (a < 0 || b < 0 || c < 0)
+    throw InternalError(std::string(what) + ": negative dimension (" + str(a) + ", " + str(b) + ", " + str(c) + ")");
+  // cuBLAS takes int dimensions and leading dimensions.
+  if (a > INT_MAX || b > INT_MAX || c > INT_MAX)
+    throw InternalError(std::string(what) + ": dimension beyond cuBLAS's int range (" + str(a) + ", " + str(b) + ", " +
+                        str(c) + ")");
+}
+
+template <class T>
+void check_pointers(const char* what, std::span<T* const> ptrs, const char* span_name) {
+  for (std::size_t i = 0; i < ptrs.size(); ++i)
+    if (ptrs[i] == nullptr)
+      throw InternalError(std::string(what) + ": " + span_name + "[" + std::to_string(i) + "] is null");
+}
+
+void check_batch_size(const char* what, std::size_t batch) {
+  if (batch > 65535)  // one grid row per matrix in the streaming kernels
+    throw InternalError(std::string(what) + ": batch of " + std::to_string(batch) + " exceeds 65535");
+}
+
+/// A device allocation that grows and never shrinks.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr_); }  // no throw from a destructor: an error here cannot be handled anyway
+
+  /// At least `bytes`, 256-byte aligned; synchronises `stream` before replacing a smaller allocation.
+  void* grow(std::size_t bytes, cudaStream_t stream) {
+    if (bytes <= bytes_) return ptr_;
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    EDGC_CUDA_CHECK(cudaFree(ptr_));
+    ptr_ = nullptr;
+    bytes_ = 0;
+    EDGC_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    bytes_ = bytes;
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Pinned host memory for results copied back from the device.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { cudaFreeHost(ptr_); }
+  void* grow(std::size_t bytes) {
+    if (bytes <= bytes_) return ptr_;
+    EDGC_CUDA_CHECK(cudaFreeHost(ptr_));
+    ptr_ = nullptr;
+    bytes_ = 0;
+    EDGC_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
+    bytes_ = bytes;
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Host-side list of 8-byte words (pointers, piece offsets) uploaded to the device in one copy per call.
+class Staging {
+ public:
+  void clear() { words_.clear(); }
+  template <class T>
+  std::size_t add(std::span<T* const> ptrs) {
+    const std::size_t at = words_.size();
+    for (T* p : ptrs) words_.push_back(reinterpret_cast<std::uintptr_t>(p));
+    return at;
+  }
+  std::size_t add_pieces(const std::vector<Piece>& pieces) {
+    const std::size_t at = words_.size();
+    for (const Piece& p : pieces) {
+      words_.push_back(static_cast<std::uint64_t>(p.offset));
+      words_.push_back(static_cast<std::uint64_t>(p.length));
+    }
+    return at;
+  }
+  const std::vector<std::uint64_t>& words() const noexcept { return words_; }
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
+
+/// A batch operand of a cuBLAS GEMM: equally strided (base + stride) or only a device array of pointers.
+struct Operand {
+  const float* base = nullptr;
+  long long stride = 0;
+  bool strided = false;
+  const void* d_array = nullptr;  // device array of `batch` pointers, or null
+};
+
+// Whether ptrs[i] = ptrs[0] + i·stride (in floats) for all i.
+template <class T>
+Operand operand_of(std::span<T* const> ptrs, const void* d_array) {
+  Operand o;
+  o.base = ptrs.empty() ? nullptr : ptrs[0];
+  o.d_array = d_array;
+  o.strided = true;
+  if (ptrs.size() >= 2) {
+    const auto bytes = reinterpret_cast<std::intptr_t>(ptrs[1]) - reinterpret_cast<std::intptr_t>(ptrs[0]);
+    if (bytes % static_cast<std::intptr_t>(sizeof(float)) != 0) {
+      o.strided = false;
+    } else {
+      o.stride = static_cast<long long>(bytes / static_cast<std::intptr_t>(sizeof(float)));
+      for (std::size_t i = 2; i < ptrs.size() && o.strided; ++i)
+        o.strided = reinterpret_cast<std::intptr_t>(ptrs[i]) - reinterpret_cast<std::intptr_t>(ptrs[0]) ==
+                    static_cast<std::intptr_t>(i) * bytes;
+    }
+  }
+  return o;
+}
+
+Operand strided_operand(const float* base, long long stride) { return {base, stride, true, nullptr}; }
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {
+    EDGC_CUDA_CHECK(cudaSetDevice(device_));
+    cudaDeviceProp prop{};
+    EDGC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    sms_ = prop.multiProcessorCount;
+    isa_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + " " + prop.name;
+    EDGC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    EDGC_CUBLAS_CHECK(cublasCreate(&blas_));
+    EDGC_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+    // Pointer mode host (alpha, beta from host); default math mode: exact float32, no TF32, so results match
+    // the CPU twin to float rounding.
+    EDGC_CUBLAS_CHECK(cublasSetPointerMode(blas_, CUBLAS_POINTER_MODE_HOST));
+    EDGC_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+    for (cudaEvent_t& ev : slot_free_) EDGC_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  }
+
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  ~CudaBackend() override {
+    // Errors are ignored here: a destructor cannot report them, and the device may already be in an error state.
+    cudaStreamSynchronize(stream_);
+    for (cudaEvent_t ev : slot_free_) cudaEventDestroy(ev);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string_view name() const noexcept override { return "cuda"; }
+  std::string_view isa() const noexcept override { return isa_; }
+  int threads() const noexcept override { return 1; }
+  bool device_memory() const noexcept override { return true; }
+  void synchronize() override { EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void* native_stream() const noexcept override { return stream_; }
+
+  // ---- statistics ----
+
+  MomentSums moments(std::span<const float> x, std::span<const Block> blocks) const override {
+    const std::vector<Piece> pieces = pieces_of("moments", x, blocks);
+    MomentSums out;
+    if (pieces.empty()) return out;
+    set_device();
+    const int grid = grid_for(pieces.size());
+    staging_.clear();
+    const std::size_t at = staging_.add_pieces(pieces);
+    auto* d_words = upload();
+    auto* d_partials = static_cast<MomentPartial*>(partials_.grow(sizeof(MomentPartial) * (grid + 1), stream_));
+    cuda::launch_moments(x.data(), reinterpret_cast<const Piece*>(d_words + at),
+                         static_cast<std::int64_t>(pieces.size()), grid, d_partials, d_partials + grid, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+    auto* h = static_cast<MomentPartial*>(host_result_.grow(sizeof(MomentPartial)));
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(h, d_partials + grid, sizeof(MomentPartial), cudaMemcpyDeviceToHost, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    out.sum = h->s1;
+    out.sum_sq = h->s2;
+    out.sum_cube = h->s3;
+    out.sum_quad = h->s4;
+    out.count = h->count;
+    out.nan = h->nan;
+    out.inf = h->inf;
+    return out;
+  }
+
+  void histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
+                 std::span<std::int64_t> counts, HistogramTails& tails) const override {
+    if (!(bin_width > 0.0) || !std::isfinite(bin_width) || !std::isfinite(lo))
+      throw InternalError("histogram: need finite lo and bin_width > 0, got lo " + std::to_string(lo) + ", bin_width " +
+                          std::to_string(bin_width));
+    const std::vector<Piece> pieces = pieces_of("histogram", x, blocks);
+    if (pieces.empty()) return;
+    set_device();
+    const int grid = grid_for(pieces.size());
+    staging_.clear();
+    const std::size_t at = staging_.add_pieces(pieces);
+    auto* d_words = upload();
+    const std::size_t slots = counts.size() + 3;
+    auto* d_counts = static_cast<unsigned long long*>(partials_.grow(sizeof(unsigned long long) * slots, stream_));
+    EDGC_CUDA_CHECK(cudaMemsetAsync(d_counts, 0, sizeof(unsigned long long) * slots, stream_));
+    cuda::launch_histogram(x.data(), reinterpret_cast<const Piece*>(d_words + at),
+                           static_cast<std::int64_t>(pieces.size()), grid, lo, bin_width, d_counts + 3,
+                           static_cast<std::int64_t>(counts.size()), d_counts, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+    auto* h = static_cast<unsigned long long*>(host_result_.grow(sizeof(unsigned long long) * slots));
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(h, d_counts, sizeof(unsigned long long) * slots, cudaMemcpyDeviceToHost, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    tails.below += static_cast<std::int64_t>(h[0]);
+    tails.above += static_cast<std::int64_t>(h[1]);
+    tails.non_finite += static_cast<std::int64_t>(h[2]);
+    for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += static_cast<std::int64_t>(h[3 + i]);
+  }
+
+  // ---- dense linear algebra ----
+
+  void gemm_batched(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                    std::span<const float* const> a, std::span<const float* const> b, float beta,
+                    std::span<float* const> c) override {
+    check_dims("gemm_batched", m, n, k);
+    check_batch("gemm_batched", c.size(), a.size(), "a");
+    check_batch("gemm_batched", c.size(), b.size(), "b");
+    check_pointers("gemm_batched", a, "a");
+    check_pointers("gemm_batched", b, "b");
+    check_pointers("gemm_batched", c, "c");
+    if (m == 0 || n == 0 || c.empty()) return;
+    set_device();
+    Operand oa = operand_of(a, nullptr);
+    Operand ob = operand_of(b, nullptr);
+    Operand oc = operand_of(c, nullptr);
+    if (!(oa.strided && ob.strided && oc.strided)) {
+      staging_.clear();
+      const std::size_t ia = staging_.add(a);
+      const std::size_t ib = staging_.add(b);
+      const std::size_t ic = staging_.add(c);
+      auto* d = upload();
+      oa.d_array = d + ia;
+      ob.d_array = d + ib;
+      oc.d_array = d + ic;
+    }
+    gemm(trans_a == Transpose::kYes, trans_b == Transpose::kYes, m, n, k, alpha, oa, ob, beta, oc,
+         static_cast<int>(c.size()));
+  }
+
+  void orthogonalize_batched(std::int64_t rows, std::int64_t cols, std::span<float* const> p, float eps) override {
+    if (cols < 1 || rows < cols)
+      throw InternalError("orthogonalize_batched: need rows >= cols >= 1, got " + str(rows) + "x" + str(cols));
+    if (!(eps >= 0.0F) || !std::isfinite(eps))
+      throw InternalError("orthogonalize_batched: eps must be finite and >= 0, got " + std::to_string(eps));
+    check_dims("orthogonalize_batched", rows, cols, 0);
+    check_pointers("orthogonalize_batched", p, "p");
+    check_batch_size("orthogonalize_batched", p.size());
+    if (p.empty()) return;
+    set_device();
+    const int batch = static_cast<int>(p.size());
+    staging_.clear();
+    const std::size_t ip = staging_.add(p);
+    auto* d_words = upload();
+    auto* const* d_p = reinterpret_cast<float* const*>(d_words + ip);
+    if (cols <= 2) {
+      cuda::launch_gram_schmidt(batch, rows, cols, d_p, eps, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // Workspace: the gathered input W0, the results of the passes W1, W2 (W1 is reused by the third pass), the
+    // Gram matrices, R⁻¹, the double scratch of the factorisation and the status flags of each pass.
+    const std::int64_t count = rows * cols;
+    const std::int64_t rr = cols * cols;
+    const std::size_t nf = static_cast<std::size_t>(batch) * static_cast<std::size_t>(3 * count + 2 * rr);
+    const std::size_t nd = static_cast<std::size_t>(batch) * static_cast<std::size_t>(2 * rr + cols);
+    auto* fwork = static_cast<float*>(fwork_.grow(nf * sizeof(float), stream_));
+    auto* dwork = static_cast<double*>(dwork_.grow(nd * sizeof(double), stream_));
+    auto* flags = static_cast<int*>(flags_.grow(5 * static_cast<std::size_t>(batch) * sizeof(int), stream_));
+    float* w0 = fwork;
+    float* w1 = w0 + batch * count;
+    float* w2 = w1 + batch * count;
+    float* gram = w2 + batch * count;
+    float* rinv = gram + batch * rr;
+    int* ok1 = flags;
+    int* ok2 = ok1 + batch;
+    int* ok3 = ok2 + batch;
+    int* third = ok3 + batch;
+    cuda::launch_gather(batch, count, reinterpret_cast<const float* const*>(d_p), w0, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+    // CholeskyQR2 as in the CPU twin: W1 = pass(W0), W2 = pass(W1), and a third pass W1 = pass(W2) for the
+    // matrices whose second pass started far from orthonormal. The third pass's products run for the whole
+    // batch (deciding on the host would cost a synchronisation; they are small next to a PowerSGD step) and
+    // its factorisation only for the matrices that need it.
+    cholesky_qr_pass(batch, rows, cols, w0, w1, gram, rinv, dwork, eps, nullptr, ok1, nullptr);
+    cholesky_qr_pass(batch, rows, cols, w1, w2, gram, rinv, dwork, eps, nullptr, ok2, third);
+    cholesky_qr_pass(batch, rows, cols, w2, w1, gram, rinv, dwork, eps, third, ok3, nullptr);
+    cuda::launch_commit(batch, count, d_p, w2, w1, ok1, ok2, third, ok3, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+  }
+
+  void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> g,
+                       std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
+                       std::span<double> m_sqnorm) override {
+    check_dims("project_batched", m, n, r);
+    check_batch("project_batched", g.size(), q.size(), "q");
+    check_batch("project_batched", g.size(), p.size(), "p");
+    check_batch("project_batched", g.size(), m_sqnorm.size(), "m_sqnorm");
+    if (!e.empty()) check_batch("project_batched", g.size(), e.size(), "e");
+    check_pointers("project_batched", g, "g");
+    check_pointers("project_batched", e, "e");
+    check_pointers("project_batched", q, "q");
+    check_pointers("project_batched", p, "p");
+    check_batch_size("project_batched", g.size());
+    if (g.empty()) return;
+    set_device();
+    const int batch = static_cast<int>(g.size());
+    staging_.clear();
+    const std::size_t ig = staging_.add(g);
+    const std::size_t ie = e.empty() ? 0 : staging_.add(e);
+    const std::size_t iq = staging_.add(q);
+    const std::size_t ip = staging_.add(p);
+    auto* d = upload();
+    const auto* d_g = reinterpret_cast<const float* const*>(d + ig);
+    auto* const* d_e = e.empty() ? nullptr : reinterpret_cast<float* const*>(d + ie);
+    // Pass 1: M = G + E in place in E, with ‖M‖² (reads G and E, writes E).
+    const std::int64_t count = m * n;
+    const int ctas = ctas_per_matrix(count, batch);
+    auto* partials =
+        static_cast<double*>(partials_.grow(sizeof(double) * (static_cast<std::size_t>(batch) * (ctas + 1)), stream_));
+    double* norms = partials + static_cast<std::size_t>(batch) * ctas;
+    if (count > 0) {
+      cuda::launch_add_norm(batch, count, d_g, d_e, ctas, partials, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+      cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+    } else {
+      EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
+    }
+    // Pass 2: P = M·Q through cuBLAS (reads M once more; at PowerSGD ranks the product is bound by that read).
+    if (m > 0 && r > 0) {
+      if (n == 0) {
+        for (float* pb : p) EDGC_CUDA_CHECK(cudaMemsetAsync(pb, 0, sizeof(float) * m * r, stream_));
+      } else {
+        const Operand om = e.empty() ? operand_of(g, d + ig) : operand_of<float>(e, d + ie);
+        gemm(false, false, m, r, n, 1.0F, om, operand_of(q, d + iq), 0.0F, operand_of(p, d + ip), batch);
+      }
+    }
+    read_norms(norms, m_sqnorm);
+  }
+
+  void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                           std::span<const float* const> q, std::span<float* const> e, std::span<float* const> g,
+                           std::span<double> err_sqnorm) override {
+    check_dims("reconstruct_batched", m, n, r);
+    check_batch("reconstruct_batched", g.size(), p.size(), "p");
+    check_batch("reconstruct_batched", g.size(), q.size(), "q");
+    check_batch("reconstruct_batched", g.size(), err_sqnorm.size(), "err_sqnorm");
+    if (!e.empty()) check_batch("reconstruct_batched", g.size(), e.size(), "e");
+    check_pointers("reconstruct_batched", p, "p");
+    check_pointers("reconstruct_batched", q, "q");
+    check_pointers("reconstruct_batched", e, "e");
+    check_pointers("reconstruct_batched", g, "g");
+    check_batch_size("reconstruct_batched", g.size());
+    if (g.empty()) return;
+    set_device();
+    const int batch = static_cast<int>(g.size());
+    const std::int64_t count = m * n;
+    staging_.clear();
+    const std::size_t ip = staging_.add(p);
+    const std::size_t iq = staging_.add(q);
+    const std::size_t ie = e.empty() ? 0 : staging_.add(e);
+    const std::size_t ig = staging_.add(g);
+    // Without error feedback M is G itself, so Ĝ goes to workspace first: one matrix at a time.
+    std::vector<float*> ghat_ptrs;
+    float* ghat = nullptr;
+    if (e.empty() && count > 0) {
+      ghat = static_cast<float*>(ghat_.grow(sizeof(float) * static_cast<std::size_t>(count), stream_));
+      ghat_ptrs.assign(1, ghat);
+    }
+    const std::size_t ih = staging_.add(std::span<float* const>(ghat_ptrs));
+    auto* d = upload();
+    const int ctas = ctas_per_matrix(count, batch);
+    auto* partials =
+        static_cast<double*>(partials_.grow(sizeof(double) * (static_cast<std::size_t>(batch) * (ctas + 1)), stream_));
+    double* norms = partials + static_cast<std::size_t>(batch) * ctas;
+    if (count == 0) {
+      EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
+      read_norms(norms, err_sqnorm);
+      return;
+    }
+    if (!e.empty()) {
+      // Ĝ = P·Qᵀ straight into G (k = r; r = 0 gives zeros), then E = M − Ĝ with ‖E‖² in one pass over E and G.
+      gemm_or_zero(m, n, r, operand_of(p, d + ip), operand_of(q, d + iq), operand_of(g, d + ig), g, batch);
+      cuda::launch_subtract_norm(batch, count, reinterpret_cast<const float* const*>(d + ie),
+                                 reinterpret_cast<const float* const*>(d + ig), reinterpret_cast<float* const*>(d + ie),
+                                 nullptr, ctas, partials, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+      cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+    } else {
+      const int one_ctas = ctas_per_matrix(count, 1);
+      for (int b = 0; b < batch; ++b) {
+        gemm_or_zero(m, n, r, operand_of(p.subspan(b, 1), d + ip + b), operand_of(q.subspan(b, 1), d + iq + b),
+                     strided_operand(ghat, 0), std::span<float* const>(ghat_ptrs), 1);
+        // G − Ĝ into the norm, then G = Ĝ.
+        cuda::launch_subtract_norm(1, count, reinterpret_cast<const float* const*>(d + ig + b),
+                                   reinterpret_cast<const float* const*>(d + ih), nullptr,
+                                   reinterpret_cast<float* const*>(d + ig + b), one_ctas, partials, stream_);
+        EDGC_CUDA_CHECK_LAUNCH();
+        cuda::launch_sum_partials(1, one_ctas, partials, norms + b, stream_);
+        EDGC_CUDA_CHECK_LAUNCH();
+      }
+    }
+    read_norms(norms, err_sqnorm);
+  }
+
+ private:
+  void set_device() const { EDGC_CUDA_CHECK(cudaSetDevice(device_)); }
+
+  // The sampled blocks as pieces of at most kPieceElems, after the CPU backend's checks.
+  static std::vector<Piece> pieces_of(const char* what, std::span<const float> x, std::span<const Block> blocks) {
+    const auto n = static_cast<std::int64_t>(x.size());
+    const Block whole{0, n};
+    const std::span<const Block> sel = blocks.empty() ? std::span<const Block>(&whole, 1) : blocks;
+    std::vector<Piece> pieces;
+    for (std::size_t i = 0; i < sel.size(); ++i) {
+      const Block& b = sel[i];
+      if (b.offset < 0 || b.length < 0 || b.offset > n || b.length > n - b.offset)
+        throw InternalError(std::string(what) + ": block " + std::to_string(i) + " (offset " + str(b.offset) +
+                            ", length " + str(b.length) + ") lies outside the " + str(n) + " values");
+      for (std::int64_t at = 0; at < b.length; at += cuda::kPieceElems)
+        pieces.push_back({b.offset + at, std::min(cuda::kPieceElems, b.length - at)});
+    }
+    if (!pieces.empty() && x.data() == nullptr) throw InternalError(std::string(what) + ": x is null");
+    return pieces;
+  }
+
+  int grid_for(std::size_t pieces) const {
+    return static_cast<int>(std::min<std::size_t>(pieces, static_cast<std::size_t>(sms_) * 8));
+  }
+
+  // CTAs per matrix of a streaming pass: enough for about 8 CTAs per SM over the whole batch, none idle.
+  int ctas_per_matrix(std::int64_t count, int batch) const {
+    const std::int64_t by_size = std::max<std::int64_t>(1, count / (cuda::kThreads * 16));
+    const std::int64_t by_gpu = std::max<std::int64_t>(1, (static_cast<std::int64_t>(sms_) * 8 + batch - 1) / batch);
+    return static_cast<int>(std::min(by_size, by_gpu));
+  }
+
+  // Copies this call's staged words into a pinned slot and from there to the device; returns their device copy.
+  std::uint64_t* upload() const {
+    const std::vector<std::uint64_t>& w = staging_.words();
+    const std::size_t bytes = std::max<std::size_t>(w.size(), 1) * sizeof(std::uint64_t);
+    const std::size_t s = next_slot_;
+    next_slot_ = (next_slot_ + 1) % kSlots;
+    // The slot's previous copy must have left before the slot is rewritten.
+    EDGC_CUDA_CHECK(cudaEventSynchronize(slot_free_[s]));
+    auto* h = static_cast<std::uint64_t*>(slots_[s].grow(bytes));
+    if (!w.empty()) std::memcpy(h, w.data(), w.size() * sizeof(std::uint64_t));
+    auto* d = static_cast<std::uint64_t*>(args_.grow(bytes, stream_));
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream_));
+    EDGC_CUDA_CHECK(cudaEventRecord(slot_free_[s], stream_));
+    return d;
+  }
+
+  void read_norms(const double* d_norms, std::span<double> out) const {
+    auto* h = static_cast<double*>(host_result_.grow(sizeof(double) * out.size()));
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(h, d_norms, sizeof(double) * out.size(), cudaMemcpyDeviceToHost, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::copy(h, h + out.size(), out.begin());
+  }
+
+  // Row-major C = alpha·op(A)·op(B) + beta·C as the column-major product Cᵀ = op(B)ᵀ·op(A)ᵀ.
+  void gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const Operand& a,
+            const Operand& b, float beta, const Operand& c, int batch) {
+    const auto im = static_cast<int>(m);
+    const auto in = static_cast<int>(n);
+    const auto ik = static_cast<int>(k);
+    const int lda = std::max(1, ta ? im : ik);
+    const int ldb = std::max(1, tb ? ik : in);
+    const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (a.strided && b.strided && c.strided) {
+      EDGC_CUBLAS_CHECK(cublasSgemmStridedBatched(blas_, op_b, op_a, in, im, ik, &alpha, b.base, ldb, b.stride, a.base,
+                                                  lda, a.stride, &beta, const_cast<float*>(c.base), in, c.stride,
+                                                  batch));
+    } else {
+      if (a.d_array == nullptr || b.d_array == nullptr || c.d_array == nullptr)
+        throw InternalError("cuda gemm: a batch that is not equally strided needs device pointer arrays");
+      EDGC_CUBLAS_CHECK(cublasSgemmBatched(blas_, op_b, op_a, in, im, ik, &alpha,
+                                           static_cast<const float* const*>(b.d_array), ldb,
+                                           static_cast<const float* const*>(a.d_array), lda, &beta,
+                                           static_cast<float* const*>(const_cast<void*>(c.d_array)), in, batch));
+    }
+  }
+
+  // Ĝ = P·Qᵀ (m×n from m×r and n×r); r = 0 leaves zeros.
+  void gemm_or_zero(std::int64_t m, std::int64_t n, std::int64_t r, const Operand& p, const Operand& q,
+                    const Operand& out, std::span<float* const> out_ptrs, int batch) {
+    if (r == 0) {
+      for (float* o : out_ptrs) EDGC_CUDA_CHECK(cudaMemsetAsync(o, 0, sizeof(float) * m * n, stream_));
+      return;
+    }
+    gemm(false, true, m, n, r, 1.0F, p, q, 0.0F, out, batch);
+  }
+
+  // One CholeskyQR pass over the gathered batch: dst = src·R⁻¹ with RᵀR = srcᵀsrc, equilibrated and shifted.
+  void cholesky_qr_pass(int batch, std::int64_t rows, std::int64_t r, const float* src, float* dst, float* gram,
+                        float* rinv, double* dwork, float eps, const int* gate, int* ok, int* third) {
+    const long long stride = rows * r;
+    gemm(true, false, r, r, rows, 1.0F, strided_operand(src, stride), strided_operand(src, stride), 0.0F,
+         strided_operand(gram, r * r), batch);
+    cuda::launch_cholesky_rinv(batch, r, gram, eps, gate, dwork, rinv, ok, third, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+    gemm(false, false, rows, r, r, 1.0F, strided_operand(src, stride), strided_operand(rinv, r * r), 0.0F,
+         strided_operand(dst, stride), batch);
+  }
+
+  static constexpr std::size_t kSlots = 4;
+
+  int device_;
+  int sms_ = 1;
+  std::string isa_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  // Workspace (mutable: the const statistics entries use it too; one thread at a time, as for the CPU backend).
+  mutable Staging staging_;
+  mutable std::array<PinnedBuffer, kSlots> slots_;
+  mutable std::array<cudaEvent_t, kSlots> slot_free_{};
+  mutable std::size_t next_slot_ = 0;
+  mutable DeviceBuffer args_;
+  mutable DeviceBuffer partials_;
+  mutable PinnedBuffer host_result_;
+  DeviceBuffer fwork_;
+  DeviceBuffer dwork_;
+  DeviceBuffer flags_;
+  DeviceBuffer ghat_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later runtime calls are not confused by it
+    throw ConfigError("", "backend",
+                      std::string("cuda: no usable CUDA device (") + cudaGetErrorName(status) + ": " +
+                          cudaGetErrorString(status) + ")");
+  }
+  if (options.device < 0 || options.device >= count)
+    throw ConfigError("", "device",
+                      "cuda: device " + std::to_string(options.device) + " does not exist (" + std::to_string(count) +
+                          " CUDA device(s))");
+  return std::make_unique<CudaBackend>(options.device);
+}
+
+}  // namespace impl
+}  // namespace edgc::kernels

@@ -1,0 +1,72 @@
+#pragma once
+// The device kernels behind CudaBackend, as plain launch functions on raw device pointers. Nothing here throws
+// or checks arguments: the backend validates them and checks each launch (EDGC_CUDA_CHECK_LAUNCH).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace edgc::kernels::cuda {
+
+/// A contiguous run of elements of the statistics' input; a sampled block is cut into pieces of at most
+/// kPieceElems so that one large block (the whole tensor) still spreads over the whole GPU.
+struct Piece {
+  std::int64_t offset;
+  std::int64_t length;
+};
+inline constexpr std::int64_t kPieceElems = std::int64_t{1} << 15;
+
+/// Per-CTA partial power sums and counts (moments), reduced in a fixed order so results repeat bit for bit.
+struct MomentPartial {
+  double s1, s2, s3, s4;
+  long long count, nan, inf;
+};
+
+inline constexpr int kThreads = 256;  // threads per CTA of the streaming kernels
+
+/// partials[0 .. grid) ← per-CTA sums over `pieces`; then out ← their sum in CTA order (one thread).
+void launch_moments(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, MomentPartial* partials,
+                    MomentPartial* out, cudaStream_t stream);
+
+/// counts[bin] and tails[below, above, non_finite] += the histogram of the elements in `pieces` (both zeroed by
+/// the caller). Bins in shared memory up to kSharedBins, in global memory beyond.
+inline constexpr std::int64_t kSharedBins = 8192;
+void launch_histogram(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, double lo,
+                      double bin_width, unsigned long long* counts, std::int64_t num_bins, unsigned long long* tails,
+                      cudaStream_t stream);
+
+/// For each matrix b of `count` elements: with `e`, e[b] += g[b] and partials ← ‖e[b]‖²; without, partials ←
+/// ‖g[b]‖². partials is batch × ctas, CTA-major per matrix.
+void launch_add_norm(int batch, std::int64_t count, const float* const* g, float* const* e, int ctas, double* partials,
+                     cudaStream_t stream);
+
+/// For each matrix b: d = m[b] − gh[b]; partials ← ‖d‖²; diff_out[b] ← d when diff_out is not null; copy_to[b]
+/// ← gh[b] when copy_to is not null. (m and diff_out may alias.)
+void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, const float* const* gh,
+                          float* const* diff_out, float* const* copy_to, int ctas, double* partials,
+                          cudaStream_t stream);
+
+/// out[b] ← Σ_c partials[b·ctas + c] in order c = 0, 1, …
+void launch_sum_partials(int batch, int ctas, const double* partials, double* out, cudaStream_t stream);
+
+/// Gram–Schmidt of the CPU twin for cols ≤ 2, in place, one CTA per matrix.
+void launch_gram_schmidt(int batch, std::int64_t rows, std::int64_t cols, float* const* p, float eps,
+                         cudaStream_t stream);
+
+/// dst[b] (rows×cols, stride rows·cols) ← src[b] for b < batch (gather of the batch into workspace).
+void launch_gather(int batch, std::int64_t count, const float* const* src, float* dst, cudaStream_t stream);
+
+/// The small step of one CholeskyQR pass, one CTA per matrix: from the Gram matrix gram[b] (r×r, symmetric)
+/// the equilibrated, shifted Cholesky factor in double (dwork: 2r² + r doubles per matrix) and R⁻¹ = D⁻¹·L⁻ᵀ in
+/// float into rinv[b] (upper triangle, the rest zero). ok[b] ← 1 on success, 0 when the Gram matrix is not
+/// finite or no shift made it positive definite. With `gate`, matrices with gate[b] == 0 are skipped (ok 0).
+/// With `third`, third[b] ← whether another pass is needed (the input was far from orthonormal or the shift
+/// had to grow).
+void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
+                          float* rinv, int* ok, int* third, cudaStream_t stream);
+
+/// p[b] ← the CholeskyQR2 result chosen as the CPU twin chooses it: untouched unless passes 1 and 2 worked;
+/// then w3[b] when a third pass was needed and worked, else w2[b].
+void launch_commit(int batch, std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1,
+                   const int* ok2, const int* third, const int* ok3, cudaStream_t stream);
+
+}  // namespace edgc::kernels::cuda

@@ -1,0 +1,427 @@
+// Parity of the CUDA backend with its CPU twin ("cpu-generic") on fresh random inputs: statistics over sampled
+// blocks, batched GEMM, orthogonalisation and the fused PowerSGD passes, over odd, tall, wide and square shapes,
+// ranks from 1 to min(m, n), all-zero and NaN-containing inputs. Device outputs are poisoned (all bits set: a
+// NaN) before every call, so a result the kernel forgot to write cannot pass. Without a CUDA device every test
+// skips with a message.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgc/core/block_sampling.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/kernels/backend.hpp"
+#include "kernel_test_util.hpp"
+
+namespace edgc::kernels {
+namespace {
+
+using testing::random_normal;
+
+#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// Why the GPU tests cannot run here, or empty when they can.
+std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t st = cudaGetDeviceCount(&count);
+  if (st != cudaSuccess) return std::string("no usable CUDA device (") + cudaGetErrorName(st) + ")";
+  if (count == 0) return "no CUDA device";
+  return "";
+}
+
+#define SKIP_WITHOUT_GPU()                                               \
+  do {                                                                   \
+    const std::string reason = no_device_reason();                       \
+    if (!reason.empty()) GTEST_SKIP() << "GPU test skipped: " << reason; \
+  } while (0)
+
+/// A device copy of a host vector of floats, freed on scope exit.
+class DeviceFloats {
+ public:
+  explicit DeviceFloats(std::size_t n) : n_(n) {
+    if (cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(float)) != cudaSuccess) throw CudaError("cudaMalloc");
+  }
+  explicit DeviceFloats(const std::vector<float>& h) : DeviceFloats(h.size()) { upload(h); }
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+  ~DeviceFloats() { cudaFree(p_); }
+  void upload(const std::vector<float>& h) {
+    if (cudaMemcpy(p_, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
+      throw CudaError("cudaMemcpy");
+  }
+  std::vector<float> download() const {
+    std::vector<float> h(n_);
+    if (cudaMemcpy(h.data(), p_, n_ * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+      throw CudaError("cudaMemcpy");
+    return h;
+  }
+  void poison() {
+    if (cudaMemset(p_, 0xFF, std::max<std::size_t>(n_, 1) * sizeof(float)) != cudaSuccess)
+      throw CudaError("cudaMemset");
+  }
+  float* get() const { return p_; }
+  std::span<const float> span() const { return {p_, n_}; }
+
+ private:
+  float* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+/// Max |a − b| / max(max |b|, tiny), with NaN required at the same places in both.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0.0;
+  double scale = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i]) || std::isnan(got[i])) {
+      if (std::isnan(want[i]) != std::isnan(got[i])) return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+double relative(double got, double want) { return std::abs(got - want) / std::max(std::abs(want), 1e-300); }
+
+struct Shape {
+  std::int64_t m, n, r;
+};
+
+// Odd sizes, tall and wide, r = 1, 2 (Gram–Schmidt), 3 (CholeskyQR2) and r = min(m, n).
+const std::vector<Shape> kShapes{{1, 1, 1},       {7, 5, 1},      {5, 7, 2},     {33, 17, 3},   {17, 33, 5},
+                                 {64, 64, 64},    {129, 3, 3},    {3, 129, 3},   {257, 95, 16}, {95, 257, 31},
+                                 {300, 200, 128}, {1000, 37, 36}, {37, 1000, 37}};
+
+class CudaParity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    gpu_ = make_backend("cuda");
+    cpu_ = make_backend("cpu-generic");
+  }
+  std::unique_ptr<Backend> gpu_;
+  std::unique_ptr<Backend> cpu_;
+};
+
+TEST(CudaFactory, ThrowsConfigErrorWithoutADevice) {
+  if (no_device_reason().empty()) GTEST_SKIP() << "this machine has a CUDA device";
+  EXPECT_THROW(make_backend("cuda"), ConfigError);
+}
+
+TEST_F(CudaParity, FactoryAndMemoryContract) {
+  EXPECT_EQ(gpu_->name(), "cuda");
+  EXPECT_TRUE(gpu_->device_memory());
+  EXPECT_NE(gpu_->native_stream(), nullptr);
+  EXPECT_FALSE(cpu_->device_memory());
+  EXPECT_THROW(make_backend("cuda", {.threads = 1, .device = 1 << 20}), ConfigError);
+}
+
+TEST_F(CudaParity, MomentsAndHistogramOverSampledBlocks) {
+  for (const std::int64_t numel : {std::int64_t{1}, std::int64_t{1023}, std::int64_t{100003}, std::int64_t{1} << 21}) {
+    SCOPED_TRACE("numel " + std::to_string(numel));
+    std::vector<float> h = random_normal(static_cast<std::size_t>(numel), 7 + numel, 0.01, 0.001);
+    if (numel > 10) {
+      h[3] = std::nanf("");
+      h[static_cast<std::size_t>(numel / 2)] = std::numeric_limits<float>::infinity();
+      h[static_cast<std::size_t>(numel - 1)] = -std::numeric_limits<float>::infinity();
+    }
+    const DeviceFloats d(h);
+    for (const double fraction : {1.0, 0.25, 0.01}) {
+      const std::vector<Block> blocks = choose_blocks(numel, fraction, 1024, 42, 3);
+      for (const bool all : {false, true}) {
+        const std::span<const Block> sel = all ? std::span<const Block>() : std::span<const Block>(blocks);
+        const MomentSums want = cpu_->moments(h, sel);
+        const MomentSums got = gpu_->moments(d.span(), sel);
+        EXPECT_EQ(got.count, want.count);
+        EXPECT_EQ(got.nan, want.nan);
+        EXPECT_EQ(got.inf, want.inf);
+        EXPECT_LE(relative(got.sum, want.sum), 1e-9);
+        EXPECT_LE(relative(got.sum_sq, want.sum_sq), 1e-9);
+        EXPECT_LE(relative(got.sum_quad, want.sum_quad), 1e-9);
+        EXPECT_LE(std::abs(got.sum_cube - want.sum_cube), 1e-9 * std::sqrt(want.sum_sq * want.sum_quad) + 1e-300);
+        for (const std::size_t bins : {std::size_t{64}, std::size_t{10000}}) {  // shared and global counters
+          const double width = 0.04 / static_cast<double>(bins);
+          std::vector<std::int64_t> cw(bins, 0);
+          std::vector<std::int64_t> cg(bins, 5);  // adds to what is there
+          HistogramTails tw;
+          HistogramTails tg{1, 2, 3};
+          cpu_->histogram(h, sel, -0.02, width, cw, tw);
+          gpu_->histogram(d.span(), sel, -0.02, width, cg, tg);
+          for (std::size_t i = 0; i < bins; ++i) ASSERT_EQ(cg[i], cw[i] + 5) << "bin " << i;
+          EXPECT_EQ(tg.below, tw.below + 1);
+          EXPECT_EQ(tg.above, tw.above + 2);
+          EXPECT_EQ(tg.non_finite, tw.non_finite + 3);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaParity, StatisticsRejectBlocksOutsideTheData) {
+  const DeviceFloats d(random_normal(100, 1));
+  const std::vector<Block> bad{{90, 20}};
+  EXPECT_THROW(gpu_->moments(d.span(), bad), InternalError);
+  std::vector<std::int64_t> counts(4, 0);
+  HistogramTails t;
+  EXPECT_THROW(gpu_->histogram(d.span(), bad, 0.0, 1.0, counts, t), InternalError);
+  EXPECT_THROW(gpu_->histogram(d.span(), {}, 0.0, 0.0, counts, t), InternalError);
+}
+
+// Batches as separate allocations (cublasSgemmBatched) and as one strided buffer (cublasSgemmStridedBatched).
+TEST_F(CudaParity, BatchedGemmEveryTransposeStridedAndNot) {
+  const int batch = 3;
+  for (const Shape s : {Shape{37, 19, 53}, Shape{1, 1, 1}, Shape{5, 129, 3}, Shape{200, 3, 300}})
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const bool strided : {false, true}) {
+          SCOPED_TRACE("m " + std::to_string(s.m) + " n " + std::to_string(s.n) + " k " + std::to_string(s.r) + " ta " +
+                       std::to_string(ta) + " tb " + std::to_string(tb) + " strided " + std::to_string(strided));
+          const std::int64_t m = s.m, n = s.n, k = s.r;
+          const auto sa = static_cast<std::size_t>(m * k), sb = static_cast<std::size_t>(k * n),
+                     sc = static_cast<std::size_t>(m * n);
+          for (const float beta : {0.0F, 2.0F}) {
+            std::vector<float> ha = random_normal(sa * batch, 11);
+            std::vector<float> hb = random_normal(sb * batch, 12);
+            std::vector<float> hc = random_normal(sc * batch, 13);
+            std::vector<std::unique_ptr<DeviceFloats>> owned;
+            std::vector<const float*> pa, pb;
+            std::vector<float*> pc;
+            DeviceFloats da(ha), db(hb), dc(hc);
+            if (beta == 0.0F) dc.poison();
+            for (int b = 0; b < batch; ++b) {
+              if (strided) {
+                pa.push_back(da.get() + b * sa);
+                pb.push_back(db.get() + b * sb);
+                pc.push_back(dc.get() + b * sc);
+              } else {
+                owned.push_back(
+                    std::make_unique<DeviceFloats>(std::vector<float>(ha.begin() + b * sa, ha.begin() + (b + 1) * sa)));
+                pa.push_back(owned.back()->get());
+                owned.push_back(
+                    std::make_unique<DeviceFloats>(std::vector<float>(hb.begin() + b * sb, hb.begin() + (b + 1) * sb)));
+                pb.push_back(owned.back()->get());
+                owned.push_back(
+                    std::make_unique<DeviceFloats>(std::vector<float>(hc.begin() + b * sc, hc.begin() + (b + 1) * sc)));
+                if (beta == 0.0F) owned.back()->poison();
+                pc.push_back(owned.back()->get());
+              }
+            }
+            const Transpose oa = ta ? Transpose::kYes : Transpose::kNo;
+            const Transpose ob = tb ? Transpose::kYes : Transpose::kNo;
+            gpu_->gemm_batched(oa, ob, m, n, k, 0.5F, pa, pb, beta, pc);
+            gpu_->synchronize();
+            std::vector<float> want = hc;
+            std::vector<const float*> ca, cb;
+            std::vector<float*> cc;
+            for (int b = 0; b < batch; ++b) {
+              ca.push_back(ha.data() + b * sa);
+              cb.push_back(hb.data() + b * sb);
+              cc.push_back(want.data() + b * sc);
+            }
+            cpu_->gemm_batched(oa, ob, m, n, k, 0.5F, ca, cb, beta, cc);
+            for (int b = 0; b < batch; ++b) {
+              std::vector<float> got;
+              if (strided) {
+                const std::vector<float> all = dc.download();
+                got.assign(all.begin() + b * sc, all.begin() + (b + 1) * sc);
+              } else {
+                got = owned[static_cast<std::size_t>(3 * b + 2)]->download();
+              }
+              const std::vector<float> w(want.begin() + b * sc, want.begin() + (b + 1) * sc);
+              EXPECT_LE(relative_error(got, w), 1e-4) << "matrix " << b << " beta " << beta;
+            }
+          }
+        }
+}
+
+// Runs orthogonalize on both backends from the same input; returns the GPU result and the CPU one.
+std::pair<std::vector<float>, std::vector<float>> orthogonalize_both(Backend& gpu, Backend& cpu, std::int64_t rows,
+                                                                     std::int64_t cols,
+                                                                     const std::vector<std::vector<float>>& in) {
+  std::vector<std::unique_ptr<DeviceFloats>> d;
+  std::vector<float*> pd;
+  std::vector<std::vector<float>> h = in;
+  std::vector<float*> ph;
+  for (std::size_t b = 0; b < in.size(); ++b) {
+    d.push_back(std::make_unique<DeviceFloats>(in[b]));
+    pd.push_back(d.back()->get());
+    ph.push_back(h[b].data());
+  }
+  gpu.orthogonalize_batched(rows, cols, pd, 1e-6F);
+  gpu.synchronize();
+  cpu.orthogonalize_batched(rows, cols, ph, 1e-6F);
+  std::vector<float> got, want;
+  for (std::size_t b = 0; b < in.size(); ++b) {
+    const std::vector<float> g = d[b]->download();
+    got.insert(got.end(), g.begin(), g.end());
+    want.insert(want.end(), h[b].begin(), h[b].end());
+  }
+  return {got, want};
+}
+
+TEST_F(CudaParity, OrthogonalizeMatchesTheCpuTwin) {
+  for (const Shape s : kShapes) {
+    const std::int64_t rows = std::max(s.m, s.n);
+    const std::int64_t cols = std::min(s.r, rows);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    std::vector<std::vector<float>> in;
+    for (int b = 0; b < 3; ++b) in.push_back(random_normal(static_cast<std::size_t>(rows * cols), 50 + b));
+    // Columns of very different length, as a warm-started P holds.
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t c = 0; c < cols; ++c)
+        in[1][static_cast<std::size_t>(i * cols + c)] *= std::pow(10.0F, -0.1F * static_cast<float>(c));
+    const auto [got, want] = orthogonalize_both(*gpu_, *cpu_, rows, cols, in);
+    // Square matrices with many columns are ill-conditioned: compare there with a looser bound.
+    EXPECT_LE(relative_error(got, want), rows == cols && cols > 8 ? 1e-2 : 1e-4);
+  }
+}
+
+TEST_F(CudaParity, OrthogonalizeZeroDependentAndNonFiniteInputs) {
+  const std::int64_t rows = 50;
+  for (const std::int64_t cols : {std::int64_t{1}, std::int64_t{2}, std::int64_t{6}}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    std::vector<std::vector<float>> in;
+    in.emplace_back(static_cast<std::size_t>(rows * cols), 0.0F);  // all zero
+    std::vector<float> dep = random_normal(static_cast<std::size_t>(rows * cols), 3);
+    for (std::int64_t i = 0; i < rows; ++i)
+      dep[static_cast<std::size_t>(i * cols + cols - 1)] = dep[static_cast<std::size_t>(i * cols)];
+    in.push_back(dep);  // the last column repeats the first
+    std::vector<float> bad = random_normal(static_cast<std::size_t>(rows * cols), 4);
+    bad[5] = std::nanf("");
+    in.push_back(bad);
+    const auto [got, want] = orthogonalize_both(*gpu_, *cpu_, rows, cols, in);
+    const auto per = static_cast<std::size_t>(rows * cols);
+    for (std::size_t i = 0; i < 2 * per; ++i) ASSERT_TRUE(std::isfinite(got[i])) << i;
+    EXPECT_LE(relative_error(std::vector<float>(got.begin(), got.begin() + per),
+                             std::vector<float>(want.begin(), want.begin() + per)),
+              1e-4);
+    // NaN propagates (Gram–Schmidt) or leaves the matrix untouched (CholeskyQR), on both backends alike.
+    EXPECT_LT(relative_error(std::vector<float>(got.begin() + 2 * per, got.end()),
+                             std::vector<float>(want.begin() + 2 * per, want.end())),
+              1e-4);
+  }
+}
+
+TEST_F(CudaParity, RankBeyondTheRowsIsRejected) {
+  DeviceFloats d(random_normal(12, 1));
+  float* p = d.get();
+  EXPECT_THROW(gpu_->orthogonalize_batched(3, 4, {&p, 1}, 0.0F), InternalError);
+  EXPECT_THROW(gpu_->orthogonalize_batched(3, 0, {&p, 1}, 0.0F), InternalError);
+  EXPECT_THROW(gpu_->orthogonalize_batched(4, 3, {&p, 1}, -1.0F), InternalError);
+  float* none = nullptr;
+  EXPECT_THROW(gpu_->orthogonalize_batched(4, 3, {&none, 1}, 0.0F), InternalError);
+}
+
+// project_batched then reconstruct_batched on both backends, with and without error feedback.
+void check_fused(Backend& gpu, Backend& cpu, Shape s, bool feedback, double g_scale, bool with_nan) {
+  const int batch = 2;
+  const auto mn = static_cast<std::size_t>(s.m * s.n);
+  const auto nr = static_cast<std::size_t>(s.n * s.r);
+  const auto mr = static_cast<std::size_t>(s.m * s.r);
+  std::vector<std::vector<float>> hg, he, hq;
+  for (int b = 0; b < batch; ++b) {
+    hg.push_back(random_normal(mn, 100 + b, g_scale));
+    he.push_back(random_normal(mn, 200 + b, 0.5 * g_scale));
+    hq.push_back(random_normal(nr, 300 + b));
+  }
+  if (with_nan) hg[1][mn / 2] = std::nanf("");
+  std::vector<std::unique_ptr<DeviceFloats>> dg, de, dq, dp;
+  std::vector<const float*> cg, cq, gq, gg_c;
+  std::vector<float*> ce, cp, cgm, ge, gp, gg;
+  std::vector<std::vector<float>> hp(batch, std::vector<float>(mr, std::nanf("")));
+  for (int b = 0; b < batch; ++b) {
+    dg.push_back(std::make_unique<DeviceFloats>(hg[b]));
+    de.push_back(std::make_unique<DeviceFloats>(he[b]));
+    dq.push_back(std::make_unique<DeviceFloats>(hq[b]));
+    dp.push_back(std::make_unique<DeviceFloats>(mr));
+    dp.back()->poison();
+    gg_c.push_back(dg[b]->get());
+    gg.push_back(dg[b]->get());
+    ge.push_back(de[b]->get());
+    gq.push_back(dq[b]->get());
+    gp.push_back(dp[b]->get());
+    cg.push_back(hg[b].data());
+    cgm.push_back(hg[b].data());
+    ce.push_back(he[b].data());
+    cq.push_back(hq[b].data());
+    cp.push_back(hp[b].data());
+  }
+  std::vector<double> n_gpu(batch, -1.0), n_cpu(batch, -1.0);
+  gpu.project_batched(s.m, s.n, s.r, gg_c, feedback ? std::span<float* const>(ge) : std::span<float* const>(), gq, gp,
+                      n_gpu);
+  cpu.project_batched(s.m, s.n, s.r, cg, feedback ? std::span<float* const>(ce) : std::span<float* const>(), cq, cp,
+                      n_cpu);
+  for (int b = 0; b < batch; ++b) {
+    SCOPED_TRACE("project, matrix " + std::to_string(b));
+    EXPECT_LE(relative_error(dp[b]->download(), hp[b]), 1e-4);
+    if (feedback) {
+      EXPECT_LE(relative_error(de[b]->download(), he[b]), 1e-6);
+    }
+    if (std::isnan(n_cpu[b])) {
+      EXPECT_TRUE(std::isnan(n_gpu[b]));
+    } else {
+      EXPECT_LE(relative(n_gpu[b], n_cpu[b]), 1e-6);
+    }
+  }
+  // Reconstruction from the same P (the CPU's, so both start equal) into poisoned G where E carries M.
+  for (int b = 0; b < batch; ++b) {
+    dp[b]->upload(hp[b]);
+    if (feedback) dg[b]->poison();
+  }
+  gpu.reconstruct_batched(s.m, s.n, s.r, std::vector<const float*>(gp.begin(), gp.end()), gq,
+                          feedback ? std::span<float* const>(ge) : std::span<float* const>(), gg, n_gpu);
+  cpu.reconstruct_batched(s.m, s.n, s.r, std::vector<const float*>(cp.begin(), cp.end()), cq,
+                          feedback ? std::span<float* const>(ce) : std::span<float* const>(), cgm, n_cpu);
+  for (int b = 0; b < batch; ++b) {
+    SCOPED_TRACE("reconstruct, matrix " + std::to_string(b));
+    EXPECT_LE(relative_error(dg[b]->download(), hg[b]), 1e-4);
+    if (feedback) {
+      EXPECT_LE(relative_error(de[b]->download(), he[b]), 1e-4);
+    }
+    if (std::isnan(n_cpu[b])) {
+      EXPECT_TRUE(std::isnan(n_gpu[b]));
+    } else {
+      EXPECT_LE(relative(n_gpu[b], n_cpu[b]), 1e-4);
+    }
+  }
+}
+
+TEST_F(CudaParity, FusedProjectAndReconstructMatchTheCpuTwin) {
+  for (const Shape s : kShapes)
+    for (const bool feedback : {true, false}) {
+      SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " r " + std::to_string(s.r) +
+                   (feedback ? " with" : " without") + " error feedback");
+      check_fused(*gpu_, *cpu_, s, feedback, 1.0, false);
+    }
+}
+
+TEST_F(CudaParity, FusedPassesOnZeroAndNaNInputs) {
+  for (const bool feedback : {true, false}) {
+    SCOPED_TRACE(feedback ? "with error feedback" : "without");
+    check_fused(*gpu_, *cpu_, {65, 43, 4}, feedback, 0.0, false);  // all-zero G and E
+    check_fused(*gpu_, *cpu_, {65, 43, 4}, feedback, 1.0, true);   // a NaN in one gradient
+  }
+}
+
+TEST_F(CudaParity, MismatchedBatchesAreRejected) {
+  DeviceFloats a(random_normal(16, 1));
+  const float* ca = a.get();
+  float* pa = a.get();
+  double norm = 0.0;
+  const std::vector<const float*> two{ca, ca};
+  EXPECT_THROW(gpu_->gemm_batched(Transpose::kNo, Transpose::kNo, 2, 2, 2, 1.0F, two, {&ca, 1}, 0.0F, {&pa, 1}),
+               InternalError);
+  EXPECT_THROW(gpu_->project_batched(4, 4, 1, {&ca, 1}, {}, {&ca, 1}, {&pa, 1}, {}), InternalError);
+  EXPECT_THROW(gpu_->project_batched(-1, 4, 1, {&ca, 1}, {}, {&ca, 1}, {&pa, 1}, {&norm, 1}), InternalError);
+  EXPECT_THROW(gpu_->reconstruct_batched(4, 4, 1, {&ca, 1}, {&ca, 1}, {}, {&pa, 1}, {}), InternalError);
+}
+
+}  // namespace
+}  // namespace edgc::kernels
