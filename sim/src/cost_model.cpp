@@ -1,6 +1,7 @@
 #include "edgc/sim/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -199,6 +200,10 @@ double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel,
   double total_s = 0.0;
   for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
     if (!powersgd_compresses(m.rows, m.cols, rank)) continue;
+    if (!params.kernel_profile.empty()) {
+      total_s += m.count * profiled_step_s(params.kernel_profile, m.rows, m.cols, rank);
+      continue;
+    }
     const double rows = static_cast<double>(m.rows), cols = static_cast<double>(m.cols);
     const double memory_s = kPowerSgdHbmPasses * rows * cols * bytes / hbm_Bps;
     const double gemm_s = 6.0 * rows * cols * r / rate;
@@ -206,6 +211,41 @@ double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel,
     total_s += m.count * (std::max(memory_s, gemm_s) + orth_s) + r * params.orth_column_latency_s;
   }
   return total_s;
+}
+
+double profiled_step_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank) {
+  if (profile.empty()) throw InternalError("profiled_step_s: empty profile");
+  const double elements = static_cast<double>(rows) * static_cast<double>(cols);
+  // The shape: exact, else the nearest in element count.
+  const KernelTime* pick = nullptr;
+  double best = 0.0;
+  for (const KernelTime& e : profile) {
+    const bool exact = e.rows == rows && e.cols == cols;
+    const double d = exact ? -1.0 : std::abs(std::log(static_cast<double>(e.rows) * static_cast<double>(e.cols) / elements));
+    if (pick == nullptr || d < best) {
+      pick = &e;
+      best = d;
+    }
+  }
+  // Seconds per element of that shape, by rank.
+  std::vector<std::pair<int, double>> by_rank;
+  for (const KernelTime& e : profile)
+    if (e.rows == pick->rows && e.cols == pick->cols)
+      by_rank.emplace_back(e.rank, e.step_s / (static_cast<double>(e.rows) * static_cast<double>(e.cols)));
+  std::sort(by_rank.begin(), by_rank.end());
+  double per_element = by_rank.front().second;
+  if (rank >= by_rank.back().first) {
+    per_element = by_rank.back().second;
+  } else if (rank > by_rank.front().first) {
+    for (std::size_t i = 1; i < by_rank.size(); ++i) {
+      if (rank > by_rank[i].first) continue;
+      const auto [r0, c0] = by_rank[i - 1];
+      const auto [r1, c1] = by_rank[i];
+      per_element = r1 == r0 ? c1 : c0 + (c1 - c0) * (rank - r0) / static_cast<double>(r1 - r0);
+      break;
+    }
+  }
+  return per_element * elements;
 }
 
 }  // namespace edgc::sim

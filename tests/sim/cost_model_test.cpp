@@ -194,3 +194,47 @@ TEST(PowerSgd, CompressTimeGrowsWithRank) {
 
 }  // namespace
 }  // namespace edgc::sim
+
+namespace edgc::sim {
+namespace {
+
+// A measured kernel profile replaces the roofline: exact shapes take their measured time, other ranks are
+// interpolated linearly per element, other shapes scale by element count from the nearest measured shape.
+TEST(KernelProfile, ExactShapesInterpolatedRanksAndScaledShapes) {
+  const std::vector<KernelTime> profile = {{1000, 2000, 4, 2e-3}, {1000, 2000, 64, 8e-3}, {10, 10, 4, 1e-9}};
+  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 4), 2e-3);
+  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 64), 8e-3);
+  EXPECT_NEAR(profiled_step_s(profile, 1000, 2000, 34), 5e-3, 1e-15);  // halfway between 4 and 64
+  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 1), 2e-3);      // below the lowest measured rank
+  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 128), 8e-3);    // above the highest
+  // 2000 x 2000 is nearest to the 1000 x 2000 shape: twice the elements, twice the time.
+  EXPECT_NEAR(profiled_step_s(profile, 2000, 2000, 64), 16e-3, 1e-15);
+  // The whole stage: each compressed matrix at its measured time.
+  ModelSpec m;
+  m.layers = 2;
+  m.hidden = 256;
+  m.heads = 4;
+  m.seq_len = 128;
+  m.vocab = 1000;
+  m.micro_batch_size = 1;
+  m.global_batch_size = 8;
+  ParallelSpec p;
+  p.pp = 2;
+  p.dp = 2;
+  p.microbatches = 4;
+  CostParams params;
+  params.kernel_profile = {{256, 1024, 8, 1e-4}};
+  double expected = 0.0;
+  for (const WeightMatrix& w : stage_matrices(m, p, 1))
+    if (powersgd_compresses(w.rows, w.cols, 8))
+      expected += w.count * 1e-4 * static_cast<double>(w.rows * w.cols) / (256.0 * 1024.0);
+  GpuSpec gpu;
+  gpu.peak_tflops = 100;
+  gpu.hbm_GBps = 1000;
+  EXPECT_GT(expected, 0.0);
+  EXPECT_NEAR(powersgd_compress_s(m, p, gpu, params, 1, 8), expected, 1e-12 * expected);
+  EXPECT_NE(powersgd_compress_s(m, p, gpu, CostParams{}, 1, 8), expected) << "the roofline differs";
+}
+
+}  // namespace
+}  // namespace edgc::sim

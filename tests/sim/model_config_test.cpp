@@ -2,6 +2,7 @@
 #include "model_config.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -142,6 +143,54 @@ TEST_F(ModelConfigFile, ErrorsNameTheKey) {
   } catch (const ConfigError& e) {
     EXPECT_NE(e.where().find("missing.json"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace edgc::cli
+
+namespace edgc::cli {
+namespace {
+
+TEST(KernelProfileFile, ReadsEntriesSkipsFailedOnesAndRejectsBadFilesNamingTheField) {
+  const fs::path dir = fs::temp_directory_path() / ("edgc-profile-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir / name) << body;
+    return (dir / name).string();
+  };
+  const auto good = write("good.json", R"({"schema": "edgc.kernel_profile/1", "device": "x", "entries": [
+      {"m": 1920, "n": 5760, "r": 4, "step_s": 0.001, "ok": true},
+      {"m": 1920, "n": 5760, "r": 64, "step_s": 0.004},
+      {"m": 7, "n": 7, "r": 1, "step_s": 1.0, "ok": false}]})");
+  const auto profile = read_kernel_profile(good);
+  ASSERT_EQ(profile.size(), 2U);
+  EXPECT_EQ(profile[1].rows, 1920);
+  EXPECT_EQ(profile[1].cols, 5760);
+  EXPECT_EQ(profile[1].rank, 64);
+  EXPECT_DOUBLE_EQ(profile[1].step_s, 0.004);
+  const std::pair<std::string, std::string> bad[] = {
+      {R"({"schema": "other", "entries": []})", "schema"},
+      {R"({"schema": "edgc.kernel_profile/1"})", "entries"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"n": 2, "r": 1, "step_s": 1}]})", "entries[0].m"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 0, "step_s": 1}]})", "entries[0].r"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": -1}]})",
+       "entries[0].step_s"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1, "ok": false}]})",
+       "entries"},
+      {R"(not json)", ""},
+  };
+  int n = 0;
+  for (const auto& [body, field] : bad) {
+    const auto path = write("bad" + std::to_string(n++) + ".json", body);
+    try {
+      read_kernel_profile(path);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.where(), path);
+      EXPECT_EQ(e.field(), field) << e.what();
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "model_config.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "edgc/core/error.hpp"
@@ -61,9 +65,46 @@ ModelConfig read_model_config(Scenario& sc) {
   if (orth_us < 0.0)
     throw ConfigError(sc.where(), "compute.orth_column_latency_us", "must be ≥ 0, got " + std::to_string(orth_us));
   c.cost.orth_column_latency_s = orth_us * 1e-6;
+  if (const std::string profile = sc.string("compute.kernel_profile", ""); !profile.empty())
+    c.cost.kernel_profile = read_kernel_profile(sc.resolve(profile));
 
   sc.reject_unknown({"model", "parallelism"});
   return c;
+}
+
+std::vector<sim::KernelTime> read_kernel_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "", "cannot read the kernel profile");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw ConfigError(path, "", "not a JSON object");
+  if (j.value("schema", std::string()) != "edgc.kernel_profile/1")
+    throw ConfigError(path, "schema", "expected \"edgc.kernel_profile/1\" (edgc_bench_powersgd_cuda --out)");
+  if (!j.contains("entries") || !j["entries"].is_array()) throw ConfigError(path, "entries", "expected an array");
+  std::vector<sim::KernelTime> out;
+  for (std::size_t i = 0; i < j["entries"].size(); ++i) {
+    const nlohmann::json& e = j["entries"][i];
+    const std::string at = "entries[" + std::to_string(i) + "]";
+    if (!e.is_object()) throw ConfigError(path, at, "expected an object");
+    if (e.contains("ok") && e["ok"] == false) continue;  // a measurement that failed its own check
+    const auto positive_int = [&](const char* key) {
+      if (!e.contains(key) || !e[key].is_number_integer() || e[key].get<std::int64_t>() < 1)
+        throw ConfigError(path, at + "." + key, "expected a positive integer");
+      return e[key].get<std::int64_t>();
+    };
+    sim::KernelTime k;
+    k.rows = positive_int("m");
+    k.cols = positive_int("n");
+    k.rank = static_cast<int>(positive_int("r"));
+    if (!e.contains("step_s") || !e["step_s"].is_number() || !(e["step_s"].get<double>() > 0.0) ||
+        !std::isfinite(e["step_s"].get<double>()))
+      throw ConfigError(path, at + ".step_s", "expected seconds > 0");
+    k.step_s = e["step_s"].get<double>();
+    out.push_back(k);
+  }
+  if (out.empty()) throw ConfigError(path, "entries", "no usable measurement");
+  return out;
 }
 
 }  // namespace edgc::cli

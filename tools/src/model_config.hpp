@@ -32,4 +32,9 @@ struct ModelConfig {
 /// `parallelism`. Layout rules that need the cluster (divisibility, GPU count) are left to sim::validate.
 ModelConfig read_model_config(Scenario& scenario);
 
+/// A kernel profile written by edgc_bench_powersgd_cuda (schema edgc.kernel_profile/1): its entries with m, n,
+/// r and step_s (entries marked "ok": false are skipped). Throws ConfigError naming the file and the entry's
+/// field. Read by the scenario key compute.kernel_profile (a path relative to the scenario).
+std::vector<sim::KernelTime> read_kernel_profile(const std::string& path);
+
 }  // namespace edgc::cli

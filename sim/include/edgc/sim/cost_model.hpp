@@ -27,6 +27,15 @@
 namespace edgc::sim {
 
 /// Achieved-efficiency knobs of the cost model (scenario `compute.*`).
+/// One measured PowerSGD step (compress + decompress with error feedback) of a rows × cols fp32 gradient at
+/// `rank`: an entry of a kernel profile written by edgc_bench_powersgd_cuda (schema edgc.kernel_profile/1).
+struct KernelTime {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  int rank = 0;
+  double step_s = 0.0;
+};
+
 struct CostParams {
   /// Fraction of gpu.peak_tflops reached by transformer and PowerSGD GEMMs, in (0, 1]. Default 0.4 sits
   /// between the V100 (0.32) and H100 (0.50) HFU defaults of hardware-calibration.md §8; set it per cluster.
@@ -38,6 +47,8 @@ struct CostParams {
   /// loop). Default 0: the design batches same-shape matrices into one fused orthogonalisation. Unbatched
   /// PyTorch code costs ≈ 25–50 µs per column per matrix (hardware-calibration.md §6.1, §8).
   double orth_column_latency_s = 0.0;
+  /// Measured step times; when not empty, powersgd_compress_s() uses them instead of the roofline.
+  std::vector<KernelTime> kernel_profile;
 };
 
 /// Bytes of one element of `dtype` (fp16 | bf16 → 2, fp32 → 4); throws ConfigError on field "model.dtype".
@@ -137,7 +148,14 @@ PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel,
 /// and the 6·m·n·r FLOPs of P = MQ, Q = MᵀP, M̂ = PQᵀ at peak · compute_efficiency; plus the
 /// orthogonalisation of P, 2·m·r² FLOPs at the same rate, and orth_column_latency_s per column once per
 /// batch of same-shape matrices. Skipped matrices and 1-D parameters cost nothing here (plain all-reduce).
+/// With params.kernel_profile, each compressed matrix instead costs profiled_step_s() (the orthogonalisation and
+/// its launches are part of a measured step).
 double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                            const CostParams& params, int stage, int rank);
+
+/// A rows × cols step at `rank` from a non-empty profile: the measured shape with the same rows and cols, else
+/// the one nearest in element count (log scale); its seconds per element interpolated linearly in rank between
+/// the two measured ranks around `rank` (the nearest measured rank outside them), times rows · cols.
+double profiled_step_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank);
 
 }  // namespace edgc::sim
