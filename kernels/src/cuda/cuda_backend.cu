@@ -26,6 +26,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
+#include "impl/backend_checks.hpp"
 #include "edgc/core/error.hpp"
 
 namespace edgc::kernels {
@@ -43,28 +44,11 @@ namespace {
 using cuda::MomentPartial;
 using cuda::Piece;
 
-std::string str(std::int64_t v) { return std::to_string(v); }
-
-void check_batch(const char* what, std::size_t expected, std::size_t got, const char* span_name) {
-  if (got != expected)
-    throw InternalError(std::string(what) + ": " + span_name + " has " + std::to_string(got) + " entries, the batch " +
-                        std::to_string(expected));
-}
-
-void check_dims(const char* what, std::int64_t a, std::int64_t b, std::int64_t c) {
-  if (a < 0 || b < 0 || c < 0)
-    throw InternalError(std::string(what) + ": negative dimension (" + str(a) + ", " + str(b) + ", " + str(c) + ")");
-  // cuBLAS takes int dimensions and leading dimensions.
+// cuBLAS takes int dimensions and leading dimensions.
+void check_int_dims(const char* what, std::int64_t a, std::int64_t b, std::int64_t c) {
   if (a > INT_MAX || b > INT_MAX || c > INT_MAX)
-    throw InternalError(std::string(what) + ": dimension beyond cuBLAS's int range (" + str(a) + ", " + str(b) + ", " +
-                        str(c) + ")");
-}
-
-template <class T>
-void check_pointers(const char* what, std::span<T* const> ptrs, const char* span_name) {
-  for (std::size_t i = 0; i < ptrs.size(); ++i)
-    if (ptrs[i] == nullptr)
-      throw InternalError(std::string(what) + ": " + span_name + "[" + std::to_string(i) + "] is null");
+    throw InternalError(std::string(what) + ": dimension beyond cuBLAS's int range (" + std::to_string(a) + ", " +
+                        std::to_string(b) + ", " + std::to_string(c) + ")");
 }
 
 void check_batch_size(const char* what, std::size_t batch) {
@@ -271,12 +255,8 @@ class CudaBackend final : public Backend {
   void gemm_batched(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                     std::span<const float* const> a, std::span<const float* const> b, float beta,
                     std::span<float* const> c) override {
-    check_dims("gemm_batched", m, n, k);
-    check_batch("gemm_batched", c.size(), a.size(), "a");
-    check_batch("gemm_batched", c.size(), b.size(), "b");
-    check_pointers("gemm_batched", a, "a");
-    check_pointers("gemm_batched", b, "b");
-    check_pointers("gemm_batched", c, "c");
+    check_gemm_args(m, n, k, a, b, c);
+    check_int_dims("gemm_batched", m, n, k);
     if (m == 0 || n == 0 || c.empty()) return;
     set_device();
     Operand oa = operand_of(a, nullptr);
@@ -297,12 +277,8 @@ class CudaBackend final : public Backend {
   }
 
   void orthogonalize_batched(std::int64_t rows, std::int64_t cols, std::span<float* const> p, float eps) override {
-    if (cols < 1 || rows < cols)
-      throw InternalError("orthogonalize_batched: need rows >= cols >= 1, got " + str(rows) + "x" + str(cols));
-    if (!(eps >= 0.0F) || !std::isfinite(eps))
-      throw InternalError("orthogonalize_batched: eps must be finite and >= 0, got " + std::to_string(eps));
-    check_dims("orthogonalize_batched", rows, cols, 0);
-    check_pointers("orthogonalize_batched", p, "p");
+    check_orthogonalize_args(rows, cols, p, eps);
+    check_int_dims("orthogonalize_batched", rows, cols, 0);
     check_batch_size("orthogonalize_batched", p.size());
     if (p.empty()) return;
     set_device();
@@ -350,15 +326,8 @@ class CudaBackend final : public Backend {
   void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> g,
                        std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
                        std::span<double> m_sqnorm) override {
-    check_dims("project_batched", m, n, r);
-    check_batch("project_batched", g.size(), q.size(), "q");
-    check_batch("project_batched", g.size(), p.size(), "p");
-    check_batch("project_batched", g.size(), m_sqnorm.size(), "m_sqnorm");
-    if (!e.empty()) check_batch("project_batched", g.size(), e.size(), "e");
-    check_pointers("project_batched", g, "g");
-    check_pointers("project_batched", e, "e");
-    check_pointers("project_batched", q, "q");
-    check_pointers("project_batched", p, "p");
+    check_project_args(m, n, r, g, e, q, p, m_sqnorm);
+    check_int_dims("project_batched", m, n, r);
     check_batch_size("project_batched", g.size());
     if (g.empty()) return;
     set_device();
@@ -400,15 +369,8 @@ class CudaBackend final : public Backend {
   void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
                            std::span<const float* const> q, std::span<float* const> e, std::span<float* const> g,
                            std::span<double> err_sqnorm) override {
-    check_dims("reconstruct_batched", m, n, r);
-    check_batch("reconstruct_batched", g.size(), p.size(), "p");
-    check_batch("reconstruct_batched", g.size(), q.size(), "q");
-    check_batch("reconstruct_batched", g.size(), err_sqnorm.size(), "err_sqnorm");
-    if (!e.empty()) check_batch("reconstruct_batched", g.size(), e.size(), "e");
-    check_pointers("reconstruct_batched", p, "p");
-    check_pointers("reconstruct_batched", q, "q");
-    check_pointers("reconstruct_batched", e, "e");
-    check_pointers("reconstruct_batched", g, "g");
+    check_reconstruct_args(m, n, r, p, q, e, g, err_sqnorm);
+    check_int_dims("reconstruct_batched", m, n, r);
     check_batch_size("reconstruct_batched", g.size());
     if (g.empty()) return;
     set_device();
@@ -471,12 +433,9 @@ class CudaBackend final : public Backend {
     const auto n = static_cast<std::int64_t>(x.size());
     const Block whole{0, n};
     const std::span<const Block> sel = blocks.empty() ? std::span<const Block>(&whole, 1) : blocks;
+    check_blocks(what, x.size(), sel);
     std::vector<Piece> pieces;
-    for (std::size_t i = 0; i < sel.size(); ++i) {
-      const Block& b = sel[i];
-      if (b.offset < 0 || b.length < 0 || b.offset > n || b.length > n - b.offset)
-        throw InternalError(std::string(what) + ": block " + std::to_string(i) + " (offset " + str(b.offset) +
-                            ", length " + str(b.length) + ") lies outside the " + str(n) + " values");
+    for (const Block& b : sel) {
       for (std::int64_t at = 0; at < b.length; at += cuda::kPieceElems)
         pieces.push_back({b.offset + at, std::min(cuda::kPieceElems, b.length - at)});
     }

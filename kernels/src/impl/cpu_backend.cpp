@@ -7,6 +7,7 @@
 
 #include "../cpu/cpu_kernels.hpp"
 #include "../thread_pool.hpp"
+#include "backend_checks.hpp"
 #include "edgc/core/error.hpp"
 
 namespace edgc::kernels::impl {
@@ -17,26 +18,6 @@ const cpu::KernelTable* avx2_table() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return edgc_kernels_cpu_avx2();
 #endif
   return nullptr;
-}
-
-std::string str(std::int64_t v) { return std::to_string(v); }
-
-void check_batch(const char* what, std::size_t expected, std::size_t got, const char* span_name) {
-  if (got != expected)
-    throw InternalError(std::string(what) + ": " + span_name + " has " + std::to_string(got) + " entries, the batch " +
-                        std::to_string(expected));
-}
-
-void check_dims(const char* what, std::int64_t a, std::int64_t b, std::int64_t c) {
-  if (a < 0 || b < 0 || c < 0)
-    throw InternalError(std::string(what) + ": negative dimension (" + str(a) + ", " + str(b) + ", " + str(c) + ")");
-}
-
-template <class T>
-void check_pointers(const char* what, std::span<T* const> ptrs, const char* span_name) {
-  for (std::size_t i = 0; i < ptrs.size(); ++i)
-    if (ptrs[i] == nullptr)
-      throw InternalError(std::string(what) + ": " + span_name + "[" + std::to_string(i) + "] is null");
 }
 
 class CpuBackend final : public Backend {
@@ -70,12 +51,7 @@ class CpuBackend final : public Backend {
   void gemm_batched(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                     std::span<const float* const> a, std::span<const float* const> b, float beta,
                     std::span<float* const> c) override {
-    check_dims("gemm_batched", m, n, k);
-    check_batch("gemm_batched", c.size(), a.size(), "a");
-    check_batch("gemm_batched", c.size(), b.size(), "b");
-    check_pointers("gemm_batched", a, "a");
-    check_pointers("gemm_batched", b, "b");
-    check_pointers("gemm_batched", c, "c");
+    check_gemm_args(m, n, k, a, b, c);
     if (m == 0 || n == 0) return;
     const bool ta = trans_a == Transpose::kYes;
     const bool tb = trans_b == Transpose::kYes;
@@ -106,11 +82,7 @@ class CpuBackend final : public Backend {
   }
 
   void orthogonalize_batched(std::int64_t rows, std::int64_t cols, std::span<float* const> p, float eps) override {
-    if (cols < 1 || rows < cols)
-      throw InternalError("orthogonalize_batched: need rows >= cols >= 1, got " + str(rows) + "x" + str(cols));
-    if (!(eps >= 0.0F) || !std::isfinite(eps))
-      throw InternalError("orthogonalize_batched: eps must be finite and >= 0, got " + std::to_string(eps));
-    check_pointers("orthogonalize_batched", p, "p");
+    check_orthogonalize_args(rows, cols, p, eps);
     const std::int64_t nf = cpu::orthogonalize_work_floats(rows, cols);
     const std::int64_t nd = cpu::orthogonalize_work_doubles(cols);
     const int parts = static_cast<int>(std::min<std::size_t>(p.size(), static_cast<std::size_t>(pool_.size())));
@@ -126,15 +98,7 @@ class CpuBackend final : public Backend {
   void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> g,
                        std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
                        std::span<double> m_sqnorm) override {
-    check_dims("project_batched", m, n, r);
-    check_batch("project_batched", g.size(), q.size(), "q");
-    check_batch("project_batched", g.size(), p.size(), "p");
-    check_batch("project_batched", g.size(), m_sqnorm.size(), "m_sqnorm");
-    if (!e.empty()) check_batch("project_batched", g.size(), e.size(), "e");
-    check_pointers("project_batched", g, "g");
-    check_pointers("project_batched", e, "e");
-    check_pointers("project_batched", q, "q");
-    check_pointers("project_batched", p, "p");
+    check_project_args(m, n, r, g, e, q, p, m_sqnorm);
     const int parts = pool_.size();
     grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
     grow(scratch_, cpu::kScratchFloats * parts);
@@ -161,15 +125,7 @@ class CpuBackend final : public Backend {
   void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
                            std::span<const float* const> q, std::span<float* const> e, std::span<float* const> g,
                            std::span<double> err_sqnorm) override {
-    check_dims("reconstruct_batched", m, n, r);
-    check_batch("reconstruct_batched", g.size(), p.size(), "p");
-    check_batch("reconstruct_batched", g.size(), q.size(), "q");
-    check_batch("reconstruct_batched", g.size(), err_sqnorm.size(), "err_sqnorm");
-    if (!e.empty()) check_batch("reconstruct_batched", g.size(), e.size(), "e");
-    check_pointers("reconstruct_batched", p, "p");
-    check_pointers("reconstruct_batched", q, "q");
-    check_pointers("reconstruct_batched", e, "e");
-    check_pointers("reconstruct_batched", g, "g");
+    check_reconstruct_args(m, n, r, p, q, e, g, err_sqnorm);
     const int parts = pool_.size();
     grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
     grow(scratch_, cpu::kScratchFloats * parts);
@@ -194,16 +150,6 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  static void check_blocks(const char* what, std::size_t size, std::span<const Block> blocks) {
-    const auto n = static_cast<std::int64_t>(size);
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      const Block& b = blocks[i];
-      if (b.offset < 0 || b.length < 0 || b.offset > n || b.length > n - b.offset)
-        throw InternalError(std::string(what) + ": block " + std::to_string(i) + " (offset " + str(b.offset) +
-                            ", length " + str(b.length) + ") lies outside the " + str(n) + " values");
-    }
-  }
-
   template <class T>
   static void grow(std::vector<T>& v, std::int64_t n) {
     if (static_cast<std::int64_t>(v.size()) < n) v.resize(static_cast<std::size_t>(n));

@@ -1,0 +1,97 @@
+#pragma once
+// Argument checks every Backend runs before its kernels (backend.hpp: a violated precondition is a caller bug and
+// throws edgc::InternalError), shared by the CPU and the CUDA backends so both reject the same calls alike.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "edgc/core/block_sampling.hpp"
+#include "edgc/core/error.hpp"
+
+namespace edgc::kernels::impl {
+
+inline void check_batch(const char* what, std::size_t expected, std::size_t got, const char* span_name) {
+  if (got != expected)
+    throw InternalError(std::string(what) + ": " + span_name + " has " + std::to_string(got) + " entries, the batch " +
+                        std::to_string(expected));
+}
+
+inline void check_dims(const char* what, std::int64_t a, std::int64_t b, std::int64_t c) {
+  if (a < 0 || b < 0 || c < 0)
+    throw InternalError(std::string(what) + ": negative dimension (" + std::to_string(a) + ", " + std::to_string(b) +
+                        ", " + std::to_string(c) + ")");
+}
+
+template <class T>
+void check_pointers(const char* what, std::span<T* const> ptrs, const char* span_name) {
+  for (std::size_t i = 0; i < ptrs.size(); ++i)
+    if (ptrs[i] == nullptr)
+      throw InternalError(std::string(what) + ": " + span_name + "[" + std::to_string(i) + "] is null");
+}
+
+/// Every block lies inside the `size` sampled values (moments, histogram).
+inline void check_blocks(const char* what, std::size_t size, std::span<const Block> blocks) {
+  const auto n = static_cast<std::int64_t>(size);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const Block& b = blocks[i];
+    if (b.offset < 0 || b.length < 0 || b.offset > n || b.length > n - b.offset)
+      throw InternalError(std::string(what) + ": block " + std::to_string(i) + " (offset " + std::to_string(b.offset) +
+                          ", length " + std::to_string(b.length) + ") lies outside the " + std::to_string(n) +
+                          " values");
+  }
+}
+
+/// orthogonalize_batched: rows ≥ cols ≥ 1, a finite eps ≥ 0, no null matrix.
+inline void check_orthogonalize_args(std::int64_t rows, std::int64_t cols, std::span<float* const> p, float eps) {
+  if (cols < 1 || rows < cols)
+    throw InternalError("orthogonalize_batched: need rows >= cols >= 1, got " + std::to_string(rows) + "x" +
+                        std::to_string(cols));
+  if (!(eps >= 0.0F) || !std::isfinite(eps))
+    throw InternalError("orthogonalize_batched: eps must be finite and >= 0, got " + std::to_string(eps));
+  check_pointers("orthogonalize_batched", p, "p");
+}
+
+/// gemm_batched: sizes ≥ 0, a and b as long as c, no null matrix.
+inline void check_gemm_args(std::int64_t m, std::int64_t n, std::int64_t k, std::span<const float* const> a,
+                            std::span<const float* const> b, std::span<float* const> c) {
+  check_dims("gemm_batched", m, n, k);
+  check_batch("gemm_batched", c.size(), a.size(), "a");
+  check_batch("gemm_batched", c.size(), b.size(), "b");
+  check_pointers("gemm_batched", a, "a");
+  check_pointers("gemm_batched", b, "b");
+  check_pointers("gemm_batched", c, "c");
+}
+
+/// project_batched: sizes ≥ 0; q, p, m_sqnorm (and e when given) as long as g; no null matrix.
+inline void check_project_args(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> g,
+                               std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
+                               std::span<double> m_sqnorm) {
+  check_dims("project_batched", m, n, r);
+  check_batch("project_batched", g.size(), q.size(), "q");
+  check_batch("project_batched", g.size(), p.size(), "p");
+  check_batch("project_batched", g.size(), m_sqnorm.size(), "m_sqnorm");
+  if (!e.empty()) check_batch("project_batched", g.size(), e.size(), "e");
+  check_pointers("project_batched", g, "g");
+  check_pointers("project_batched", e, "e");
+  check_pointers("project_batched", q, "q");
+  check_pointers("project_batched", p, "p");
+}
+
+/// reconstruct_batched: sizes ≥ 0; p, q, err_sqnorm (and e when given) as long as g; no null matrix.
+inline void check_reconstruct_args(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                                   std::span<const float* const> q, std::span<float* const> e,
+                                   std::span<float* const> g, std::span<double> err_sqnorm) {
+  check_dims("reconstruct_batched", m, n, r);
+  check_batch("reconstruct_batched", g.size(), p.size(), "p");
+  check_batch("reconstruct_batched", g.size(), q.size(), "q");
+  check_batch("reconstruct_batched", g.size(), err_sqnorm.size(), "err_sqnorm");
+  if (!e.empty()) check_batch("reconstruct_batched", g.size(), e.size(), "e");
+  check_pointers("reconstruct_batched", p, "p");
+  check_pointers("reconstruct_batched", q, "q");
+  check_pointers("reconstruct_batched", e, "e");
+  check_pointers("reconstruct_batched", g, "g");
+}
+
+}  // namespace edgc::kernels::impl
