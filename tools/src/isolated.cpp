@@ -96,11 +96,11 @@ ChildPool::~ChildPool() {
   }
 }
 
-void ChildPool::start(std::size_t id, const std::function<std::string()>& job) {
+pid_t ChildPool::fork_child(int& fd) {
   // The result file is unlinked at once: the parent keeps its descriptor and reads it with pread() after the
   // child exited, so nothing is left behind when either side is killed.
   std::string pattern = (std::filesystem::temp_directory_path() / "edgc-job-XXXXXX").string();
-  const int fd = ::mkstemp(pattern.data());
+  fd = ::mkstemp(pattern.data());
   if (fd < 0) throw IoError(pattern, std::string("cannot create a temporary file: ") + std::strerror(errno));
   ::unlink(pattern.c_str());
   std::cout.flush();
@@ -113,37 +113,30 @@ void ChildPool::start(std::size_t id, const std::function<std::string()>& job) {
     throw InternalError(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    // Die with the parent (a killed sweep leaves no workers running on).
+    // Die with the parent (a killed sweep leaves no workers running on). Async-signal-safe calls only.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) std::_Exit(kOtherFailure);
-    child_main(job, fd);
+    if (::getppid() != parent) ::_exit(kOtherFailure);
   }
+  return pid;
+}
+
+void ChildPool::start(std::size_t id, const std::function<std::string()>& job) {
+  int fd = -1;
+  const pid_t pid = fork_child(fd);
+  if (pid == 0) child_main(job, fd);
   running_[pid] = Child{id, fd};
 }
 
 void ChildPool::start_command(std::size_t id, const std::vector<std::string>& argv) {
   if (argv.empty()) throw InternalError("start_command: empty argv");
-  std::string pattern = (std::filesystem::temp_directory_path() / "edgc-job-XXXXXX").string();
-  const int fd = ::mkstemp(pattern.data());
-  if (fd < 0) throw IoError(pattern, std::string("cannot create a temporary file: ") + std::strerror(errno));
-  ::unlink(pattern.c_str());
   // Everything the child needs is built before fork(): between fork and exec only async-signal-safe calls.
   std::vector<std::string> copy = argv;
   std::vector<char*> args;
   for (std::string& a : copy) args.push_back(a.data());
   args.push_back(nullptr);
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    throw InternalError(std::string("fork: ") + std::strerror(errno));
-  }
+  int fd = -1;
+  const pid_t pid = fork_child(fd);
   if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(kOtherFailure);
     if (::dup2(fd, STDOUT_FILENO) < 0) ::_exit(kOtherFailure);
     ::execv(args[0], args.data());
     ::_exit(127);

@@ -49,6 +49,9 @@ class ChildPool {
     std::size_t id = 0;
     int fd = -1;  ///< the child's (unlinked) result file
   };
+  /// Forks with an unlinked result file in `fd`; in the child (return 0) it has already arranged to die with
+  /// the parent.
+  static pid_t fork_child(int& fd);
   std::map<pid_t, Child> running_;
 };
 
