@@ -180,17 +180,23 @@ Breakdown read_breakdown(const Node& b) {
           b.optional_number("compression_s")};
 }
 
+// The figures every run entry has: policy, training time and speedup are required, and so are the iteration
+// time and comm latency when `times_required` (result.json); the rest are optional (NaN when absent).
+void read_figures(const Node& r, bool times_required, RunFigures& f) {
+  f.policy = r.at("policy").string();
+  f.training_time_s = r.number_at("training_time_s");
+  f.speedup_vs_none = r.number_at("speedup_vs_none");
+  f.iteration_time_s = times_required ? r.number_at("iteration_time_s") : r.optional_number("iteration_time_s");
+  f.comm_latency_s = times_required ? r.number_at("comm_latency_s") : r.optional_number("comm_latency_s");
+  f.comm_latency_reduction_vs_none = r.optional_number("comm_latency_reduction_vs_none");
+  f.training_time_reduction_vs_none = r.optional_number("training_time_reduction_vs_none");
+  f.gpu_hours = r.optional_number("gpu_hours");
+  f.cost_usd = r.optional_number("cost_usd");
+}
+
 SimulatedRun read_run(const Node& r) {
   SimulatedRun run;
-  run.policy = r.at("policy").string();
-  run.iteration_time_s = r.number_at("iteration_time_s");
-  run.comm_latency_s = r.number_at("comm_latency_s");
-  run.training_time_s = r.number_at("training_time_s");
-  run.speedup_vs_none = r.number_at("speedup_vs_none");
-  run.comm_latency_reduction_vs_none = r.optional_number("comm_latency_reduction_vs_none");
-  run.training_time_reduction_vs_none = r.optional_number("training_time_reduction_vs_none");
-  run.gpu_hours = r.optional_number("gpu_hours");
-  run.cost_usd = r.optional_number("cost_usd");
+  read_figures(r, true, run);
   if (const auto b = r.find("breakdown")) run.breakdown = read_breakdown(*b);
   if (const auto w = r.find("warmup_end_iteration")) run.warmup_end_iteration = w->integer();
   if (const auto s = r.find("rank_schedule")) {
@@ -233,15 +239,7 @@ EntropySeries read_entropy(const Node& e) {
 
 SweepRun read_sweep_run(const Node& r) {
   SweepRun run;
-  run.policy = r.at("policy").string();
-  run.training_time_s = r.number_at("training_time_s");
-  run.speedup_vs_none = r.number_at("speedup_vs_none");
-  run.iteration_time_s = r.optional_number("iteration_time_s");
-  run.comm_latency_s = r.optional_number("comm_latency_s");
-  run.comm_latency_reduction_vs_none = r.optional_number("comm_latency_reduction_vs_none");
-  run.training_time_reduction_vs_none = r.optional_number("training_time_reduction_vs_none");
-  run.gpu_hours = r.optional_number("gpu_hours");
-  run.cost_usd = r.optional_number("cost_usd");
+  read_figures(r, false, run);
   run.training_time_s_ci95 = r.optional_number("training_time_s_ci95");
   return run;
 }

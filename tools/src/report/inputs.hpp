@@ -30,8 +30,9 @@ struct RankSegment {
   std::vector<std::int64_t> ranks;
 };
 
-/// One compared policy. Optional numbers are NaN when absent.
-struct SimulatedRun {
+/// One policy's whole-run figures, as result.json's runs[] and results.jsonl's runs[] both hold them. Optional
+/// numbers are NaN when absent.
+struct RunFigures {
   std::string policy;
   double iteration_time_s = 0.0;
   double comm_latency_s = 0.0;
@@ -41,6 +42,10 @@ struct SimulatedRun {
   double training_time_reduction_vs_none = 0.0;
   double gpu_hours = 0.0;
   double cost_usd = 0.0;
+};
+
+/// One compared policy of a simulate result.
+struct SimulatedRun : RunFigures {
   std::optional<Breakdown> breakdown;
   std::vector<RankSegment> rank_schedule;
   std::optional<std::int64_t> warmup_end_iteration;
@@ -79,17 +84,8 @@ struct SweepAxis {
   std::vector<ParamValue> values;  ///< as listed in sweep.json; may be empty (e.g. random ranges)
 };
 
-/// One policy's outcome at a sweep point. Optional numbers are NaN when absent.
-struct SweepRun {
-  std::string policy;
-  double iteration_time_s = 0.0;
-  double comm_latency_s = 0.0;
-  double training_time_s = 0.0;
-  double speedup_vs_none = 0.0;
-  double comm_latency_reduction_vs_none = 0.0;
-  double training_time_reduction_vs_none = 0.0;
-  double gpu_hours = 0.0;
-  double cost_usd = 0.0;
+/// One policy's outcome at a sweep point.
+struct SweepRun : RunFigures {
   double training_time_s_ci95 = 0.0;  ///< half-width of the 95 % interval over repeats
 };
 
