@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -86,6 +88,15 @@ void StagingDir::commit() {
   fs::rename(tmp_, final_, ec);
   if (ec) throw IoError(final_.string(), "cannot move finished output into place: " + ec.message());
   committed_ = true;
+}
+
+std::optional<std::string> read_file_if_present(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (in.bad()) throw IoError(path.string(), "read failed");
+  return out.str();
 }
 
 }  // namespace edgc

@@ -2,11 +2,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
+#include "config.hpp"
 #include "edgc/core/error.hpp"
 
 namespace edgc::cli {
@@ -73,12 +72,7 @@ ModelConfig read_model_config(Scenario& sc) {
 }
 
 std::vector<sim::KernelTime> read_kernel_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", "cannot read the kernel profile");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw ConfigError(path, "", "not a JSON object");
+  const nlohmann::json j = Scenario::load(path).json();  // unreadable or invalid JSON: ConfigError naming the file
   if (j.value("schema", std::string()) != "edgc.kernel_profile/1")
     throw ConfigError(path, "schema", "expected \"edgc.kernel_profile/1\" (edgc_bench_powersgd_cuda --out)");
   if (!j.contains("entries") || !j["entries"].is_array()) throw ConfigError(path, "entries", "expected an array");

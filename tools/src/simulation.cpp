@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -47,11 +46,9 @@ std::string hex_digest(const std::string& text) {
 // A cache entry, or nullopt when absent. An entry that does not parse (it cannot be half-written: entries are
 // renamed into place) is treated as absent and rewritten.
 std::optional<nlohmann::json> read_json_if_present(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream os;
-  os << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(os.str(), nullptr, false);
+  const std::optional<std::string> text = read_file_if_present(p);
+  if (!text) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded()) return std::nullopt;
   return j;
 }

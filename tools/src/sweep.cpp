@@ -11,7 +11,6 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -141,12 +140,8 @@ std::string line_of(const ChildPool::Finished& f, const SweepPoint& p) {
 
 // ---- DIR ----
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+// A file's text; empty when it does not exist.
+std::string read_text(const fs::path& p) { return read_file_if_present(p).value_or(std::string()); }
 
 ordered_json sweep_document(const SweepSpec& spec, const std::vector<SweepPoint>& points) {
   ordered_json axes = ordered_json::array();

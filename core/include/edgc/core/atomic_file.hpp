@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace edgc {
@@ -29,6 +31,9 @@ class AtomicFileWriter {
 /// Writes `contents` to `path` atomically (temp file in the same directory, fsync-free rename).
 /// Throws IoError when the directory cannot be written.
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+
+/// The whole contents of `path`, or nullopt when it cannot be opened (absent). Throws IoError when a read fails.
+std::optional<std::string> read_file_if_present(const std::filesystem::path& path);
 
 /// A directory built under a temporary sibling name and renamed into place by commit(); removed on destruction
 /// when not committed. Gives "no partial output" to commands that write a whole directory.
