@@ -278,14 +278,7 @@ int run_plan_command(const std::vector<std::string>& args) {
 
   const PlanSpec plan = read_plan_spec(spec_path);
   const fs::path dir(so.out);
-  if (fs::exists(dir / "sweep.json") && !so.resume)
-    throw UsageError("--out", "'" + so.out + "' already holds a plan: pass --resume to continue it, or choose another --out");
-  if (fs::exists(dir) && !fs::exists(dir / "sweep.json"))
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      const std::string name = entry.path().filename().string();
-      if (name != "plan-sweep.json" && name.find(".tmp-") == std::string::npos)
-        throw UsageError("--out", "'" + so.out + "' is not empty and holds no plan");
-    }
+  check_sweep_out(so.out, so.resume, "plan-sweep.json");  // before plan-sweep.json is written into DIR
   const std::unique_ptr<MpiSession> mpi = MpiSession::open_if_launched();
   SweepSpec sweep = plan_sweep(plan, dir);
   sweep.document["plan"] = plan.document;  // a changed plan spec is another sweep for --resume
@@ -295,7 +288,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   // Collect option × policy entries.
   std::vector<Entry> entries;
   std::vector<std::string> infeasible = plan.skipped;
-  for (const json& line : read_results(so.out)) {
+  for (const json& line : outcome.results) {
     const Option& o = plan.options.at(static_cast<std::size_t>(line["point"].get<std::int64_t>()));
     if (line.contains("error")) {
       infeasible.push_back(o.label + ": " + line["error"].get<std::string>());

@@ -180,26 +180,17 @@ ordered_json sweep_document(const SweepSpec& spec, const std::vector<SweepPoint>
 void prepare_dir(const SweepSpec& spec, const std::vector<SweepPoint>& points, const SweepOptions& o) {
   const fs::path dir(o.out);
   const fs::path meta = dir / "sweep.json";
-  if (fs::exists(dir) && !fs::is_directory(dir)) throw UsageError("--out", "'" + o.out + "' is not a directory");
+  // The spec may itself live in DIR (`plan` writes its generated sweep spec there first).
+  const fs::path spec_dir = fs::absolute(spec.path).parent_path();
+  const bool spec_in_dir = fs::exists(dir) && fs::equivalent(spec_dir, dir);
+  check_sweep_out(o.out, o.resume, spec_in_dir ? fs::path(spec.path).filename().string() : std::string());
   if (fs::exists(meta)) {
-    if (!o.resume)
-      throw UsageError("--out", "'" + o.out + "' already holds a sweep: pass --resume to continue it, or choose another --out");
     const json old = json::parse(read_text(meta), nullptr, false);
     if (old.is_discarded() || !old.is_object() || !old.contains("spec"))
       throw ConfigError(meta.string(), "spec", "not a sweep.json written by edgc sweep");
     if (old["spec"] != json::parse(spec.document.dump()))
       throw ConfigError(meta.string(), "spec",
                         "DIR holds a different sweep than " + spec.path + " (its spec changed): use another --out");
-  } else if (fs::exists(dir)) {
-    // Empty, or holding only what a run killed before sweep.json landed leaves (a temporary file), or the
-    // spec itself (`plan` writes its generated sweep spec into DIR).
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      const std::string name = entry.path().filename().string();
-      if (name.find(".tmp-") != std::string::npos) continue;  // write_file_atomic's temporary names
-      if (name == "cache" && entry.is_directory() && fs::is_empty(entry.path())) continue;
-      if (fs::equivalent(entry.path(), spec.path)) continue;
-      throw UsageError("--out", "'" + o.out + "' is not empty and holds no sweep.json");
-    }
   }
   fs::create_directories(dir);
   write_file_atomic(meta, sweep_document(spec, points).dump(2) + "\n");
@@ -447,6 +438,24 @@ void serve_points(const SweepSpec& spec, const std::vector<SweepPoint>& points, 
 
 }  // namespace
 
+void check_sweep_out(const std::string& out, bool resume, const std::string& own_file) {
+  const fs::path dir(out);
+  if (fs::exists(dir) && !fs::is_directory(dir)) throw UsageError("--out", "'" + out + "' is not a directory");
+  if (fs::exists(dir / "sweep.json")) {
+    if (!resume)
+      throw UsageError("--out", "'" + out + "' already holds a sweep: pass --resume to continue it, or choose another --out");
+    return;
+  }
+  if (!fs::exists(dir)) return;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp-") != std::string::npos) continue;  // write_file_atomic's temporary names
+    if (name == "cache" && entry.is_directory() && fs::is_empty(entry.path())) continue;
+    if (!own_file.empty() && name == own_file) continue;
+    throw UsageError("--out", "'" + out + "' is not empty and holds no sweep.json");
+  }
+}
+
 std::string sweep_point_line(const SweepSpec& spec, std::int64_t index, const std::string& cache_dir) {
   const std::vector<SweepPoint> points = expand_points(spec);
   if (index < 0 || index >= static_cast<std::int64_t>(points.size()))
@@ -558,11 +567,11 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o, MpiSession*
   progress.update(outcome.ran, outcome.failed, true);
   outcome.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
 
-  const std::vector<json> lines = read_results(o.out);
-  write_summary(dir, spec, lines);
+  outcome.results = read_results(o.out);
+  write_summary(dir, spec, outcome.results);
   if (!o.quiet) {
     std::cout << "\n";
-    print_best(std::cout, spec, lines, o.best_by.empty() ? "training_time_s" : o.best_by);
+    print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by);
   }
   return outcome;
 }

@@ -35,7 +35,13 @@ struct SweepOutcome {
   std::int64_t ran = 0;           ///< finished in this run (all ranks)
   std::int64_t failed = 0;        ///< points recorded with an error (whole sweep)
   double wall_s = 0.0;
+  std::vector<nlohmann::json> results;  ///< rank 0: every line of results.jsonl at the end, by point
 };
+
+/// Throws UsageError (option --out) unless DIR can take a sweep: absent, empty, holding a sweep (sweep.json;
+/// then only with `resume`), or holding only what a run killed before sweep.json leaves (temporary files, an
+/// empty cache/) and `own_file` (a file name the caller writes into DIR first, such as a generated spec).
+void check_sweep_out(const std::string& out, bool resume, const std::string& own_file = "");
 
 /// Runs the points not yet in DIR/results.jsonl. With `mpi` (size ≥ 2), rank 0 owns DIR and hands points to
 /// every rank on request; other ranks run points and send their lines back, and return once rank 0 is done.
