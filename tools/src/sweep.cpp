@@ -524,7 +524,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o, MpiSession*
   ChildPool pool;
   std::int64_t remote_busy = 0;
   const auto record = [&](const std::string& line) {
-    if (line.find("\"error\":") != std::string::npos && json::parse(line).contains("error")) ++outcome.failed;
+    if (json::parse(line).contains("error")) ++outcome.failed;
     out.append(line);
     ++outcome.ran;
     progress.update(outcome.ran, outcome.failed);
