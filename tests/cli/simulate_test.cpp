@@ -189,6 +189,11 @@ TEST(SimulateRejects, BadScenariosWithoutOutput) {
       {"compression.warmup.floor_fraction=0.5", "compression.warmup"},
       {"entropy.colour=blue", "entropy.colour"},
       {"entropy.source=trace", "trace.path"},
+      {"simulate.composition=fast", "simulate.composition"},
+      {"variability.compute_jitter_cv=-0.1", "variability.compute_jitter_cv"},
+      {"variability.straggler_probability=2", "variability.straggler_probability"},
+      {"variability.straggler_slowdown=0.5", "variability.straggler_slowdown"},
+      {"variability.colour=1", "variability.colour"},
   };
   for (const auto& [set, field] : cases) {
     TempDir tmp;
