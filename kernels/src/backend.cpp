@@ -4,11 +4,16 @@
 
 #include "edgc/core/error.hpp"
 #include "impl/cpu_backend.hpp"
-#if EDGC_KERNELS_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
-#endif
-
 namespace edgc::kernels {
+
+#if EDGC_KERNELS_HAVE_CUDA
+namespace impl {
+// Defined in edgc::kernels_cuda (cuda/cuda_backend.cu). Weak: a program that does not link that library (the
+// edgc CLI) resolves it to null and so never loads cudart and cuBLAS, which would add ~0.1 s to every process
+// start and to every fork of a sweep. Programs that want "cuda" link edgc::kernels_cuda whole.
+__attribute__((weak)) std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
+}  // namespace impl
+#endif
 
 std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options) {
   if (options.threads < 1)
@@ -16,7 +21,11 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOption
   // Registered explicitly: self-registering factories get dropped from static libraries.
   if (name == "cpu" || name == "cpu-generic" || name == "cpu-avx2") return impl::make_cpu_backend(name, options);
 #if EDGC_KERNELS_HAVE_CUDA
-  if (name == "cuda") return impl::make_cuda_backend(options);
+  if (name == "cuda") {
+    if (impl::make_cuda_backend == nullptr)
+      throw ConfigError("", "backend", "this program was built without the CUDA backend (link edgc::kernels_cuda)");
+    return impl::make_cuda_backend(options);
+  }
   constexpr const char* kKnown = "cpu, cpu-generic, cpu-avx2, cuda";
 #else
   constexpr const char* kKnown = "cpu, cpu-generic, cpu-avx2 (this build has no CUDA)";
