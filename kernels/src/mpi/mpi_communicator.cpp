@@ -35,6 +35,33 @@ void ensure_real_mpi() {
                         "): link MPI::MPI_CXX before SimGrid");
 }
 
+void ensure_mpi_ready(const char* who) {
+  ensure_real_mpi();
+  int initialized = 0;
+  int finalized = 0;
+  EDGC_MPI_CHECK(MPI_Initialized(&initialized));
+  EDGC_MPI_CHECK(MPI_Finalized(&finalized));
+  if (initialized == 0 || finalized != 0)
+    throw InternalError(std::string(who) +
+                        ": MPI is not initialised (create an MpiRuntime first) or already finalised");
+}
+
+CountAgreement agree_on_count(MPI_Comm comm, std::size_t n, int status) {
+  // Max of n and max of −n in one call give the largest and the smallest count.
+  const auto count = static_cast<std::int64_t>(n);
+  std::int64_t in[3] = {count, -count, status};
+  std::int64_t out[3] = {0, 0, 0};
+  EDGC_MPI_CHECK(MPI_Allreduce(in, out, 3, MPI_INT64_T, MPI_MAX, comm));
+  return CountAgreement{.smallest = -out[1], .largest = out[0], .worst_status = static_cast<int>(out[2])};
+}
+
+void check_counts(const CountAgreement& agreed, const char* what, int rank, std::size_t n) {
+  if (agreed.smallest == agreed.largest) return;
+  throw InternalError(std::string(what) + ": the ranks disagree on the element count: smallest " +
+                      std::to_string(agreed.smallest) + ", largest " + std::to_string(agreed.largest) + " (rank " +
+                      std::to_string(rank) + " passed " + std::to_string(n) + ")");
+}
+
 }  // namespace mpi_detail
 
 namespace {
@@ -73,13 +100,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::size_t chunk_floats) : chun
     throw ConfigError(
         "", "chunk_floats",
         "must fit MPI's int counts (<= " + std::to_string(INT_MAX / 2) + "), got " + std::to_string(chunk_floats));
-  mpi_detail::ensure_real_mpi();
-  int initialized = 0;
-  int finalized = 0;
-  EDGC_MPI_CHECK(MPI_Initialized(&initialized));
-  EDGC_MPI_CHECK(MPI_Finalized(&finalized));
-  if (initialized == 0 || finalized != 0)
-    throw InternalError("MpiCommunicator: MPI is not initialised (create an MpiRuntime first) or already finalised");
+  mpi_detail::ensure_mpi_ready("MpiCommunicator");
   // Errors on `comm` itself abort by default; the duplicate returns them, so they become exceptions.
   EDGC_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   try {
@@ -103,15 +124,8 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::all_reduce_sum(std::span<float> data) {
-  // Agree on the count first: max of n and max of −n in one call gives the largest and smallest count.
-  const auto n = static_cast<std::int64_t>(data.size());
-  std::int64_t in[2] = {n, -n};
-  std::int64_t out[2] = {0, 0};
-  EDGC_MPI_CHECK(MPI_Allreduce(in, out, 2, MPI_INT64_T, MPI_MAX, comm_));
-  if (out[0] != -out[1])
-    throw InternalError("MPI all-reduce: the ranks disagree on the element count: smallest " + std::to_string(-out[1]) +
-                        ", largest " + std::to_string(out[0]) + " (rank " + std::to_string(rank_) + " passed " +
-                        std::to_string(n) + ")");
+  // Agree on the count first, so that a mismatch throws on every rank instead of hanging the collective.
+  mpi_detail::check_counts(mpi_detail::agree_on_count(comm_, data.size()), "MPI all-reduce", rank_, data.size());
   if (size_ == 1 || data.empty()) return;
 
   const std::size_t ranks = static_cast<std::size_t>(size_);
