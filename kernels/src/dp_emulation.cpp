@@ -46,6 +46,26 @@ void run_ranks(int n, const Body& body, const OnFailure& on_failure) {
 
 }  // namespace
 
+double gradient_stddev(const Backend& backend, std::span<const float> g) {
+  const double var = backend.moments(g, {}).variance();
+  return std::isfinite(var) ? std::sqrt(var) : 0.0;
+}
+
+void replica_gradient(std::span<const float> g, double scale, std::uint64_t seed, std::int64_t step, int replica,
+                      std::size_t tensor, std::span<float> out) {
+  if (out.size() != g.size())
+    throw InputError("replica_gradient", "out", std::to_string(out.size()) + " floats for a gradient of " +
+                                                    std::to_string(g.size()));
+  if (scale == 0.0) {
+    std::memcpy(out.data(), g.data(), g.size() * sizeof(float));
+    return;
+  }
+  // Copy `replica` of tensor `tensor` at step `step` has its own stream, so the noise does not depend on timing.
+  Rng rng(seed, mix64(static_cast<std::uint64_t>(step)) ^ mix64((static_cast<std::uint64_t>(replica) << 32) ^ tensor));
+  for (std::size_t k = 0; k < g.size(); ++k)
+    out[k] = static_cast<float>(static_cast<double>(g[k]) + scale * rng.normal());
+}
+
 DataParallelEmulator::DataParallelEmulator(std::string_view backend, std::vector<std::vector<std::int64_t>> shapes,
                                            int world_size, const PowerSgdConfig& config, double perturbation,
                                            std::uint64_t seed)
@@ -90,19 +110,8 @@ std::span<const float> DataParallelEmulator::reconstruction(std::size_t tensor) 
 }
 
 void DataParallelEmulator::perturb(int d, std::span<const std::span<const float>> grads) {
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    const std::span<const float> g = grads[i];
-    float* dst = views_[static_cast<std::size_t>(d)][i].data();
-    const double scale = perturbation_ * stddev_[i];
-    if (scale == 0.0) {
-      std::memcpy(dst, g.data(), g.size() * sizeof(float));
-      continue;
-    }
-    // Copy d of tensor i at step s has its own stream, so the noise does not depend on thread timing.
-    Rng rng(seed_, mix64(static_cast<std::uint64_t>(steps_)) ^ mix64((static_cast<std::uint64_t>(d) << 32) ^ i));
-    for (std::size_t k = 0; k < g.size(); ++k)
-      dst[k] = static_cast<float>(static_cast<double>(g[k]) + scale * rng.normal());
-  }
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    replica_gradient(grads[i], perturbation_ * stddev_[i], seed_, steps_, d, i, views_[static_cast<std::size_t>(d)][i]);
 }
 
 EmulatedStep DataParallelEmulator::step(std::span<const std::span<const float>> grads, std::span<const int> ranks) {
@@ -123,10 +132,7 @@ EmulatedStep DataParallelEmulator::step(std::span<const std::span<const float>> 
   for (std::size_t i = 0; i < ranks.size(); ++i)
     for (auto& r : ranks_) r->set_rank(i, ranks[i]);
 
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    const double var = backends_[0]->moments(grads[i], {}).variance();
-    stddev_[i] = std::isfinite(var) ? std::sqrt(var) : 0.0;
-  }
+  for (std::size_t i = 0; i < grads.size(); ++i) stddev_[i] = gradient_stddev(*backends_[0], grads[i]);
   run_ranks(
       world_size_, [&](int d) { perturb(d, grads); }, [] {});
   // The true average of the D raw copies, in double, ranks added in order.

@@ -193,24 +193,28 @@ PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel,
 double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                            const CostParams& params, int stage, int rank) {
   if (rank < 1) throw InternalError("powersgd_compress_s: rank must be ≥ 1, got " + std::to_string(rank));
-  const double bytes = bytes_per_element(model.dtype);
-  const double hbm_Bps = gpu.hbm_GBps * 1e9 * params.hbm_efficiency;
-  const double rate = gemm_rate_flops(gpu, params);
-  const double r = rank;
+  const int bytes = bytes_per_element(model.dtype);
   double total_s = 0.0;
   for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
     if (!powersgd_compresses(m.rows, m.cols, rank)) continue;
-    if (!params.kernel_profile.empty()) {
-      total_s += m.count * profiled_step_s(params.kernel_profile, m.rows, m.cols, rank);
-      continue;
-    }
-    const double rows = static_cast<double>(m.rows), cols = static_cast<double>(m.cols);
-    const double memory_s = kPowerSgdHbmPasses * rows * cols * bytes / hbm_Bps;
-    const double gemm_s = 6.0 * rows * cols * r / rate;
-    const double orth_s = 2.0 * rows * r * r / rate;
-    total_s += m.count * (std::max(memory_s, gemm_s) + orth_s) + r * params.orth_column_latency_s;
+    total_s += powersgd_batch_s(m.rows, m.cols, rank, m.count, bytes, gpu, params);
   }
   return total_s;
+}
+
+double powersgd_batch_s(std::int64_t rows, std::int64_t cols, int rank, int count, int element_bytes,
+                        const GpuSpec& gpu, const CostParams& params) {
+  if (rank < 1) throw InternalError("powersgd_batch_s: rank must be ≥ 1, got " + std::to_string(rank));
+  if (!params.kernel_profile.empty()) return count * profiled_step_s(params.kernel_profile, rows, cols, rank);
+  const double hbm_Bps = gpu.hbm_GBps * 1e9 * params.hbm_efficiency;
+  const double rate = gemm_rate_flops(gpu, params);
+  const double r = rank;
+  const double bytes = element_bytes;
+  const double m = static_cast<double>(rows), n = static_cast<double>(cols);
+  const double memory_s = kPowerSgdHbmPasses * m * n * bytes / hbm_Bps;
+  const double gemm_s = 6.0 * m * n * r / rate;
+  const double orth_s = 2.0 * m * r * r / rate;
+  return count * (std::max(memory_s, gemm_s) + orth_s) + r * params.orth_column_latency_s;
 }
 
 double profiled_step_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank) {

@@ -30,12 +30,14 @@ std::vector<Command> all_commands() {
   add_calibrate_command(commands);
   add_collective_command(commands);
   add_cqm_command(commands);
+  add_live_command(commands);
   add_replay_command(commands);
   add_report_command(commands);
   add_simulate_command(commands);
   add_sweep_command(commands);
   add_plan_command(commands);
   add_trace_commands(commands);
+  add_validate_command(commands);
   add_version_command(commands);
   return commands;
 }

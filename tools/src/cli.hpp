@@ -29,12 +29,14 @@ std::vector<Command> all_commands();
 void add_calibrate_command(std::vector<Command>& commands);
 void add_collective_command(std::vector<Command>& commands);
 void add_cqm_command(std::vector<Command>& commands);
+void add_live_command(std::vector<Command>& commands);
 void add_plan_command(std::vector<Command>& commands);
 void add_replay_command(std::vector<Command>& commands);
 void add_report_command(std::vector<Command>& commands);
 void add_simulate_command(std::vector<Command>& commands);
 void add_sweep_command(std::vector<Command>& commands);
 void add_trace_commands(std::vector<Command>& commands);
+void add_validate_command(std::vector<Command>& commands);
 void add_version_command(std::vector<Command>& commands);
 
 }  // namespace edgc::cli

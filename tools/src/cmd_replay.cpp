@@ -46,6 +46,8 @@ ReplayOptions read_options(Scenario& sc) {
   if (!(o.bins_per_sigma > 0.0)) throw ConfigError(w, "replay.bins_per_sigma", "must be > 0");
   o.compare_full = sc.boolean("replay.compare_full", true);
   o.seed = static_cast<std::uint64_t>(sc.integer("replay.seed", 0));
+  o.stages = sc.int32("replay.stages", 0);
+  if (o.stages < 0) throw ConfigError(w, "replay.stages", "must be >= 0 (0 = the trace's pipeline stages)");
   return o;
 }
 

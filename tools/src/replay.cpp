@@ -63,14 +63,22 @@ std::pair<std::int64_t, std::int64_t> as_matrix(const std::vector<std::int64_t>&
   return {shape[0], n};
 }
 
-TraceLayout analyse(const traces::Manifest& m) {
+// Pipeline stage of every tensor when the trace's stages are merged into `stages` (0 = keep the trace's).
+std::vector<int> stage_of_tensors(const traces::Manifest& m, int stages) {
+  std::vector<int> out;
+  for (const auto& t : m.tensors) out.push_back(stages > 0 ? t.stage * stages / m.num_stages : t.stage);
+  return out;
+}
+
+TraceLayout analyse(const traces::Manifest& m, const std::vector<int>& stage_of, int stages) {
   TraceLayout l;
-  l.stage_tensors.resize(static_cast<std::size_t>(m.num_stages));
-  l.stage_shapes.assign(static_cast<std::size_t>(m.num_stages), {0, 0});
-  std::vector<std::int64_t> best(static_cast<std::size_t>(m.num_stages), -1);
+  const auto ns = static_cast<std::size_t>(stages);
+  l.stage_tensors.resize(ns);
+  l.stage_shapes.assign(ns, {0, 0});
+  std::vector<std::int64_t> best(ns, -1);
   for (std::size_t k = 0; k < m.tensors.size(); ++k) {
     const auto& t = m.tensors[k];
-    const auto s = static_cast<std::size_t>(t.stage);
+    const auto s = static_cast<std::size_t>(stage_of[k]);
     l.stage_tensors[s].push_back(k);
     if (t.shape.size() < 2) continue;
     const bool full = t.mode == traces::CaptureMode::kFull;
@@ -91,6 +99,8 @@ TraceLayout analyse(const traces::Manifest& m) {
   }
   return l;
 }
+
+TraceLayout analyse(const traces::Manifest& m) { return analyse(m, stage_of_tensors(m, 0), m.num_stages); }
 
 // Moments of a stage pooled over its tensors. Each tensor's sample is weighted by numel / sampled so the pool
 // estimates the whole stage: blocks of ≥ 4 KiB cover small tensors (norms, biases) completely but large ones only
@@ -207,9 +217,18 @@ int rank_in_force(const Track& t, std::size_t stage) {
 ReplayResult run_replay(ReplayOptions& o) {
   traces::TraceReader reader(o.trace_dir);
   const traces::Manifest& m = reader.manifest();
-  const TraceLayout layout = analyse(m);
-  const int stages = m.num_stages;
-  const std::int64_t run_iters = m.iterations.back().iteration + 1;
+  if (o.stages < 0 || o.stages > m.num_stages)
+    throw ConfigError("replay", "stages",
+                      std::to_string(o.stages) + " is outside [1, " + std::to_string(m.num_stages) +
+                          "] (the trace's pipeline stages can be merged, not split)");
+  if (o.max_iterations < 0) throw ConfigError("replay", "max_iterations", "must be >= 0");
+  const int stages = o.stages > 0 ? o.stages : m.num_stages;
+  const std::vector<int> stage_of = stage_of_tensors(m, o.stages);
+  const TraceLayout layout = analyse(m, stage_of, stages);
+  const std::size_t captured = o.max_iterations > 0
+                                   ? std::min(m.iterations.size(), static_cast<std::size_t>(o.max_iterations))
+                                   : m.iterations.size();
+  const std::int64_t run_iters = m.iterations[captured - 1].iteration + 1;
 
   core::ControllerConfig& cc = o.controller;
   cc.stages = stages;
@@ -238,14 +257,15 @@ ReplayResult run_replay(ReplayOptions& o) {
   pcfg.rank = cc.cqm.r_max;
   pcfg.seed = o.seed;
   std::unique_ptr<kernels::DataParallelEmulator> emulator;
-  if (!layout.compressible.empty())
+  if (!layout.compressible.empty() && !o.on_iteration)
     emulator = std::make_unique<kernels::DataParallelEmulator>(o.backend, layout.compressible_shapes, o.world_size,
                                                                pcfg, o.perturbation, o.seed);
 
   ReplayResult result;
   result.stage_shapes = layout.stage_shapes;
   result.compressed_tensors_per_stage.assign(static_cast<std::size_t>(stages), 0);
-  for (std::size_t k : layout.compressible) ++result.compressed_tensors_per_stage[static_cast<std::size_t>(m.tensors[k].stage)];
+  for (std::size_t k : layout.compressible) ++result.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of[k])];
+  result.tensor_stage = stage_of;
 
   const std::int64_t w_iters = o.gds.window_iters;
   WindowRow row;
@@ -315,8 +335,9 @@ ReplayResult run_replay(ReplayOptions& o) {
   traces::IterationData data;
   std::vector<std::span<const float>> grads(layout.compressible.size());
   std::vector<int> ranks(layout.compressible.size());
+  std::vector<int> stage_ranks(static_cast<std::size_t>(stages));
   std::int64_t current = -1;
-  while (reader.next(data)) {
+  for (std::size_t read = 0; read < captured && reader.next(data); ++read) {
     const std::int64_t it = data.info->iteration;
     const std::int64_t w = sampled.gds.window_of(it);
     if (current < 0) open_window(w);
@@ -333,17 +354,21 @@ ReplayResult run_replay(ReplayOptions& o) {
     if (sampled.gds.samples_iteration(it)) measure(sampled, data, layout, *backend, o.bins_per_sigma);
     if (full) measure(*full, data, layout, *backend, o.bins_per_sigma);
 
+    if (o.on_iteration) {
+      for (std::size_t s = 0; s < stage_ranks.size(); ++s) stage_ranks[s] = rank_in_force(sampled, s);
+      o.on_iteration(data, stage_ranks);
+    }
     if (emulator) {
       for (std::size_t i = 0; i < layout.compressible.size(); ++i) {
         const std::size_t k = layout.compressible[i];
         grads[i] = data.tensors[k].values;
         const auto [rows, cols] = as_matrix(m.tensors[k].shape);
-        const int r = rank_in_force(sampled, static_cast<std::size_t>(m.tensors[k].stage));
+        const int r = rank_in_force(sampled, static_cast<std::size_t>(stage_of[k]));
         ranks[i] = r < std::min(rows, cols) ? r : 0;  // a rank at or past full rank is no compression
       }
       const kernels::EmulatedStep step = emulator->step(grads, ranks);
       for (std::size_t i = 0; i < layout.compressible.size(); ++i) {
-        const auto s = static_cast<std::size_t>(m.tensors[layout.compressible[i]].stage);
+        const auto s = static_cast<std::size_t>(stage_of[layout.compressible[i]]);
         const auto& r = step.tensors[i];
         err_sum[s] += r.relative_error;
         step_sum[s] += r.compression_error;

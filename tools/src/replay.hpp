@@ -4,12 +4,15 @@
 // and measures what compressed averaging with error feedback really does to the trace's full matrices on D
 // emulated data-parallel ranks. A shadow controller fed by full sampling (α = β = 1) gives the agreement figure.
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "edgc/core/controller.hpp"
 #include "edgc/core/gds.hpp"
+#include "edgc/traces/reader.hpp"
 #include "whole_run_plan.hpp"
 
 namespace edgc::cli {
@@ -26,6 +29,15 @@ struct ReplayOptions {
   double bins_per_sigma = 8.0;           ///< histogram bin width = σ(first sample) / bins_per_sigma
   bool compare_full = true;              ///< run the full-sampling shadow controller
   std::uint64_t seed = 0;                ///< perturbation noise and PowerSGD's initial Q
+  /// Pipeline stages the controller decides for: 0 = the trace's; k ≥ 1 merges the trace's S stages into k
+  /// (trace stage s → s·k / S, so k must not exceed S), as `edgc live` does on fewer ranks than stages.
+  int stages = 0;
+  /// Replay only the first this-many captured iterations (0 = all); the warm-up bounds scale to them.
+  std::int64_t max_iterations = 0;
+  /// When set, called for every captured iteration (after the controller's window bookkeeping) with the rank in
+  /// force per stage (0 = uncompressed), INSTEAD of the in-process emulation: `edgc live` does the real
+  /// compressed all-reduces here. Relative errors and wire counts are then left empty.
+  std::function<void(const traces::IterationData&, std::span<const int> stage_ranks)> on_iteration;
 };
 
 struct StageWindow {
@@ -63,6 +75,7 @@ struct ReplayResult {
   std::vector<WindowRow> windows;
   std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;
   std::vector<int> compressed_tensors_per_stage;
+  std::vector<int> tensor_stage;  ///< per trace tensor: the (merged) stage it belongs to
   std::optional<std::int64_t> warmup_end;
   std::optional<std::int64_t> full_warmup_end;
 };

@@ -161,4 +161,19 @@ void MpiCommunicator::all_reduce_sum(std::span<float> data) {
   }
 }
 
+namespace impl {
+// Defined in edgc::kernels_nccl; null unless that library is linked whole.
+__attribute__((weak)) std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device);
+}  // namespace impl
+
+bool nccl_available() noexcept { return impl::make_nccl_communicator != nullptr; }
+
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device) {
+  if (!nccl_available())
+    throw ConfigError("", "comm",
+                      "nccl: this program was built without the NCCL communicator (use the edgc-nccl binary of a "
+                      "build with CUDA, MPI and NCCL)");
+  return impl::make_nccl_communicator(comm, device);
+}
+
 }  // namespace edgc::kernels

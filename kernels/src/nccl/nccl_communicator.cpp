@@ -361,4 +361,11 @@ void NcclCommunicator::all_reduce_sum(std::span<float> data) {
   last_call_seconds_ = seconds_since(t0);
 }
 
+namespace impl {
+// The strong definition of the factory declared weak in ../mpi/mpi_communicator.cpp.
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device) {
+  return std::make_unique<NcclCommunicator>(comm, device);
+}
+}  // namespace impl
+
 }  // namespace edgc::kernels

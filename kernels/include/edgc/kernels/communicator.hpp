@@ -2,6 +2,7 @@
 // The collective PowerSGD needs — an in-place sum all-reduce across data-parallel ranks — as an interface, so
 // the same compressor runs on one rank, on threads in one process (tests, trace replay), over MPI or over NCCL.
 #include <memory>
+#include <optional>
 #include <span>
 
 namespace edgc::kernels {
@@ -18,6 +19,9 @@ class Communicator {
   /// elements; on return every rank holds the same sum. Throws edgc::InternalError when the ranks disagree on
   /// the size or the group was aborted.
   virtual void all_reduce_sum(std::span<float> data) = 0;
+  /// Device time of the last all_reduce_sum where the implementation measures one (NCCL: CUDA events around
+  /// the collective, staging copies excluded); nullopt where only the caller's wall clock can tell.
+  virtual std::optional<double> last_device_seconds() const noexcept { return std::nullopt; }
 };
 
 /// A group of one: the sum over one rank is the data itself.

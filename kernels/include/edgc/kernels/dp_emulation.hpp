@@ -36,6 +36,17 @@ struct EmulatedStep {
   double rank0_compute_seconds = 0.0;   ///< rank 0's kernel time
 };
 
+/// Standard deviation of a gradient's values (0 when it is not finite): the scale of replica_gradient's noise.
+double gradient_stddev(const Backend& backend, std::span<const float> g);
+
+/// Data-parallel replica `replica`'s copy of gradient `g` (tensor `tensor`) at step `step`:
+/// out = g + scale·N(0, 1), scale = perturbation · gradient_stddev(g), the noise drawn from its own stream of
+/// (seed, step, replica, tensor), so it does not depend on which process or thread draws it. scale = 0 copies g.
+/// DataParallelEmulator and `edgc live` both make their ranks' gradients with it, so a live rank holds exactly
+/// the emulated rank's data. `out` must have g.size() elements.
+void replica_gradient(std::span<const float> g, double scale, std::uint64_t seed, std::int64_t step, int replica,
+                      std::size_t tensor, std::span<float> out);
+
 class DataParallelEmulator {
  public:
   /// `backend`: a name for make_backend (each rank gets its own, single-threaded). `shapes` as for PowerSgd.

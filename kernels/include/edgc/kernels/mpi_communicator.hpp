@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -84,5 +85,14 @@ class MpiCommunicator final : public Communicator {
   std::vector<int> recv_counts_;   // per rank: length of this rank's slice (what each sends here)
   std::vector<int> recv_displs_;   // per rank: where its contribution lands in recv_
 };
+
+/// Whether this program can make NCCL communicators: it links edgc::kernels_nccl whole (the `edgc-nccl` build of
+/// the CLI does; plain `edgc` does not, so that it never loads cudart and NCCL).
+bool nccl_available() noexcept;
+
+/// An NcclCommunicator over `comm` (collective; see nccl_communicator.hpp) behind the Communicator interface,
+/// `device` = -1 for the automatic choice. Throws ConfigError when !nccl_available(), else what the
+/// NcclCommunicator constructor throws.
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device = -1);
 
 }  // namespace edgc::kernels

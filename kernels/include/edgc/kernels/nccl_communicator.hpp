@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <optional>
 #include <span>
 
 #include "edgc/kernels/communicator.hpp"
@@ -87,6 +88,7 @@ class NcclCommunicator final : public Communicator {
   /// call or a call that threw. Includes waiting for the other ranks and, on the first calls, NCCL's lazy
   /// connection setup.
   double last_collective_seconds() const noexcept { return last_collective_seconds_; }
+  std::optional<double> last_device_seconds() const noexcept override { return last_collective_seconds_; }
   /// Wall seconds of the whole last all_reduce_sum: count agreement, copies, collective and synchronisation.
   double last_call_seconds() const noexcept { return last_call_seconds_; }
 
