@@ -68,30 +68,20 @@ TEST(LiveCli, OneProcessRunsWithoutMpirun) {
   EXPECT_EQ(m["runs"][0]["steps"].size(), 30U);
 }
 
-#ifdef EDGC_MPIEXEC
+#ifdef EDGC_LIVE_NP4_DIR
+// The output of the CTest fixture live.np4.run (tests/live/CMakeLists.txt): `mpirun -np 4 edgc live --verify`
+// on the bundled trace, run once for all these tests.
 class LiveFourRanks : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    tmp_ = new TempDir();
-    out_ = *tmp_ / "live";
-    // Open MPI refuses root unless told; --oversubscribe lets 4 ranks share a 2-core machine.
-    const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(EDGC_MPIEXEC) +
-                            " -np 4 --oversubscribe " + EDGC_BINARY + " live --scenario " + kScenario + " --out " +
-                            out_.string() + " --verify >" + (*tmp_ / "live.out").string() + " 2>&1";
-    const int status = std::system(cmd.c_str());
-    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    log_ = read_file(*tmp_ / "live.out");
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(out_ / "result.json"))
+        << "run the fixture first: ctest -R live.np4 (it writes " << out_ << ")\n" << read_file(log_path());
+    log_ = read_file(log_path());
   }
-  static void TearDownTestSuite() {
-    delete tmp_;
-    tmp_ = nullptr;
-  }
-  void SetUp() override { ASSERT_EQ(code_, 0) << log_; }
+  static fs::path log_path() { return fs::path(std::string(EDGC_LIVE_NP4_DIR) + ".log"); }
 
-  static inline TempDir* tmp_ = nullptr;
-  static inline fs::path out_;
-  static inline int code_ = -1;
-  static inline std::string log_;
+  const fs::path out_ = EDGC_LIVE_NP4_DIR;
+  std::string log_;
 };
 
 TEST_F(LiveFourRanks, EveryStepWasVerifiedAgainstTheEmulation) {

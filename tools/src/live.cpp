@@ -105,13 +105,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-void mpi_ok(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw InternalError(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
-}
+void mpi_ok(int rc, const char* call) { kernels::check_mpi(rc, call); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;

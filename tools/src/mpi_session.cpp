@@ -6,8 +6,9 @@
 #include "edgc/core/error.hpp"
 
 #if EDGC_BUILT_WITH_MPI
-#include <dlfcn.h>
 #include <mpi.h>
+
+#include "edgc/kernels/mpi_communicator.hpp"
 #endif
 
 namespace edgc::cli {
@@ -20,29 +21,16 @@ bool launched_by_mpi() {
 }
 
 #if EDGC_BUILT_WITH_MPI
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw InternalError(std::string(what) + ": " + std::string(text, static_cast<std::size_t>(len)));
-}
+void check(int rc, const char* what) { kernels::check_mpi(rc, what); }
 
 class OpenMpiSession final : public MpiSession {
  public:
+  // MPI is initialised by the runtime (the same one `edgc live` uses: it refuses SimGrid's SMPI MPI_Init) and
+  // finalised when the session ends.
   OpenMpiSession() {
-    // SimGrid's library defines MPI_Init too (SMPI); calling it here would abort. The link order puts Open MPI
-    // first (tools/CMakeLists.txt): make sure it did.
-    Dl_info info{};
-    if (::dladdr(reinterpret_cast<void*>(&MPI_Init), &info) != 0 && info.dli_fname != nullptr &&
-        std::string(info.dli_fname).find("simgrid") != std::string::npos)
-      throw InternalError(std::string("MPI_Init resolves to SimGrid's SMPI (") + info.dli_fname +
-                          "): link Open MPI before SimGrid");
-    check(MPI_Init(nullptr, nullptr), "MPI_Init");
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
   }
-  ~OpenMpiSession() override { MPI_Finalize(); }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void send(int to, int tag, const std::string& payload) override {
@@ -66,6 +54,7 @@ class OpenMpiSession final : public MpiSession {
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
+  kernels::MpiRuntime runtime_;
   int rank_ = 0;
   int size_ = 1;
 };

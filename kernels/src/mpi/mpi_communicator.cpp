@@ -166,6 +166,8 @@ namespace impl {
 __attribute__((weak)) std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device);
 }  // namespace impl
 
+void check_mpi(int rc, const char* what) { mpi_detail::check(rc, what); }
+
 bool nccl_available() noexcept { return impl::make_nccl_communicator != nullptr; }
 
 std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, int device) {

@@ -86,6 +86,10 @@ class MpiCommunicator final : public Communicator {
   std::vector<int> recv_displs_;   // per rank: where its contribution lands in recv_
 };
 
+/// Throws InternalError "<what>: <MPI_Error_string>" unless rc is MPI_SUCCESS: the one check of an MPI call's
+/// return code, for programs that make their own MPI calls next to the communicators (`edgc live`, sweeps).
+void check_mpi(int rc, const char* what);
+
 /// Whether this program can make NCCL communicators: it links edgc::kernels_nccl whole (the `edgc-nccl` build of
 /// the CLI does; plain `edgc` does not, so that it never loads cudart and NCCL).
 bool nccl_available() noexcept;
