@@ -398,16 +398,6 @@ std::vector<live::StageStep> reduce_steps(const World& w, const std::vector<Loca
   return out;
 }
 
-ordered_json stage_step_json(const live::StageStep& s) {
-  live::Measurements m;
-  m.pp = 1;
-  m.world_size = 1;
-  live::PolicyRun run;
-  run.steps.push_back({0, 0, s.sync_s, {s}});
-  m.runs.push_back(run);
-  return to_json(m)["runs"][0]["steps"][0]["stages"][0];
-}
-
 // ---- machine rates ----
 
 struct Rates {
@@ -881,7 +871,7 @@ class LiveRun {
     }
     const auto reduced = reduce_steps(w_, local);
     ordered_json mine = ordered_json::array();
-    for (const auto& s : reduced) mine.push_back(stage_step_json(s));
+    for (const auto& s : reduced) mine.push_back(live::to_json(s));
     const auto all = w_.gather(mine.dump());
     if (w_.rank == 0) {
       live::PolicyRun run;
@@ -897,28 +887,13 @@ class LiveRun {
         if (stage_steps.size() != run.steps.size())
           throw InternalError("live: stage " + std::to_string(s) + " reported a different number of steps");
         for (std::size_t k = 0; k < run.steps.size(); ++k)
-          run.steps[k].stages.push_back(stage_step_from_json(stage_steps[k]));
+          run.steps[k].stages.push_back(live::stage_step_from_json(stage_steps[k], "live: rank " + std::to_string(s * w_.dp)));
       }
       for (auto& st : run.steps)
         for (const auto& x : st.stages) st.iteration_s = std::max(st.iteration_s, x.sync_s);
       meas_.runs.push_back(std::move(run));
     }
     outcomes_.push_back(std::move(outcome));
-  }
-
-  static live::StageStep stage_step_from_json(const nlohmann::json& j) {
-    live::StageStep s;
-    s.rank = j.at("rank").get<int>();
-    s.sync_s = j.at("sync_s").get<double>();
-    s.compute_s = j.at("compute_s").get<double>();
-    s.wire_bytes = j.at("wire_bytes").get<std::int64_t>();
-    s.dense_bytes = j.at("dense_bytes").get<std::int64_t>();
-    for (const auto& c : j.at("collectives"))
-      s.collectives.push_back({c.at("kind").get<std::string>(), c.at("bytes").get<std::int64_t>(), c.at("time_s").get<double>()});
-    for (const auto& m : j.at("matrices"))
-      s.matrices.push_back({m.at("rows").get<std::int64_t>(), m.at("cols").get<std::int64_t>(), m.at("rank").get<int>(),
-                            m.at("count").get<int>()});
-    return s;
   }
 
  public:

@@ -185,6 +185,12 @@ ordered_json stage_json(const StageStep& s) {
 
 }  // namespace
 
+ordered_json to_json(const StageStep& s) { return stage_json(s); }
+
+StageStep stage_step_from_json(const nlohmann::json& j, const std::string& where) {
+  return read_stage_step(Node(j, where, "stage"));
+}
+
 ordered_json to_json(const Measurements& m) {
   ordered_json j = {{"schema", kMeasurementsSchema},
                     {"world_size", m.world_size},

@@ -117,6 +117,11 @@ struct Measurements {
   std::vector<TcomFit> tcom_fit;
 };
 
+/// One stage's step as it appears in measurements.json, and back (strict, errors naming `where` and the
+/// field); `edgc live` gathers the stages' steps to rank 0 in this form.
+nlohmann::ordered_json to_json(const StageStep& s);
+StageStep stage_step_from_json(const nlohmann::json& j, const std::string& where);
+
 /// The JSON of measurements.json (schema, then the fields above under the same names).
 nlohmann::ordered_json to_json(const Measurements& m);
 
