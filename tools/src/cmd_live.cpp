@@ -1,9 +1,9 @@
 // `edgc live`: see live.hpp.
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include "cli.hpp"
+#include "compression_config.hpp"
 #include "config.hpp"
 #include "edgc/core/error.hpp"
 #include "live.hpp"
@@ -12,17 +12,6 @@ namespace edgc::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<std::string> split_policies(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string p; std::getline(in, p, ',');) {
-    if (p != "none" && p != "static" && p != "selective" && p != "loss" && p != "edgc")
-      throw UsageError("--policies", "unknown policy '" + p + "' (none, static, selective, loss, edgc)");
-    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-  }
-  return out;
-}
 
 int run_live_command(const std::vector<std::string>& args) {
   std::string scenario;
@@ -59,11 +48,8 @@ int run_live_command(const std::vector<std::string>& args) {
   sc.reject_unknown({"compression", "live", "trace"});
   o.scenario_path = scenario;
   o.out_dir = out;
-  o.policies = {"none"};
-  const std::vector<std::string> asked =
-      policies.empty() ? std::vector<std::string>{o.compression.controller.policy} : split_policies(policies);
-  for (const auto& p : asked)
-    if (p != "none") o.policies.push_back(p);
+  o.policies = policies_with_baseline(policies.empty() ? o.compression.controller.policy : policies, "live",
+                                      "--policies");
   return run_live(o);
 }
 

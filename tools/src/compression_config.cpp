@@ -1,6 +1,8 @@
 #include "compression_config.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "edgc/core/error.hpp"
@@ -51,6 +53,25 @@ void apply_warmup_bounds(core::WarmupConfig& warmup, double floor_fraction, doub
   const auto n = static_cast<double>(run_iterations);
   warmup.floor_iters = static_cast<std::int64_t>(std::llround(floor_fraction * n));
   warmup.ceiling_iters = static_cast<std::int64_t>(std::llround(ceiling_fraction * n));
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> policies_with_baseline(const std::string& list, const std::string& where,
+                                                const std::string& key) {
+  std::vector<std::string> out{"none"};
+  for (const std::string& p : split_list(list)) {
+    if (p != "none" && p != "static" && p != "selective" && p != "loss" && p != "edgc")
+      throw ConfigError(where, key, "unknown policy '" + p + "' (none, static, selective, loss, edgc)");
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
 }
 
 }  // namespace edgc::cli

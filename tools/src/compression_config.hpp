@@ -1,6 +1,9 @@
 #pragma once
 // The scenario's `compression` section → typed controller and sampler settings, shared by `replay` and
 // `simulate` so both read the same keys with the same defaults (README "Scenario keys").
+#include <string>
+#include <vector>
+
 #include "config.hpp"
 #include "edgc/core/controller.hpp"
 #include "edgc/core/gds.hpp"
@@ -22,5 +25,13 @@ CompressionSettings read_compression(Scenario& sc);
 /// (ConfigError on field compression.warmup unless 0 ≤ floor_fraction ≤ ceiling_fraction).
 void apply_warmup_bounds(core::WarmupConfig& warmup, double floor_fraction, double ceiling_fraction,
                          std::int64_t run_iterations, const std::string& where);
+
+/// The items of a comma-separated list, empty ones dropped.
+std::vector<std::string> split_list(const std::string& text);
+
+/// The policies a run compares: "none" first (the baseline of every speedup), then those of the comma-separated
+/// `list` in order, each once. Throws ConfigError naming `where` and `key` for an unknown policy.
+std::vector<std::string> policies_with_baseline(const std::string& list, const std::string& where,
+                                                const std::string& key);
 
 }  // namespace edgc::cli

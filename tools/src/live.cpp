@@ -36,8 +36,7 @@ namespace {
 
 std::vector<int> parse_rank_list(const std::string& text, const std::string& where, const std::string& key) {
   std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
+  for (const std::string& item : split_list(text)) {
     std::size_t used = 0;
     int r = -1;
     try {
@@ -715,7 +714,8 @@ class LiveRun {
   void print() const { print_summary(meas_, summary_, o_.out_dir); }
 
  private:
-  // Dense all-reduces over every DP group at once; stage 0's group's figures are the calibration.
+  // Dense all-reduces over every DP group at once (so the network is loaded as in a step); stage 0's group's
+  // figures, which rank 0 holds after the group reduction, are the calibration rank 0 writes.
   void calibrate() {
     live::Calibration& cal = meas_.calibration;
     cal.ranks = w_.dp;
@@ -733,12 +733,6 @@ class LiveRun {
       cal.rows.push_back({static_cast<std::int64_t>(buf.size()) * kElementBytes, median(times)});
       if (bytes > o_.calibration_max_bytes / 4) break;
     }
-    // Stage 0's rows on every rank (rank 0 is in stage 0; the others need the fit only for nothing, but keep
-    // every rank's state the same).
-    std::vector<double> t;
-    for (const auto& r : cal.rows) t.push_back(r.time_s);
-    mpi_ok(MPI_Bcast(t.data(), static_cast<int>(t.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-    for (std::size_t i = 0; i < t.size(); ++i) cal.rows[i].time_s = t[i];
     const int d = w_.dp;
     if (d < 2) {
       cal.latency_s = 0.0;
@@ -828,7 +822,7 @@ class LiveRun {
     ro.gds = o_.compression.gds;
     ro.warmup_floor_fraction = o_.compression.warmup_floor_fraction;
     ro.warmup_ceiling_fraction = o_.compression.warmup_ceiling_fraction;
-    ro.backend = o_.backend == "cuda" ? "cpu" : o_.backend;  // entropy estimation: host data
+    ro.backend = o_.backend;
     ro.bins_per_sigma = o_.bins_per_sigma;
     ro.compare_full = false;
     ro.seed = o_.seed;
@@ -925,17 +919,13 @@ int run_live(const LiveOptions& o) {
   if (o.backend != "cpu")
     throw UsageError("--backend", "live mode runs PowerSGD on host buffers; only the cpu backend is supported");
   if (o.out_dir.empty()) throw UsageError("--out", "is required");
-  // Bad input is found before any rank communicates: every rank checks the same things.
-  {
-    traces::TraceReader check(o.trace_dir);
-    (void)check;
-  }
+  // A bad trace is found before any rank communicates: every rank checks the same things.
+  const int trace_stages = traces::TraceReader(o.trace_dir).manifest().num_stages;
   kernels::MpiRuntime runtime;
   World w;
   mpi_ok(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank), "MPI_Comm_rank");
   mpi_ok(MPI_Comm_size(MPI_COMM_WORLD, &w.size), "MPI_Comm_size");
   try {
-    const int trace_stages = traces::TraceReader(o.trace_dir).manifest().num_stages;
     w.pp = o.pp > 0 ? o.pp : auto_pp(w.size, trace_stages);
     if (w.size % w.pp != 0)
       throw ConfigError(o.scenario_path, "live.pp", std::to_string(w.pp) + " does not divide the " +

@@ -110,15 +110,6 @@ TraceEntropy cached_trace_entropy(const std::string& dir, const core::GdsConfig&
   return t;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 // The CQM's matrix per stage: the largest per-layer weight gradient of one GPU (fc1, h × 4h/tp). Embeddings are
 // left out so that every stage reasons about the same kind of matrix.
 std::vector<std::pair<std::int64_t, std::int64_t>> cqm_shapes(const sim::ModelSpec& m, const sim::ParallelSpec& p) {
@@ -190,12 +181,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     if (const std::string p = sc.string("simulate.policies", ""); !p.empty()) list = p;
     else list = "none,static," + cc.policy;
   }
-  in.policies.push_back("none");  // the baseline of every speedup
-  for (const std::string& p : split_list(list)) {
-    if (p != "none" && p != "static" && p != "selective" && p != "loss" && p != "edgc")
-      throw ConfigError(w, "simulate.policies", "unknown policy '" + p + "' (none, static, selective, loss, edgc)");
-    if (std::find(in.policies.begin(), in.policies.end(), p) == in.policies.end()) in.policies.push_back(p);
-  }
+  in.policies = policies_with_baseline(list, w, "simulate.policies");
 
   const std::string trace_key = sc.string("trace.path", "");
   const std::string source = sc.string("entropy.source", trace_key.empty() ? "synthetic" : "trace");
