@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../kernel_test_util.hpp"
+#include "../mpi_test_util.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/kernels/powersgd.hpp"
@@ -21,28 +22,13 @@
 namespace edgc::kernels {
 namespace {
 
+using testing::all_sum;
+using testing::data_seed;
+using testing::hash_bits;
 using testing::random_normal;
+using testing::world_rank;
+using testing::world_size;
 using Shapes = std::vector<std::vector<std::int64_t>>;
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
-// FNV-1a over the bytes: equal hashes on every rank ⇔ (practically) the same bits.
-std::uint64_t hash_bits(std::span<const float> v) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-  for (std::size_t i = 0; i < v.size_bytes(); ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  return h;
-}
 
 // Every rank's hash, on every rank.
 std::vector<std::uint64_t> all_hashes(std::span<const float> v) {
@@ -51,14 +37,6 @@ std::vector<std::uint64_t> all_hashes(std::span<const float> v) {
   EXPECT_EQ(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD), MPI_SUCCESS);
   return all;
 }
-
-int all_sum(int x) {
-  int s = 0;
-  EXPECT_EQ(MPI_Allreduce(&x, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
-  return s;
-}
-
-std::uint64_t data_seed(int rank, std::size_t n) { return mix64((static_cast<std::uint64_t>(rank) << 40) ^ n); }
 
 TEST(MpiCommunicator, SumsInRankOrderBitIdenticallyOnEveryRank) {
   const int world = world_size();
@@ -101,22 +79,7 @@ TEST(MpiCommunicator, SumsInRankOrderBitIdenticallyOnEveryRank) {
 
 TEST(MpiCommunicator, CountMismatchThrowsOnEveryRankAndTheCommunicatorRecovers) {
   MpiCommunicator comm;
-  const int me = comm.rank();
-  std::vector<float> v(me == 1 ? 4 : 5, 1.0F);
-  int thrown = 0;
-  try {
-    comm.all_reduce_sum(v);
-  } catch (const InternalError& e) {
-    thrown = 1;
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("smallest 4"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("largest 5"), std::string::npos) << msg;
-  }
-  EXPECT_EQ(v, std::vector<float>(me == 1 ? 4 : 5, 1.0F));  // untouched
-  EXPECT_EQ(all_sum(thrown), comm.size());
-  std::vector<float> w(5, 1.0F);
-  comm.all_reduce_sum(w);
-  EXPECT_EQ(w, std::vector<float>(5, static_cast<float>(comm.size())));
+  testing::expect_count_mismatch_throws_everywhere_and_recovers(comm);
 }
 
 TEST(MpiCommunicator, RejectsABadChunkSize) {

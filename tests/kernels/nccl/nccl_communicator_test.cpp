@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../kernel_test_util.hpp"
+#include "../mpi_test_util.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/kernels/mpi_communicator.hpp"
@@ -23,7 +24,12 @@
 namespace edgc::kernels {
 namespace {
 
+using testing::all_sum;
+using testing::data_seed;
+using testing::hash_bits;
 using testing::random_normal;
+using testing::world_rank;
+using testing::world_size;
 using Shapes = std::vector<std::vector<std::int64_t>>;
 
 std::string g_skip_gpu;  // why the GPU tests cannot run on every rank; empty when they can
@@ -33,18 +39,6 @@ bool g_no_device_anywhere = false;
   do {                                                                           \
     if (!g_skip_gpu.empty()) GTEST_SKIP() << "GPU test skipped: " << g_skip_gpu; \
   } while (0)
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 // Collective: decides g_skip_gpu and g_no_device_anywhere the same way on every rank.
 void decide_what_runs() {
@@ -75,14 +69,6 @@ void decide_what_runs() {
   g_no_device_anywhere = any[1] == 0;
 }
 
-// FNV-1a over the bytes: equal hashes on every rank ⇔ (practically) the same bits.
-std::uint64_t hash_bits(std::span<const float> v) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-  for (std::size_t i = 0; i < v.size_bytes(); ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  return h;
-}
-
 // Whether every rank holds these same bits.
 bool same_bits_on_every_rank(std::span<const float> v) {
   const std::uint64_t h = hash_bits(v);
@@ -92,14 +78,6 @@ bool same_bits_on_every_rank(std::span<const float> v) {
     if (x != all[0]) return false;
   return true;
 }
-
-int all_sum(int x) {
-  int s = 0;
-  EXPECT_EQ(MPI_Allreduce(&x, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
-  return s;
-}
-
-std::uint64_t data_seed(int rank, std::size_t n) { return mix64((static_cast<std::uint64_t>(rank) << 40) ^ n); }
 
 // Checks `got` (this rank's result) against the sum over all ranks of their inputs: bit-identical to the input
 // for one rank; otherwise within the float rounding of D−1 additions of the exact sum (NCCL's order is its own).
@@ -240,23 +218,8 @@ TEST(NcclCommunicator, CountMismatchThrowsOnEveryRankAndTheCommunicatorRecovers)
   SKIP_WITHOUT_GPUS();
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   NcclCommunicator comm;
-  const int me = comm.rank();
-  std::vector<float> v(me == 1 ? 4 : 5, 1.0F);
-  int thrown = 0;
-  try {
-    comm.all_reduce_sum(v);
-  } catch (const InternalError& e) {
-    thrown = 1;
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("smallest 4"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("largest 5"), std::string::npos) << msg;
-  }
-  EXPECT_EQ(v, std::vector<float>(me == 1 ? 4 : 5, 1.0F));  // untouched
-  EXPECT_EQ(all_sum(thrown), comm.size());
+  testing::expect_count_mismatch_throws_everywhere_and_recovers(comm);
   EXPECT_FALSE(comm.broken());
-  std::vector<float> w(5, 1.0F);
-  comm.all_reduce_sum(w);
-  EXPECT_EQ(w, std::vector<float>(5, static_cast<float>(comm.size())));
 }
 
 TEST(NcclCommunicator, RejectsBadArgumentsOnEveryRank) {
