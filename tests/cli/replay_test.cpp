@@ -153,6 +153,8 @@ TEST(ReplayRejects, BadScenariosExitTwoNamingTheKeyAndLeaveNoOutput) {
       {"--set compression.policy=magic", "unknown policy 'magic'"},
       {"--set compression.warmup.mode=sometimes", "compression.warmup.mode"},
       {"--set replay.world_size=0", "replay.world_size"},
+      {"--set replay.stages=-1", "replay.stages: must be >= 0"},
+      {"--set replay.stages=5", "replay.stages: 5 is outside [1, 4]"},
       {"--set badassignment", "--set"},
       {"--trace " + (tmp / "missing").string(), "not a trace directory"},
   };

@@ -218,7 +218,7 @@ ReplayResult run_replay(ReplayOptions& o) {
   traces::TraceReader reader(o.trace_dir);
   const traces::Manifest& m = reader.manifest();
   if (o.stages < 0 || o.stages > m.num_stages)
-    throw ConfigError("replay", "stages",
+    throw ConfigError("replay", "replay.stages",
                       std::to_string(o.stages) + " is outside [1, " + std::to_string(m.num_stages) +
                           "] (the trace's pipeline stages can be merged, not split)");
   if (o.max_iterations < 0) throw ConfigError("replay", "max_iterations", "must be >= 0");
