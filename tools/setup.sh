@@ -26,12 +26,12 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# Build tools and the fixed C++ dependencies; Open MPI for CPU live runs and distributed sweeps;
+# Build tools (clang-format: the test suite checks the tree against .clang-format) and the fixed C++ dependencies; Open MPI for CPU live runs and distributed sweeps;
 # Debian's PyTorch (with a threaded OpenBLAS, else its matrix products fall back to reference BLAS) and
 # numpy for trace capture and the cross-language tests; headless Chromium to check `edgc report` pages in a real
 # browser (tools/check_report.py).
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git clang-format
   libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libsimgrid-dev
   libopenmpi-dev openmpi-bin

@@ -15,7 +15,8 @@ std::vector<Block> choose_blocks(std::int64_t numel, double fraction, std::int64
     throw InternalError("choose_blocks: numel and block_elems must be >= 1 and fraction in (0, 1]");
   const std::int64_t cells = (numel + block_elems - 1) / block_elems;
   const auto wanted = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(std::ceil(fraction * static_cast<double>(numel) / static_cast<double>(block_elems))));
+      1,
+      static_cast<std::int64_t>(std::ceil(fraction * static_cast<double>(numel) / static_cast<double>(block_elems))));
   if (wanted >= cells) return {{0, numel}};
   // Floyd's algorithm: `wanted` distinct cells with one draw each, independent of `cells`.
   Rng rng(seed, stream);

@@ -26,7 +26,8 @@ GradientDataSampler::GradientDataSampler(GdsConfig config) : config_(config) {
 
 std::vector<Block> GradientDataSampler::blocks(std::uint64_t tensor, std::int64_t numel, std::int64_t iteration,
                                                std::int64_t element_bytes) const {
-  const std::int64_t block_elems = std::max<std::int64_t>(1, config_.block_bytes / std::max<std::int64_t>(1, element_bytes));
+  const std::int64_t block_elems =
+      std::max<std::int64_t>(1, config_.block_bytes / std::max<std::int64_t>(1, element_bytes));
   return choose_blocks(numel, config_.beta, block_elems, config_.seed,
                        mix64(tensor) ^ static_cast<std::uint64_t>(iteration));
 }

@@ -10,13 +10,20 @@ namespace edgc::core {
 
 std::string_view rank_binding_name(RankBinding b) noexcept {
   switch (b) {
-    case RankBinding::kNone: return "none";
-    case RankBinding::kMin: return "r_min";
-    case RankBinding::kMax: return "r_max";
-    case RankBinding::kStep: return "step";
-    case RankBinding::kWarmup: return "warmup";
-    case RankBinding::kUncompressed: return "uncompressed";
-    case RankBinding::kFallback: return "fallback";
+    case RankBinding::kNone:
+      return "none";
+    case RankBinding::kMin:
+      return "r_min";
+    case RankBinding::kMax:
+      return "r_max";
+    case RankBinding::kStep:
+      return "step";
+    case RankBinding::kWarmup:
+      return "warmup";
+    case RankBinding::kUncompressed:
+      return "uncompressed";
+    case RankBinding::kFallback:
+      return "fallback";
   }
   return "?";
 }
@@ -25,17 +32,17 @@ void validate(const CqmConfig& c, const char* where) {
   if (!(c.exponent > 0.0)) throw ConfigError(where, "compression.exponent", "must be > 0");
   if (c.quantum < 1) throw ConfigError(where, "compression.quantum", "must be >= 1");
   if (c.r_min < 1 || c.r_min % c.quantum != 0)
-    throw ConfigError(where, "compression.r_min",
-                      std::to_string(c.r_min) + " must be >= 1 and a multiple of compression.quantum = " +
-                          std::to_string(c.quantum));
+    throw ConfigError(
+        where, "compression.r_min",
+        std::to_string(c.r_min) + " must be >= 1 and a multiple of compression.quantum = " + std::to_string(c.quantum));
   if (c.r_max < c.r_min || c.r_max % c.quantum != 0)
     throw ConfigError(where, "compression.r_max",
-                      std::to_string(c.r_max) + " must be >= r_min and a multiple of compression.quantum = " +
-                          std::to_string(c.quantum));
+                      std::to_string(c.r_max) +
+                          " must be >= r_min and a multiple of compression.quantum = " + std::to_string(c.quantum));
   if (c.step < c.quantum || c.step % c.quantum != 0)
-    throw ConfigError(where, "compression.step",
-                      std::to_string(c.step) + " must be a positive multiple of compression.quantum = " +
-                          std::to_string(c.quantum));
+    throw ConfigError(
+        where, "compression.step",
+        std::to_string(c.step) + " must be a positive multiple of compression.quantum = " + std::to_string(c.quantum));
 }
 
 RankUpdate cqm_update(const RankErrorModel& model, double r_continuous, int r_previous, double h0, double h1,

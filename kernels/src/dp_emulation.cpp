@@ -54,8 +54,8 @@ double gradient_stddev(const Backend& backend, std::span<const float> g) {
 void replica_gradient(std::span<const float> g, double scale, std::uint64_t seed, std::int64_t step, int replica,
                       std::size_t tensor, std::span<float> out) {
   if (out.size() != g.size())
-    throw InputError("replica_gradient", "out", std::to_string(out.size()) + " floats for a gradient of " +
-                                                    std::to_string(g.size()));
+    throw InputError("replica_gradient", "out",
+                     std::to_string(out.size()) + " floats for a gradient of " + std::to_string(g.size()));
   if (scale == 0.0) {
     std::memcpy(out.data(), g.data(), g.size() * sizeof(float));
     return;

@@ -225,7 +225,8 @@ double profiled_step_s(const std::vector<KernelTime>& profile, std::int64_t rows
   double best = 0.0;
   for (const KernelTime& e : profile) {
     const bool exact = e.rows == rows && e.cols == cols;
-    const double d = exact ? -1.0 : std::abs(std::log(static_cast<double>(e.rows) * static_cast<double>(e.cols) / elements));
+    const double d =
+        exact ? -1.0 : std::abs(std::log(static_cast<double>(e.rows) * static_cast<double>(e.cols) / elements));
     if (pick == nullptr || d < best) {
       pick = &e;
       best = d;

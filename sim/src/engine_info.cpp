@@ -1,6 +1,8 @@
 #include "edgc/sim/engine_info.hpp"
 
-#include <xbt/base.h>  // simgrid/version.h needs its declaration macros
+// simgrid/version.h needs the declaration macros of xbt/base.h: keep them in two blocks.
+#include <xbt/base.h>
+
 #include <simgrid/version.h>
 
 namespace edgc::sim {

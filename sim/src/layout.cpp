@@ -120,7 +120,8 @@ int Layout::rank_of(const RankCoord& c) const {
 RankCoord Layout::coord_of(int rank) const {
   if (rank < 0 || rank >= world_size())
     throw InternalError("Layout::coord_of: rank " + std::to_string(rank) + " out of range");
-  if (order_ == RankOrder::kTpDpPp) return RankCoord{.tp = rank % tp_, .pp = rank / (tp_ * dp_), .dp = (rank / tp_) % dp_};
+  if (order_ == RankOrder::kTpDpPp)
+    return RankCoord{.tp = rank % tp_, .pp = rank / (tp_ * dp_), .dp = (rank / tp_) % dp_};
   return RankCoord{.tp = rank % tp_, .pp = (rank / tp_) % pp_, .dp = rank / (tp_ * pp_)};
 }
 

@@ -1,8 +1,8 @@
 #include "edgc/sim/platform.hpp"
 
-#include <xbt/config.hpp>
 #include <xbt/log.h>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <xbt/config.hpp>
 
 #include <algorithm>
 #include <array>

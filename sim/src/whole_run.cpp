@@ -157,12 +157,14 @@ IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSy
   IterationResult out;
   for (std::size_t s = 0; s < plan.size(); ++s) {
     const auto it = std::find_if(basis.begin(), basis.end(), [&](const DpSyncPlan& b) {
-      return b.size() == plan.size() && std::all_of(b.begin(), b.end(), [&](const StageSync& x) { return x == plan[s]; });
+      return b.size() == plan.size() &&
+             std::all_of(b.begin(), b.end(), [&](const StageSync& x) { return x == plan[s]; });
     });
     if (it == basis.end())
       throw InternalError("compose_separable: no uniform plan for rank " + std::to_string(plan[s].powersgd_rank));
     const IterationResult& u = basis_results[static_cast<std::size_t>(it - basis.begin())];
-    if (u.stages.size() != plan.size()) throw InternalError("compose_separable: a basis result has the wrong stage count");
+    if (u.stages.size() != plan.size())
+      throw InternalError("compose_separable: a basis result has the wrong stage count");
     out.stages.push_back(u.stages[s]);
     out.pipeline_end_s = u.pipeline_end_s;
     out.iteration_s = std::max(out.iteration_s, u.stages[s].finish_s);

@@ -10,10 +10,10 @@
 
 namespace {
 
-using edgc::traces::test::read_file;
-using edgc::traces::test::TempDir;
 using edgc::cli::test::CliRun;
 using edgc::cli::test::edgc;
+using edgc::traces::test::read_file;
+using edgc::traces::test::TempDir;
 
 int count_lines(const std::string& s) {
   int n = 0;
@@ -48,8 +48,9 @@ TEST(Cli, BadUsageExitsTwoWithOneLine) {
 TEST(Cli, SynthThenInspectJsonIsKeyedByIterationAndTensor) {
   TempDir tmp;
   const auto dir = tmp / "t";
-  ASSERT_EQ(edgc("trace synth --out " + dir.string() + " --iterations 3 --stride 5 --layers 2 --stages 2 "
-                 "--shapes 32x48,48 --mode blocks --fraction 0.5 --block-elems 64 --dtype bf16",
+  ASSERT_EQ(edgc("trace synth --out " + dir.string() +
+                     " --iterations 3 --stride 5 --layers 2 --stages 2 "
+                     "--shapes 32x48,48 --mode blocks --fraction 0.5 --block-elems 64 --dtype bf16",
                  tmp)
                 .code,
             0);

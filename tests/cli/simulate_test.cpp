@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,7 +42,8 @@ void expect_close(const json& a, const json& b, const std::string& path, double 
     ASSERT_TRUE(a.is_number() && b.is_number()) << path;
     const double x = a.get<double>();
     const double y = b.get<double>();
-    EXPECT_LE(std::abs(x - y), std::max(1e-15, rel * std::max(std::abs(x), std::abs(y)))) << path << ": " << x << " vs " << y;
+    EXPECT_LE(std::abs(x - y), std::max(1e-15, rel * std::max(std::abs(x), std::abs(y))))
+        << path << ": " << x << " vs " << y;
     return;
   }
   ASSERT_EQ(a.type(), b.type()) << path;
@@ -148,7 +149,8 @@ TEST_F(Simulate, TotalsAreSegmentWeightedConfigurationTimes) {
   EXPECT_EQ(used.size(), result_["configurations"].size());
   // On this slow shared NIC compression pays, and EDGC's lower ranks pay more than r_max.
   EXPECT_GT(runs[1]["speedup_vs_none"].get<double>(), 1.2);
-  EXPECT_GT(runs[2]["comm_latency_reduction_vs_none"].get<double>(), runs[1]["comm_latency_reduction_vs_none"].get<double>());
+  EXPECT_GT(runs[2]["comm_latency_reduction_vs_none"].get<double>(),
+            runs[1]["comm_latency_reduction_vs_none"].get<double>());
   EXPECT_NE(summary_.find("edgc"), std::string::npos);
   EXPECT_NE(summary_.find("result.json"), std::string::npos);
 }
@@ -197,7 +199,8 @@ TEST(SimulateRejects, BadScenariosWithoutOutput) {
   };
   for (const auto& [set, field] : cases) {
     TempDir tmp;
-    const Result r = edgc("simulate --scenario " + kScenario + " --set " + set + " --out " + (tmp / "out").string(), tmp);
+    const Result r =
+        edgc("simulate --scenario " + kScenario + " --set " + set + " --out " + (tmp / "out").string(), tmp);
     EXPECT_EQ(r.code, 2) << set << ": " << r.err;
     EXPECT_NE(r.err.find(field), std::string::npos) << set << ": " << r.err;
     EXPECT_NE(r.err.find("small.json"), std::string::npos) << set << ": " << r.err;

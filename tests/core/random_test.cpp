@@ -42,8 +42,8 @@ TEST(Rng, NormalHasZeroMeanUnitVarianceAndGaussianTails) {
   }
   const double mean = s1 / n;
   const double var = s2 / n - mean * mean;
-  EXPECT_NEAR(mean, 0.0, 0.01);        // sd of the mean is 0.0016
-  EXPECT_NEAR(var, 1.0, 0.01);         // sd of the variance is 0.0022
+  EXPECT_NEAR(mean, 0.0, 0.01);                  // sd of the mean is 0.0016
+  EXPECT_NEAR(var, 1.0, 0.01);                   // sd of the variance is 0.0022
   EXPECT_NEAR(s4 / n / (var * var), 3.0, 0.05);  // Gaussian kurtosis; sd ≈ 0.008
 }
 

@@ -75,7 +75,8 @@ class LiveFourRanks : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(fs::exists(out_ / "result.json"))
-        << "run the fixture first: ctest -R live.np4 (it writes " << out_ << ")\n" << read_file(log_path());
+        << "run the fixture first: ctest -R live.np4 (it writes " << out_ << ")\n"
+        << read_file(log_path());
     log_ = read_file(log_path());
   }
   static fs::path log_path() { return fs::path(std::string(EDGC_LIVE_NP4_DIR) + ".log"); }
@@ -155,10 +156,10 @@ TEST_F(LiveFourRanks, PayloadsAreTheClosedFormsOfThePowerSgdWireFormat) {
 
 TEST_F(LiveFourRanks, TheControllerDecidesWhatReplayDecides) {
   TempDir tmp;
-  const CliRun r = edgc("replay --scenario " + kScenario + " --trace " + kTrace +
-                            " --set replay.stages=2 --set replay.compare_full=false --out " + (tmp / "replay").string() +
-                            " --quiet",
-                        tmp);
+  const CliRun r =
+      edgc("replay --scenario " + kScenario + " --trace " + kTrace +
+               " --set replay.stages=2 --set replay.compare_full=false --out " + (tmp / "replay").string() + " --quiet",
+           tmp);
   ASSERT_EQ(r.code, 0) << r.err;
   const json replay = load(tmp / "replay" / "replay.json");
   const json result = load(out_ / "result.json");

@@ -205,8 +205,8 @@ TEST(KernelProfile, ExactShapesInterpolatedRanksAndScaledShapes) {
   EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 4), 2e-3);
   EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 64), 8e-3);
   EXPECT_NEAR(profiled_step_s(profile, 1000, 2000, 34), 5e-3, 1e-15);  // halfway between 4 and 64
-  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 1), 2e-3);      // below the lowest measured rank
-  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 128), 8e-3);    // above the highest
+  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 1), 2e-3);     // below the lowest measured rank
+  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 128), 8e-3);   // above the highest
   // 2000 x 2000 is nearest to the 1000 x 2000 shape: twice the elements, twice the time.
   EXPECT_NEAR(profiled_step_s(profile, 2000, 2000, 64), 16e-3, 1e-15);
   // The whole stage: each compressed matrix at its measured time.

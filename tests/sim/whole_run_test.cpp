@@ -90,8 +90,8 @@ TEST(Accumulate, WeighsEachPlanByItsIterations) {
 TEST(Breakdown, PartsSumToTheIterationTime) {
   for (const auto& r : {fake(2.0, {0.9, 0.4}), fake(1.0, {0.05, 0.3})}) {
     const IterationBreakdown b = breakdown(r);
-    EXPECT_NEAR(b.compute_s + b.tp_comm_s + b.bubble_s + b.exposed_dp_comm_s + b.exposed_compression_s,
-                r.iteration_s, 1e-12);
+    EXPECT_NEAR(b.compute_s + b.tp_comm_s + b.bubble_s + b.exposed_dp_comm_s + b.exposed_compression_s, r.iteration_s,
+                1e-12);
     EXPECT_GE(b.exposed_compression_s, 0.0);
   }
 }

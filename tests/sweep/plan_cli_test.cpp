@@ -74,7 +74,8 @@ TEST(PlanCli, TokenTargetsBecomeIterations) {
   const auto spec = tmp / "tokens.json";
   // small.json: global batch 16 x sequence 256 = 4096 tokens per iteration; 1,000,000 tokens -> 245 iterations.
   std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR << R"(/tests/data/simulate/small.json",
-    "target": {"tokens": 1000000}, "clusters": [")" << kPlanDir << R"(slow-net.json"], "gpus": [8],
+    "target": {"tokens": 1000000}, "clusters": [")"
+                      << kPlanDir << R"(slow-net.json"], "gpus": [8],
     "layouts": [{"tp": 2, "pp": 2}]})";
   const auto r = edgc("plan --spec " + spec.string() + " --out " + (tmp / "p").string() + " --quiet", tmp);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -95,10 +96,18 @@ TEST(PlanCli, RejectsBadSpecsNamingTheField) {
       {R"({"base": ")" + base + R"(")" + ok_tail, "target"},
       {R"({"base": ")" + base + R"(", "target": {"epochs": 3})" + ok_tail, "target.epochs"},
       {R"({"base": ")" + base + R"(", "target": {"iterations": 0})" + ok_tail, "target.iterations"},
-      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": ["no-such.json"], "gpus": [8], "layouts": [{"tp": 2, "pp": 2}]})", ""},
-      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster + R"("], "gpus": [0], "layouts": [{"tp": 2, "pp": 2}]})", "gpus[0]"},
-      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster + R"("], "gpus": [8], "layouts": [{"tp": 2}]})", "layouts[0]"},
-      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster + R"("], "gpus": [6], "layouts": [{"tp": 2, "pp": 2}]})", "gpus"},
+      {R"({"base": ")" + base +
+           R"(", "target": {"iterations": 10}, "clusters": ["no-such.json"], "gpus": [8], "layouts": [{"tp": 2, "pp": 2}]})",
+       ""},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster +
+           R"("], "gpus": [0], "layouts": [{"tp": 2, "pp": 2}]})",
+       "gpus[0]"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster +
+           R"("], "gpus": [8], "layouts": [{"tp": 2}]})",
+       "layouts[0]"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster +
+           R"("], "gpus": [6], "layouts": [{"tp": 2, "pp": 2}]})",
+       "gpus"},
       {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "budget": 5)" + ok_tail, "budget"},
   };
   TempDir tmp;
@@ -109,8 +118,10 @@ TEST(PlanCli, RejectsBadSpecsNamingTheField) {
     const auto out = tmp / ("out" + std::to_string(n++));
     const auto r = edgc("plan --spec " + spec.string() + " --out " + out.string(), tmp);
     EXPECT_EQ(r.code, 2) << c.body << "\n" << r.err;
-    if (!c.field.empty()) EXPECT_NE(r.err.find(": " + c.field + ": "), std::string::npos) << c.body << "\n" << r.err;
-    else EXPECT_NE(r.err.find("no-such.json"), std::string::npos) << r.err;
+    if (!c.field.empty())
+      EXPECT_NE(r.err.find(": " + c.field + ": "), std::string::npos) << c.body << "\n" << r.err;
+    else
+      EXPECT_NE(r.err.find("no-such.json"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(out / "plan.json"));
   }
 }

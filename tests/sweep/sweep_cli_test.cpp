@@ -85,7 +85,9 @@ TEST(SweepCli, PointsAgreeWithSimulateAndSummaryHasEveryPoint) {
   std::istringstream csv(read_file(out / "summary.csv"));
   std::string header;
   std::getline(csv, header);
-  EXPECT_EQ(header.rfind("point,compression.window,compression.r_min,compression.alpha,gpus,gpu,none.iteration_time_s", 0), 0U)
+  EXPECT_EQ(
+      header.rfind("point,compression.window,compression.r_min,compression.alpha,gpus,gpu,none.iteration_time_s", 0),
+      0U)
       << header;
   EXPECT_NE(header.find("edgc.training_time_s"), std::string::npos);
   int rows = 0;
@@ -123,7 +125,8 @@ TEST(SweepCli, KillNineAtRandomMomentsThenResumeLosesAndDuplicatesNothing) {
   ASSERT_EQ(edgc("sweep --spec " + spec + " --out " + reference.string() + " --jobs 2 --quiet", tmp).code, 0);
   // Kill at random moments within the time a whole sweep takes, so kills land in every phase: start-up, the
   // first simulations, appends, the summary.
-  const auto whole_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  const auto whole_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   const auto out = tmp / "killed";
   std::mt19937 rng(2024);
   std::uniform_int_distribution<int> delay_ms(1, std::max(20, static_cast<int>(whole_ms / 8)));
@@ -131,7 +134,8 @@ TEST(SweepCli, KillNineAtRandomMomentsThenResumeLosesAndDuplicatesNothing) {
   int code = -1;
   // Twelve runs killed at random moments (unless they finished first), then one left to finish.
   for (int attempt = 0; attempt <= 12 && code != 0; ++attempt) {
-    const pid_t pid = spawn({"sweep", "--spec", spec, "--out", out.string(), "--jobs", "2", "--resume", "--quiet"}, tmp);
+    const pid_t pid =
+        spawn({"sweep", "--spec", spec, "--out", out.string(), "--jobs", "2", "--resume", "--quiet"}, tmp);
     const int ms = attempt < 12 ? delay_ms(rng) : 600'000;
     int status = 0;
     pid_t done = 0;
@@ -247,8 +251,8 @@ TEST(SweepCli, RepeatsGiveTheMeanAndA95PercentIntervalOverSeeds) {
     const auto sim = edgc("simulate --scenario " + std::string(EDGC_SOURCE_DIR) +
                               "/tests/data/simulate/small.json --policies edgc --quiet --set compression.window=20 "
                               "--set variability.compute_jitter_cv=0.2 --set variability.straggler_probability=0.1 "
-                              "--set variability.straggler_slowdown=1.5 --set variability.seed=" + std::to_string(k) +
-                              " --out " + dir.string(),
+                              "--set variability.straggler_slowdown=1.5 --set variability.seed=" +
+                              std::to_string(k) + " --out " + dir.string(),
                           tmp);
     ASSERT_EQ(sim.code, 0) << sim.err;
     const json result = json::parse(read_file(dir / "result.json"));

@@ -33,8 +33,8 @@ TEST(SweepSpec, GridIsRowMajorWithTheLastAxisFastest) {
     distinct.insert(points[i].params.dump());
   }
   EXPECT_EQ(distinct.size(), 12U);
-  EXPECT_EQ(points[11].sets, (std::vector<std::string>{"compression.window=30", "compression.r_min=16",
-                                                        "compression.alpha=0.5"}));
+  EXPECT_EQ(points[11].sets,
+            (std::vector<std::string>{"compression.window=30", "compression.r_min=16", "compression.alpha=0.5"}));
 }
 
 TEST(SweepSpec, RandomDrawsAreSeededInRangeAndRounded) {

@@ -166,8 +166,7 @@ TEST_F(Reject, BadBlockLists) {
   EXPECT_NE(blocks_file(0, 2, 1, 2).find("w@blocks[1]"), std::string::npos);  // overlap
   EXPECT_NE(blocks_file(0, 2, 5, 2).find("w@blocks[1]"), std::string::npos);  // past the 6 elements
   EXPECT_NE(blocks_file(0, 1, 4, 2).find("blocks cover 3 elements"), std::string::npos);
-  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})",
-                        f32_bytes(4));
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", f32_bytes(4));
   EXPECT_NE(read_error(tmp_.path()).find("w@blocks: missing"), std::string::npos);
 }
 

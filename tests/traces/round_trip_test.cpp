@@ -69,8 +69,7 @@ TEST_P(RoundTrip, WriteThenReadIsBitIdentical) {
     for (int it = 0; it < 3; ++it) {
       std::vector<std::vector<float>> vals = {random_values(35, dtype, rng), random_values(24, dtype, rng),
                                               random_values(9, dtype, rng), random_values(1, dtype, rng)};
-      const std::vector<TensorView> views = {
-          {vals[0], {}}, {vals[1], blocks}, {vals[2], {}}, {vals[3], {}}};
+      const std::vector<TensorView> views = {{vals[0], {}}, {vals[1], blocks}, {vals[2], {}}, {vals[3], {}}};
       w.write_iteration(10 * it, it == 1 ? std::nullopt : std::optional<double>(5.0 - it), views);
       written.push_back(vals);
     }

@@ -116,9 +116,8 @@ void measure(const std::string& scenario_path, const Case& c, const std::vector<
   const edgc::sim::ClusterSpec cluster = edgc::cli::read_cluster(sc);
   const edgc::sim::NetworkProfile profile = edgc::cli::read_network(sc);
   const edgc::cli::ModelConfig mc = edgc::cli::read_model_config(sc);
-  const edgc::sim::DpSyncPlan plan = c.powersgd_rank == 0
-                                         ? edgc::sim::uncompressed_plan(mc.parallel.pp)
-                                         : edgc::sim::powersgd_plan(mc.parallel.pp, c.powersgd_rank);
+  const edgc::sim::DpSyncPlan plan = c.powersgd_rank == 0 ? edgc::sim::uncompressed_plan(mc.parallel.pp)
+                                                          : edgc::sim::powersgd_plan(mc.parallel.pp, c.powersgd_rank);
 
   std::vector<std::string> args = {"edgc_bench_iteration"};
   for (const std::string& cfg : cfgs) args.push_back("--cfg=" + cfg);
@@ -155,8 +154,7 @@ void measure(const std::string& scenario_path, const Case& c, const std::vector<
   s.ok = 1;
 }
 
-Sample run_child(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs,
-                 bool tp_ring) {
+Sample run_child(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring) {
   int fds[2];
   Sample s;
   if (pipe(fds) != 0) {
@@ -293,9 +291,10 @@ int main(int argc, char** argv) {
 
   std::printf("edgc_bench_iteration: %s on %s (SimGrid %s), base %s\n", model_name.c_str(), cluster_name.c_str(),
               edgc::sim::simgrid_version().c_str(), scenario_path.c_str());
-  std::printf("scaling: tp %d and pp %d kept, dp = GPUs / %d, %d micro-batches of %d per pipeline "
-              "(global batch = %d · dp), nodes = GPUs / %d; %d repeat(s), medians shown\n",
-              tp, pp, tp * pp, microbatches, micro_batch, microbatches * micro_batch, gpus_per_node, repeats);
+  std::printf(
+      "scaling: tp %d and pp %d kept, dp = GPUs / %d, %d micro-batches of %d per pipeline "
+      "(global batch = %d · dp), nodes = GPUs / %d; %d repeat(s), medians shown\n",
+      tp, pp, tp * pp, microbatches, micro_batch, microbatches * micro_batch, gpus_per_node, repeats);
   std::printf("activities = comms + execs + sleeps started (S4U signals; SimGrid has no public event count)\n");
   std::printf("tp all-reduces: %s%s\n\n", tp_ring ? "ring messages (--tp-ring)" : "closed form where it applies",
               check ? "; --check compares every case with the forced ring" : "");
@@ -337,8 +336,8 @@ int main(int argc, char** argv) {
       const Sample ring = run_child(scenario_path, c, cfgs, true);
       check_rel = ring.ok != 0 ? std::abs(ring.iteration_s - first.iteration_s) / ring.iteration_s : 1.0;
       if (!(check_rel <= 1e-9)) {
-        std::printf("  %5d %4d %5d %-12s CHECK FAILED: %.17g s here, %.17g s with the forced ring (%s)\n", c.gpus,
-                    c.dp, c.global_batch, plan.c_str(), first.iteration_s, ring.iteration_s, ring.error);
+        std::printf("  %5d %4d %5d %-12s CHECK FAILED: %.17g s here, %.17g s with the forced ring (%s)\n", c.gpus, c.dp,
+                    c.global_batch, plan.c_str(), first.iteration_s, ring.iteration_s, ring.error);
         all_ok = false;
       }
     }
@@ -354,39 +353,39 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(activities), static_cast<double>(activities) / sim_med, median(rss),
                 first.iteration_s, target_text, verdict);
     std::fflush(stdout);
-    rows.push_back({{"gpus", c.gpus},
-                    {"nodes", c.nodes},
-                    {"tp", tp},
-                    {"pp", pp},
-                    {"dp", c.dp},
-                    {"microbatches", c.microbatches},
-                    {"global_batch_size", c.global_batch},
-                    {"plan", plan},
-                    {"powersgd_rank", c.powersgd_rank},
-                    {"tp_closed_form", first.tp_closed_form != 0},
-                    {"check_rel_diff_vs_ring", check_rel >= 0 ? nlohmann::ordered_json(check_rel)
-                                                              : nlohmann::ordered_json()},
-                    {"build_wall_s", build},
-                    {"simulate_wall_s", sim},
-                    {"wall_s", wall},
-                    {"cpu_s", cpu},
-                    {"peak_rss_MiB", rss},
-                    {"median_build_wall_s", median(build)},
-                    {"median_simulate_wall_s", sim_med},
-                    {"median_wall_s", wall_med},
-                    {"median_cpu_s", median(cpu)},
-                    {"median_peak_rss_MiB", median(rss)},
-                    {"simulated_iteration_s", first.iteration_s},
-                    {"actors", first.actors},
-                    {"comms", first.comms},
-                    {"execs", first.execs},
-                    {"sleeps", first.sleeps},
-                    {"activities", activities},
-                    {"activities_per_s", static_cast<double>(activities) / sim_med},
-                    {"time_advances", first.time_advances},
-                    {"activity_completions", first.completions},
-                    {"target_wall_s", target > 0 ? nlohmann::ordered_json(target) : nlohmann::ordered_json()},
-                    {"pass", target > 0 ? nlohmann::ordered_json(wall_med <= target) : nlohmann::ordered_json()}});
+    rows.push_back(
+        {{"gpus", c.gpus},
+         {"nodes", c.nodes},
+         {"tp", tp},
+         {"pp", pp},
+         {"dp", c.dp},
+         {"microbatches", c.microbatches},
+         {"global_batch_size", c.global_batch},
+         {"plan", plan},
+         {"powersgd_rank", c.powersgd_rank},
+         {"tp_closed_form", first.tp_closed_form != 0},
+         {"check_rel_diff_vs_ring", check_rel >= 0 ? nlohmann::ordered_json(check_rel) : nlohmann::ordered_json()},
+         {"build_wall_s", build},
+         {"simulate_wall_s", sim},
+         {"wall_s", wall},
+         {"cpu_s", cpu},
+         {"peak_rss_MiB", rss},
+         {"median_build_wall_s", median(build)},
+         {"median_simulate_wall_s", sim_med},
+         {"median_wall_s", wall_med},
+         {"median_cpu_s", median(cpu)},
+         {"median_peak_rss_MiB", median(rss)},
+         {"simulated_iteration_s", first.iteration_s},
+         {"actors", first.actors},
+         {"comms", first.comms},
+         {"execs", first.execs},
+         {"sleeps", first.sleeps},
+         {"activities", activities},
+         {"activities_per_s", static_cast<double>(activities) / sim_med},
+         {"time_advances", first.time_advances},
+         {"activity_completions", first.completions},
+         {"target_wall_s", target > 0 ? nlohmann::ordered_json(target) : nlohmann::ordered_json()},
+         {"pass", target > 0 ? nlohmann::ordered_json(wall_med <= target) : nlohmann::ordered_json()}});
   }
 
   if (!json_out.empty()) {

@@ -104,8 +104,7 @@ int main(int argc, char** argv) {
     } else if (a == "--json" && has_value) {
       json_out = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--trace DIR] [--gb 1.0] [--dtype f32] [--repeats 5] [--json FILE]\n",
-                   argv[0]);
+      std::fprintf(stderr, "usage: %s [--trace DIR] [--gb 1.0] [--dtype f32] [--repeats 5] [--json FILE]\n", argv[0]);
       return 2;
     }
   }

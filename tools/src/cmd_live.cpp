@@ -44,20 +44,21 @@ int run_live_command(const std::vector<std::string>& args) {
   o.verify = vm.count("verify") != 0U;
   o.quiet = vm.count("quiet") != 0U;
   read_live_options(sc, o);
-  if (o.trace_dir.empty()) throw UsageError("--trace", "no trace given (use --trace DIR or trace.path in the scenario)");
+  if (o.trace_dir.empty())
+    throw UsageError("--trace", "no trace given (use --trace DIR or trace.path in the scenario)");
   sc.reject_unknown({"compression", "live", "trace"});
   o.scenario_path = scenario;
   o.out_dir = out;
-  o.policies = policies_with_baseline(policies.empty() ? o.compression.controller.policy : policies, "live",
-                                      "--policies");
+  o.policies =
+      policies_with_baseline(policies.empty() ? o.compression.controller.policy : policies, "live", "--policies");
   return run_live(o);
 }
 
 }  // namespace
 
 void add_live_command(std::vector<Command>& commands) {
-  commands.push_back({"live", "replay a trace through real compressed all-reduces over MPI ranks and time them",
-                      run_live_command});
+  commands.push_back(
+      {"live", "replay a trace through real compressed all-reduces over MPI ranks and time them", run_live_command});
 }
 
 }  // namespace edgc::cli

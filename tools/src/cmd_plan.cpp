@@ -30,8 +30,8 @@
 #include "config.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
-#include "report/report.hpp"
 #include "mpi_session.hpp"
+#include "report/report.hpp"
 #include "sweep.hpp"
 #include "table.hpp"
 
@@ -112,7 +112,8 @@ PlanSpec read_plan_spec(const std::string& path) {
     throw ConfigError(w, "target." + d["target"].begin().key(), "unknown target (iterations or tokens)");
   }
   if (d.contains("policies")) {
-    if (!d["policies"].is_array() || d["policies"].empty()) throw ConfigError(w, "policies", "expected a list of policies");
+    if (!d["policies"].is_array() || d["policies"].empty())
+      throw ConfigError(w, "policies", "expected a list of policies");
     for (std::size_t i = 0; i < d["policies"].size(); ++i) {
       const json& p = d["policies"][i];
       if (!p.is_string()) throw ConfigError(w, "policies[" + std::to_string(i) + "]", "expected a string");
@@ -142,7 +143,8 @@ PlanSpec read_plan_spec(const std::string& path) {
       for (auto it = c.begin(); it != c.end(); ++it)
         if (it.key() != "cluster" && it.key() != "label" && it.key() != "set")
           throw ConfigError(w, at + "." + it.key(), "unknown key");
-      if (!c.contains("cluster") || !c["cluster"].is_string()) throw ConfigError(w, at + ".cluster", "expected a file path");
+      if (!c.contains("cluster") || !c["cluster"].is_string())
+        throw ConfigError(w, at + ".cluster", "expected a file path");
       file = c["cluster"].get<std::string>();
       if (c.contains("label")) {
         if (!c["label"].is_string()) throw ConfigError(w, at + ".label", "expected a string");
@@ -167,7 +169,8 @@ PlanSpec read_plan_spec(const std::string& path) {
   std::vector<int> gpus;
   if (!d.contains("gpus") || !d["gpus"].is_array() || d["gpus"].empty())
     throw ConfigError(w, "gpus", "expected a non-empty list of GPU counts");
-  for (std::size_t i = 0; i < d["gpus"].size(); ++i) gpus.push_back(positive_int(w, "gpus[" + std::to_string(i) + "]", d["gpus"][i]));
+  for (std::size_t i = 0; i < d["gpus"].size(); ++i)
+    gpus.push_back(positive_int(w, "gpus[" + std::to_string(i) + "]", d["gpus"][i]));
   std::vector<std::pair<int, int>> layouts;
   if (!d.contains("layouts") || !d["layouts"].is_array() || d["layouts"].empty())
     throw ConfigError(w, "layouts", "expected a non-empty list of {\"tp\": T, \"pp\": P}");
@@ -182,14 +185,16 @@ PlanSpec read_plan_spec(const std::string& path) {
   for (const ClusterChoice& c : clusters)
     for (const int n : gpus)
       for (const auto& [tp, pp] : layouts) {
-        const std::string name = std::to_string(n) + "x" + c.label + " tp" + std::to_string(tp) + " pp" + std::to_string(pp);
+        const std::string name =
+            std::to_string(n) + "x" + c.label + " tp" + std::to_string(tp) + " pp" + std::to_string(pp);
         if (n % c.gpus_per_node != 0) {
           spec.skipped.push_back(name + ": " + std::to_string(n) + " GPUs are not whole nodes of " +
                                  std::to_string(c.gpus_per_node));
           continue;
         }
         if (n % (tp * pp) != 0) {
-          spec.skipped.push_back(name + ": tp·pp = " + std::to_string(tp * pp) + " does not divide " + std::to_string(n));
+          spec.skipped.push_back(name + ": tp·pp = " + std::to_string(tp * pp) + " does not divide " +
+                                 std::to_string(n));
           continue;
         }
         Option o;
@@ -218,7 +223,8 @@ PlanSpec read_plan_spec(const std::string& path) {
     Scenario b = load_scenario(spec.base, {});
     const double batch = static_cast<double>(b.integer("model.global_batch_size", 0));
     const double seq = static_cast<double>(b.integer("model.seq_len", 0));
-    if (!(batch > 0 && seq > 0)) throw ConfigError(spec.base, "model.global_batch_size", "needed (with seq_len) for a token target");
+    if (!(batch > 0 && seq > 0))
+      throw ConfigError(spec.base, "model.global_batch_size", "needed (with seq_len) for a token target");
     const auto iters = static_cast<std::int64_t>(std::ceil(*spec.tokens / (batch * seq)));
     for (Option& o : spec.options) o.sets["run.iterations"] = iters;
     spec.iterations = iters;
@@ -316,8 +322,10 @@ int run_plan_command(const std::vector<std::string>& args) {
     const Entry* best = nullptr;
     for (const Entry& e : entries) {
       if (e.option != &o) continue;
-      if (e.policy == "none") none = &e;
-      else if (best == nullptr || e.time_s < best->time_s) best = &e;
+      if (e.policy == "none")
+        none = &e;
+      else if (best == nullptr || e.time_s < best->time_s)
+        best = &e;
     }
     if (none == nullptr || best == nullptr) continue;
     const double cut = 1.0 - best->time_s / none->time_s;
@@ -329,15 +337,17 @@ int run_plan_command(const std::vector<std::string>& args) {
     for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
     return s;
   };
-  if (!pays.empty()) verdicts.push_back("Compression pays (cuts training time by more than " +
-                                        fmt_f(100.0 * plan.pays_threshold, 1) + " %) on: " + join(pays) + ".");
+  if (!pays.empty())
+    verdicts.push_back("Compression pays (cuts training time by more than " + fmt_f(100.0 * plan.pays_threshold, 1) +
+                       " %) on: " + join(pays) + ".");
   if (!not_pays.empty())
     verdicts.push_back("Compression does not pay (changes training time by less than " +
                        fmt_f(100.0 * plan.pays_threshold, 1) + " %) on: " + join(not_pays) +
                        ". There the data-parallel sync is a small share of the iteration (a fast network for this "
                        "model and batch, or little data parallelism), so plain all-reduce is as good.");
   const Entry& fastest = entries.front();
-  const Entry& cheapest = *std::min_element(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.cost < b.cost; });
+  const Entry& cheapest =
+      *std::min_element(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.cost < b.cost; });
   verdicts.push_back("Fastest: " + fastest.option->label + " " + fastest.policy + ", " +
                      amount(fastest.time_s / 3600.0) + " h for $" + amount(fastest.cost) + ".");
   verdicts.push_back("Cheapest: " + cheapest.option->label + " " + cheapest.policy + ", $" + amount(cheapest.cost) +
@@ -373,9 +383,9 @@ int run_plan_command(const std::vector<std::string>& args) {
     if (!report.empty()) std::cout << report << "\n";
     return 0;
   }
-  std::cout << "plan        " << spec_path << ": " << plan.options.size() << " cluster options x " << plan.policies.size()
-            << " policies, target " << *plan.iterations << " iterations; " << outcome.ran << " simulated now, "
-            << outcome.already_done << " from an earlier run\n\n";
+  std::cout << "plan        " << spec_path << ": " << plan.options.size() << " cluster options x "
+            << plan.policies.size() << " policies, target " << *plan.iterations << " iterations; " << outcome.ran
+            << " simulated now, " << outcome.already_done << " from an earlier run\n\n";
   Table t({"#", "option", "policy", "train h", "cost $", "speedup vs none", "Pareto"});
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -397,7 +407,8 @@ int run_plan_command(const std::vector<std::string>& args) {
 }  // namespace
 
 void add_plan_command(std::vector<Command>& commands) {
-  commands.push_back({"plan", "rank cluster options (GPU type x count x layout x policy) by time and cost; Pareto front",
+  commands.push_back({"plan",
+                      "rank cluster options (GPU type x count x layout x policy) by time and cost; Pareto front",
                       run_plan_command});
 }
 

@@ -55,22 +55,21 @@ std::string windows_csv(const ReplayResult& r) {
   std::ostringstream os;
   os << "window,first_iteration,end_iteration,stage,captured_iterations,sampled_iterations,mean_loss,warmup,"
         "entropy_gaussian,entropy_histogram,excess_kurtosis,rank,next_rank,next_binding,next_continuous_rank,"
-        "full_next_rank,agrees,trajectory_full_rank,trajectory_agrees,relative_error,step_error,wire_floats,dense_floats,sampled_elements,full_elements,"
+        "full_next_rank,agrees,trajectory_full_rank,trajectory_agrees,relative_error,step_error,wire_floats,dense_"
+        "floats,sampled_elements,full_elements,"
         "estimation_seconds,full_estimation_seconds\n";
   for (const auto& w : r.windows) {
     for (std::size_t s = 0; s < w.stages.size(); ++s) {
       const auto& x = w.stages[s];
-      os << w.window << ',' << w.first_iteration << ',' << w.end_iteration << ',' << s << ','
-         << w.captured_iterations << ',' << w.sampled_iterations << ',' << csv(w.mean_loss) << ','
-         << (w.warmup ? 1 : 0) << ',' << csv(x.entropy_gaussian) << ',' << csv(x.entropy_histogram) << ','
-         << csv(x.excess_kurtosis) << ',' << x.rank << ',' << x.next.rank << ','
-         << core::rank_binding_name(x.next.binding) << ',' << csv(x.next.continuous) << ','
+      os << w.window << ',' << w.first_iteration << ',' << w.end_iteration << ',' << s << ',' << w.captured_iterations
+         << ',' << w.sampled_iterations << ',' << csv(w.mean_loss) << ',' << (w.warmup ? 1 : 0) << ','
+         << csv(x.entropy_gaussian) << ',' << csv(x.entropy_histogram) << ',' << csv(x.excess_kurtosis) << ',' << x.rank
+         << ',' << x.next.rank << ',' << core::rank_binding_name(x.next.binding) << ',' << csv(x.next.continuous) << ','
          << (x.full_next_rank ? std::to_string(*x.full_next_rank) : "") << ',' << (w.agrees ? 1 : 0) << ','
          << (x.trajectory_full_rank ? std::to_string(*x.trajectory_full_rank) : "") << ','
-         << (w.trajectory_agrees ? 1 : 0) << ','
-         << csv(x.relative_error) << ',' << csv(x.step_error) << ',' << x.wire_floats << ',' << x.dense_floats << ','
-         << x.sampled_elements << ',' << x.full_elements << ',' << csv(x.estimation_seconds) << ','
-         << csv(x.full_estimation_seconds) << '\n';
+         << (w.trajectory_agrees ? 1 : 0) << ',' << csv(x.relative_error) << ',' << csv(x.step_error) << ','
+         << x.wire_floats << ',' << x.dense_floats << ',' << x.sampled_elements << ',' << x.full_elements << ','
+         << csv(x.estimation_seconds) << ',' << csv(x.full_estimation_seconds) << '\n';
     }
   }
   return os.str();
@@ -110,7 +109,8 @@ Summary summarise(const ReplayResult& r, std::size_t stages) {
       s.full_seconds += x.full_estimation_seconds;
       s.wire += x.wire_floats;
       s.dense += x.dense_floats;
-      if (x.next.binding != core::RankBinding::kWarmup) ++s.bindings[std::string(core::rank_binding_name(x.next.binding))];
+      if (x.next.binding != core::RankBinding::kWarmup)
+        ++s.bindings[std::string(core::rank_binding_name(x.next.binding))];
       if (!w.warmup && x.rank > 0) {
         s.rank_min[k] = std::min(s.rank_min[k], x.rank);
         s.rank_max[k] = std::max(s.rank_max[k], x.rank);
@@ -146,7 +146,8 @@ std::string replay_json(const ReplayOptions& o, const ReplayResult& r, const Sum
       {"windows", s.windows},
       {"warmup_end_iteration", r.warmup_end ? ordered_json(*r.warmup_end) : nullptr},
       {"full_sampling_warmup_end_iteration", r.full_warmup_end ? ordered_json(*r.full_warmup_end) : nullptr},
-      {"agreement_with_full_sampling", o.compare_full && s.windows ? ordered_json(double(s.agreeing) / s.windows) : nullptr},
+      {"agreement_with_full_sampling",
+       o.compare_full && s.windows ? ordered_json(double(s.agreeing) / s.windows) : nullptr},
       {"trajectory_agreement_with_full_sampling",
        o.compare_full && s.windows ? ordered_json(double(s.trajectory_agreeing) / s.windows) : nullptr},
       {"bindings", s.bindings},
@@ -197,8 +198,8 @@ void print_summary(std::ostream& os, const ReplayOptions& o, const ReplayResult&
                    const std::string& out) {
   const std::size_t stages = r.stage_shapes.size();
   os << "replay      " << o.trace_dir << " · policy " << o.controller.policy << " · estimator "
-     << core::entropy_estimator_name(o.controller.estimator) << " · window " << o.gds.window_iters
-     << " it · alpha " << o.gds.alpha << " · beta " << o.gds.beta << " · ranks " << o.controller.cqm.r_min << ".."
+     << core::entropy_estimator_name(o.controller.estimator) << " · window " << o.gds.window_iters << " it · alpha "
+     << o.gds.alpha << " · beta " << o.gds.beta << " · ranks " << o.controller.cqm.r_min << ".."
      << o.controller.cqm.r_max << " step " << o.controller.cqm.step << " · " << o.world_size << " emulated DP ranks\n";
   os << "warm-up     " << (r.warmup_end ? "ended at iteration " + std::to_string(*r.warmup_end) : "never ended")
      << "\n\n";
@@ -294,8 +295,8 @@ int run_replay_command(const std::vector<std::string>& args) {
 }  // namespace
 
 void add_replay_command(std::vector<Command>& commands) {
-  commands.push_back({"replay", "run the rank controller over a gradient trace (entropy, ranks, errors)",
-                      run_replay_command});
+  commands.push_back(
+      {"replay", "run the rank controller over a gradient trace (entropy, ranks, errors)", run_replay_command});
 }
 
 }  // namespace edgc::cli

@@ -29,8 +29,9 @@ void print_summary(std::ostream& os, const ordered_json& r) {
   const auto& par = r.at("parallelism");
   os << "simulate    " << r.at("scenario").get<std::string>() << ": " << r.at("cluster").at("gpus").get<int>() << " x "
      << r.at("cluster").at("gpu").get<std::string>() << ", tp " << par.at("tp").get<int>() << " pp "
-     << par.at("pp").get<int>() << " dp " << par.at("dp").get<int>() << ", " << r.at("run").at("iterations").get<std::int64_t>()
-     << " iterations, " << r.at("simulations").get<std::size_t>() << " distinct rank vectors";
+     << par.at("pp").get<int>() << " dp " << par.at("dp").get<int>() << ", "
+     << r.at("run").at("iterations").get<std::int64_t>() << " iterations, " << r.at("simulations").get<std::size_t>()
+     << " distinct rank vectors";
   if (r.at("composition") == "stage-separable")
     os << " composed from " << r.at("simulated_iterations").get<std::size_t>() << " simulated uniform-rank iterations";
   else
@@ -43,10 +44,11 @@ void print_summary(std::ostream& os, const ordered_json& r) {
     const double gpu_hours = x.at("gpu_hours").get<double>();
     const auto& w = x.at("warmup_end_iteration");
     t.add_row({x.at("policy").get<std::string>(), fmt_f(x.at("iteration_time_s").get<double>(), 3),
-               fmt_f(x.at("comm_latency_s").get<double>(), 3), pct(x.at("comm_latency_reduction_vs_none").get<double>()),
+               fmt_f(x.at("comm_latency_s").get<double>(), 3),
+               pct(x.at("comm_latency_reduction_vs_none").get<double>()),
                fmt_amount(x.at("training_time_s").get<double>() / 3600.0),
-               pct(x.at("training_time_reduction_vs_none").get<double>()), fmt_f(x.at("speedup_vs_none").get<double>(), 3),
-               fmt_amount(gpu_hours), fmt_amount(gpu_hours * price),
+               pct(x.at("training_time_reduction_vs_none").get<double>()),
+               fmt_f(x.at("speedup_vs_none").get<double>(), 3), fmt_amount(gpu_hours), fmt_amount(gpu_hours * price),
                w.is_null() ? std::string("-") : std::to_string(w.get<std::int64_t>())});
   }
   t.print(os);
@@ -70,23 +72,27 @@ int run_simulate_command(const std::vector<std::string>& args) {
   std::vector<std::string> sets;
   int jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   po::options_description opts;
-  opts.add_options()("scenario", po::value(&scenario)->required(), "scenario JSON (cluster, model, parallelism, "
-                                                                    "compression, run, trace or entropy)")(
-      "set", po::value(&sets)->composing(), "override a scenario key: dotted.key=value (repeatable)")(
+  opts.add_options()("scenario", po::value(&scenario)->required(),
+                     "scenario JSON (cluster, model, parallelism, "
+                     "compression, run, trace or entropy)")("set", po::value(&sets)->composing(),
+                                                            "override a scenario key: dotted.key=value (repeatable)")(
       "out", po::value(&out)->required(), "output directory for result.json (must not exist or be empty)")(
       "timeline", po::value(&timeline), "also write one iteration per distinct rank vector as Chrome-trace JSON")(
-      "policies", po::value(&policies), "compared policies, e.g. none,static,edgc (default: simulate.policies, "
-                                        "else none,static,<compression.policy>)")(
-      "jobs", po::value(&jobs), "simulations run in parallel (default: the CPU count)")(
+      "policies", po::value(&policies),
+      "compared policies, e.g. none,static,edgc (default: simulate.policies, "
+      "else none,static,<compression.policy>)")("jobs", po::value(&jobs),
+                                                "simulations run in parallel (default: the CPU count)")(
       "report", "also write DIR/report.html (charts: entropy, ranks, breakdown) and DIR/report/*.svg")(
       "quiet", "print only the output paths");
   po::variables_map vm;
-  if (!parse("simulate",
-             "--scenario F [--set k=v]... --out DIR [--timeline FILE] [--policies LIST] [--jobs N] [--report] [--quiet]", opts,
-             {}, args, vm))
+  if (!parse(
+          "simulate",
+          "--scenario F [--set k=v]... --out DIR [--timeline FILE] [--policies LIST] [--jobs N] [--report] [--quiet]",
+          opts, {}, args, vm))
     return 0;
   if (jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(jobs));
-  if (!timeline.empty() && fs::is_directory(timeline)) throw UsageError("--timeline", "'" + timeline + "' is a directory");
+  if (!timeline.empty() && fs::is_directory(timeline))
+    throw UsageError("--timeline", "'" + timeline + "' is a directory");
 
   StagingDir staging(out);  // before the simulations: a busy --out fails fast
   SimulateRequest request;

@@ -6,8 +6,8 @@
 
 #include "cli.hpp"
 #include "edgc/core/error.hpp"
-#include "report/report.hpp"
 #include "mpi_session.hpp"
+#include "report/report.hpp"
 #include "sweep.hpp"
 #include "table.hpp"
 
@@ -26,11 +26,11 @@ int run_sweep_command(const std::vector<std::string>& args) {
       "resume", "continue the sweep in --out: points already in results.jsonl are skipped")(
       "set", po::value(&sets)->composing(), "override a key of every point: dotted.key=value (repeatable)")(
       "best-by", po::value(&o.best_by), "rank the printed best points by this run field (default training_time_s)")(
-      "report", "also write DIR/report.html (heatmaps, best points) and DIR/report/*.svg")(
-      "quiet", "no progress and no table");
+      "report", "also write DIR/report.html (heatmaps, best points) and DIR/report/*.svg")("quiet",
+                                                                                           "no progress and no table");
   po::variables_map vm;
-  if (!parse("sweep", "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--report] [--quiet]", opts, {},
-             args, vm))
+  if (!parse("sweep", "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--report] [--quiet]",
+             opts, {}, args, vm))
     return 0;
   o.resume = vm.count("resume") != 0U;
   o.quiet = vm.count("quiet") != 0U;
@@ -62,8 +62,10 @@ int run_sweep_command(const std::vector<std::string>& args) {
     std::cout << o.out << "/results.jsonl\n" << o.out << "/summary.csv\n";
   } else {
     std::cout << "\nsweep       " << spec_path << ": " << r.points << " points";
-    if (mpi != nullptr) std::cout << " on " << mpi->size() << " MPI ranks x " << o.jobs << " workers";
-    else std::cout << " on " << o.jobs << " workers";
+    if (mpi != nullptr)
+      std::cout << " on " << mpi->size() << " MPI ranks x " << o.jobs << " workers";
+    else
+      std::cout << " on " << o.jobs << " workers";
     std::cout << "; " << r.already_done << " already done, " << r.ran << " run in " << fmt_f(r.wall_s, 1) << " s ("
               << fmt_f(r.wall_s > 0 ? static_cast<double>(r.ran) / r.wall_s * 60.0 : 0.0, 1) << " points/min)";
     if (r.failed > 0) std::cout << ", " << r.failed << " failed (see \"error\" in results.jsonl)";
@@ -74,8 +76,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
     std::cout << (o.quiet ? "" : "report      ") << page << "\n";
   }
   if (r.failed > 0) {
-    std::cerr << "edgc: error: " << r.failed << " sweep point(s) have invalid scenarios; their \"error\" in "
-              << o.out << "/results.jsonl names the key\n";
+    std::cerr << "edgc: error: " << r.failed << " sweep point(s) have invalid scenarios; their \"error\" in " << o.out
+              << "/results.jsonl names the key\n";
     return 2;
   }
   return 0;
@@ -106,7 +108,8 @@ int run_sweep_point_command(const std::vector<std::string>& args) {
 void add_sweep_command(std::vector<Command>& commands) {
   commands.push_back({"sweep", "simulate every point of a sweep spec (resumable; splits points across mpirun ranks)",
                       run_sweep_command});
-  commands.push_back({"sweep-point", "(internal) one point of a sweep as a results.jsonl line: the worker of MPI sweeps",
+  commands.push_back({"sweep-point",
+                      "(internal) one point of a sweep as a results.jsonl line: the worker of MPI sweeps",
                       run_sweep_point_command});
 }
 

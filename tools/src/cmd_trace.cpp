@@ -22,14 +22,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 ordered_json opt_json(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 
 ordered_json stats_json(const TensorStats& s) {
-  return {{"count", s.count},
-          {"mean", opt_json(s.mean)},
-          {"std", opt_json(s.std)},
-          {"excess_kurtosis", opt_json(s.excess_kurtosis)},
-          {"min", opt_json(s.min)},
-          {"max", opt_json(s.max)},
-          {"nan", s.nan},
-          {"inf", s.inf}};
+  return {{"count", s.count},       {"mean", opt_json(s.mean)},
+          {"std", opt_json(s.std)}, {"excess_kurtosis", opt_json(s.excess_kurtosis)},
+          {"min", opt_json(s.min)}, {"max", opt_json(s.max)},
+          {"nan", s.nan},           {"inf", s.inf}};
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -132,7 +128,8 @@ std::string inspect_text(const std::string& dir, const InspectResult& r, std::si
   if (first.loss && last.loss) os << " · loss " << fmt_f(*first.loss, 3) << " -> " << fmt_f(*last.loss, 3);
   os << "\n";
   const auto prov = nlohmann::json::parse(m.provenance_json);
-  if (prov.contains("tool") && prov["tool"].is_string()) os << "captured by " << prov["tool"].get<std::string>() << "\n";
+  if (prov.contains("tool") && prov["tool"].is_string())
+    os << "captured by " << prov["tool"].get<std::string>() << "\n";
   if (prov.contains("command") && prov["command"].is_string())
     os << "command     " << prov["command"].get<std::string>() << "\n";
 
@@ -258,8 +255,8 @@ int run_synth(const std::vector<std::string>& args) {
       "stages", po::value(&o.stages)->default_value(o.stages), "pipeline stages (contiguous runs of layers)")(
       "iterations", po::value(&o.iterations)->default_value(o.iterations), "captured iterations")(
       "stride", po::value(&o.iteration_stride)->default_value(o.iteration_stride),
-      "training steps between captured iterations")(
-      "rank", po::value(&o.rank)->default_value(o.rank), "rank of each 2-D tensor's signal part")(
+      "training steps between captured iterations")("rank", po::value(&o.rank)->default_value(o.rank),
+                                                    "rank of each 2-D tensor's signal part")(
       "signal", po::value(&o.signal_std)->default_value(o.signal_std), "element std of the signal part")(
       "noise", po::value(&o.noise_std)->default_value(o.noise_std), "element std of the noise at the first iteration")(
       "entropy-decay", po::value(&o.entropy_decay_nats)->default_value(o.entropy_decay_nats),

@@ -28,7 +28,8 @@ int run_version(const std::vector<std::string>& args) {
   if (vm.count("json") != 0U) {
     std::cout << j.dump(2) << "\n";
   } else {
-    for (const auto& [k, v] : j.items()) std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+    for (const auto& [k, v] : j.items())
+      std::cout << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
   }
   return 0;
 }

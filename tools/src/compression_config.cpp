@@ -14,8 +14,8 @@ CompressionSettings read_compression(Scenario& sc) {
   const std::string w = sc.where();
   auto& c = o.controller;
   c.policy = sc.string("compression.policy", "edgc");
-  c.estimator = core::parse_entropy_estimator(sc.string("compression.estimator", "gaussian"), w,
-                                              "compression.estimator");
+  c.estimator =
+      core::parse_entropy_estimator(sc.string("compression.estimator", "gaussian"), w, "compression.estimator");
   o.gds.window_iters = sc.integer("compression.window", 1000);
   o.gds.alpha = sc.number("compression.alpha", 0.1);
   o.gds.beta = sc.number("compression.beta", 0.25);

@@ -19,9 +19,9 @@ namespace edgc::cli {
 class ChildPool {
  public:
   struct Finished {
-    std::size_t id = 0;   ///< the id given to start()
-    int code = 0;         ///< 0 = success
-    std::string output;   ///< the job's result, or the failure's text (see rethrow())
+    std::size_t id = 0;  ///< the id given to start()
+    int code = 0;        ///< 0 = success
+    std::string output;  ///< the job's result, or the failure's text (see rethrow())
   };
 
   ChildPool() = default;

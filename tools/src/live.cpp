@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -87,7 +87,8 @@ void read_live_options(Scenario& sc, LiveOptions& o) {
     o.probe_ranks = parse_rank_list(sc.string("live.probe.ranks", ""), w, "live.probe.ranks");
   o.probe_repeats = sc.int32("live.probe.repeats", 5);
   if (o.probe_repeats < 1) throw ConfigError(w, "live.probe.repeats", "must be >= 1");
-  if (o.comm != "mpi" && o.comm != "nccl") throw ConfigError(w, "live.comm", "expected mpi or nccl, got '" + o.comm + "'");
+  if (o.comm != "mpi" && o.comm != "nccl")
+    throw ConfigError(w, "live.comm", "expected mpi or nccl, got '" + o.comm + "'");
   if (o.backend != "cpu" && o.backend != "cuda")
     throw ConfigError(w, "live.backend", "expected cpu or cuda, got '" + o.backend + "'");
 }
@@ -140,7 +141,9 @@ struct World {
     std::vector<int> lens(static_cast<std::size_t>(size));
     mpi_ok(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
     std::vector<int> displs(static_cast<std::size_t>(size), 0);
-    for (int i = 1; i < size; ++i) displs[static_cast<std::size_t>(i)] = displs[static_cast<std::size_t>(i - 1)] + lens[static_cast<std::size_t>(i - 1)];
+    for (int i = 1; i < size; ++i)
+      displs[static_cast<std::size_t>(i)] =
+          displs[static_cast<std::size_t>(i - 1)] + lens[static_cast<std::size_t>(i - 1)];
     std::string all(rank == 0 ? static_cast<std::size_t>(displs.back() + lens.back()) : 0, '\0');
     mpi_ok(MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD),
            "MPI_Gatherv");
@@ -180,13 +183,13 @@ class TimedCommunicator final : public kernels::Communicator {
 // ---- the stage's tensors and their per-replica gradients ----
 
 struct StageTensors {
-  std::vector<std::size_t> trace_index;           // manifest index of each of the stage's tensors
-  std::vector<std::vector<std::int64_t>> shapes;  // as PowerSgd sees them
-  std::vector<bool> compressible;                 // ≥2-D and fully captured
-  std::vector<std::vector<float>> raw;            // the trace gradient (blocks-captured: zeros off the blocks)
-  std::vector<std::vector<float>> mine;           // this replica's copy, replaced by the step's result
-  std::vector<std::span<float>> views;
-  std::vector<std::span<const float>> raw_views;
+  std::vector<std::size_t> trace_index;            // manifest index of each of the stage's tensors
+  std::vector<std::vector<std::int64_t> > shapes;  // as PowerSgd sees them
+  std::vector<bool> compressible;                  // ≥2-D and fully captured
+  std::vector<std::vector<float> > raw;            // the trace gradient (blocks-captured: zeros off the blocks)
+  std::vector<std::vector<float> > mine;           // this replica's copy, replaced by the step's result
+  std::vector<std::span<float> > views;
+  std::vector<std::span<const float> > raw_views;
 
   std::int64_t min_dim(std::size_t i) const {
     return shapes[i].size() < 2 ? 0 : std::min(shapes[i][0], [&] {
@@ -264,7 +267,8 @@ struct LocalStep {
 
 constexpr int kElementBytes = 4;
 
-LocalStep describe(const kernels::StepStats& st, const kernels::PowerSgd& psgd, std::vector<TimedCommunicator::Call> calls) {
+LocalStep describe(const kernels::StepStats& st, const kernels::PowerSgd& psgd,
+                   std::vector<TimedCommunicator::Call> calls) {
   LocalStep s;
   s.compute_s = st.compute_seconds;
   s.wire_bytes = st.wire_floats * kElementBytes;
@@ -307,7 +311,7 @@ std::uint64_t fnv1a(const StageTensors& t) {
 // with the same bits, and replica 0 holds exactly what the in-process emulation of the group computes.
 struct Verifier {
   std::unique_ptr<kernels::DataParallelEmulator> emulator;  // replica 0 only
-  std::vector<std::vector<float>> m_before;                 // M = G + E per tensor, before the step
+  std::vector<std::vector<float> > m_before;                // M = G + E per tensor, before the step
   double worst_ef = 0.0;
   std::int64_t steps = 0;
 
@@ -428,7 +432,8 @@ Rates measure_rates(kernels::Backend& backend) {
     t.push_back(MPI_Wtime() - t0);
     src[static_cast<std::size_t>(rep)] = dst[floats - 1 - static_cast<std::size_t>(rep)];  // keep the copy alive
   }
-  r.copy_Bps = 2.0 * static_cast<double>(floats * sizeof(float)) / std::max(1e-9, *std::min_element(t.begin(), t.end()));
+  r.copy_Bps =
+      2.0 * static_cast<double>(floats * sizeof(float)) / std::max(1e-9, *std::min_element(t.begin(), t.end()));
   return r;
 }
 
@@ -520,10 +525,12 @@ ordered_json cluster_json(const live::Measurements& m, const Rates& rates, const
   const double bw_GBps = m.calibration.bandwidth_Bps / 1e9;
   ordered_json sources = {
       {"cluster.gpu.peak_tflops",
-       "fp32 GEMM rate the " + m.backend + " backend reached on a 384^3 product, median over ranks, divided by the "
-       "cost model's default compute_efficiency 0.4 so that the default model predicts the measured rate"},
-      {"cluster.gpu.hbm_GBps", "memory copy (bytes read + written per second) of 32 MiB, median over ranks, divided by "
-                               "the default hbm_efficiency 0.85"},
+       "fp32 GEMM rate the " + m.backend +
+           " backend reached on a 384^3 product, median over ranks, divided by the "
+           "cost model's default compute_efficiency 0.4 so that the default model predicts the measured rate"},
+      {"cluster.gpu.hbm_GBps",
+       "memory copy (bytes read + written per second) of 32 MiB, median over ranks, divided by "
+       "the default hbm_efficiency 0.85"},
       {"cluster.intra_node", "ring alpha-beta fit of the dense all-reduce calibration over one DP group of " +
                                  std::to_string(m.calibration.ranks) + " ranks (measurements.json calibration)"},
       {"cluster.inter_node", "the same fit (one host: unused; several hosts: the groups' rings crossed hosts)"}};
@@ -535,7 +542,10 @@ ordered_json cluster_json(const live::Measurements& m, const Rates& rates, const
            {{"name", "live-" + (m.placement.empty() ? std::string("host") : m.placement[0].host)},
             {"gpus_per_node", per_node},
             {"nodes", nodes},
-            {"gpu", {{"name", gpu_name}, {"peak_tflops", rates.gemm_flops / 0.4 / 1e12}, {"hbm_GBps", rates.copy_Bps / 0.85 / 1e9}}},
+            {"gpu",
+             {{"name", gpu_name},
+              {"peak_tflops", rates.gemm_flops / 0.4 / 1e12},
+              {"hbm_GBps", rates.copy_Bps / 0.85 / 1e9}}},
             {"intra_node", {{"topology", "switch"}, {"bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}}},
             {"inter_node",
              {{"nics_per_node", 1}, {"nic_bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}, {"fabric", "star"}}},
@@ -549,14 +559,16 @@ struct PolicyOutcome {
 
 double reduction(double base, double x) { return base > 0.0 ? 1.0 - x / base : 0.0; }
 
-ordered_json result_json(const LiveOptions& o, const live::Measurements& m, const std::vector<PolicyOutcome>& outcomes) {
+ordered_json result_json(const LiveOptions& o, const live::Measurements& m,
+                         const std::vector<PolicyOutcome>& outcomes) {
   ordered_json j = {{"schema", "edgc.result/1"},
                     {"source", "live"},
                     {"scenario", o.scenario_path},
                     {"trace", m.trace},
-                    {"note", "live mode times the data-parallel gradient sync of every stage (compression compute "
-                             "and real all-reduces); forward and backward compute are not run, so iteration_time_s "
-                             "and training_time_s cover the sync only (training_time_s = the sum over replayed steps)"},
+                    {"note",
+                     "live mode times the data-parallel gradient sync of every stage (compression compute "
+                     "and real all-reduces); forward and backward compute are not run, so iteration_time_s "
+                     "and training_time_s cover the sync only (training_time_s = the sum over replayed steps)"},
                     {"layout", {{"tp", 1}, {"pp", m.pp}, {"dp", m.dp}}},
                     {"runs", ordered_json::array()}};
   struct Totals {
@@ -616,7 +628,8 @@ ordered_json result_json(const LiveOptions& o, const live::Measurements& m, cons
          {"rank_schedule", schedule}});
   }
   ordered_json fits = ordered_json::array();
-  for (const auto& f : m.tcom_fit) fits.push_back({{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}});
+  for (const auto& f : m.tcom_fit)
+    fits.push_back({{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}});
   j["tcom_fit"] = fits;
   return j;
 }
@@ -630,8 +643,8 @@ void print_summary(const live::Measurements& m, const ordered_json& result, cons
   Table t({"policy", "steps", "sync/step(ms)", "compute(ms)", "wire/dense", "sync vs none"});
   for (const auto& r : result["runs"])
     t.add_row({r["policy"].get<std::string>(), std::to_string(r["steps"].get<std::size_t>()),
-               fmt_f(r["iteration_time_s"].get<double>() * 1e3, 3), fmt_f(r["compression_compute_s"].get<double>() * 1e3, 3),
-               fmt_f(r["wire_bytes_ratio"].get<double>(), 3),
+               fmt_f(r["iteration_time_s"].get<double>() * 1e3, 3),
+               fmt_f(r["compression_compute_s"].get<double>() * 1e3, 3), fmt_f(r["wire_bytes_ratio"].get<double>(), 3),
                fmt_f(-100.0 * r["comm_latency_reduction_vs_none"].get<double>(), 1) + " %"});
   t.print(std::cout);
   Table f({"stage", "T_com(r) = eta*r + c", "eta(us/rank)", "c(us)", "r2", "points"});
@@ -835,8 +848,8 @@ class LiveRun {
       kernels::PowerSgdConfig cfg;
       cfg.rank = 0;
       cfg.seed = o_.seed;
-      verifier.emulator = std::make_unique<kernels::DataParallelEmulator>("cpu", tensors_.shapes, w_.dp, cfg,
-                                                                          o_.perturbation, o_.seed);
+      verifier.emulator =
+          std::make_unique<kernels::DataParallelEmulator>("cpu", tensors_.shapes, w_.dp, cfg, o_.perturbation, o_.seed);
     }
     std::vector<LocalStep> local;
     std::int64_t step = 0;
@@ -846,8 +859,9 @@ class LiveRun {
       std::vector<double> hi = lo;
       w_.world_reduce(lo, MPI_MIN);
       w_.world_reduce(hi, MPI_MAX);
-      if (lo != hi) throw InternalError("live: the ranks' controllers disagree at iteration " +
-                                        std::to_string(data.info->iteration));
+      if (lo != hi)
+        throw InternalError("live: the ranks' controllers disagree at iteration " +
+                            std::to_string(data.info->iteration));
       load_raw(tensors_, data);
       make_replica(tensors_, *backend_, o_.perturbation, o_.seed, step, w_.replica);
       const int r = stage_ranks[static_cast<std::size_t>(w_.stage)];
@@ -881,7 +895,8 @@ class LiveRun {
         if (stage_steps.size() != run.steps.size())
           throw InternalError("live: stage " + std::to_string(s) + " reported a different number of steps");
         for (std::size_t k = 0; k < run.steps.size(); ++k)
-          run.steps[k].stages.push_back(live::stage_step_from_json(stage_steps[k], "live: rank " + std::to_string(s * w_.dp)));
+          run.steps[k].stages.push_back(
+              live::stage_step_from_json(stage_steps[k], "live: rank " + std::to_string(s * w_.dp)));
       }
       for (auto& st : run.steps)
         for (const auto& x : st.stages) st.iteration_s = std::max(st.iteration_s, x.sync_s);
@@ -928,11 +943,12 @@ int run_live(const LiveOptions& o) {
   try {
     w.pp = o.pp > 0 ? o.pp : auto_pp(w.size, trace_stages);
     if (w.size % w.pp != 0)
-      throw ConfigError(o.scenario_path, "live.pp", std::to_string(w.pp) + " does not divide the " +
-                                                        std::to_string(w.size) + " ranks");
+      throw ConfigError(o.scenario_path, "live.pp",
+                        std::to_string(w.pp) + " does not divide the " + std::to_string(w.size) + " ranks");
     if (w.pp > trace_stages)
-      throw ConfigError(o.scenario_path, "live.pp", std::to_string(w.pp) + " exceeds the trace's " +
-                                                        std::to_string(trace_stages) + " pipeline stages");
+      throw ConfigError(
+          o.scenario_path, "live.pp",
+          std::to_string(w.pp) + " exceeds the trace's " + std::to_string(trace_stages) + " pipeline stages");
     w.dp = w.size / w.pp;
     w.stage = w.rank / w.dp;
     w.replica = w.rank % w.dp;

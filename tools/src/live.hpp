@@ -29,9 +29,9 @@ struct LiveOptions {
   std::string scenario_path;  ///< recorded in the outputs
   CompressionSettings compression;
   std::vector<std::string> policies;  ///< in order; "none" is always run first
-  int pp = 0;                         ///< pipeline stages; 0 = the largest divisor of the world ≤ trace stages with dp ≥ 2
-  std::int64_t max_iterations = 0;    ///< captured iterations to replay per policy (0 = all)
-  double perturbation = 0.1;          ///< replica noise, × std of the gradient
+  int pp = 0;  ///< pipeline stages; 0 = the largest divisor of the world ≤ trace stages with dp ≥ 2
+  std::int64_t max_iterations = 0;  ///< captured iterations to replay per policy (0 = all)
+  double perturbation = 0.1;        ///< replica noise, × std of the gradient
   std::uint64_t seed = 0;
   std::string backend = "cpu";
   std::string comm = "mpi";  ///< mpi | nccl

@@ -39,9 +39,9 @@ struct MatrixGroup {
 };
 
 struct StageStep {
-  int rank = 0;              ///< rank in force for the stage (0 = uncompressed)
-  double sync_s = 0.0;       ///< longest wall time of the step over the stage's ranks
-  double compute_s = 0.0;    ///< longest PowerSGD compute time over the stage's ranks
+  int rank = 0;                  ///< rank in force for the stage (0 = uncompressed)
+  double sync_s = 0.0;           ///< longest wall time of the step over the stage's ranks
+  double compute_s = 0.0;        ///< longest PowerSGD compute time over the stage's ranks
   std::int64_t wire_bytes = 0;   ///< bytes each rank sent (P + Q + dense payloads)
   std::int64_t dense_bytes = 0;  ///< bytes an uncompressed all-reduce of the stage would send
   std::vector<Collective> collectives;
@@ -49,9 +49,9 @@ struct StageStep {
 };
 
 struct Step {
-  std::int64_t step = 0;       ///< 0, 1, … within the policy's run
-  std::int64_t iteration = 0;  ///< training iteration of the trace gradients it replayed
-  double iteration_s = 0.0;    ///< max over stages of sync_s
+  std::int64_t step = 0;          ///< 0, 1, … within the policy's run
+  std::int64_t iteration = 0;     ///< training iteration of the trace gradients it replayed
+  double iteration_s = 0.0;       ///< max over stages of sync_s
   std::vector<StageStep> stages;  ///< one per pipeline stage, stage 0 first
 };
 

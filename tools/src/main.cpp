@@ -14,8 +14,7 @@ namespace {
 void print_usage(const std::vector<edgc::cli::Command>& commands) {
   std::cout << "usage: edgc <command> [options]   (edgc <command> --help for its options)\n\ncommands:\n";
   for (const auto& c : commands) {
-    std::cout << "  " << c.name << std::string(c.name.size() < 18 ? 18 - c.name.size() : 1, ' ') << c.summary
-              << "\n";
+    std::cout << "  " << c.name << std::string(c.name.size() < 18 ? 18 - c.name.size() : 1, ' ') << c.summary << "\n";
   }
   std::cout << "\nexit codes: 0 success, 2 bad usage or bad input, 1 internal failure\n";
 }

@@ -27,9 +27,10 @@ struct ModelConfig {
   sim::CostParams cost;
 };
 
-/// Reads the three sections (after Scenario::splice_include("model"), which load_scenario does). Throws ConfigError for a wrongly typed or out-of-range
-/// value, an unknown schedule or dtype, a non-positive efficiency, and for any unknown key under `model` or
-/// `parallelism`. Layout rules that need the cluster (divisibility, GPU count) are left to sim::validate.
+/// Reads the three sections (after Scenario::splice_include("model"), which load_scenario does). Throws ConfigError for
+/// a wrongly typed or out-of-range value, an unknown schedule or dtype, a non-positive efficiency, and for any unknown
+/// key under `model` or `parallelism`. Layout rules that need the cluster (divisibility, GPU count) are left to
+/// sim::validate.
 ModelConfig read_model_config(Scenario& scenario);
 
 /// A kernel profile written by edgc_bench_powersgd_cuda (schema edgc.kernel_profile/1): its entries with m, n,

@@ -264,7 +264,8 @@ ReplayResult run_replay(ReplayOptions& o) {
   ReplayResult result;
   result.stage_shapes = layout.stage_shapes;
   result.compressed_tensors_per_stage.assign(static_cast<std::size_t>(stages), 0);
-  for (std::size_t k : layout.compressible) ++result.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of[k])];
+  for (std::size_t k : layout.compressible)
+    ++result.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of[k])];
   result.tensor_stage = stage_of;
 
   const std::int64_t w_iters = o.gds.window_iters;

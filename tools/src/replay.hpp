@@ -26,9 +26,9 @@ struct ReplayOptions {
   int world_size = 4;                    ///< emulated data-parallel ranks
   double perturbation = 0.1;             ///< rank d's gradient = trace gradient + perturbation·σ·noise_d
   std::string backend = "cpu";
-  double bins_per_sigma = 8.0;           ///< histogram bin width = σ(first sample) / bins_per_sigma
-  bool compare_full = true;              ///< run the full-sampling shadow controller
-  std::uint64_t seed = 0;                ///< perturbation noise and PowerSGD's initial Q
+  double bins_per_sigma = 8.0;  ///< histogram bin width = σ(first sample) / bins_per_sigma
+  bool compare_full = true;     ///< run the full-sampling shadow controller
+  std::uint64_t seed = 0;       ///< perturbation noise and PowerSGD's initial Q
   /// Pipeline stages the controller decides for: 0 = the trace's; k ≥ 1 merges the trace's S stages into k
   /// (trace stage s → s·k / S, so k must not exceed S), as `edgc live` does on fewer ranks than stages.
   int stages = 0;
@@ -46,16 +46,16 @@ struct StageWindow {
   std::optional<double> excess_kurtosis;
   std::int64_t sampled_elements = 0;
   double estimation_seconds = 0.0;
-  std::int64_t full_elements = 0;     ///< what full sampling touched in the same window
+  std::int64_t full_elements = 0;  ///< what full sampling touched in the same window
   double full_estimation_seconds = 0.0;
-  int rank = 0;                       ///< rank in use during this window (0 = uncompressed)
-  core::RankDecision next;            ///< decision made from this window, used in the next one
-  std::optional<int> full_next_rank;  ///< the decision the same controller state makes from full sampling
+  int rank = 0;                             ///< rank in use during this window (0 = uncompressed)
+  core::RankDecision next;                  ///< decision made from this window, used in the next one
+  std::optional<int> full_next_rank;        ///< the decision the same controller state makes from full sampling
   std::optional<int> trajectory_full_rank;  ///< the independent full-sampling controller's decision
   std::optional<double> relative_error;  ///< ‖Ĝ − Ḡ‖/‖Ḡ‖ of averaged vs true mean gradient, mean over the window
-  std::optional<double> step_error;      ///< ‖Ĝ − M‖/‖M‖ of rank 0's error-corrected gradient, mean
-  std::int64_t wire_floats = 0;          ///< floats sent for the stage's full matrices
-  std::int64_t dense_floats = 0;         ///< floats an uncompressed all-reduce would send
+  std::optional<double> step_error;  ///< ‖Ĝ − M‖/‖M‖ of rank 0's error-corrected gradient, mean
+  std::int64_t wire_floats = 0;      ///< floats sent for the stage's full matrices
+  std::int64_t dense_floats = 0;     ///< floats an uncompressed all-reduce would send
 };
 
 struct WindowRow {
@@ -65,8 +65,8 @@ struct WindowRow {
   int captured_iterations = 0;
   int sampled_iterations = 0;
   std::optional<double> mean_loss;
-  bool warmup = true;  ///< this window ran uncompressed because warm-up was not over
-  bool agrees = true;  ///< from the same state, sampled and full-sampling observations give the same ranks
+  bool warmup = true;             ///< this window ran uncompressed because warm-up was not over
+  bool agrees = true;             ///< from the same state, sampled and full-sampling observations give the same ranks
   bool trajectory_agrees = true;  ///< the independent full-sampling controller chose the same ranks
   std::vector<StageWindow> stages;
 };

@@ -39,7 +39,8 @@ std::string hex_digest(const std::string& text) {
   a = mix64(a ^ text.size());
   b = mix64(b ^ (text.size() * 31));
   char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
   return buf;
 }
 
@@ -80,8 +81,8 @@ TraceEntropy trace_entropy_from_json(const nlohmann::json& j) {
     q.iteration = p.at("iteration").get<std::int64_t>();
     q.loss = optional_from(p.at("loss"));
     for (const auto& s : p.at("stages"))
-      q.stages.push_back({optional_from(s.at(0)), optional_from(s.at(1)), optional_from(s.at(2)),
-                          s.at(3).get<std::int64_t>()});
+      q.stages.push_back(
+          {optional_from(s.at(0)), optional_from(s.at(1)), optional_from(s.at(2)), s.at(3).get<std::int64_t>()});
     t.points.push_back(std::move(q));
   }
   return t;
@@ -93,8 +94,8 @@ TraceEntropy cached_trace_entropy(const std::string& dir, const core::GdsConfig&
   if (cache_dir.empty()) return measure_trace_entropy(dir, gds, bins, backend);
   std::ostringstream key;
   key.precision(17);
-  key << fs::absolute(dir).lexically_normal().string() << '|' << gds.beta << '|' << gds.block_bytes << '|'
-      << gds.seed << '|' << bins << '|' << backend;
+  key << fs::absolute(dir).lexically_normal().string() << '|' << gds.beta << '|' << gds.block_bytes << '|' << gds.seed
+      << '|' << bins << '|' << backend;
   const fs::path entry = fs::path(cache_dir) / ("entropy-" + hex_digest(key.str()) + ".json");
   if (std::optional<nlohmann::json> j = read_json_if_present(entry)) {
     try {
@@ -178,8 +179,10 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
 
   std::string list = policies_arg;
   if (list.empty()) {
-    if (const std::string p = sc.string("simulate.policies", ""); !p.empty()) list = p;
-    else list = "none,static," + cc.policy;
+    if (const std::string p = sc.string("simulate.policies", ""); !p.empty())
+      list = p;
+    else
+      list = "none,static," + cc.policy;
   }
   in.policies = policies_with_baseline(list, w, "simulate.policies");
 
@@ -205,8 +208,8 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     curve.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
   }
   // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
-  sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace",
-                     "entropy", "simulate", "variability"});
+  sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace", "entropy",
+                     "simulate", "variability"});
   for (const std::string& p : in.policies) {  // rank bounds and policy settings fail here, before any work
     core::ControllerConfig probe = cc;
     probe.policy = p;
@@ -241,14 +244,15 @@ struct PlanCache {
   bool compose = false;
   std::vector<sim::DpSyncPlan> simulated_plans;  ///< what was actually simulated (or read from the cache)
   std::vector<sim::IterationResult> simulated_results;
-  int simulated = 0;      ///< simulations run by this process (cache misses)
+  int simulated = 0;  ///< simulations run by this process (cache misses)
 
   fs::path entry(const sim::DpSyncPlan& p) const {
     return fs::path(dir) / ("iteration-" + hex_digest(setup_key + "|" + plan_label(p)) + ".json");
   }
 
   // Simulates (or reads) each of `wanted` not yet in simulated_plans.
-  void simulate_exact(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline, int jobs) {
+  void simulate_exact(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline,
+                      int jobs) {
     const bool stored = !dir.empty() && !timeline;  // timelines are large and wanted fresh: not cached
     std::vector<sim::DpSyncPlan> missing;
     for (const auto& p : wanted) {
@@ -346,15 +350,17 @@ ordered_json breakdown_json(const sim::IterationBreakdown& b) {
 
 const char* schedule_name(sim::PipelineSchedule s) {
   switch (s) {
-    case sim::PipelineSchedule::kGpipe: return "gpipe";
-    case sim::PipelineSchedule::kOneFOneB: return "1f1b";
-    case sim::PipelineSchedule::kInterleaved: return "interleaved";
+    case sim::PipelineSchedule::kGpipe:
+      return "gpipe";
+    case sim::PipelineSchedule::kOneFOneB:
+      return "1f1b";
+    case sim::PipelineSchedule::kInterleaved:
+      return "interleaved";
   }
   return "?";
 }
 
 double reduction(double base, double x) { return base > 0.0 ? 1.0 - x / base : 0.0; }
-
 
 // Both estimators per simulated stage at `points` evenly spaced iterations of the run, for charts.
 ordered_json entropy_series(const EntropySource& source, int stages, std::int64_t iterations, int points = 200) {
@@ -415,23 +421,36 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   result = {{"schema", "edgc.result/1"},
             {"scenario", in.scenario_path},
             {"simgrid", sim::simgrid_version()},
-            {"cluster", {{"name", cl.name}, {"gpus", gpus}, {"nodes", cl.nodes}, {"gpus_per_node", cl.gpus_per_node},
-                         {"gpu", cl.gpu.name}, {"price_per_gpu_hour_usd", cl.price_per_gpu_hour_usd}}},
+            {"cluster",
+             {{"name", cl.name},
+              {"gpus", gpus},
+              {"nodes", cl.nodes},
+              {"gpus_per_node", cl.gpus_per_node},
+              {"gpu", cl.gpu.name},
+              {"price_per_gpu_hour_usd", cl.price_per_gpu_hour_usd}}},
             {"network", in.setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated"},
             {"model", {{"name", in.setup.model.name}, {"parameters", sim::parameter_count(in.setup.model)}}},
-            {"parallelism", {{"tp", in.setup.parallel.tp}, {"pp", in.setup.parallel.pp}, {"dp", in.setup.parallel.dp},
-                             {"microbatches", in.setup.parallel.microbatches},
-                             {"schedule", schedule_name(in.setup.parallel.schedule)},
-                             {"virtual_stages", in.setup.parallel.virtual_stages},
-                             {"order", in.setup.parallel.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"}}},
-            {"run", {{"iterations", in.iterations}, {"window", in.compression.gds.window_iters},
-                     {"alpha", in.compression.gds.alpha}, {"beta", in.compression.gds.beta},
-                     {"r_min", in.compression.controller.cqm.r_min}, {"r_max", in.compression.controller.cqm.r_max},
-                     {"step", in.compression.controller.cqm.step}}},
-            {"variability", {{"compute_jitter_cv", in.setup.variability.compute_jitter_cv},
-                             {"straggler_probability", in.setup.variability.straggler_probability},
-                             {"straggler_slowdown", in.setup.variability.straggler_slowdown},
-                             {"seed", in.setup.variability.seed}}},
+            {"parallelism",
+             {{"tp", in.setup.parallel.tp},
+              {"pp", in.setup.parallel.pp},
+              {"dp", in.setup.parallel.dp},
+              {"microbatches", in.setup.parallel.microbatches},
+              {"schedule", schedule_name(in.setup.parallel.schedule)},
+              {"virtual_stages", in.setup.parallel.virtual_stages},
+              {"order", in.setup.parallel.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"}}},
+            {"run",
+             {{"iterations", in.iterations},
+              {"window", in.compression.gds.window_iters},
+              {"alpha", in.compression.gds.alpha},
+              {"beta", in.compression.gds.beta},
+              {"r_min", in.compression.controller.cqm.r_min},
+              {"r_max", in.compression.controller.cqm.r_max},
+              {"step", in.compression.controller.cqm.step}}},
+            {"variability",
+             {{"compute_jitter_cv", in.setup.variability.compute_jitter_cv},
+              {"straggler_probability", in.setup.variability.straggler_probability},
+              {"straggler_slowdown", in.setup.variability.straggler_slowdown},
+              {"seed", in.setup.variability.seed}}},
             {"entropy", in.source->describe()},
             {"dac", dac},
             {"simulations", cache.plans.size()},
@@ -479,7 +498,8 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
     ordered_json c = iteration_to_json(cache.results[p], false);
     ordered_json ranks = ordered_json::array();
     for (const sim::StageSync& s : cache.plans[p]) ranks.push_back(s.powersgd_rank);
-    ordered_json entry = {{"ranks", ranks}, {"comm_latency_s", sim::comm_latency_s(cache.results[p])},
+    ordered_json entry = {{"ranks", ranks},
+                          {"comm_latency_s", sim::comm_latency_s(cache.results[p])},
                           {"breakdown", breakdown_json(sim::breakdown(cache.results[p]))}};
     entry.update(c);
     result["configurations"].push_back(std::move(entry));

@@ -13,11 +13,11 @@
 namespace edgc::cli {
 
 struct SimulateRequest {
-  std::string scenario;            ///< scenario file
-  std::vector<std::string> sets;   ///< "dotted.key=value" overrides, applied in order
-  std::string policies;            ///< "none,static,edgc"; empty: simulate.policies, else none,static,<policy>
-  int jobs = 1;                    ///< simulations run in parallel (child processes)
-  bool timeline = false;           ///< also return a Chrome trace of one iteration per distinct rank vector
+  std::string scenario;           ///< scenario file
+  std::vector<std::string> sets;  ///< "dotted.key=value" overrides, applied in order
+  std::string policies;           ///< "none,static,edgc"; empty: simulate.policies, else none,static,<policy>
+  int jobs = 1;                   ///< simulations run in parallel (child processes)
+  bool timeline = false;          ///< also return a Chrome trace of one iteration per distinct rank vector
   /// When not empty: a directory shared between runs (a sweep's cache/) holding simulated iterations keyed by
   /// everything that determines them (the cluster, network, model, parallelism, compute and variability
   /// sections as read, and the rank vector), and measured trace entropy keyed by the trace and the sampling

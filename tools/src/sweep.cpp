@@ -56,8 +56,8 @@ const std::vector<std::string> kCiFields = {"iteration_time_s", "comm_latency_s"
 // Two-sided 95 % Student-t quantile for `dof` degrees of freedom.
 double t95(int dof) {
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                 2.201,  2.179, 2.160,       2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                 2.080,  2.074, 2.069,       2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
   if (dof < 1) return 0.0;
   if (dof <= 30) return table[dof - 1];
   return 1.960 + 2.5 / dof;  // within 0.002 of the exact quantile beyond 30
@@ -151,7 +151,8 @@ ordered_json sweep_document(const SweepSpec& spec, const std::vector<SweepPoint>
     for (const SweepPoint& p : points)
       if (std::find(seen.begin(), seen.end(), p.params[a.key]) == seen.end()) seen.push_back(p.params[a.key]);
     if (std::all_of(seen.begin(), seen.end(), [](const ordered_json& v) { return v.is_number(); }))
-      std::sort(seen.begin(), seen.end(), [](const ordered_json& x, const ordered_json& y) { return x.get<double>() < y.get<double>(); });
+      std::sort(seen.begin(), seen.end(),
+                [](const ordered_json& x, const ordered_json& y) { return x.get<double>() < y.get<double>(); });
     ordered_json axis = {{"key", a.key}, {"values", seen}};
     if (a.ranged) axis["range"] = {a.lo, a.hi};
     axes.push_back(std::move(axis));
@@ -240,9 +241,12 @@ std::string fmt_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   const auto t = static_cast<std::int64_t>(std::llround(s));
   std::ostringstream os;
-  if (t >= 3600) os << t / 3600 << "h" << (t % 3600) / 60 << "m";
-  else if (t >= 60) os << t / 60 << "m" << t % 60 << "s";
-  else os << t << "s";
+  if (t >= 3600)
+    os << t / 3600 << "h" << (t % 3600) / 60 << "m";
+  else if (t >= 60)
+    os << t / 60 << "m" << t % 60 << "s";
+  else
+    os << t << "s";
   return os.str();
 }
 
@@ -346,11 +350,10 @@ void print_best(std::ostream& os, const SweepSpec& spec, const std::vector<json>
     rows.push_back({run[field].get<double>(), &l, &run});
   }
   if (rows.empty()) return;
-  const bool ascending = field.size() > 2 && (field.rfind("_s") == field.size() - 2 || field == "cost_usd" ||
-                                              field == "gpu_hours");
-  std::stable_sort(rows.begin(), rows.end(), [ascending](const Row& a, const Row& b) {
-    return ascending ? a.key < b.key : a.key > b.key;
-  });
+  const bool ascending =
+      field.size() > 2 && (field.rfind("_s") == field.size() - 2 || field == "cost_usd" || field == "gpu_hours");
+  std::stable_sort(rows.begin(), rows.end(),
+                   [ascending](const Row& a, const Row& b) { return ascending ? a.key < b.key : a.key > b.key; });
   const std::string policy = rows.front().run->at("policy").get<std::string>();
   os << "best points for policy " << policy << " by " << field << (ascending ? " (lowest first)" : " (highest first)")
      << "\n";
@@ -364,7 +367,9 @@ void print_best(std::ostream& os, const SweepSpec& spec, const std::vector<json>
     std::vector<std::string> cells = {std::to_string(l["point"].get<std::int64_t>())};
     for (const SweepAxis& a : spec.axes) {
       const json v = l["params"].value(a.key, json());
-      cells.push_back(v.is_string() ? v.get<std::string>() : v.is_number_float() ? fmt_g(v.get<double>(), 4) : v.dump());
+      cells.push_back(v.is_string()         ? v.get<std::string>()
+                      : v.is_number_float() ? fmt_g(v.get<double>(), 4)
+                                            : v.dump());
     }
     cells.push_back(fmt_f(r["iteration_time_s"].get<double>(), 4));
     cells.push_back(fmt_f(100.0 * r["comm_latency_reduction_vs_none"].get<double>(), 2));
@@ -395,8 +400,9 @@ void start_point(ChildPool& pool, const SweepSpec& spec, const std::vector<Sweep
     pool.start(idx, [&spec, &p, &cache]() { return evaluate_point(spec, p, cache); });
     return;
   }
-  std::vector<std::string> argv = {self_executable(), "sweep-point", "--spec", spec.path, "--point",
-                                   std::to_string(points[idx].index), "--cache", cache};
+  std::vector<std::string> argv = {self_executable(), "sweep-point", "--spec",
+                                   spec.path,         "--point",     std::to_string(points[idx].index),
+                                   "--cache",         cache};
   for (const std::string& s : spec.command_line_sets) {
     argv.emplace_back("--set");
     argv.push_back(s);
@@ -405,7 +411,8 @@ void start_point(ChildPool& pool, const SweepSpec& spec, const std::vector<Sweep
 }
 
 // Rank ≥ 1 of a distributed sweep: ask for points, run them, send the lines back, until told to stop.
-void serve_points(const SweepSpec& spec, const std::vector<SweepPoint>& points, const SweepOptions& o, MpiSession& mpi) {
+void serve_points(const SweepSpec& spec, const std::vector<SweepPoint>& points, const SweepOptions& o,
+                  MpiSession& mpi) {
   // Nothing is created here: rank 0 prepares DIR before it hands out the first point (a directory made by this
   // rank first would look like a foreign one to rank 0), and the workers create DIR/cache where it is missing
   // (ranks on other machines without a shared file system).
@@ -443,7 +450,8 @@ void check_sweep_out(const std::string& out, bool resume, const std::string& own
   if (fs::exists(dir) && !fs::is_directory(dir)) throw UsageError("--out", "'" + out + "' is not a directory");
   if (fs::exists(dir / "sweep.json")) {
     if (!resume)
-      throw UsageError("--out", "'" + out + "' already holds a sweep: pass --resume to continue it, or choose another --out");
+      throw UsageError("--out",
+                       "'" + out + "' already holds a sweep: pass --resume to continue it, or choose another --out");
     return;
   }
   if (!fs::exists(dir)) return;
@@ -483,8 +491,10 @@ std::vector<json> read_results(const std::string& dir) {
     const std::string where = file.string() + ":" + std::to_string(line_no);
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) throw ConfigError(where, "", "not a JSON object");
-    if (!j.contains("point") || !j["point"].is_number_integer()) throw ConfigError(where, "point", "missing or not an integer");
-    if (!j.contains("params") || !j["params"].is_object()) throw ConfigError(where, "params", "missing or not an object");
+    if (!j.contains("point") || !j["point"].is_number_integer())
+      throw ConfigError(where, "point", "missing or not an integer");
+    if (!j.contains("params") || !j["params"].is_object())
+      throw ConfigError(where, "params", "missing or not an object");
     if (!j.contains("runs") && !j.contains("error")) throw ConfigError(where, "runs", "missing (and no error)");
     if (!seen.insert(j["point"].get<std::int64_t>()).second)
       throw ConfigError(where, "point", "point " + j["point"].dump() + " appears twice");
@@ -557,7 +567,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& o, MpiSession*
     }
     const double wait = mpi == nullptr ? -1.0 : 0.002;
     if (pool.running() > 0) {
-      if (std::optional<ChildPool::Finished> f = pool.wait_any(busy ? 0.0 : wait)) record(line_of(*f, points.at(f->id)));
+      if (std::optional<ChildPool::Finished> f = pool.wait_any(busy ? 0.0 : wait))
+        record(line_of(*f, points.at(f->id)));
     } else if (mpi != nullptr && !busy) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }

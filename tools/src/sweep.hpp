@@ -22,11 +22,11 @@ namespace edgc::cli {
 class MpiSession;
 
 struct SweepOptions {
-  std::string out;        ///< DIR
-  int jobs = 1;           ///< worker processes on this rank
-  bool resume = false;    ///< continue a sweep in DIR (else DIR must be new or empty)
-  bool quiet = false;     ///< no progress, no tables: only the paths
-  std::string best_by;    ///< summary ranking: a run field, default training_time_s
+  std::string out;      ///< DIR
+  int jobs = 1;         ///< worker processes on this rank
+  bool resume = false;  ///< continue a sweep in DIR (else DIR must be new or empty)
+  bool quiet = false;   ///< no progress, no tables: only the paths
+  std::string best_by;  ///< summary ranking: a run field, default training_time_s
 };
 
 struct SweepOutcome {

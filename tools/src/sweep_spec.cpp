@@ -34,7 +34,8 @@ void check_key(const std::string& where, const std::string& field, const std::st
 }
 
 double number_at(const std::string& where, const std::string& field, const json& v) {
-  if (!v.is_number() || !std::isfinite(v.get<double>())) throw ConfigError(where, field, "expected a number, got " + v.dump());
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    throw ConfigError(where, field, "expected a number, got " + v.dump());
   return v.get<double>();
 }
 
@@ -57,9 +58,9 @@ SweepAxis read_axis(const std::string& where, const json& a, std::size_t i, bool
     const bool bundle = v.front().is_object();
     for (std::size_t j = 0; j < v.size(); ++j) {
       const std::string vf = at + ".values[" + std::to_string(j) + "]";
-      if (v[j].is_object() != bundle)
-        throw ConfigError(where, vf, "mix of objects (bundles) and plain values");
-      if (v[j].is_array() || v[j].is_null()) throw ConfigError(where, vf, "expected a number, string, boolean or object");
+      if (v[j].is_object() != bundle) throw ConfigError(where, vf, "mix of objects (bundles) and plain values");
+      if (v[j].is_array() || v[j].is_null())
+        throw ConfigError(where, vf, "expected a number, string, boolean or object");
       if (bundle) {
         if (v[j].empty()) throw ConfigError(where, vf, "a bundle needs at least one key");
         for (auto it = v[j].begin(); it != v[j].end(); ++it) {
@@ -167,7 +168,8 @@ SweepSpec read_sweep_spec(const std::string& path) {
     throw ConfigError(w, d.contains("samples") ? "samples" : "seed", "only for mode random");
   }
   const std::int64_t repeats = sc.integer("repeats", 1);
-  if (repeats < 1 || repeats > 1000) throw ConfigError(w, "repeats", "must be in 1..1000, got " + std::to_string(repeats));
+  if (repeats < 1 || repeats > 1000)
+    throw ConfigError(w, "repeats", "must be in 1..1000, got " + std::to_string(repeats));
   spec.repeats = static_cast<int>(repeats);
   if (!d.contains("axes") || !d["axes"].is_array() || d["axes"].empty())
     throw ConfigError(w, "axes", "expected a non-empty array of axes");
@@ -175,10 +177,12 @@ SweepSpec read_sweep_spec(const std::string& path) {
   std::int64_t grid = 1;
   for (std::size_t i = 0; i < d["axes"].size(); ++i) {
     SweepAxis a = read_axis(w, d["axes"][i], i, spec.random);
-    if (!keys.insert(a.key).second) throw ConfigError(w, "axes[" + std::to_string(i) + "].key", "'" + a.key + "' repeats an axis");
+    if (!keys.insert(a.key).second)
+      throw ConfigError(w, "axes[" + std::to_string(i) + "].key", "'" + a.key + "' repeats an axis");
     if (!spec.random) {
       grid *= static_cast<std::int64_t>(a.values.size());
-      if (grid > kMaxPoints) throw ConfigError(w, "axes", "the grid has more than " + std::to_string(kMaxPoints) + " points");
+      if (grid > kMaxPoints)
+        throw ConfigError(w, "axes", "the grid has more than " + std::to_string(kMaxPoints) + " points");
     }
     spec.axes.push_back(std::move(a));
   }
@@ -187,7 +191,9 @@ SweepSpec read_sweep_spec(const std::string& path) {
 
 std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
   std::vector<SweepPoint> out;
-  const auto label_of = [](const SweepAxis& a, std::size_t j) { return a.labels.empty() ? std::string() : a.labels[j]; };
+  const auto label_of = [](const SweepAxis& a, std::size_t j) {
+    return a.labels.empty() ? std::string() : a.labels[j];
+  };
   if (!spec.random) {
     std::int64_t n = 1;
     for (const SweepAxis& a : spec.axes) n *= static_cast<std::int64_t>(a.values.size());
@@ -222,7 +228,8 @@ std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
         continue;
       }
       const double u = rng.uniform();
-      double x = a.log_scale ? std::exp(std::log(a.lo) + u * (std::log(a.hi) - std::log(a.lo))) : a.lo + u * (a.hi - a.lo);
+      double x =
+          a.log_scale ? std::exp(std::log(a.lo) + u * (std::log(a.hi) - std::log(a.lo))) : a.lo + u * (a.hi - a.lo);
       if (a.integer) {
         x = std::clamp(std::round(x), std::ceil(a.lo), std::floor(a.hi));
         apply(a, json(static_cast<std::int64_t>(x)), "", p);

@@ -30,10 +30,10 @@
 namespace edgc::cli {
 
 struct SweepAxis {
-  std::string key;                      ///< scenario key, or a bundle's name
-  std::vector<nlohmann::json> values;   ///< listed values (scalars, or objects of key → value for bundles)
-  std::vector<std::string> labels;      ///< bundle labels, one per value (empty: the value's JSON)
-  bool ranged = false;                  ///< random mode: drawn from [lo, hi]
+  std::string key;                     ///< scenario key, or a bundle's name
+  std::vector<nlohmann::json> values;  ///< listed values (scalars, or objects of key → value for bundles)
+  std::vector<std::string> labels;     ///< bundle labels, one per value (empty: the value's JSON)
+  bool ranged = false;                 ///< random mode: drawn from [lo, hi]
   double lo = 0.0;
   double hi = 0.0;
   bool log_scale = false;
@@ -41,25 +41,25 @@ struct SweepAxis {
 };
 
 struct SweepSpec {
-  std::string path;                     ///< the spec file
-  std::string base;                     ///< base scenario, resolved against the spec's folder
+  std::string path;  ///< the spec file
+  std::string base;  ///< base scenario, resolved against the spec's folder
   std::string description;
-  std::vector<std::string> sets;        ///< "key=value" for every point, before the axes (spec, then command line)
+  std::vector<std::string> sets;  ///< "key=value" for every point, before the axes (spec, then command line)
   std::vector<std::string> command_line_sets;  ///< the `--set` part of `sets`
-  std::string policies;                 ///< may be empty
+  std::string policies;                        ///< may be empty
   bool random = false;
   std::int64_t samples = 0;
   std::uint64_t seed = 0;
   int repeats = 1;
   std::vector<SweepAxis> axes;
-  nlohmann::ordered_json document;      ///< the spec as read, for sweep.json (resume checks it)
+  nlohmann::ordered_json document;  ///< the spec as read, for sweep.json (resume checks it)
 };
 
 /// One point: its axis values (for results and charts) and the overrides that make its scenario.
 struct SweepPoint {
   std::int64_t index = 0;
-  nlohmann::ordered_json params;        ///< axis key → value (a bundle: its label, or the object)
-  std::vector<std::string> sets;        ///< the spec's sets, then the axes' "key=value"
+  nlohmann::ordered_json params;  ///< axis key → value (a bundle: its label, or the object)
+  std::vector<std::string> sets;  ///< the spec's sets, then the axes' "key=value"
 };
 
 /// Reads and checks a spec. Throws ConfigError naming the file and the field (axes[i].values[j], …).

@@ -8,8 +8,8 @@ namespace edgc::cli {
 namespace {
 
 bool looks_numeric(const std::string& s) {
-  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) != 0 || s[0] == '-' || s[0] == '+' ||
-                        s[0] == '.');
+  return !s.empty() &&
+         (std::isdigit(static_cast<unsigned char>(s[0])) != 0 || s[0] == '-' || s[0] == '+' || s[0] == '.');
 }
 
 }  // namespace

@@ -22,13 +22,13 @@ class SyntheticSource final : public EntropySource {
   explicit SyntheticSource(SyntheticEntropy s) : s_(s) {}
 
   core::StageObservation at(int stage, double f) const override {
-    double h = s_.end_nats + (s_.start_nats - s_.end_nats) * std::exp(-f / s_.decay_fraction) +
-               stage * s_.stage_step_nats;
+    double h =
+        s_.end_nats + (s_.start_nats - s_.end_nats) * std::exp(-f / s_.decay_fraction) + stage * s_.stage_step_nats;
     if (s_.noise_nats > 0.0) {
       const std::uint64_t bits = std::bit_cast<std::uint64_t>(f);
       const std::uint64_t x = mix64(s_.seed ^ mix64(bits + static_cast<std::uint64_t>(stage) * 0x9e37ULL));
       const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // [0, 1)
-      h += s_.noise_nats * std::sqrt(3.0) * (2.0 * u - 1.0);       // uniform, standard deviation noise_nats
+      h += s_.noise_nats * std::sqrt(3.0) * (2.0 * u - 1.0);      // uniform, standard deviation noise_nats
     }
     core::StageObservation o;
     o.entropy_gaussian = h;
@@ -37,9 +37,12 @@ class SyntheticSource final : public EntropySource {
   }
   std::optional<double> loss(double) const override { return std::nullopt; }
   ordered_json describe() const override {
-    return {{"source", "synthetic"},        {"start_nats", s_.start_nats},
-            {"end_nats", s_.end_nats},      {"decay_fraction", s_.decay_fraction},
-            {"stage_step_nats", s_.stage_step_nats}, {"noise_nats", s_.noise_nats},
+    return {{"source", "synthetic"},
+            {"start_nats", s_.start_nats},
+            {"end_nats", s_.end_nats},
+            {"decay_fraction", s_.decay_fraction},
+            {"stage_step_nats", s_.stage_step_nats},
+            {"noise_nats", s_.noise_nats},
             {"seed", s_.seed}};
   }
 
@@ -85,8 +88,9 @@ class TraceSource final : public EntropySource {
   std::tuple<const TraceEntropyPoint*, const TraceEntropyPoint*, double> bracket(double f) const {
     const double it = f * static_cast<double>(t_.steps);
     const auto& p = t_.points;
-    const auto hi = std::lower_bound(p.begin(), p.end(), it,
-                                     [](const TraceEntropyPoint& q, double v) { return static_cast<double>(q.iteration) < v; });
+    const auto hi = std::lower_bound(p.begin(), p.end(), it, [](const TraceEntropyPoint& q, double v) {
+      return static_cast<double>(q.iteration) < v;
+    });
     if (hi == p.begin()) return {&p.front(), &p.front(), 0.0};
     if (hi == p.end()) return {&p.back(), &p.back(), 0.0};
     const auto lo = hi - 1;
@@ -106,7 +110,8 @@ std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, 
   return std::make_unique<SyntheticSource>(s);
 }
 
-std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements, const std::vector<double>& stage_parameters) {
+std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements,
+                            const std::vector<double>& stage_parameters) {
   double trace_total = 0.0;
   for (auto e : trace_elements) trace_total += static_cast<double>(e);
   double sim_total = 0.0;
@@ -151,8 +156,10 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
     const std::int64_t end = std::min(iterations, first + w_iters);
     sim::DpSyncPlan plan(stages);
     if (!in_force.warmup)
-      for (std::size_t s = 0; s < stages && s < in_force.stages.size(); ++s) plan[s].powersgd_rank = in_force.stages[s].rank;
-    const bool compressed = std::any_of(plan.begin(), plan.end(), [](const sim::StageSync& x) { return x.powersgd_rank > 0; });
+      for (std::size_t s = 0; s < stages && s < in_force.stages.size(); ++s)
+        plan[s].powersgd_rank = in_force.stages[s].rank;
+    const bool compressed =
+        std::any_of(plan.begin(), plan.end(), [](const sim::StageSync& x) { return x.powersgd_rank > 0; });
     if (compressed && !run.warmup_end) run.warmup_end = first;
     run.schedule.append(first, end, plan);
 
@@ -199,7 +206,8 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
 }
 
 ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline) {
-  ordered_json j = {{"iteration_s", r.iteration_s}, {"pipeline_end_s", r.pipeline_end_s}, {"stages", ordered_json::array()}};
+  ordered_json j = {
+      {"iteration_s", r.iteration_s}, {"pipeline_end_s", r.pipeline_end_s}, {"stages", ordered_json::array()}};
   for (const sim::StageResult& s : r.stages)
     j["stages"].push_back({{"powersgd_rank", s.powersgd_rank},
                            {"last_backward_end_s", s.last_backward_end_s},
@@ -246,8 +254,8 @@ sim::IterationResult iteration_from_json(const nlohmann::json& j) {
   return r;
 }
 
-std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& plans,
-                                                 bool timeline, int jobs) {
+std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
+                                                 const std::vector<sim::DpSyncPlan>& plans, bool timeline, int jobs) {
   std::vector<std::function<std::string()>> work;
   for (const sim::DpSyncPlan& plan : plans)
     work.emplace_back([&setup, plan, timeline]() {
@@ -284,19 +292,31 @@ ordered_json chrome_trace(const std::vector<sim::DpSyncPlan>& plans, const std::
   const sim::Layout layout(parallel, gpus_per_node);
   ordered_json events = ordered_json::array();
   for (std::size_t p = 0; p < plans.size(); ++p) {
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", p},
-                      {"args", {{"name", "ranks " + plan_label(plans[p]) + " (iteration " +
-                                             std::to_string(results[p].iteration_s) + " s)"}}}});
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", p},
+                      {"args",
+                       {{"name", "ranks " + plan_label(plans[p]) + " (iteration " +
+                                     std::to_string(results[p].iteration_s) + " s)"}}}});
     events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", p}, {"args", {{"sort_index", p}}}});
     for (int r = 0; r < layout.world_size(); ++r) {
       const sim::RankCoord c = layout.coord_of(r);
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", p}, {"tid", r},
-                        {"args", {{"name", "gpu " + std::to_string(r) + " (stage " + std::to_string(c.pp) + ", dp " +
-                                               std::to_string(c.dp) + ", tp " + std::to_string(c.tp) + ")"}}}});
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", p},
+                        {"tid", r},
+                        {"args",
+                         {{"name", "gpu " + std::to_string(r) + " (stage " + std::to_string(c.pp) + ", dp " +
+                                       std::to_string(c.dp) + ", tp " + std::to_string(c.tp) + ")"}}}});
     }
     for (const sim::TimelineEvent& e : results[p].timeline)
-      events.push_back({{"ph", "X"}, {"name", e.name}, {"cat", e.category}, {"pid", p}, {"tid", e.rank},
-                        {"ts", e.start_s * 1e6}, {"dur", (e.end_s - e.start_s) * 1e6}});
+      events.push_back({{"ph", "X"},
+                        {"name", e.name},
+                        {"cat", e.category},
+                        {"pid", p},
+                        {"tid", e.rank},
+                        {"ts", e.start_s * 1e6},
+                        {"dur", (e.end_s - e.start_s) * 1e6}});
   }
   return {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
 }

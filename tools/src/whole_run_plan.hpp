@@ -68,7 +68,8 @@ std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, 
 /// `stage_parameters` holds the simulated stages' parameter counts.
 std::unique_ptr<EntropySource> make_trace_source(TraceEntropy trace, const std::vector<double>& stage_parameters);
 /// The trace stage each simulated stage reads, by the parameter-count rule above.
-std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements, const std::vector<double>& stage_parameters);
+std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements,
+                            const std::vector<double>& stage_parameters);
 
 // ---- rank schedules ----
 
@@ -76,7 +77,7 @@ std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements, con
 struct PolicyRun {
   std::string policy;
   sim::RunSchedule schedule;
-  std::optional<std::int64_t> warmup_end;      ///< first iteration with compression, if any
+  std::optional<std::int64_t> warmup_end;        ///< first iteration with compression, if any
   std::map<std::string, std::int64_t> bindings;  ///< windows × stages per rank binding after warm-up
   std::int64_t windows = 0;
 };
@@ -101,8 +102,8 @@ struct SimulationSetup {
 
 /// Simulates each plan once, each in its own child process (at most `jobs` at once), recording timelines when
 /// asked. Input errors found in a child come back as ConfigError.
-std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& plans,
-                                                 bool timeline, int jobs);
+std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
+                                                 const std::vector<sim::DpSyncPlan>& plans, bool timeline, int jobs);
 
 nlohmann::ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline);
 sim::IterationResult iteration_from_json(const nlohmann::json& j);

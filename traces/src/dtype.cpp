@@ -12,30 +12,41 @@ namespace edgc::traces {
 
 std::size_t element_size(Dtype d) noexcept {
   switch (d) {
-    case Dtype::kF32: return 4;
+    case Dtype::kF32:
+      return 4;
     case Dtype::kF16:
-    case Dtype::kBF16: return 2;
-    case Dtype::kI64: return 8;
+    case Dtype::kBF16:
+      return 2;
+    case Dtype::kI64:
+      return 8;
   }
   return 0;
 }
 
 std::string_view manifest_name(Dtype d) noexcept {
   switch (d) {
-    case Dtype::kF32: return "f32";
-    case Dtype::kF16: return "f16";
-    case Dtype::kBF16: return "bf16";
-    case Dtype::kI64: return "i64";
+    case Dtype::kF32:
+      return "f32";
+    case Dtype::kF16:
+      return "f16";
+    case Dtype::kBF16:
+      return "bf16";
+    case Dtype::kI64:
+      return "i64";
   }
   return "?";
 }
 
 std::string_view safetensors_name(Dtype d) noexcept {
   switch (d) {
-    case Dtype::kF32: return "F32";
-    case Dtype::kF16: return "F16";
-    case Dtype::kBF16: return "BF16";
-    case Dtype::kI64: return "I64";
+    case Dtype::kF32:
+      return "F32";
+    case Dtype::kF16:
+      return "F16";
+    case Dtype::kBF16:
+      return "BF16";
+    case Dtype::kI64:
+      return "I64";
   }
   return "?";
 }
@@ -57,7 +68,7 @@ namespace {
 #if defined(__x86_64__) && defined(__GNUC__)
 // F16C converts eight halves per instruction; used when the CPU has it (every x86-64 CPU since 2012).
 __attribute__((target("f16c"))) void half_block_to_float_f16c(const std::uint16_t* src, float* dst,
-                                                               std::size_t n) noexcept {
+                                                              std::size_t n) noexcept {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
@@ -107,7 +118,7 @@ std::uint16_t float_to_half(float f) noexcept {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const std::uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // ≥ 65520 rounds to Inf
   if (abs < 0x38800000u) {
     // Result is subnormal (or zero): value / 2^-24, rounded to nearest even.

@@ -186,9 +186,9 @@ void validate_manifest(const Manifest& m, const std::string& where) {
     if (!names.insert(t.name).second)
       throw TraceFormatError(where, f + ".name", "duplicate tensor name '" + t.name + "'");
     if (t.stage >= m.num_stages) {
-      throw TraceFormatError(where, f + ".stage",
-                             std::to_string(t.stage) + " is not below model.num_stages = " +
-                                 std::to_string(m.num_stages));
+      throw TraceFormatError(
+          where, f + ".stage",
+          std::to_string(t.stage) + " is not below model.num_stages = " + std::to_string(m.num_stages));
     }
     any_blocks = any_blocks || t.mode == CaptureMode::kBlocks;
   }
@@ -215,9 +215,8 @@ std::string manifest_to_json(const Manifest& m) {
   j["model"]["name"] = m.model_name;
   j["model"]["num_stages"] = m.num_stages;
   if (m.sampling) {
-    j["sampling"] = {{"block_elems", m.sampling->block_elems},
-                     {"fraction", m.sampling->fraction},
-                     {"seed", m.sampling->seed}};
+    j["sampling"] = {
+        {"block_elems", m.sampling->block_elems}, {"fraction", m.sampling->fraction}, {"seed", m.sampling->seed}};
   }
   j["tensors"] = nlohmann::ordered_json::array();
   for (const auto& t : m.tensors) {

@@ -117,8 +117,9 @@ void TraceReader::read(std::size_t index, IterationData& out) {
     }
     if (t.mode == CaptureMode::kFull) {
       if (e->shape != t.shape) {
-        throw TraceFormatError(path, t.name + ".shape",
-                               shape_to_string(e->shape) + " does not match the manifest's " + shape_to_string(t.shape));
+        throw TraceFormatError(
+            path, t.name + ".shape",
+            shape_to_string(e->shape) + " does not match the manifest's " + shape_to_string(t.shape));
       }
       td.blocks.clear();
     } else {

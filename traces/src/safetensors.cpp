@@ -93,21 +93,23 @@ const SafetensorsEntry* SafetensorsHeader::find(std::string_view name) const noe
 
 SafetensorsHeader read_safetensors_header(int fd, std::uint64_t file_size, const std::string& path) {
   if (file_size < 8) {
-    throw TraceFormatError(path, "header length",
-                           "truncated file: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
+    throw TraceFormatError(
+        path, "header length",
+        "truncated file: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
   }
   std::uint64_t n = 0;
   read_exact_at(fd, &n, 8, 0, path);  // little-endian host, checked in dtype.cpp
   if (n > file_size - 8) {
-    throw TraceFormatError(path, "header length",
-                           std::to_string(n) + " bytes runs past the end of the file (" + std::to_string(file_size) +
-                               " bytes)");
+    throw TraceFormatError(
+        path, "header length",
+        std::to_string(n) + " bytes runs past the end of the file (" + std::to_string(file_size) + " bytes)");
   }
   if (n > kMaxHeaderBytes) throw TraceFormatError(path, "header length", std::to_string(n) + " bytes is too large");
   std::string text(n, '\0');
   read_exact_at(fd, text.data(), n, 8, path);
   const nlohmann::json j = detail::parse_json_strict(text, path, "header");
-  if (!j.is_object()) throw TraceFormatError(path, "header", "expected a JSON object, got " + detail::json_type_name(j));
+  if (!j.is_object())
+    throw TraceFormatError(path, "header", "expected a JSON object, got " + detail::json_type_name(j));
 
   SafetensorsHeader h;
   h.data_start = 8 + n;
@@ -143,9 +145,8 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     std::uint64_t need = element_size(b.dtype);
     for (std::int64_t d : b.shape) need *= static_cast<std::uint64_t>(d);
     if (need != b.bytes) throw InternalError("write_safetensors: blob '" + b.name + "' size does not match shape");
-    header[b.name] = {{"dtype", safetensors_name(b.dtype)},
-                      {"shape", b.shape},
-                      {"data_offsets", {offset, offset + b.bytes}}};
+    header[b.name] = {
+        {"dtype", safetensors_name(b.dtype)}, {"shape", b.shape}, {"data_offsets", {offset, offset + b.bytes}}};
     offset += b.bytes;
   }
   std::string text = header.dump();

@@ -86,10 +86,9 @@ Manifest synthesize_trace(const SynthOptions& o, const std::filesystem::path& di
     for (std::size_t s = 0; s < o.layer_shapes.size(); ++s) {
       TensorInfo t;
       const bool is_matrix = o.layer_shapes[s].size() >= 2;
-      const std::string base =
-          is_matrix ? (matrices < 4 ? std::string(matrix_names[matrices]) + ".weight"
-                                    : "matrix" + std::to_string(matrices) + ".weight")
-                    : "bias" + std::to_string(s);
+      const std::string base = is_matrix ? (matrices < 4 ? std::string(matrix_names[matrices]) + ".weight"
+                                                         : "matrix" + std::to_string(matrices) + ".weight")
+                                         : "bias" + std::to_string(s);
       matrices += is_matrix ? 1 : 0;
       t.name = "layers." + std::to_string(l) + "." + base;
       t.shape = o.layer_shapes[s];
@@ -130,7 +129,8 @@ Manifest synthesize_trace(const SynthOptions& o, const std::filesystem::path& di
       if (o.mode == CaptureMode::kBlocks) {
         auto& s = sampled[k];
         s.clear();
-        for (const Block& b : blocks[k]) s.insert(s.end(), full[k].begin() + b.offset, full[k].begin() + b.offset + b.length);
+        for (const Block& b : blocks[k])
+          s.insert(s.end(), full[k].begin() + b.offset, full[k].begin() + b.offset + b.length);
         views[k] = {s, blocks[k]};
       } else {
         views[k] = {full[k], {}};

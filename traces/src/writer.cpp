@@ -62,7 +62,10 @@ void TraceWriter::write_iteration(std::int64_t iteration, std::optional<double> 
     blobs.push_back({t.name, t.dtype, std::move(shape), buf.data(), buf.size()});
     if (t.mode == CaptureMode::kBlocks) {
       const auto& raw = block_buffers_[k];
-      blobs.push_back({t.name + "@blocks", Dtype::kI64, {static_cast<std::int64_t>(v.blocks.size()), 2}, raw.data(),
+      blobs.push_back({t.name + "@blocks",
+                       Dtype::kI64,
+                       {static_cast<std::int64_t>(v.blocks.size()), 2},
+                       raw.data(),
                        raw.size() * 8});
     }
   }

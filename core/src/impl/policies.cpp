@@ -142,9 +142,7 @@ WindowDecision WarmupPolicy::decide(const WindowObservation& obs) {
 
 std::unique_ptr<Controller> make_none(const ControllerConfig& c) { return std::make_unique<NonePolicy>(c); }
 std::unique_ptr<Controller> make_static(const ControllerConfig& c) { return std::make_unique<StaticPolicy>(c); }
-std::unique_ptr<Controller> make_selective(const ControllerConfig& c) {
-  return std::make_unique<SelectivePolicy>(c);
-}
+std::unique_ptr<Controller> make_selective(const ControllerConfig& c) { return std::make_unique<SelectivePolicy>(c); }
 std::unique_ptr<Controller> make_loss(const ControllerConfig& c) { return std::make_unique<LossPolicy>(c); }
 
 }  // namespace edgc::core::impl

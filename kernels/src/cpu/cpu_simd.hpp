@@ -98,7 +98,9 @@ inline float hsum(F8 x) {
 }
 
 inline D8 dzero() { return {_mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd()}; }
-inline D8 dload(const double* p) { return {_mm_loadu_pd(p), _mm_loadu_pd(p + 2), _mm_loadu_pd(p + 4), _mm_loadu_pd(p + 6)}; }
+inline D8 dload(const double* p) {
+  return {_mm_loadu_pd(p), _mm_loadu_pd(p + 2), _mm_loadu_pd(p + 4), _mm_loadu_pd(p + 6)};
+}
 inline void dstore(double* p, D8 x) {
   _mm_storeu_pd(p, x.a);
   _mm_storeu_pd(p + 2, x.b);

@@ -26,8 +26,8 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
-#include "impl/backend_checks.hpp"
 #include "edgc/core/error.hpp"
+#include "impl/backend_checks.hpp"
 
 namespace edgc::kernels {
 namespace cuda {

@@ -12,9 +12,9 @@ namespace edgc::core {
 
 struct DacConfig {
   bool enabled = false;
-  double eta_s_per_rank = 0.0;    ///< η: extra sync seconds per unit of rank (fitted from measurement or the simulator)
-  double c_s = 0.0;               ///< c: rank-independent sync seconds
-  double t_bwd_s = 0.0;           ///< one micro-batch backward on one stage, seconds
+  double eta_s_per_rank = 0.0;  ///< η: extra sync seconds per unit of rank (fitted from measurement or the simulator)
+  double c_s = 0.0;             ///< c: rank-independent sync seconds
+  double t_bwd_s = 0.0;         ///< one micro-batch backward on one stage, seconds
   double t_uncompressed_s = 0.0;  ///< uncompressed data-parallel sync of one stage, seconds
 };
 

@@ -38,8 +38,8 @@ struct ClusterSpec {
   double nic_bandwidth_GBps = 0.0;    ///< per NIC, per direction (400 Gb/s NDR = 50 GB/s)
   double inter_latency_us = 0.0;      ///< NIC to NIC through the fabric
   Fabric fabric = Fabric::kStar;
-  int fat_tree_nodes_per_leaf = 4;    ///< kFatTree only
-  double oversubscription = 1.0;      ///< kFatTree only: leaf downlink / uplink bandwidth ratio, ≥ 1
+  int fat_tree_nodes_per_leaf = 4;  ///< kFatTree only
+  double oversubscription = 1.0;    ///< kFatTree only: leaf downlink / uplink bandwidth ratio, ≥ 1
   double price_per_gpu_hour_usd = 0.0;
 
   int total_gpus() const noexcept { return gpus_per_node * nodes; }
@@ -47,7 +47,7 @@ struct ClusterSpec {
 
 /// Network model of the simulation.
 enum class NetworkProfileKind {
-  kIdeal,       ///< CM02, no cross-traffic, no TCP gamma: contention-free transfers take exactly latency + bytes/bandwidth
+  kIdeal,  ///< CM02, no cross-traffic, no TCP gamma: contention-free transfers take exactly latency + bytes/bandwidth
   kCalibrated,  ///< CM02 with size-dependent bandwidth efficiency and latency factors fitted to NCCL measurements
 };
 
@@ -72,8 +72,8 @@ struct ModelSpec {
   int heads = 0;
   int seq_len = 0;
   int vocab = 0;
-  int micro_batch_size = 0;   ///< sequences per micro-batch
-  int global_batch_size = 0;  ///< sequences per iteration, all data-parallel replicas together
+  int micro_batch_size = 0;    ///< sequences per micro-batch
+  int global_batch_size = 0;   ///< sequences per iteration, all data-parallel replicas together
   std::string dtype = "fp16";  ///< training precision of activations and gradients on the wire: fp16 | bf16 | fp32
   bool activation_recompute = false;
 };

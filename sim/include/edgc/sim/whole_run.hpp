@@ -80,14 +80,14 @@ IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSy
 /// Totals of a run: sums over its iterations, and means per iteration.
 struct RunTotals {
   std::int64_t iterations = 0;
-  std::int64_t compressed_iterations = 0;  ///< iterations where at least one stage used PowerSGD
-  double training_time_s = 0.0;            ///< Σ iteration_s
-  double iteration_time_s = 0.0;           ///< training_time_s / iterations
-  double comm_latency_s = 0.0;             ///< mean of comm_latency_s() over all iterations
-  double compressed_comm_latency_s = 0.0;  ///< the same over compressed iterations only (0 when none)
-  double compressed_iteration_time_s = 0.0;  ///< mean iteration_s over compressed iterations only (0 when none)
-  std::vector<double> stage_comm_latency_s;  ///< mean dp_sync_s per stage over all iterations
-  IterationBreakdown breakdown;            ///< per-iteration means
+  std::int64_t compressed_iterations = 0;     ///< iterations where at least one stage used PowerSGD
+  double training_time_s = 0.0;               ///< Σ iteration_s
+  double iteration_time_s = 0.0;              ///< training_time_s / iterations
+  double comm_latency_s = 0.0;                ///< mean of comm_latency_s() over all iterations
+  double compressed_comm_latency_s = 0.0;     ///< the same over compressed iterations only (0 when none)
+  double compressed_iteration_time_s = 0.0;   ///< mean iteration_s over compressed iterations only (0 when none)
+  std::vector<double> stage_comm_latency_s;   ///< mean dp_sync_s per stage over all iterations
+  IterationBreakdown breakdown;               ///< per-iteration means
   std::vector<std::int64_t> plan_iterations;  ///< per plan of accumulate()'s `plans`: iterations using it
 };
 

@@ -47,7 +47,7 @@ struct Manifest {
   int version = kTraceFormatVersion;
   std::string model_name;
   int num_stages = 1;
-  std::string model_json = "{}";       ///< the whole "model" object, serialised (free-form beyond name/stages)
+  std::string model_json = "{}";  ///< the whole "model" object, serialised (free-form beyond name/stages)
   std::optional<SamplingInfo> sampling;
   std::vector<TensorInfo> tensors;
   std::vector<IterationInfo> iterations;

@@ -22,7 +22,7 @@ struct SafetensorsEntry {
 };
 
 struct SafetensorsHeader {
-  std::uint64_t data_start = 0;  ///< absolute file offset of the data buffer (8 + header length)
+  std::uint64_t data_start = 0;           ///< absolute file offset of the data buffer (8 + header length)
   std::vector<SafetensorsEntry> entries;  ///< in data order
 
   /// Entry with this name, or nullptr.

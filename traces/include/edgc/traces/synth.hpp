@@ -13,22 +13,22 @@ namespace edgc::traces {
 
 struct SynthOptions {
   std::vector<std::vector<std::int64_t>> layer_shapes = {{256, 768}, {256, 256}, {1024, 256}, {256, 1024}, {256}};
-  int layers = 4;              ///< every layer holds one tensor of each shape in `layer_shapes`
-  int stages = 2;              ///< layers are split into this many contiguous pipeline stages
-  int iterations = 20;         ///< captured iterations
-  int iteration_stride = 1;    ///< training steps between captured iterations
-  int rank = 4;                ///< rank of the signal part of each 2-D tensor
-  double signal_std = 1e-3;    ///< element standard deviation of the signal part
-  double noise_std = 1e-3;     ///< element standard deviation of the noise at the first iteration
+  int layers = 4;                   ///< every layer holds one tensor of each shape in `layer_shapes`
+  int stages = 2;                   ///< layers are split into this many contiguous pipeline stages
+  int iterations = 20;              ///< captured iterations
+  int iteration_stride = 1;         ///< training steps between captured iterations
+  int rank = 4;                     ///< rank of the signal part of each 2-D tensor
+  double signal_std = 1e-3;         ///< element standard deviation of the signal part
+  double noise_std = 1e-3;          ///< element standard deviation of the noise at the first iteration
   double entropy_decay_nats = 0.5;  ///< fall of ln(noise σ) from the first to the last iteration
-  double loss_start = 5.5;     ///< synthetic loss curve: loss_end + (start − end)·e^(−4t/T)
+  double loss_start = 5.5;          ///< synthetic loss curve: loss_end + (start − end)·e^(−4t/T)
   double loss_end = 2.5;
   Dtype dtype = Dtype::kF32;
   CaptureMode mode = CaptureMode::kFull;
-  double fraction = 0.25;      ///< for CaptureMode::kBlocks
+  double fraction = 0.25;  ///< for CaptureMode::kBlocks
   std::int64_t block_elems = 1024;
   std::uint64_t seed = 1;
-  std::string command;         ///< recorded in provenance
+  std::string command;  ///< recorded in provenance
 };
 
 /// Checks the options; throws UsageError naming the option.
