@@ -13,7 +13,7 @@ namespace {
 
 // Megatron's default `--make-vocab-size-divisible-by`.
 constexpr std::int64_t kVocabDivisor = 128;
-// DRAM passes over an m×n gradient of fused PowerSGD with error feedback (compression-prior-art.md C.2).
+// DRAM passes over an m×n gradient of fused PowerSGD with error feedback (scenarios/SOURCES.md §10).
 constexpr double kPowerSgdHbmPasses = 8.0;
 
 void check_stage(const ParallelSpec& parallel, int stage) {

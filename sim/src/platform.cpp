@@ -23,7 +23,7 @@ using Dir = sg4::LinkInRoute::Direction;
 constexpr double kGBps = 1e9;
 constexpr double kUs = 1e-6;
 
-// DGX-1 V100 hybrid cube-mesh: NVLink lanes between GPU pairs (hardware-calibration.md §1.2, from the measured
+// DGX-1 V100 hybrid cube-mesh: NVLink lanes between GPU pairs (scenarios/SOURCES.md §3, from the measured
 // p2p matrix). Every GPU has 6 lanes. Pairs not listed have no NVLink.
 // clang-format off
 constexpr std::array<std::array<int, 3>, 16> kCubeMeshLanes = {{

@@ -45,12 +45,12 @@
 #include <string>
 #include <vector>
 
-#include "cluster_config.hpp"
-#include "config.hpp"
+#include "edgc/scenario/cluster_config.hpp"
+#include "edgc/scenario/config.hpp"
+#include "edgc/scenario/model_config.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
 #include "edgc/sim/platform.hpp"
-#include "model_config.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -112,10 +112,10 @@ std::vector<std::string> overrides_for(const Case& c) {
 // Runs in the child: one simulation, result into `s`.
 void measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring,
              Sample& s) {
-  edgc::cli::Scenario sc = edgc::cli::load_scenario(scenario_path, overrides_for(c));
-  const edgc::sim::ClusterSpec cluster = edgc::cli::read_cluster(sc);
-  const edgc::sim::NetworkProfile profile = edgc::cli::read_network(sc);
-  const edgc::cli::ModelConfig mc = edgc::cli::read_model_config(sc);
+  edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, overrides_for(c));
+  const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
+  const edgc::sim::NetworkProfile profile = edgc::scenario::read_network(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
   const edgc::sim::DpSyncPlan plan = c.powersgd_rank == 0 ? edgc::sim::uncompressed_plan(mc.parallel.pp)
                                                           : edgc::sim::powersgd_plan(mc.parallel.pp, c.powersgd_rank);
 
@@ -253,9 +253,9 @@ int main(int argc, char** argv) {
   std::string model_name;
   std::string cluster_name;
   try {
-    edgc::cli::Scenario sc = edgc::cli::load_scenario(scenario_path, {});
-    const edgc::sim::ClusterSpec cluster = edgc::cli::read_cluster(sc);
-    const edgc::cli::ModelConfig mc = edgc::cli::read_model_config(sc);
+    edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, {});
+    const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
+    const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
     gpus_per_node = cluster.gpus_per_node;
     tp = mc.parallel.tp;
     pp = mc.parallel.pp;

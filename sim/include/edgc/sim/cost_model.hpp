@@ -16,7 +16,7 @@
 //    both copies are also synchronised over DP, so the last stage's DP bytes include the copy
 //    (embedding_sync_bytes() is the first↔last all-reduce). Position embeddings live on the first stage only.
 //  * Time is FLOPs / (gpu.peak_tflops · compute_efficiency): one achieved-efficiency figure for all GEMMs,
-//    HFU-like since recomputation FLOPs are counted (hardware-calibration.md §3, §8).
+//    HFU-like since recomputation FLOPs are counted (scenarios/SOURCES.md §6).
 //  * Gradients are synchronised in model.dtype (bytes_per_element); PowerSGD works on the same element size.
 #include <cstdint>
 #include <string>
@@ -38,14 +38,14 @@ struct KernelTime {
 
 struct CostParams {
   /// Fraction of gpu.peak_tflops reached by transformer and PowerSGD GEMMs, in (0, 1]. Default 0.4 sits
-  /// between the V100 (0.32) and H100 (0.50) HFU defaults of hardware-calibration.md §8; set it per cluster.
+  /// between the V100 (0.32) and H100 (0.50) HFU defaults of scenarios/SOURCES.md §6; set it per cluster.
   double compute_efficiency = 0.4;
   /// Fraction of gpu.hbm_GBps reached by PowerSGD's memory passes, in (0, 1]. Default 0.85
-  /// (compression-prior-art.md C.2; measured V100 memcpy reaches 86–90 %, hardware-calibration.md §1.1).
+  /// (measured V100 memcpy reaches 86–90 %, scenarios/SOURCES.md §2).
   double hbm_efficiency = 0.85;
   /// Fixed time per column of one batched orthogonalisation of P, seconds (kernel launches of a Gram–Schmidt
   /// loop). Default 0: the design batches same-shape matrices into one fused orthogonalisation. Unbatched
-  /// PyTorch code costs ≈ 25–50 µs per column per matrix (hardware-calibration.md §6.1, §8).
+  /// PyTorch code costs ≈ 25–50 µs per column per matrix (scenarios/SOURCES.md §10).
   double orth_column_latency_s = 0.0;
   /// Measured step times; when not empty, powersgd_compress_s() uses them instead of the roofline.
   std::vector<KernelTime> kernel_profile;
@@ -143,7 +143,7 @@ struct PowerSgdWire {
 PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank);
 
 /// Roofline estimate of PowerSGD's compress + decompress compute on one GPU of `stage` at rank `rank`
-/// (compression-prior-art.md C.2), seconds. Per compressed m×n matrix: the larger of 8 passes of m·n elements
+/// (scenarios/SOURCES.md §10), seconds. Per compressed m×n matrix: the larger of 8 passes of m·n elements
 /// over HBM at hbm_efficiency (error feedback fused into the GEMMs: read M+E twice, write M̂ and the new E)
 /// and the 6·m·n·r FLOPs of P = MQ, Q = MᵀP, M̂ = PQᵀ at peak · compute_efficiency; plus the
 /// orthogonalisation of P, 2·m·r² FLOPs at the same rate, and orth_column_latency_s per column once per

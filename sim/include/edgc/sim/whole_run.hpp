@@ -1,8 +1,8 @@
 #pragma once
 // A whole training run as segments of iterations that share one DP sync plan (the per-stage PowerSGD ranks).
 // An iteration's simulated time depends only on its plan, so a run of any length costs one simulation per
-// distinct plan (design §5): simulate distinct_plans() once each, then accumulate() weighs every result by the
-// iterations that use it. Nothing here runs SimGrid.
+// distinct plan (sim/README.md, "Whole runs"): simulate distinct_plans() once each, then accumulate() weighs every
+// result by the iterations that use it. Nothing here runs SimGrid.
 #include <cstdint>
 #include <functional>
 #include <vector>

@@ -1,0 +1,129 @@
+// `edgc plan` end to end on two small clusters: options and infeasible combinations, ranking, the Pareto
+// front against brute force, the verdict on where compression pays, token targets, and rejections.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+using edgc::cli::test::edgc;
+using edgc::traces::test::read_file;
+using edgc::traces::test::TempDir;
+using nlohmann::json;
+
+const std::string kPlanDir = std::string(EDGC_SOURCE_DIR) + "/tests/data/plan/";
+
+TEST(PlanCli, RanksOptionsMarksTheParetoFrontAndSaysWhereCompressionPays) {
+  TempDir tmp;
+  const auto out = tmp / "plan";
+  const auto r = edgc("plan --spec " + kPlanDir + "small-plan.json --out " + out.string() + " --jobs 2 --report", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json plan = json::parse(read_file(out / "plan.json"));
+  EXPECT_EQ(plan["schema"], "edgc.plan/1");
+  EXPECT_EQ(plan["target"]["iterations"], 240);
+  // 2 clusters x 3 GPU counts x 2 layouts = 12 combinations; tp 4 x pp 2 cannot use 12 GPUs (2), and dp 3 does
+  // not divide the global batch of 16 (2 more): 8 options x 2 policies.
+  const json& options = plan["options"];
+  ASSERT_EQ(options.size(), 16U);
+  ASSERT_EQ(plan["infeasible"].size(), 4U);
+  EXPECT_NE(plan["infeasible"].dump().find("does not divide 12"), std::string::npos);
+  EXPECT_NE(plan["infeasible"].dump().find("model.global_batch_size"), std::string::npos);
+  for (std::size_t i = 1; i < options.size(); ++i)
+    EXPECT_LE(options[i - 1]["training_time_s"].get<double>(), options[i]["training_time_s"].get<double>());
+  // The Pareto flag agrees with brute force, and the front is not empty.
+  int front = 0;
+  for (const json& a : options) {
+    bool dominated = false;
+    for (const json& b : options) {
+      const double ta = a["training_time_s"], ca = a["cost_usd"], tb = b["training_time_s"], cb = b["cost_usd"];
+      if (tb <= ta && cb <= ca && (tb < ta || cb < ca)) dominated = true;
+    }
+    EXPECT_EQ(a["pareto"].get<bool>(), !dominated) << a["label"];
+    front += dominated ? 0 : 1;
+  }
+  EXPECT_GE(front, 1);
+  // Cost is GPU-hours times the cluster's price.
+  for (const json& o : options) {
+    const double price = o["gpu"] == "fast" ? 2.0 : 1.0;
+    EXPECT_NEAR(o["cost_usd"].get<double>(), o["training_time_s"].get<double>() / 3600.0 * o["gpus"].get<int>() * price,
+                1e-9 * o["cost_usd"].get<double>());
+  }
+  // On the 4 Gb/s cluster with dp 2, EDGC pays a lot; with dp 1 there is no sync to compress.
+  const std::string verdicts = plan["verdicts"].dump();
+  EXPECT_NE(verdicts.find("Compression pays"), std::string::npos) << verdicts;
+  EXPECT_NE(verdicts.find("8xslow-net-gpu tp2 pp2 dp2 (edgc -"), std::string::npos) << verdicts;
+  EXPECT_NE(verdicts.find("does not pay"), std::string::npos) << verdicts;
+  EXPECT_NE(verdicts.find("8xslow-net-gpu tp4 pp2 dp1 (edgc"), std::string::npos) << verdicts;
+  EXPECT_NE(r.out.find("Fastest: "), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(out / "report.html"));
+  // The plan is also a sweep: resuming it runs nothing new and gives the same plan.
+  const auto again = edgc("plan --spec " + kPlanDir + "small-plan.json --out " + out.string() + " --resume", tmp);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("0 simulated now, 10 from an earlier run"), std::string::npos) << again.out;
+  EXPECT_EQ(json::parse(read_file(out / "plan.json"))["options"], options);
+}
+
+TEST(PlanCli, TokenTargetsBecomeIterations) {
+  TempDir tmp;
+  const auto spec = tmp / "tokens.json";
+  // small.json: global batch 16 x sequence 256 = 4096 tokens per iteration; 1,000,000 tokens -> 245 iterations.
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR << R"(/tests/data/simulate/small.json",
+    "target": {"tokens": 1000000}, "clusters": [")"
+                      << kPlanDir << R"(slow-net.json"], "gpus": [8],
+    "layouts": [{"tp": 2, "pp": 2}]})";
+  const auto r = edgc("plan --spec " + spec.string() + " --out " + (tmp / "p").string() + " --quiet", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json plan = json::parse(read_file(tmp / "p" / "plan.json"));
+  EXPECT_EQ(plan["target"]["iterations"], 245);
+  EXPECT_EQ(plan["options"].size(), 2U) << "none and the default edgc";
+}
+
+TEST(PlanCli, RejectsBadSpecsNamingTheField) {
+  struct Bad {
+    std::string body;
+    std::string field;
+  };
+  const std::string base = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json";
+  const std::string cluster = kPlanDir + "slow-net.json";
+  const std::string ok_tail = R"(, "clusters": [")" + cluster + R"("], "gpus": [8], "layouts": [{"tp": 2, "pp": 2}]})";
+  const Bad cases[] = {
+      {R"({"base": ")" + base + R"(")" + ok_tail, "target"},
+      {R"({"base": ")" + base + R"(", "target": {"epochs": 3})" + ok_tail, "target.epochs"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 0})" + ok_tail, "target.iterations"},
+      {R"({"base": ")" + base +
+           R"(", "target": {"iterations": 10}, "clusters": ["no-such.json"], "gpus": [8], "layouts": [{"tp": 2, "pp": 2}]})",
+       ""},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster +
+           R"("], "gpus": [0], "layouts": [{"tp": 2, "pp": 2}]})",
+       "gpus[0]"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster +
+           R"("], "gpus": [8], "layouts": [{"tp": 2}]})",
+       "layouts[0]"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster +
+           R"("], "gpus": [6], "layouts": [{"tp": 2, "pp": 2}]})",
+       "gpus"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "budget": 5)" + ok_tail, "budget"},
+  };
+  TempDir tmp;
+  int n = 0;
+  for (const Bad& c : cases) {
+    const auto spec = tmp / ("bad" + std::to_string(n) + ".json");
+    std::ofstream(spec) << c.body;
+    const auto out = tmp / ("out" + std::to_string(n++));
+    const auto r = edgc("plan --spec " + spec.string() + " --out " + out.string(), tmp);
+    EXPECT_EQ(r.code, 2) << c.body << "\n" << r.err;
+    if (!c.field.empty())
+      EXPECT_NE(r.err.find(": " + c.field + ": "), std::string::npos) << c.body << "\n" << r.err;
+    else
+      EXPECT_NE(r.err.find("no-such.json"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out / "plan.json"));
+  }
+}
+
+}  // namespace

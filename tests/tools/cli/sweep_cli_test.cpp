@@ -1,0 +1,292 @@
+// `edgc sweep` end to end: results agree with `edgc simulate` on the same settings, kill -9 at random moments
+// and --resume loses and duplicates nothing, a partial last line is cut, changed specs and busy directories
+// are refused, and 2 MPI ranks give the same result set as one process.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using edgc::cli::test::edgc;
+using edgc::traces::test::read_file;
+using edgc::traces::test::TempDir;
+using nlohmann::json;
+
+const std::string kData = std::string(EDGC_SOURCE_DIR) + "/tests/data/sweep/";
+const std::string kGrid = kData + "small-grid.json";
+
+// results.jsonl by point, without the wall-clock field.
+std::map<std::int64_t, json> results(const fs::path& dir) {
+  std::map<std::int64_t, json> out;
+  std::istringstream in(read_file(dir / "results.jsonl"));
+  std::string line;
+  while (std::getline(in, line)) {
+    json j = json::parse(line);
+    j.erase("wall_s");
+    const auto point = j.at("point").get<std::int64_t>();
+    EXPECT_EQ(out.count(point), 0U) << "point " << point << " recorded twice";
+    out[point] = j;
+  }
+  return out;
+}
+
+const json& run_of(const json& line, const std::string& policy) {
+  for (const json& r : line.at("runs"))
+    if (r.at("policy") == policy) return r;
+  throw std::runtime_error("no run " + policy);
+}
+
+TEST(SweepCli, PointsAgreeWithSimulateAndSummaryHasEveryPoint) {
+  TempDir tmp;
+  const auto out = tmp / "sweep";
+  const auto r = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --jobs 2", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("best points for policy edgc"), std::string::npos) << r.out;
+  const auto lines = results(out);
+  ASSERT_EQ(lines.size(), 12U);
+  // Point 7 = window 20, r_min 16, alpha 0.5: the same figures as simulate with those overrides.
+  const json& p = lines.at(7);
+  EXPECT_EQ(p["params"], json::parse(R"({"compression.window":20,"compression.r_min":16,"compression.alpha":0.5})"));
+  const auto sim = edgc("simulate --scenario " + std::string(EDGC_SOURCE_DIR) +
+                            "/tests/data/simulate/small.json --policies edgc --set compression.window=20 "
+                            "--set compression.r_min=16 --set compression.alpha=0.5 --quiet --out " +
+                            (tmp / "sim").string(),
+                        tmp);
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const json result = json::parse(read_file(tmp / "sim" / "result.json"));
+  for (const char* policy : {"none", "edgc"}) {
+    const json* expected = nullptr;
+    for (const json& x : result["runs"])
+      if (x["policy"] == policy) expected = &x;
+    ASSERT_NE(expected, nullptr);
+    for (const char* f : {"iteration_time_s", "comm_latency_s", "training_time_s", "speedup_vs_none", "cost_usd"})
+      EXPECT_DOUBLE_EQ(run_of(p, policy)[f].get<double>(), (*expected)[f].get<double>()) << policy << " " << f;
+  }
+  // Different windows give different EDGC schedules, hence different times.
+  EXPECT_NE(run_of(lines.at(1), "edgc")["training_time_s"], run_of(lines.at(9), "edgc")["training_time_s"]);
+  // summary.csv: a header and one row per point, in point order.
+  std::istringstream csv(read_file(out / "summary.csv"));
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(
+      header.rfind("point,compression.window,compression.r_min,compression.alpha,gpus,gpu,none.iteration_time_s", 0),
+      0U)
+      << header;
+  EXPECT_NE(header.find("edgc.training_time_s"), std::string::npos);
+  int rows = 0;
+  for (std::string row; std::getline(csv, row); ++rows) EXPECT_EQ(row.rfind(std::to_string(rows) + ",", 0), 0U) << row;
+  EXPECT_EQ(rows, 12);
+  const json meta = json::parse(read_file(out / "sweep.json"));
+  EXPECT_EQ(meta["schema"], "edgc.sweep/1");
+  EXPECT_EQ(meta["points"], 12);
+  EXPECT_EQ(meta["axes"][0]["values"], json::parse("[10, 20, 30]"));
+}
+
+// Starts `edgc args...` (stdout/stderr to files in `tmp`) and returns its pid.
+pid_t spawn(const std::vector<std::string>& args, const TempDir& tmp) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string out = (tmp / "spawn.out").string();
+    if (!std::freopen(out.c_str(), "a", stdout) || !std::freopen(out.c_str(), "a", stderr)) std::_Exit(127);
+    std::vector<char*> argv;
+    std::string bin = EDGC_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  return pid;
+}
+
+TEST(SweepCli, KillNineAtRandomMomentsThenResumeLosesAndDuplicatesNothing) {
+  TempDir tmp;
+  const std::string spec = kData + "small-kill.json";
+  const auto reference = tmp / "reference";
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(edgc("sweep --spec " + spec + " --out " + reference.string() + " --jobs 2 --quiet", tmp).code, 0);
+  // Kill at random moments within the time a whole sweep takes, so kills land in every phase: start-up, the
+  // first simulations, appends, the summary.
+  const auto whole_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  const auto out = tmp / "killed";
+  std::mt19937 rng(2024);
+  std::uniform_int_distribution<int> delay_ms(1, std::max(20, static_cast<int>(whole_ms / 8)));
+  int kills = 0;
+  int code = -1;
+  // Twelve runs killed at random moments (unless they finished first), then one left to finish.
+  for (int attempt = 0; attempt <= 12 && code != 0; ++attempt) {
+    const pid_t pid =
+        spawn({"sweep", "--spec", spec, "--out", out.string(), "--jobs", "2", "--resume", "--quiet"}, tmp);
+    const int ms = attempt < 12 ? delay_ms(rng) : 600'000;
+    int status = 0;
+    pid_t done = 0;
+    for (int waited = 0; waited < ms && done == 0; ++waited) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      done = ::waitpid(pid, &status, WNOHANG);
+    }
+    if (done == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ++kills;
+      continue;
+    }
+    ASSERT_TRUE(WIFEXITED(status)) << read_file(tmp / "spawn.out");
+    code = WEXITSTATUS(status);
+    ASSERT_EQ(code, 0) << read_file(tmp / "spawn.out");
+  }
+  ASSERT_EQ(code, 0) << "the sweep never finished";
+  EXPECT_GE(kills, 3) << "too few kills landed: make the sweep longer or the delays shorter";
+  EXPECT_EQ(results(out), results(reference)) << kills << " kills";
+}
+
+TEST(SweepCli, ResumeCutsAPartialLastLineAndRunsOnlyMissingPoints) {
+  TempDir tmp;
+  const auto out = tmp / "sweep";
+  ASSERT_EQ(edgc("sweep --spec " + kGrid + " --out " + out.string() + " --jobs 2 --quiet", tmp).code, 0);
+  const auto full = results(out);
+  // Keep points 0-4, then half of point 5's line, as a writer killed mid-line would leave it.
+  std::istringstream in(read_file(out / "results.jsonl"));
+  std::map<std::int64_t, std::string> by_point;
+  for (std::string line; std::getline(in, line);) by_point[json::parse(line)["point"].get<std::int64_t>()] = line;
+  {
+    std::ofstream f(out / "results.jsonl", std::ios::trunc);
+    for (int p = 0; p < 5; ++p) f << by_point[p] << "\n";
+    f << by_point[5].substr(0, by_point[5].size() / 2);
+  }
+  const auto r = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --jobs 2 --resume", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("5 already done, 7 run"), std::string::npos) << r.out;
+  EXPECT_EQ(results(out), full);
+  // Resuming a finished sweep runs nothing.
+  const auto again = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --resume", tmp);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("12 already done, 0 run"), std::string::npos) << again.out;
+}
+
+TEST(SweepCli, RefusesBusyDirectoriesChangedSpecsAndCorruptResults) {
+  TempDir tmp;
+  const auto out = tmp / "sweep";
+  ASSERT_EQ(edgc("sweep --spec " + kGrid + " --out " + out.string() + " --quiet", tmp).code, 0);
+  // Without --resume: refused, nothing touched.
+  const auto before = read_file(out / "results.jsonl");
+  auto r = edgc("sweep --spec " + kGrid + " --out " + out.string(), tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+  // Another spec into the same directory.
+  r = edgc("sweep --spec " + kData + "small-random.json --out " + out.string() + " --resume", tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sweep.json: spec"), std::string::npos) << r.err;
+  // The same spec with another --set is another sweep too.
+  r = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --resume --set run.iterations=60", tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(read_file(out / "results.jsonl"), before);
+  // A corrupt line that is not the last one.
+  {
+    std::ofstream f(out / "results.jsonl", std::ios::trunc);
+    f << "{\"point\": 0, \"params\": {}, \"runs\": []}\nnot json\n";
+  }
+  r = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --resume", tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("results.jsonl:2"), std::string::npos) << r.err;
+  // A non-empty directory that holds no sweep.
+  fs::create_directories(tmp / "other");
+  std::ofstream(tmp / "other" / "x.txt") << "x";
+  r = edgc("sweep --spec " + kGrid + " --out " + (tmp / "other").string(), tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("holds no sweep.json"), std::string::npos) << r.err;
+}
+
+TEST(SweepCli, InvalidPointsAreRecordedWithTheirErrorAndExitTwo) {
+  TempDir tmp;
+  const auto spec = tmp / "spec.json";
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR
+                      << R"(/tests/data/simulate/small.json", "policies": "none,edgc",
+                           "axes": [{"key": "compression.r_min", "values": [8, 6]}]})";
+  const auto r = edgc("sweep --spec " + spec.string() + " --out " + (tmp / "s").string() + " --quiet", tmp);
+  EXPECT_EQ(r.code, 2);
+  const auto lines = results(tmp / "s");
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_TRUE(lines.at(0).contains("runs"));
+  ASSERT_TRUE(lines.at(1).contains("error"));
+  EXPECT_NE(lines.at(1)["error"].get<std::string>().find("small.json: compression.r_min"), std::string::npos)
+      << lines.at(1);
+}
+
+TEST(SweepCli, RepeatsGiveTheMeanAndA95PercentIntervalOverSeeds) {
+  TempDir tmp;
+  const auto spec = tmp / "spec.json";
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR << R"(/tests/data/simulate/small.json",
+    "policies": "none,edgc", "repeats": 3,
+    "set": {"variability.compute_jitter_cv": 0.2, "variability.straggler_probability": 0.1,
+            "variability.straggler_slowdown": 1.5},
+    "axes": [{"key": "compression.window", "values": [10, 20]}]})";
+  const auto r = edgc("sweep --spec " + spec.string() + " --out " + (tmp / "s").string() + " --quiet", tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = results(tmp / "s");
+  const json& p = lines.at(1);
+  EXPECT_EQ(p["repeats"], 3);
+  // Repeat k is `simulate` with variability.seed = k.
+  std::vector<double> t;
+  for (int k = 0; k < 3; ++k) {
+    const auto dir = tmp / ("sim" + std::to_string(k));
+    const auto sim = edgc("simulate --scenario " + std::string(EDGC_SOURCE_DIR) +
+                              "/tests/data/simulate/small.json --policies edgc --quiet --set compression.window=20 "
+                              "--set variability.compute_jitter_cv=0.2 --set variability.straggler_probability=0.1 "
+                              "--set variability.straggler_slowdown=1.5 --set variability.seed=" +
+                              std::to_string(k) + " --out " + dir.string(),
+                          tmp);
+    ASSERT_EQ(sim.code, 0) << sim.err;
+    const json result = json::parse(read_file(dir / "result.json"));
+    for (const json& x : result["runs"])
+      if (x["policy"] == "edgc") t.push_back(x["training_time_s"].get<double>());
+  }
+  ASSERT_EQ(t.size(), 3U);
+  const double mean = (t[0] + t[1] + t[2]) / 3.0;
+  double ss = 0.0;
+  for (const double x : t) ss += (x - mean) * (x - mean);
+  const double half = 4.303 * std::sqrt(ss / 2.0) / std::sqrt(3.0);  // t(0.975, 2 dof)
+  const json& edgc_run = run_of(p, "edgc");
+  EXPECT_NEAR(edgc_run["training_time_s"].get<double>(), mean, 1e-12 * mean);
+  EXPECT_NEAR(edgc_run["training_time_s_ci95"].get<double>(), half, 1e-9 * half);
+  EXPECT_GT(half, 0.0) << "jitter must make the repeats differ";
+  const std::string csv = read_file(tmp / "s" / "summary.csv");
+  EXPECT_NE(csv.find("edgc.training_time_s_ci95"), std::string::npos);
+}
+
+#ifdef EDGC_MPIEXEC
+TEST(SweepCli, TwoMpiRanksGiveTheSameResultSetAsOneProcess) {
+  TempDir tmp;
+  const auto one = tmp / "one";
+  const auto two = tmp / "two";
+  ASSERT_EQ(edgc("sweep --spec " + kGrid + " --out " + one.string() + " --jobs 2 --quiet", tmp).code, 0);
+  // Open MPI refuses root unless told; --oversubscribe lets 2 ranks run on a 1-core machine.
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(EDGC_MPIEXEC) +
+                          " -np 2 --oversubscribe " + EDGC_BINARY + " sweep --spec " + kGrid + " --out " +
+                          two.string() + " --jobs 1 >" + (tmp / "mpi.out").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_file(tmp / "mpi.out");
+  EXPECT_NE(read_file(tmp / "mpi.out").find("on 2 MPI ranks"), std::string::npos) << read_file(tmp / "mpi.out");
+  EXPECT_EQ(results(two), results(one));
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,112 @@
+// measurements.json (tools/src/live_format.hpp) and the pure parts of `edgc validate` (tools/src/validate.hpp):
+// round trip of every field, the fixture read back, step-pattern extraction, error statistics, the modelled
+// compute (one code path with the simulator's powersgd_compress_s) and the placement checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "edgc/core/error.hpp"
+#include "edgc/engine/validate.hpp"
+#include "edgc/results/measurements.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "measurements_sample.hpp"
+
+namespace edgc::engine {
+namespace {
+
+using results::test::sample;
+
+const std::string kFixture = std::string(EDGC_SOURCE_DIR) + "/tests/data/live/measurements.json";
+
+TEST(ValidatePatterns, SameCollectivesAndMatricesShareOnePattern) {
+  const results::Measurements m = results::read_measurements(kFixture);
+  const validate::Patterns p = validate::extract_patterns(m);
+  ASSERT_EQ(p.distinct.size(), 3U);  // none; edgc at ranks (4, 8); edgc at (8, 8)
+  ASSERT_EQ(p.of_step.size(), 2U);
+  EXPECT_EQ(p.of_step[0], (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(p.of_step[1], (std::vector<std::size_t>{1, 1, 2}));
+  ASSERT_EQ(p.distinct[1].stages.size(), 2U);
+  EXPECT_EQ(p.distinct[1].stages[0].collectives.size(), 3U);
+  EXPECT_EQ(p.distinct[1].stages[0].matrices[0], (validate::MatrixBatch{256, 1024, 4, 2}));
+  EXPECT_EQ(validate::stage_groups(m), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+}
+
+TEST(ValidateStats, MapeSkipsZeroMeasurementsButCountsThem) {
+  validate::ErrorStats s;
+  EXPECT_TRUE(std::isnan(s.mape_pct()));
+  EXPECT_TRUE(std::isnan(s.mean_measured()));
+  s.add(2.0, 3.0);  // 50 %
+  s.add(4.0, 3.0);  // 25 %
+  s.add(0.0, 1.0);  // no percentage
+  EXPECT_EQ(s.count, 3);
+  EXPECT_EQ(s.ape_count, 2);
+  EXPECT_DOUBLE_EQ(s.mape_pct(), 37.5);
+  EXPECT_DOUBLE_EQ(s.max_ape_pct, 50.0);
+  EXPECT_DOUBLE_EQ(s.mean_measured(), 2.0);
+  EXPECT_DOUBLE_EQ(s.mean_predicted(), 7.0 / 3.0);
+}
+
+// The modelled compute of a stage is the simulator's PowerSGD cost: powersgd_compress_s is the sum of
+// powersgd_batch_s over the stage's compressed matrices, bit for bit.
+TEST(ValidateCompute, OneCodePathWithTheSimulator) {
+  sim::ModelSpec model;
+  model.layers = 4;
+  model.hidden = 256;
+  model.heads = 4;
+  model.seq_len = 128;
+  model.vocab = 1024;
+  model.micro_batch_size = 2;
+  model.global_batch_size = 16;
+  sim::ParallelSpec par;
+  par.pp = 2;
+  par.dp = 2;
+  const sim::GpuSpec gpu{"g", 100.0, 1000.0};
+  sim::CostParams params;
+  params.orth_column_latency_s = 3e-5;
+  for (int stage = 0; stage < 2; ++stage)
+    for (int rank : {1, 4, 32}) {
+      validate::StagePattern sp;
+      for (const sim::WeightMatrix& w : sim::stage_matrices(model, par, stage))
+        if (sim::powersgd_compresses(w.rows, w.cols, rank)) sp.matrices.push_back({w.rows, w.cols, rank, w.count});
+      EXPECT_EQ(validate::modelled_compute_s(sp, 2, gpu, params),
+                sim::powersgd_compress_s(model, par, gpu, params, stage, rank))
+          << "stage " << stage << " rank " << rank;
+    }
+  // Memory-bound closed form: 8 passes of m·n fp32 elements over HBM, plus the orthogonalisation's FLOPs.
+  validate::StagePattern one;
+  one.matrices.push_back({1000, 2000, 2, 3});
+  sim::CostParams unit;
+  unit.compute_efficiency = 1.0;
+  unit.hbm_efficiency = 1.0;
+  const double expected = 3 * (8.0 * 1000 * 2000 * 4 / 1e12 + 2.0 * 1000 * 4 / 1e14);
+  EXPECT_NEAR(validate::modelled_compute_s(one, 4, gpu, unit), expected, 1e-15);
+}
+
+TEST(ValidatePlacement, RankGoesToNodeTimesGpusPerNodePlusLocal) {
+  results::Measurements m = sample();  // ranks on node g / 2, local g % 2
+  sim::ClusterSpec c;
+  c.gpus_per_node = 4;
+  c.nodes = 2;
+  EXPECT_EQ(validate::platform_gpus(m, c, "c.json"), (std::vector<int>{0, 1, 4, 5}));
+  c.nodes = 1;
+  try {
+    validate::platform_gpus(m, c, "c.json");
+    FAIL() << "a node index past the cluster was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), "c.json");
+    EXPECT_EQ(e.field(), "cluster.nodes");
+  }
+  c.nodes = 4;
+  c.gpus_per_node = 1;
+  try {
+    validate::platform_gpus(m, c, "c.json");
+    FAIL() << "a local index past the node was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "cluster.gpus_per_node");
+  }
+}
+
+}  // namespace
+}  // namespace edgc::engine

@@ -1,0 +1,284 @@
+// Whole runs: schedules, the memoised accumulation, controller-driven rank schedules, and the property the
+// memoisation rests on: simulating each distinct rank vector once gives the same totals as simulating every
+// iteration of the run on its own. Simulations run in forked children, so this binary may hold many tests.
+#include "edgc/sim/whole_run.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+#include "edgc/engine/whole_run_plan.hpp"
+#include "edgc/scenario/cluster_config.hpp"
+#include "edgc/scenario/compression_config.hpp"
+#include "edgc/scenario/config.hpp"
+#include "edgc/scenario/model_config.hpp"
+#include "edgc/sim/layout.hpp"
+
+namespace edgc::sim {
+namespace {
+
+using engine::EntropySource;
+using engine::plan_label;
+
+DpSyncPlan plan(std::vector<int> ranks) {
+  DpSyncPlan p;
+  for (int r : ranks) p.push_back({r});
+  return p;
+}
+
+IterationResult fake(double iteration_s, std::vector<double> sync_s) {
+  IterationResult r;
+  r.iteration_s = iteration_s;
+  r.pipeline_end_s = iteration_s * 0.8;
+  for (double s : sync_s) {
+    StageResult st;
+    st.dp_sync_s = s;
+    st.compute_s = iteration_s * 0.5;
+    st.tp_comm_s = iteration_s * 0.1;
+    st.last_backward_end_s = r.pipeline_end_s;
+    st.exposed_comm_s = iteration_s * 0.15;
+    st.compression_s = 0.01;
+    r.stages.push_back(st);
+  }
+  return r;
+}
+
+TEST(RunSchedule, MergesEqualNeighboursAndFindsPlans) {
+  RunSchedule s;
+  s.append(0, 10, plan({0, 0}));
+  s.append(10, 20, plan({0, 0}));
+  s.append(20, 25, plan({8, 16}));
+  s.append(25, 25, plan({4, 4}));  // empty: ignored
+  s.append(25, 40, plan({0, 0}));
+  ASSERT_EQ(s.segments().size(), 3U);
+  EXPECT_EQ(s.segments()[0].end, 20);
+  EXPECT_EQ(s.iterations(), 40);
+  EXPECT_EQ(s.plan_at(19), plan({0, 0}));
+  EXPECT_EQ(s.plan_at(20), plan({8, 16}));
+  EXPECT_EQ(s.plan_at(39), plan({0, 0}));
+  EXPECT_THROW((void)s.plan_at(40), InternalError);
+  EXPECT_THROW(s.append(41, 50, plan({0, 0})), InternalError);  // a gap
+  const auto distinct = distinct_plans({&s});
+  ASSERT_EQ(distinct.size(), 2U);
+  EXPECT_EQ(distinct[1], plan({8, 16}));
+}
+
+TEST(Accumulate, WeighsEachPlanByItsIterations) {
+  RunSchedule s;
+  s.append(0, 30, plan({0, 0}));
+  s.append(30, 100, plan({16, 32}));
+  const std::vector<DpSyncPlan> plans = {plan({16, 32}), plan({0, 0})};
+  const std::vector<IterationResult> results = {fake(1.5, {0.2, 0.3}), fake(2.0, {0.9, 0.4})};
+  const RunTotals t = accumulate(s, plans, results);
+  EXPECT_EQ(t.iterations, 100);
+  EXPECT_EQ(t.compressed_iterations, 70);
+  EXPECT_DOUBLE_EQ(t.training_time_s, 30 * 2.0 + 70 * 1.5);
+  EXPECT_DOUBLE_EQ(t.iteration_time_s, (30 * 2.0 + 70 * 1.5) / 100);
+  EXPECT_DOUBLE_EQ(t.comm_latency_s, (30 * 0.9 + 70 * 0.3) / 100);  // the slowest stage's sync
+  EXPECT_DOUBLE_EQ(t.compressed_comm_latency_s, 0.3);
+  EXPECT_DOUBLE_EQ(t.compressed_iteration_time_s, 1.5);
+  ASSERT_EQ(t.stage_comm_latency_s.size(), 2U);
+  EXPECT_DOUBLE_EQ(t.stage_comm_latency_s[0], (30 * 0.9 + 70 * 0.2) / 100);
+  EXPECT_EQ(t.plan_iterations, (std::vector<std::int64_t>{70, 30}));
+  EXPECT_THROW((void)accumulate(s, {plan({0, 0})}, {fake(1, {0.1, 0.1})}), InternalError);  // a plan is missing
+}
+
+TEST(Breakdown, PartsSumToTheIterationTime) {
+  for (const auto& r : {fake(2.0, {0.9, 0.4}), fake(1.0, {0.05, 0.3})}) {
+    const IterationBreakdown b = breakdown(r);
+    EXPECT_NEAR(b.compute_s + b.tp_comm_s + b.bubble_s + b.exposed_dp_comm_s + b.exposed_compression_s, r.iteration_s,
+                1e-12);
+    EXPECT_GE(b.exposed_compression_s, 0.0);
+  }
+}
+
+TEST(MapStages, SplitsByParameterCount) {
+  // Trace stages hold 10 %, 40 %, 50 % of the elements.
+  const std::vector<std::int64_t> trace = {10, 40, 50};
+  EXPECT_EQ(engine::map_stages(trace, {1, 1}), (std::vector<int>{1, 2}));  // middles at 25 %, 75 %
+  EXPECT_EQ(engine::map_stages(trace, {1, 1, 1, 1}), (std::vector<int>{1, 1, 2, 2}));
+  EXPECT_EQ(engine::map_stages(trace, {0.1, 0.4, 0.5}), (std::vector<int>{0, 1, 2}));  // same split: identity
+}
+
+// A flat entropy curve: after warm-up EDGC keeps r_max (no entropy change, no reason to move).
+class FlatSource final : public EntropySource {
+ public:
+  core::StageObservation at(int, double) const override {
+    core::StageObservation o;
+    o.entropy_gaussian = -6.0;
+    o.entropy_histogram = -6.0;
+    return o;
+  }
+  std::optional<double> loss(double) const override { return std::nullopt; }
+  nlohmann::ordered_json describe() const override { return {{"source", "flat"}}; }
+};
+
+core::ControllerConfig controller(const std::string& policy) {
+  core::ControllerConfig c;
+  c.policy = policy;
+  c.stages = 2;
+  c.stage_shapes = {{512, 1024}, {512, 1024}};
+  c.cqm.r_min = 8;
+  c.cqm.r_max = 64;
+  c.cqm.step = 8;
+  c.warmup.stable_windows = 2;
+  c.warmup.floor_iters = 30;
+  return c;
+}
+
+TEST(PlanPolicy, WarmUpThenRanksFromTheController) {
+  core::GdsConfig g;
+  g.window_iters = 10;
+  g.alpha = 0.2;
+  const FlatSource flat;
+  const engine::PolicyRun none = engine::plan_policy(controller("none"), g, 95, flat);
+  ASSERT_EQ(none.schedule.segments().size(), 1U);
+  EXPECT_EQ(none.schedule.iterations(), 95);
+  EXPECT_FALSE(none.warmup_end);
+  const engine::PolicyRun st = engine::plan_policy(controller("static"), g, 95, flat);
+  ASSERT_EQ(st.schedule.segments().size(), 2U);
+  EXPECT_EQ(st.windows, 10);
+  ASSERT_TRUE(st.warmup_end);
+  EXPECT_EQ(*st.warmup_end, 30);  // stable from the start: warm-up ends at its floor
+  EXPECT_EQ(st.schedule.plan_at(29), plan({0, 0}));
+  EXPECT_EQ(st.schedule.plan_at(94), plan({64, 64}));
+  const engine::PolicyRun ed = engine::plan_policy(controller("edgc"), g, 95, flat);
+  EXPECT_EQ(ed.schedule.plan_at(94), plan({64, 64}));
+}
+
+// The small test scenario, read the way `simulate` reads it.
+struct Small {
+  engine::SimulationSetup setup;
+  scenario::CompressionSettings compression;
+  std::int64_t iterations = 0;
+};
+Small read_small(const std::vector<std::string>& sets = {}) {
+  scenario::Scenario sc =
+      scenario::load_scenario(std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json", sets);
+  Small s;
+  s.setup.cluster = scenario::read_cluster(sc);
+  s.setup.network = scenario::read_network(sc);
+  const scenario::ModelConfig mc = scenario::read_model_config(sc);
+  s.setup.model = mc.model;
+  s.setup.cost = mc.cost;
+  s.setup.parallel = validate(mc.model, mc.parallel, s.setup.cluster, sc.where());
+  s.compression = scenario::read_compression(sc);
+  s.iterations = sc.integer("run.iterations", 0);
+  return s;
+}
+
+TEST(Memoisation, EqualsSimulatingEveryIteration) {
+  Small s = read_small();
+  core::ControllerConfig cc = s.compression.controller;
+  cc.stages = s.setup.parallel.pp;
+  cc.stage_shapes.assign(2, {512, 1024});
+  scenario::apply_warmup_bounds(cc.warmup, s.compression.warmup_floor_fraction, s.compression.warmup_ceiling_fraction,
+                                s.iterations, "test");
+  engine::SyntheticEntropy curve;
+  curve.start_nats = -4.0;
+  curve.end_nats = -6.0;
+  curve.decay_fraction = 0.15;
+  curve.stage_step_nats = -0.2;
+  curve.noise_nats = 0.05;
+  curve.seed = 7;
+  const auto source = engine::make_synthetic_source(curve, "test");
+  const engine::PolicyRun run = engine::plan_policy(cc, s.compression.gds, s.iterations, *source);
+  const auto plans = distinct_plans({&run.schedule});
+  ASSERT_GE(plans.size(), 3U) << "the test needs ranks that move";
+  const std::vector<IterationResult> once = engine::simulate_plans(s.setup, plans, false, 2);
+  const RunTotals memo = accumulate(run.schedule, plans, once);
+
+  std::vector<DpSyncPlan> every;
+  for (std::int64_t i = 0; i < run.schedule.iterations(); ++i) every.push_back(run.schedule.plan_at(i));
+  const std::vector<IterationResult> each = engine::simulate_plans(s.setup, every, false, 2);
+  double total = 0.0;
+  double latency = 0.0;
+  double exposed = 0.0;
+  for (const IterationResult& r : each) {
+    total += r.iteration_s;
+    latency += comm_latency_s(r);
+    exposed += breakdown(r).exposed_dp_comm_s;
+  }
+  const auto n = static_cast<double>(each.size());
+  EXPECT_NEAR(memo.training_time_s, total, 1e-12 * total);
+  EXPECT_NEAR(memo.comm_latency_s, latency / n, 1e-12 * latency / n);
+  EXPECT_NEAR(memo.breakdown.exposed_dp_comm_s, exposed / n, 1e-12 * (exposed / n));
+  // The simulation is deterministic: the same plan in another process gives bit-identical times.
+  for (std::size_t i = 0; i < every.size(); ++i) {
+    const auto k = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), every[i]) - plans.begin());
+    ASSERT_EQ(each[i].iteration_s, once[k].iteration_s) << "iteration " << i;
+  }
+}
+
+void expect_same_iteration(const IterationResult& a, const IterationResult& b, const std::string& what) {
+  const auto close = [&](double x, double y, const std::string& field) {
+    EXPECT_NEAR(x, y, 1e-12 * std::max(std::abs(x), std::abs(y))) << what << ": " << field;
+  };
+  close(a.iteration_s, b.iteration_s, "iteration_s");
+  close(a.pipeline_end_s, b.pipeline_end_s, "pipeline_end_s");
+  ASSERT_EQ(a.stages.size(), b.stages.size());
+  for (std::size_t s = 0; s < a.stages.size(); ++s) {
+    const StageResult& x = a.stages[s];
+    const StageResult& y = b.stages[s];
+    const std::string at = "stage " + std::to_string(s) + ".";
+    EXPECT_EQ(x.powersgd_rank, y.powersgd_rank) << what;
+    close(x.last_backward_end_s, y.last_backward_end_s, at + "last_backward_end_s");
+    close(x.dp_sync_s, y.dp_sync_s, at + "dp_sync_s");
+    close(x.finish_s, y.finish_s, at + "finish_s");
+    close(x.dp_comm_s, y.dp_comm_s, at + "dp_comm_s");
+    close(x.exposed_comm_s, y.exposed_comm_s, at + "exposed_comm_s");
+    close(x.compression_s, y.compression_s, at + "compression_s");
+    close(x.compute_s, y.compute_s, at + "compute_s");
+    close(x.tp_comm_s, y.tp_comm_s, at + "tp_comm_s");
+    close(x.bubble_s, y.bubble_s, at + "bubble_s");
+  }
+}
+
+// A layout where every node holds one pipeline stage (tp 2 x dp 2 = 4 GPUs per node under tp-dp-pp, 4 stages on
+// 4 nodes, star fabric): any rank vector's iteration equals its composition from uniform-rank iterations, with
+// and without compute jitter and stragglers. And the small scenario's tp-pp-dp order, which puts two stages in a
+// node, is not separable.
+TEST(Composition, EqualsSimulatingMixedPlansWhereStagesAreSeparable) {
+  EXPECT_FALSE(stages_separable(read_small().setup.cluster, read_small().setup.parallel));
+  for (const bool jitter : {false, true}) {
+    Small s = read_small({"cluster.nodes=4", "parallelism.pp=4", "parallelism.order=tp-dp-pp"});
+    if (jitter) {
+      s.setup.variability.compute_jitter_cv = 0.1;
+      s.setup.variability.straggler_probability = 0.2;
+      s.setup.variability.straggler_slowdown = 1.5;
+      s.setup.variability.seed = 3;
+    }
+    ASSERT_TRUE(stages_separable(s.setup.cluster, s.setup.parallel));
+    const std::vector<DpSyncPlan> mixed = {plan({8, 64, 0, 16}), plan({64, 0, 8, 0}), plan({0, 0, 16, 64}),
+                                           plan({16, 8, 64, 8})};
+    const std::vector<DpSyncPlan> basis = separable_basis(mixed);
+    ASSERT_EQ(basis.size(), 4U);  // ranks 0, 8, 16 and 64, each on every stage
+    std::vector<DpSyncPlan> all = basis;
+    all.insert(all.end(), mixed.begin(), mixed.end());
+    const std::vector<IterationResult> r = engine::simulate_plans(s.setup, all, false, 2);
+    const std::vector<IterationResult> basis_results(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(basis.size()));
+    for (std::size_t k = 0; k < mixed.size(); ++k) {
+      const IterationResult composed = compose_separable(mixed[k], basis, basis_results);
+      expect_same_iteration(composed, r[basis.size() + k], plan_label(mixed[k]) + (jitter ? " with jitter" : ""));
+    }
+    // A uniform plan composes to itself.
+    expect_same_iteration(compose_separable(basis[1], basis, basis_results), basis_results[1], "uniform");
+  }
+}
+
+TEST(SimulatePlans, ChildInputErrorsComeBackAsConfigErrors) {
+  Small s = read_small();
+  try {
+    (void)engine::simulate_plans(s.setup, {plan({8})}, false, 1);  // one entry for two stages
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "dp_sync");
+  }
+}
+
+}  // namespace
+}  // namespace edgc::sim

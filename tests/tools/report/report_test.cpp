@@ -1,0 +1,320 @@
+// `edgc report` end to end on the fixtures in tests/data/report/ (a simulate result with entropy_series, a sweep
+// directory with a failed point and a truncated last line, a plan): the page and the SVG files, the data marks
+// of each chart, escaping of labels from files, and rejection of bad input with exit code 2, a message naming
+// the file and field (or line), and no page left behind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_test_util.hpp"
+#include "report_test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using edgc::cli::test::edgc;
+using edgc::report::test::count;
+using edgc::traces::test::read_file;
+using edgc::traces::test::TempDir;
+using edgc::traces::test::write_file;
+using nlohmann::ordered_json;
+
+const fs::path kFixtures = fs::path(EDGC_SOURCE_DIR) / "tests/data/report";
+
+// A copy of fixture directories merged into one fresh directory.
+fs::path copy_fixtures(const TempDir& tmp, const std::vector<std::string>& which, const std::string& name = "in") {
+  const fs::path dir = tmp / name;
+  fs::create_directories(dir);
+  for (const std::string& w : which)
+    for (const auto& e : fs::directory_iterator(kFixtures / w)) fs::copy_file(e.path(), dir / e.path().filename());
+  return dir;
+}
+
+struct Failure {
+  int code;
+  std::string err;
+};
+
+// Runs the report on DIR expecting a rejection, and checks that nothing was written.
+Failure reject(const fs::path& dir, const TempDir& tmp, const std::string& extra = "") {
+  const auto r = edgc("report " + dir.string() + " " + extra, tmp);
+  EXPECT_FALSE(fs::exists(dir / "report.html")) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "report")) << r.err;
+  return {r.code, r.err};
+}
+
+TEST(Report, SimulateResultDrawsEveryChart) {
+  TempDir tmp;
+  const auto r = edgc("report " + (kFixtures / "simulate").string() + " --out " + (tmp / "page.html").string() +
+                          " --svg-dir " + (tmp / "svg").string(),
+                      tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, (tmp / "page.html").string() + "\n");
+  const std::string html = read_file(tmp / "page.html");
+  EXPECT_NE(html.find("<section id=\"simulate\">"), std::string::npos);
+  EXPECT_EQ(html.find("<section id=\"sweep\">"), std::string::npos);
+  EXPECT_NE(html.find("8 \xC3\x97 test-gpu, TP 2 \xC3\x97 PP 2 \xC3\x97 DP 2"), std::string::npos);
+  // Self-contained: no external resources.
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+
+  const std::string bars = read_file(tmp / "svg/simulate-breakdown.svg");
+  EXPECT_EQ(count(bars, "<rect class=\"mark bar\""), 14U);  // 3 policies x 5 parts, none has no compression
+  for (const char* estimator : {"gaussian", "histogram"}) {
+    const std::string svg = read_file(tmp / "svg" / ("simulate-entropy-" + std::string(estimator) + ".svg"));
+    EXPECT_EQ(count(svg, "<path class=\"mark series\""), 2U) << estimator;  // two stages
+    EXPECT_NE(svg.find("warm-up ends (edgc)"), std::string::npos) << estimator;
+  }
+  for (const char* policy : {"static", "edgc"})
+    EXPECT_EQ(count(read_file(tmp / "svg" / ("simulate-ranks-" + std::string(policy) + ".svg")),
+                    "<path class=\"mark series\""),
+              2U)
+        << policy;
+  EXPECT_FALSE(fs::exists(tmp / "svg/simulate-ranks-none.svg"));
+  // The same charts are inline in the page.
+  EXPECT_EQ(count(html, "<svg "), 5U);
+  EXPECT_EQ(count(html, "class=\"mark "), 14U + 2 * 2 + 2 * 2);
+}
+
+TEST(Report, DefaultsWriteBesideTheInputs) {
+  TempDir tmp;
+  const fs::path dir = copy_fixtures(tmp, {"simulate", "sweep", "plan"});
+  const auto r = edgc("report " + dir.string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, (dir / "report.html").string() + "\n");
+  const std::string html = read_file(dir / "report.html");
+  for (const char* id : {"simulate", "sweep", "plan"})
+    EXPECT_NE(html.find("<section id=\"" + std::string(id) + "\">"), std::string::npos) << id;
+  std::size_t svgs = 0;
+  for (const auto& e : fs::directory_iterator(dir / "report")) svgs += e.path().extension() == ".svg" ? 1 : 0;
+  EXPECT_EQ(svgs, 8U);
+  // Labels from the files are escaped in the page and in the charts.
+  EXPECT_EQ(html.find("<spot>"), std::string::npos);
+  EXPECT_NE(html.find("256xH100 tp8 pp4 dp8 edgc &amp; &lt;spot&gt;"), std::string::npos);
+  EXPECT_NE(html.find("&lt;check &amp; fail&gt;"), std::string::npos);  // a failed point's error message
+  EXPECT_EQ(read_file(dir / "report/plan-time-cost.svg").find("<spot>"), std::string::npos);
+  // No temporary files are left next to the outputs.
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
+}
+
+TEST(Report, SweepHeatmapsAverageOverTheOtherAxes) {
+  TempDir tmp;
+  const fs::path dir = copy_fixtures(tmp, {"sweep"});
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  const std::string speedup = read_file(dir / "report/sweep-speedup-edgc.svg");
+  // window x r_min: 3 x 3 cells, the one whose points both failed is hatched.
+  EXPECT_EQ(count(speedup, "<rect class=\"mark cell\""), 8U);
+  EXPECT_EQ(count(speedup, "<rect class=\"cell-empty\""), 1U);
+  EXPECT_EQ(count(read_file(dir / "report/sweep-comm-reduction-edgc.svg"), "<rect class=\"mark cell\""), 8U);
+  const std::string html = read_file(dir / "report.html");
+  EXPECT_NE(html.find("Averaged over the other swept parameters: compression.alpha (2 values)."), std::string::npos);
+  EXPECT_NE(html.find("2 points failed"), std::string::npos);
+  EXPECT_NE(html.find("incomplete"), std::string::npos);  // the truncated last line is left out, and said so
+  EXPECT_NE(html.find("The 10 fastest points"), std::string::npos);
+  EXPECT_NE(html.find("28.25 \xC2\xB1 0.11"), std::string::npos);  // mean ± 95 % interval over repeats
+
+  // Other axes on request: r_min x alpha, every cell has points (from the other windows).
+  const auto r = edgc("report " + dir.string() + " --x compression.r_min --y compression.alpha --out " +
+                          (tmp / "b.html").string() + " --svg-dir " + (tmp / "b").string(),
+                      tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string b = read_file(tmp / "b/sweep-speedup-edgc.svg");
+  EXPECT_EQ(count(b, "<rect class=\"mark cell\""), 6U);
+  EXPECT_EQ(count(b, "<rect class=\"cell-empty\""), 0U);
+  EXPECT_NE(read_file(tmp / "b.html").find("compression.window (3 values)"), std::string::npos);
+}
+
+TEST(Report, OneVaryingAxisGivesALineChartAndRandomSweepsAreBinned) {
+  TempDir tmp;
+  const fs::path dir = tmp / "one";
+  fs::create_directories(dir);
+  write_file(dir / "sweep.json",
+             R"({"schema": "edgc.sweep/1", "mode": "grid", "repeats": 1, "policies": ["none", "edgc"],
+    "axes": [{"key": "compression.window", "values": [250, 500, 1000]}, {"key": "model.name", "values": ["gpt"]}]})");
+  std::string lines;
+  for (int i = 0; i < 3; ++i) {
+    const ordered_json line = {{"point", i},
+                               {"params", {{"compression.window", 250 << i}, {"model.name", "gpt"}}},
+                               {"runs",
+                                {{{"policy", "none"}, {"training_time_s", 100}, {"speedup_vs_none", 1}},
+                                 {{"policy", "static"}, {"training_time_s", 95}, {"speedup_vs_none", 1.05}},
+                                 {{"policy", "edgc"},
+                                  {"training_time_s", 90},
+                                  {"speedup_vs_none", 1.1 + 0.01 * i},
+                                  {"comm_latency_reduction_vs_none", 0.3}}}}};
+    lines += line.dump() + "\n";
+  }
+  write_file(dir / "results.jsonl", lines);
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  const std::string svg = read_file(dir / "report/sweep-speedup.svg");
+  EXPECT_EQ(count(svg, "<path class=\"mark series\""), 2U);  // one line per compressing policy
+  EXPECT_EQ(count(svg, "class=\"mark cell\""), 0U);
+  EXPECT_TRUE(fs::exists(dir / "report/sweep-comm-reduction.svg"));
+
+  // A random sweep draws a different value at every point: numbers are binned on a 1-2-5 grid.
+  const fs::path rnd = tmp / "random";
+  fs::create_directories(rnd);
+  write_file(rnd / "sweep.json", R"({"schema": "edgc.sweep/1", "mode": "random", "axes": [
+    {"key": "compression.alpha", "range": [0.05, 0.5]}, {"key": "compression.beta", "range": [0.1, 0.9]}]})");
+  ordered_json spec = ordered_json::parse(read_file(rnd / "sweep.json"));  // as edgc sweep writes it: the values drawn
+  for (int i = 0; i < 40; ++i) spec["axes"][0]["values"].push_back(0.05 + 0.011 * i);
+  write_file(rnd / "sweep.json", spec.dump());
+  lines.clear();
+  for (int i = 0; i < 40; ++i) {
+    const ordered_json line = {
+        {"point", i},
+        {"params", {{"compression.alpha", 0.05 + 0.011 * i}, {"compression.beta", 0.1 + 0.0197 * ((i * 7) % 40)}}},
+        {"runs", {{{"policy", "edgc"}, {"training_time_s", 90}, {"speedup_vs_none", 1.0 + 0.005 * i}}}}};
+    lines += line.dump() + "\n";
+  }
+  write_file(rnd / "results.jsonl", lines);
+  {
+    const auto run = edgc("report " + rnd.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  const std::string heat = read_file(rnd / "report/sweep-speedup-edgc.svg");
+  const std::size_t cells = count(heat, "<rect class=\"mark cell\"") + count(heat, "<rect class=\"cell-empty\"");
+  EXPECT_GE(cells, 9U);
+  EXPECT_LE(cells, 100U);
+  EXPECT_NE(heat.find("0.1\xE2\x80\x93"
+                      "0.15"),
+            std::string::npos);  // a bin label
+  EXPECT_NE(read_file(rnd / "report.html").find("Values are binned"), std::string::npos);
+}
+
+TEST(Report, ResultWithoutEntropySeriesSkipsThatChartWithANote) {
+  TempDir tmp;
+  const fs::path dir = tmp / "old";
+  fs::create_directories(dir);
+  ordered_json j = ordered_json::parse(read_file(kFixtures / "simulate/result.json"));
+  j.erase("entropy_series");
+  write_file(dir / "result.json", j.dump());
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  EXPECT_NE(read_file(dir / "report.html").find("no entropy_series"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "report/simulate-entropy-gaussian.svg"));
+  EXPECT_TRUE(fs::exists(dir / "report/simulate-ranks-edgc.svg"));
+}
+
+TEST(ReportRejects, MissingOrEmptyDirectory) {
+  TempDir tmp;
+  const auto missing = edgc("report " + (tmp / "nope").string(), tmp);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find((tmp / "nope").string() + ": no such directory"), std::string::npos) << missing.err;
+  fs::create_directories(tmp / "empty");
+  const Failure empty = reject(tmp / "empty", tmp);
+  EXPECT_EQ(empty.code, 2);
+  for (const char* name : {"empty", "result.json", "sweep.json", "results.jsonl", "plan.json"})
+    EXPECT_NE(empty.err.find(name), std::string::npos) << name << ": " << empty.err;
+  const auto usage = edgc("report", tmp);
+  EXPECT_EQ(usage.code, 2);
+}
+
+TEST(ReportRejects, MalformedResultJsonNamingTheField) {
+  TempDir tmp;
+  const fs::path dir = copy_fixtures(tmp, {"simulate", "plan"});
+  const std::string good = read_file(dir / "result.json");
+  write_file(dir / "result.json", good.substr(0, good.size() / 2));
+  Failure f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("result.json: not valid JSON"), std::string::npos) << f.err;
+
+  ordered_json j = ordered_json::parse(good);
+  j["runs"][1]["training_time_s"] = "fast";
+  write_file(dir / "result.json", j.dump());
+  f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("result.json: runs[1].training_time_s: expected a number"), std::string::npos) << f.err;
+
+  j = ordered_json::parse(good);
+  j["entropy_series"]["stages"][1]["histogram_nats"].erase(0);
+  write_file(dir / "result.json", j.dump());
+  f = reject(dir, tmp);
+  EXPECT_NE(f.err.find("entropy_series.stages[1].histogram_nats: has 23 values, expected 24"), std::string::npos)
+      << f.err;
+
+  j = ordered_json::parse(good);
+  j["schema"] = "edgc.result/9";
+  write_file(dir / "result.json", j.dump());
+  f = reject(dir, tmp);
+  EXPECT_NE(f.err.find("result.json: schema: expected \"edgc.result/1\""), std::string::npos) << f.err;
+}
+
+TEST(ReportRejects, MalformedResultsLineNamingTheLine) {
+  TempDir tmp;
+  const fs::path dir = copy_fixtures(tmp, {"sweep"});
+  const std::string good = read_file(dir / "results.jsonl");
+  const std::size_t second = good.find('\n') + 1;
+  const std::size_t third = good.find('\n', second) + 1;
+  // Line 2 cut short, followed by more lines: not a write in progress, but a broken file.
+  write_file(dir / "results.jsonl", good.substr(0, second + 20) + "\n" + good.substr(third));
+  Failure f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("results.jsonl: line 2: not valid JSON"), std::string::npos) << f.err;
+
+  std::string bad = good;
+  const std::size_t at = bad.find("\"speedup_vs_none\": ", third);
+  bad.replace(at, std::string("\"speedup_vs_none\": ").size(), "\"speedup_vs_none\": \"x\", \"was\": ");
+  write_file(dir / "results.jsonl", bad);
+  f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("results.jsonl: line 3: runs[0].speedup_vs_none: expected a number"), std::string::npos)
+      << f.err;
+
+  fs::remove(dir / "sweep.json");
+  write_file(dir / "results.jsonl", good);
+  f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("sweep.json: missing"), std::string::npos) << f.err;
+}
+
+TEST(ReportRejects, MalformedPlanAndBadOptions) {
+  TempDir tmp;
+  const fs::path dir = copy_fixtures(tmp, {"plan"});
+  ordered_json j = ordered_json::parse(read_file(dir / "plan.json"));
+  j["options"][1].erase("cost_usd");
+  write_file(dir / "plan.json", j.dump());
+  Failure f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("plan.json: options[1].cost_usd: missing"), std::string::npos) << f.err;
+
+  j = ordered_json::parse(read_file(kFixtures / "plan/plan.json"));
+  j["options"][0]["pareto"] = "yes";
+  write_file(dir / "plan.json", j.dump());
+  f = reject(dir, tmp);
+  EXPECT_NE(f.err.find("plan.json: options[0].pareto: expected true or false"), std::string::npos) << f.err;
+
+  // --x/--y name sweep axes: unknown keys, and a directory without a sweep, are usage errors.
+  fs::copy_file(kFixtures / "plan/plan.json", dir / "plan.json", fs::copy_options::overwrite_existing);
+  f = reject(dir, tmp, "--x compression.window");
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("--x: choose sweep axes"), std::string::npos) << f.err;
+  const fs::path sweep = copy_fixtures(tmp, {"sweep"}, "sweep");
+  f = reject(sweep, tmp, "--y compression.nope");
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("--y: 'compression.nope' is not a sweep axis (axes: compression.window, compression.r_min, "
+                       "compression.alpha)"),
+            std::string::npos)
+      << f.err;
+
+  // --svg-dir naming a file.
+  write_file(tmp / "file", "x");
+  const auto r = edgc("report " + dir.string() + " --svg-dir " + (tmp / "file").string(), tmp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("exists and is not a directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "report.html"));
+}
+
+}  // namespace

@@ -1,0 +1,197 @@
+// The model/parallelism/compute readers of the CLI and the two paper scenarios checked in under scenarios/paper.
+#include "edgc/scenario/model_config.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "edgc/core/error.hpp"
+#include "edgc/scenario/cluster_config.hpp"
+#include "edgc/scenario/config.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/layout.hpp"
+
+namespace edgc::scenario {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kScenarios = std::string(EDGC_SOURCE_DIR) + "/scenarios";
+
+// A paper scenario as `edgc` reads it: the included cluster file, then the included model file.
+struct Loaded {
+  ModelConfig config;
+  sim::ClusterSpec cluster;
+  std::string where;
+};
+
+Loaded load(const std::string& relative) {
+  Scenario sc = load_scenario(kScenarios + "/" + relative, {});
+  sc.splice_include("model");
+  Loaded l{.config = read_model_config(sc), .cluster = read_cluster(sc), .where = sc.where()};
+  return l;
+}
+
+TEST(PaperScenarios, Gpt2_2_5bOn32V100LoadsAndValidates) {
+  const Loaded l = load("paper/gpt2-2.5b-32xv100.json");
+  const ModelConfig& c = l.config;
+  EXPECT_EQ(l.cluster.total_gpus(), 32);
+  EXPECT_EQ(c.model.name, "GPT2-2.5B");
+  EXPECT_EQ(c.model.layers, 52);
+  EXPECT_EQ(c.model.micro_batch_size, 8);
+  EXPECT_TRUE(c.model.activation_recompute);
+  EXPECT_DOUBLE_EQ(c.cost.compute_efficiency, 0.32);
+  const sim::ParallelSpec p = sim::validate(c.model, c.parallel, l.cluster, l.where);
+  EXPECT_EQ(p.tp * p.pp * p.dp, 32);
+  EXPECT_GE(p.dp, 2);
+  EXPECT_EQ(p.microbatches, 32);
+  const double params = static_cast<double>(sim::parameter_count(c.model));
+  EXPECT_GT(params, 2.4e9);
+  EXPECT_LT(params, 2.5e9);
+}
+
+TEST(PaperScenarios, Gpt2_12_1bOn64H100LoadsAndValidates) {
+  const Loaded l = load("paper/gpt2-12.1b-64xh100.json");
+  const ModelConfig& c = l.config;
+  EXPECT_EQ(l.cluster.total_gpus(), 64);
+  EXPECT_EQ(c.model.name, "GPT2-12.1B");
+  EXPECT_EQ(c.model.dtype, "bf16");
+  const sim::ParallelSpec p = sim::validate(c.model, c.parallel, l.cluster, l.where);
+  EXPECT_EQ(p.tp * p.pp * p.dp, 64);
+  EXPECT_GE(p.dp, 2);
+  EXPECT_EQ(p.microbatches, 64);
+  // 12·L·h² + 13·L·h of the transformer blocks is the "12.1B"; the embeddings add about 0.21B.
+  const double params = static_cast<double>(sim::parameter_count(c.model));
+  EXPECT_GT(params, 12.0e9);
+  EXPECT_LT(params, 12.4e9);
+}
+
+class ModelConfigFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("edgc_model_config_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "models");
+    write("models/m.json",
+          R"({"description": "x", "model": {"name": "m", "layers": 4, "hidden": 64, "heads": 4, "seq_len": 32,
+                                            "vocab": 512}})");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  // Loads `text` as a scenario and returns the field of the ConfigError its reading throws ("" if none).
+  std::string failing_field(const std::string& text) {
+    write("s.json", text);
+    try {
+      Scenario sc = Scenario::load(path("s.json"));
+      sc.splice_include("model");
+      (void)read_model_config(sc);
+    } catch (const ConfigError& e) {
+      return e.field();
+    }
+    return "";
+  }
+  fs::path dir_;
+};
+
+TEST_F(ModelConfigFile, IncludeByPathAndWithLocalOverrides) {
+  write("a.json", R"({"model": "models/m.json", "parallelism": {"tp": 2, "schedule": "gpipe"}})");
+  Scenario a = Scenario::load(path("a.json"));
+  a.splice_include("model");
+  a.set("model.micro_batch_size=2");  // overrides apply to the spliced section
+  const ModelConfig ca = read_model_config(a);
+  EXPECT_EQ(ca.model.layers, 4);
+  EXPECT_EQ(ca.model.micro_batch_size, 2);
+  EXPECT_EQ(ca.parallel.tp, 2);
+  EXPECT_EQ(ca.parallel.schedule, sim::PipelineSchedule::kGpipe);
+  EXPECT_DOUBLE_EQ(ca.cost.compute_efficiency, sim::CostParams{}.compute_efficiency);
+
+  write("b.json", R"({"model": {"include": "models/m.json", "layers": 8, "global_batch_size": 16}})");
+  Scenario b = Scenario::load(path("b.json"));
+  b.splice_include("model");
+  const ModelConfig cb = read_model_config(b);
+  EXPECT_EQ(cb.model.layers, 8);
+  EXPECT_EQ(cb.model.hidden, 64);
+  EXPECT_EQ(cb.model.global_batch_size, 16);
+}
+
+TEST_F(ModelConfigFile, ErrorsNameTheKey) {
+  EXPECT_EQ(failing_field(R"({"model": "models/m.json"})"), "");
+  EXPECT_EQ(failing_field(R"({"model": 3})"), "model");
+  EXPECT_EQ(failing_field(R"({"model": {"include": 3}})"), "model.include");
+  EXPECT_EQ(failing_field(R"({"model": {"layers": 2.5}})"), "model.layers");
+  EXPECT_EQ(failing_field(R"({"model": {"layer": 2}})"), "model.layer");
+  EXPECT_EQ(failing_field(R"({"model": {"dtype": "fp8"}})"), "model.dtype");
+  EXPECT_EQ(failing_field(R"({"parallelism": {"schedule": "zb"}})"), "parallelism.schedule");
+  EXPECT_EQ(failing_field(R"({"parallelism": {"tp": 4294967296}})"), "parallelism.tp");
+  EXPECT_EQ(failing_field(R"({"parallelism": {"tpp": 2}})"), "parallelism.tpp");
+  EXPECT_EQ(failing_field(R"({"compute": {"efficiency": 0}})"), "compute.efficiency");
+  EXPECT_EQ(failing_field(R"({"compute": {"hbm_efficiency": 1.5}})"), "compute.hbm_efficiency");
+  EXPECT_EQ(failing_field(R"({"compute": {"orth_column_latency_us": -1}})"), "compute.orth_column_latency_us");
+  write("models/flat.json", R"({"layers": 4})");  // a model file must hold a "model" section
+  EXPECT_EQ(failing_field(R"({"model": "models/flat.json"})"), "model");
+  // A missing include names the included file.
+  write("s.json", R"({"model": "models/missing.json"})");
+  Scenario sc = Scenario::load(path("s.json"));
+  try {
+    sc.splice_include("model");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.where().find("missing.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace edgc::scenario
+
+namespace edgc::scenario {
+namespace {
+
+TEST(KernelProfileFile, ReadsEntriesSkipsFailedOnesAndRejectsBadFilesNamingTheField) {
+  const fs::path dir = fs::temp_directory_path() / ("edgc-profile-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir / name) << body;
+    return (dir / name).string();
+  };
+  const auto good = write("good.json", R"({"schema": "edgc.kernel_profile/1", "device": "x", "entries": [
+      {"m": 1920, "n": 5760, "r": 4, "step_s": 0.001, "ok": true},
+      {"m": 1920, "n": 5760, "r": 64, "step_s": 0.004},
+      {"m": 7, "n": 7, "r": 1, "step_s": 1.0, "ok": false}]})");
+  const auto profile = read_kernel_profile(good);
+  ASSERT_EQ(profile.size(), 2U);
+  EXPECT_EQ(profile[1].rows, 1920);
+  EXPECT_EQ(profile[1].cols, 5760);
+  EXPECT_EQ(profile[1].rank, 64);
+  EXPECT_DOUBLE_EQ(profile[1].step_s, 0.004);
+  const std::pair<std::string, std::string> bad[] = {
+      {R"({"schema": "other", "entries": []})", "schema"},
+      {R"({"schema": "edgc.kernel_profile/1"})", "entries"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"n": 2, "r": 1, "step_s": 1}]})", "entries[0].m"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 0, "step_s": 1}]})", "entries[0].r"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": -1}]})",
+       "entries[0].step_s"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1, "ok": false}]})",
+       "entries"},
+      {R"(not json)", ""},
+  };
+  int n = 0;
+  for (const auto& [body, field] : bad) {
+    const auto path = write("bad" + std::to_string(n++) + ".json", body);
+    try {
+      read_kernel_profile(path);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.where(), path);
+      EXPECT_EQ(e.field(), field) << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace edgc::scenario

@@ -1,0 +1,154 @@
+// `edgc calibrate`: fits the calibrated network profile to nccl-tests all_reduce_perf logs. Each log becomes the
+// intra-node curve (all ranks on one node) or the inter-node curve, as an α-β fit against the cluster's line rates:
+//   latency factor  = time of the smallest message / (2(n-1) · route latency of the cluster file),
+//   efficiency(S/n) = ideal transfer time 2(n-1)/n · S / B / (measured time - latency part),
+// keyed by the bytes of one ring step (S/n), because that is the transfer size SimGrid's factor callbacks see.
+// B is the busbw ceiling of the hardware: the GPU's NVLink bandwidth inside a node (6 lanes on the DGX-1
+// cube-mesh), min(node NIC bandwidth, NVLink) across nodes (NCCL runs one ring per NIC).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "edgc/core/atomic_file.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/scenario/cluster_config.hpp"
+
+namespace edgc::cli {
+namespace {
+
+struct Row {
+  double bytes = 0;
+  double time_us = 0;  // out-of-place
+  double busbw_GBps = 0;
+};
+
+struct Log {
+  std::string path;
+  int ranks = 0;  // "#  Rank" lines
+  std::vector<Row> rows;
+};
+
+bool number(const std::string& s, double& out) {
+  std::istringstream in(s);
+  in >> out;
+  return !in.fail() && in.eof() && std::isfinite(out);
+}
+
+// Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong (out-of-place, in-place).
+Log read_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path, "", "cannot open the nccl-tests log");
+  Log log;
+  log.path = path;
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    if (w.empty()) continue;
+    if (w[0][0] == '#') {
+      if (w.size() >= 2 && w[0] == "#" && w[1] == "Rank") ++log.ranks;
+      continue;
+    }
+    const std::string at = path + ":" + std::to_string(no);
+    if (w.size() != 13)
+      throw ConfigError(at, "", "expected 13 columns of an all_reduce_perf row, got " + std::to_string(w.size()));
+    Row r;
+    double wrong = 0;
+    if (!number(w[0], r.bytes) || !(r.bytes > 0))
+      throw ConfigError(at, "size", "not a positive number: '" + w[0] + "'");
+    if (!number(w[5], r.time_us) || !(r.time_us > 0))
+      throw ConfigError(at, "time", "not a positive number: '" + w[5] + "'");
+    if (!number(w[7], r.busbw_GBps) || r.busbw_GBps < 0) throw ConfigError(at, "busbw", "not a number: '" + w[7] + "'");
+    if (w[8] != "N/A" && (!number(w[8], wrong) || wrong != 0))
+      throw ConfigError(at, "#wrong", "the run reported wrong results ('" + w[8] + "')");
+    if (!log.rows.empty() && r.bytes <= log.rows.back().bytes)
+      throw ConfigError(at, "size", "sizes must increase down the log");
+    log.rows.push_back(r);
+  }
+  if (log.rows.empty()) throw ConfigError(path, "", "no all_reduce_perf data rows");
+  return log;
+}
+
+nlohmann::ordered_json fit(const Log& log, int n, double ceiling_Bps, double route_latency_s) {
+  const double steps = 2.0 * (n - 1);
+  const Row& small = log.rows.front();
+  const double lat_factor =
+      route_latency_s > 0 ? std::max(1e-3, small.time_us * 1e-6 / (steps * route_latency_s)) : 1.0;
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const Row& r : log.rows) {
+    const double ideal_s = steps / n * r.bytes / ceiling_Bps;
+    const double transfer_s = r.time_us * 1e-6 - steps * route_latency_s * lat_factor;
+    const double eff = transfer_s > 0 ? std::clamp(ideal_s / transfer_s, 1e-3, 1.0) : 1.0;
+    points.push_back({r.bytes / n, eff});
+  }
+  return {{"points", points},
+          {"latency_factor", lat_factor},
+          {"ranks", n},
+          {"busbw_ceiling_GBps", ceiling_Bps / 1e9},
+          {"source", log.path}};
+}
+
+int run_calibrate(const std::vector<std::string>& args) {
+  std::vector<std::string> logs;
+  std::string cluster_path;
+  std::vector<std::string> overrides;
+  int ranks_per_node = 0;
+  int ranks = 0;
+  std::string out;
+  po::options_description opts;
+  auto add = opts.add_options();
+  add("nccl-tests", po::value(&logs)->required()->composing(), "all_reduce_perf log (repeatable: one per node count)");
+  add("cluster", po::value(&cluster_path)->required(), "cluster file whose line rates the efficiencies refer to");
+  add("set", po::value(&overrides)->composing(), "override a cluster key: dotted.key=value (repeatable)");
+  add("ranks-per-node", po::value(&ranks_per_node), "GPUs per node in the logs (default: the cluster's)");
+  add("ranks", po::value(&ranks), "ranks of every log (default: counted from its '# Rank' lines)");
+  add("out", po::value(&out)->required(), "calibration JSON to write (atomically)");
+  po::variables_map vm;
+  if (!parse("calibrate", "--nccl-tests LOG... --cluster F [--ranks-per-node N] [--ranks N] --out FILE", opts, {}, args,
+             vm))
+    return 0;
+  scenario::Scenario scenario = scenario::load_scenario(cluster_path, overrides);
+  const sim::ClusterSpec spec = scenario::read_cluster(scenario);
+  scenario.reject_unknown({"cluster"});
+  if (vm.count("ranks-per-node") == 0U) ranks_per_node = spec.gpus_per_node;
+  if (ranks_per_node < 1) throw UsageError("--ranks-per-node", "must be >= 1, got " + std::to_string(ranks_per_node));
+  if (vm.count("ranks") != 0U && ranks < 2) throw UsageError("--ranks", "must be >= 2, got " + std::to_string(ranks));
+
+  const double lanes = spec.intra_topology == sim::IntraNodeTopology::kDgx1CubeMesh ? 6 : 1;
+  const double nvlink_Bps = lanes * spec.intra_bandwidth_GBps * 1e9;
+  const double nic_Bps = spec.nics_per_node * spec.nic_bandwidth_GBps * 1e9;
+  nlohmann::ordered_json j = {{"schema", "edgc.calibration/1"}, {"cluster", spec.name}};
+  for (const auto& path : logs) {
+    const Log log = read_log(path);
+    const int n = ranks > 0 ? ranks : log.ranks;
+    if (n < 2) throw ConfigError(path, "", "cannot tell the number of ranks (no '# Rank' lines): give --ranks");
+    const bool intra = n <= ranks_per_node;
+    const char* kind = intra ? "intra" : "inter";
+    if (j.contains(kind)) throw UsageError("--nccl-tests", std::string("two logs for the ") + kind + "-node curve");
+    j[kind] = intra ? fit(log, n, nvlink_Bps, spec.intra_latency_us * 1e-6)
+                    : fit(log, n, std::min(nic_Bps, nvlink_Bps), spec.inter_latency_us * 1e-6);
+  }
+  for (const char* kind : {"intra", "inter"}) {
+    if (!j.contains(kind))
+      j[kind] = {{"points", {{1, 1.0}}}, {"latency_factor", 1.0}, {"note", "no log given: line rate"}};
+  }
+  write_file_atomic(out, j.dump(1) + "\n");
+  std::cout << "wrote " << out << " (" << logs.size() << " log" << (logs.size() == 1 ? "" : "s") << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_calibrate_command(std::vector<Command>& commands) {
+  commands.push_back(
+      {"calibrate", "fit the calibrated network profile to nccl-tests all_reduce_perf logs", run_calibrate});
+}
+
+}  // namespace edgc::cli

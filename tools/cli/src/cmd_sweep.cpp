@@ -1,0 +1,117 @@
+// `edgc sweep --spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--quiet]`: every point
+// of a sweep spec simulated in its own worker process, results appended to DIR/results.jsonl (sweep.hpp). Under
+// `mpirun -np K`, the points are shared among the K ranks and rank 0 writes DIR.
+#include <iostream>
+#include <thread>
+
+#include "cli.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/engine/mpi_session.hpp"
+#include "edgc/engine/sweep.hpp"
+#include "edgc/report/report.hpp"
+#include "edgc/results/table.hpp"
+
+namespace edgc::cli {
+namespace {
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  std::string spec_path;
+  engine::SweepOptions o;
+  std::vector<std::string> sets;
+  o.jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  po::options_description opts;
+  opts.add_options()("spec", po::value(&spec_path)->required(), "sweep spec JSON (scenarios/sweeps/)")(
+      "out", po::value(&o.out)->required(), "sweep directory: sweep.json, results.jsonl, summary.csv, cache/")(
+      "jobs", po::value(&o.jobs), "worker processes (on each MPI rank; default: the CPU count)")(
+      "resume", "continue the sweep in --out: points already in results.jsonl are skipped")(
+      "set", po::value(&sets)->composing(), "override a key of every point: dotted.key=value (repeatable)")(
+      "best-by", po::value(&o.best_by), "rank the printed best points by this run field (default training_time_s)")(
+      "report", "also write DIR/report.html (heatmaps, best points) and DIR/report/*.svg")("quiet",
+                                                                                           "no progress and no table");
+  po::variables_map vm;
+  if (!parse("sweep", "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--report] [--quiet]",
+             opts, {}, args, vm))
+    return 0;
+  o.resume = vm.count("resume") != 0U;
+  o.quiet = vm.count("quiet") != 0U;
+  if (o.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(o.jobs));
+
+  scenario::SweepSpec spec = scenario::read_sweep_spec(spec_path);
+  for (const std::string& s : sets) {
+    if (s.find('=') == std::string::npos || s.front() == '=')
+      throw UsageError("--set", "'" + s + "' is not of the form dotted.key=value");
+    spec.sets.push_back(s);
+    spec.command_line_sets.push_back(s);
+  }
+  if (!sets.empty()) spec.document["command_line_set"] = sets;  // part of the sweep's identity for --resume
+
+  const std::unique_ptr<engine::MpiSession> mpi = engine::MpiSession::open_if_launched();
+  engine::SweepOutcome r;
+  try {
+    r = engine::run_sweep(spec, o, mpi.get());
+  } catch (const std::exception& e) {
+    // One failing rank must end them all: the others would wait for it forever.
+    if (mpi != nullptr) {
+      std::cerr << "edgc: error: rank " << mpi->rank() << ": " << e.what() << "\n";
+      mpi->abort(dynamic_cast<const InputError*>(&e) != nullptr ? 2 : 1);
+    }
+    throw;
+  }
+  if (mpi != nullptr && mpi->rank() != 0) return 0;
+  if (o.quiet) {
+    std::cout << o.out << "/results.jsonl\n" << o.out << "/summary.csv\n";
+  } else {
+    std::cout << "\nsweep       " << spec_path << ": " << r.points << " points";
+    if (mpi != nullptr)
+      std::cout << " on " << mpi->size() << " MPI ranks x " << o.jobs << " workers";
+    else
+      std::cout << " on " << o.jobs << " workers";
+    std::cout << "; " << r.already_done << " already done, " << r.ran << " run in " << results::fmt_f(r.wall_s, 1)
+              << " s (" << results::fmt_f(r.wall_s > 0 ? static_cast<double>(r.ran) / r.wall_s * 60.0 : 0.0, 1)
+              << " points/min)";
+    if (r.failed > 0) std::cout << ", " << r.failed << " failed (see \"error\" in results.jsonl)";
+    std::cout << "\nwrote       " << o.out << "/results.jsonl, " << o.out << "/summary.csv\n";
+  }
+  if (vm.count("report") != 0U) {
+    const std::string page = report::write_report_into(o.out).string();
+    std::cout << (o.quiet ? "" : "report      ") << page << "\n";
+  }
+  if (r.failed > 0) {
+    std::cerr << "edgc: error: " << r.failed << " sweep point(s) have invalid scenarios; their \"error\" in " << o.out
+              << "/results.jsonl names the key\n";
+    return 2;
+  }
+  return 0;
+}
+
+// `edgc sweep-point --spec F --point N --cache DIR [--set k=v]...`: one point, its results.jsonl line on stdout.
+// The worker of MPI sweeps, which start it with exec (a process with MPI initialised must not fork workers).
+int run_sweep_point_command(const std::vector<std::string>& args) {
+  std::string spec_path;
+  std::string cache;
+  std::int64_t point = -1;
+  std::vector<std::string> sets;
+  po::options_description opts;
+  opts.add_options()("spec", po::value(&spec_path)->required(), "sweep spec JSON")(
+      "point", po::value(&point)->required(), "point index")("cache", po::value(&cache)->required(), "cache directory")(
+      "set", po::value(&sets)->composing(), "the sweep's command-line overrides");
+  po::variables_map vm;
+  if (!parse("sweep-point", "--spec F --point N --cache DIR [--set k=v]...", opts, {}, args, vm)) return 0;
+  scenario::SweepSpec spec = scenario::read_sweep_spec(spec_path);
+  spec.sets.insert(spec.sets.end(), sets.begin(), sets.end());
+  spec.command_line_sets = sets;
+  std::cout << engine::sweep_point_line(spec, point, cache) << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(std::vector<Command>& commands) {
+  commands.push_back({"sweep", "simulate every point of a sweep spec (resumable; splits points across mpirun ranks)",
+                      run_sweep_command});
+  commands.push_back({"sweep-point",
+                      "(internal) one point of a sweep as a results.jsonl line: the worker of MPI sweeps",
+                      run_sweep_point_command});
+}
+
+}  // namespace edgc::cli

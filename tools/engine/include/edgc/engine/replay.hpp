@@ -1,0 +1,92 @@
+#pragma once
+// `edgc replay`: the EDGC controller run over a recorded gradient trace. Per window and pipeline stage it
+// measures both entropy estimators and the kurtosis on GDS-sampled gradients, lets the controller choose ranks,
+// and measures what compressed averaging with error feedback really does to the trace's full matrices on D
+// emulated data-parallel ranks. A shadow controller fed by full sampling (α = β = 1) gives the agreement figure.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "edgc/core/controller.hpp"
+#include "edgc/core/gds.hpp"
+#include "edgc/engine/whole_run_plan.hpp"
+#include "edgc/traces/reader.hpp"
+
+namespace edgc::engine {
+
+struct ReplayOptions {
+  std::string trace_dir;
+  core::ControllerConfig controller;  ///< stage count and CQM shapes are filled in from the trace
+  core::GdsConfig gds;
+  double warmup_floor_fraction = 0.1;    ///< warm-up floor as a share of the trace's iterations (assumed)
+  double warmup_ceiling_fraction = 0.3;  ///< warm-up ceiling, same (assumed)
+  int world_size = 4;                    ///< emulated data-parallel ranks
+  double perturbation = 0.1;             ///< rank d's gradient = trace gradient + perturbation·σ·noise_d
+  std::string backend = "cpu";
+  double bins_per_sigma = 8.0;  ///< histogram bin width = σ(first sample) / bins_per_sigma
+  bool compare_full = true;     ///< run the full-sampling shadow controller
+  std::uint64_t seed = 0;       ///< perturbation noise and PowerSGD's initial Q
+  /// Pipeline stages the controller decides for: 0 = the trace's; k ≥ 1 merges the trace's S stages into k
+  /// (trace stage s → s·k / S, so k must not exceed S), as `edgc live` does on fewer ranks than stages.
+  int stages = 0;
+  /// Replay only the first this-many captured iterations (0 = all); the warm-up bounds scale to them.
+  std::int64_t max_iterations = 0;
+  /// When set, called for every captured iteration (after the controller's window bookkeeping) with the rank in
+  /// force per stage (0 = uncompressed), INSTEAD of the in-process emulation: `edgc live` does the real
+  /// compressed all-reduces here. Relative errors and wire counts are then left empty.
+  std::function<void(const traces::IterationData&, std::span<const int> stage_ranks)> on_iteration;
+};
+
+struct StageWindow {
+  std::optional<double> entropy_gaussian;
+  std::optional<double> entropy_histogram;
+  std::optional<double> excess_kurtosis;
+  std::int64_t sampled_elements = 0;
+  double estimation_seconds = 0.0;
+  std::int64_t full_elements = 0;  ///< what full sampling touched in the same window
+  double full_estimation_seconds = 0.0;
+  int rank = 0;                             ///< rank in use during this window (0 = uncompressed)
+  core::RankDecision next;                  ///< decision made from this window, used in the next one
+  std::optional<int> full_next_rank;        ///< the decision the same controller state makes from full sampling
+  std::optional<int> trajectory_full_rank;  ///< the independent full-sampling controller's decision
+  std::optional<double> relative_error;  ///< ‖Ĝ − Ḡ‖/‖Ḡ‖ of averaged vs true mean gradient, mean over the window
+  std::optional<double> step_error;  ///< ‖Ĝ − M‖/‖M‖ of rank 0's error-corrected gradient, mean
+  std::int64_t wire_floats = 0;      ///< floats sent for the stage's full matrices
+  std::int64_t dense_floats = 0;     ///< floats an uncompressed all-reduce would send
+};
+
+struct WindowRow {
+  std::int64_t window = 0;
+  std::int64_t first_iteration = 0;
+  std::int64_t end_iteration = 0;
+  int captured_iterations = 0;
+  int sampled_iterations = 0;
+  std::optional<double> mean_loss;
+  bool warmup = true;             ///< this window ran uncompressed because warm-up was not over
+  bool agrees = true;             ///< from the same state, sampled and full-sampling observations give the same ranks
+  bool trajectory_agrees = true;  ///< the independent full-sampling controller chose the same ranks
+  std::vector<StageWindow> stages;
+};
+
+struct ReplayResult {
+  std::vector<WindowRow> windows;
+  std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;
+  std::vector<int> compressed_tensors_per_stage;
+  std::vector<int> tensor_stage;  ///< per trace tensor: the (merged) stage it belongs to
+  std::optional<std::int64_t> warmup_end;
+  std::optional<std::int64_t> full_warmup_end;
+};
+
+/// Runs the replay. Throws InputError subclasses for bad traces or configs.
+ReplayResult run_replay(ReplayOptions& options);
+
+/// Entropy of every captured iteration of a trace, per pipeline stage, GDS-sampled at rate β (the iteration
+/// sampling α is left to the reader of the curve: `simulate` samples it at its own simulated iterations).
+/// Reads every captured iteration of `trace_dir` once. `gds.window_iters` and `gds.alpha` are ignored.
+TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
+                                   const std::string& backend = "cpu");
+
+}  // namespace edgc::engine

@@ -1,0 +1,38 @@
+#pragma once
+// One `simulate` run as a function: scenario (+ overrides) in, result.json document out. Shared by the
+// `simulate` command and by every point of a `sweep` / `plan`, so all three compute figures the same way.
+//
+// What happens (sim/README.md, "Whole runs"): the scenario is read and validated; the entropy source is built (trace
+// or synthetic curve); each compared policy's controller plans a rank schedule over the run; every distinct
+// per-stage rank vector is simulated once, each in its own child process (SimGrid runs one simulation per
+// process); the schedules are accumulated into whole-run totals.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace edgc::engine {
+
+struct SimulateRequest {
+  std::string scenario;           ///< scenario file
+  std::vector<std::string> sets;  ///< "dotted.key=value" overrides, applied in order
+  std::string policies;           ///< "none,static,edgc"; empty: simulate.policies, else none,static,<policy>
+  int jobs = 1;                   ///< simulations run in parallel (child processes)
+  bool timeline = false;          ///< also return a Chrome trace of one iteration per distinct rank vector
+  /// When not empty: a directory shared between runs (a sweep's cache/) holding simulated iterations keyed by
+  /// everything that determines them (the cluster, network, model, parallelism, compute and variability
+  /// sections as read, and the rank vector), and measured trace entropy keyed by the trace and the sampling
+  /// settings. Runs that need the same simulation read it instead of simulating again. Entries are written
+  /// atomically; two runs computing the same entry at once both write identical content.
+  std::string cache_dir;
+};
+
+struct SimulateOutcome {
+  nlohmann::ordered_json result;    ///< the result.json document (schema edgc.result/1)
+  nlohmann::ordered_json timeline;  ///< Chrome-trace JSON when requested, else null
+  int simulated = 0;                ///< simulations run by this call (not read from the cache)
+};
+
+/// Throws ConfigError/UsageError (exit 2) on bad input, naming the scenario file and key.
+SimulateOutcome run_simulation(const SimulateRequest& request);
+
+}  // namespace edgc::engine

@@ -1,0 +1,145 @@
+#pragma once
+// `edgc validate`: the run `edgc live` measured, replayed on the simulated cluster, and the prediction error.
+//
+// A live step is fully described, for the simulator, by what every pipeline stage synchronised: its collectives
+// in order (kind, bytes) and the matrices it compressed. Steps with the same description (a step pattern) have the
+// same prediction, so every distinct pattern is simulated once, all in ONE SimGrid run (the engine cannot be
+// reset): patterns one after another, each starting when all ranks have met at a barrier, as live puts a world
+// barrier before each step. Within a pattern every stage's DP group does what PowerSgd::step did (the order of
+// sim::StageSync): ⅓ of the modelled compression compute before the P all-reduce, ⅓ after it, ⅓ after the Q
+// all-reduce, and the recorded all-reduces as ring all-reduces over the group's GPUs.
+//
+// Errors are absolute percentage errors against the measurement, |predicted − measured| / measured · 100, averaged
+// (MAPE) over the measured values > 0; a measured 0 is counted but has no percentage.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <vector>
+
+#include "edgc/results/measurements.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/platform.hpp"
+#include "edgc/sim/spec.hpp"
+
+namespace edgc::engine::validate {
+
+namespace sg4 = simgrid::s4u;
+
+inline constexpr const char* kValidateSchema = "edgc.validate/1";
+
+/// One all-reduce of a pattern.
+struct CollectiveShape {
+  std::string kind;  ///< "P" | "Q" | "dense"
+  std::int64_t bytes = 0;
+  friend auto operator<=>(const CollectiveShape&, const CollectiveShape&) = default;
+};
+
+/// Compressed matrices of one shape and rank (results::MatrixGroup, comparable).
+struct MatrixBatch {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  int rank = 0;
+  int count = 0;
+  friend auto operator<=>(const MatrixBatch&, const MatrixBatch&) = default;
+};
+
+/// What one stage synchronised in a step.
+struct StagePattern {
+  std::vector<CollectiveShape> collectives;  ///< in the order the stage issued them
+  std::vector<MatrixBatch> matrices;
+  friend auto operator<=>(const StagePattern&, const StagePattern&) = default;
+};
+
+/// What every stage synchronised in a step, stage 0 first.
+struct StepPattern {
+  std::vector<StagePattern> stages;
+  friend auto operator<=>(const StepPattern&, const StepPattern&) = default;
+};
+
+struct Patterns {
+  std::vector<StepPattern> distinct;              ///< in order of first appearance
+  std::vector<std::vector<std::size_t>> of_step;  ///< [run][step] → index into `distinct`
+};
+
+/// The distinct step patterns of all runs.
+Patterns extract_patterns(const results::Measurements& m);
+
+/// The global ranks of every stage's DP group, in ring order (by replica): [stage][replica] → rank.
+std::vector<std::vector<int>> stage_groups(const results::Measurements& m);
+
+/// Platform GPU of every global rank: node · gpus_per_node + local (live's cluster file lists the hosts in the
+/// order of `node`). Throws ConfigError naming `cluster_where` when `cluster` has fewer GPUs than world_size or a
+/// rank's node or local index does not exist on it.
+std::vector<int> platform_gpus(const results::Measurements& m, const sim::ClusterSpec& cluster,
+                               const std::string& cluster_where);
+
+/// Modelled PowerSGD compute of one stage in a step: sim::powersgd_batch_s over its compressed matrices.
+double modelled_compute_s(const StagePattern& stage, int element_bytes, const sim::GpuSpec& gpu,
+                          const sim::CostParams& params);
+
+/// Simulated figures of one pattern, seconds.
+struct Prediction {
+  std::vector<std::vector<double>> collective_s;  ///< [stage][i]: shortest duration over the group's members
+  std::vector<double> sync_s;                     ///< [stage]: common start → the stage's last member done
+  std::vector<double> compute_s;                  ///< [stage]: modelled compression compute (slept)
+  double iteration_s = 0.0;                       ///< max over stages of sync_s
+};
+
+struct Simulated {
+  std::vector<Prediction> patterns;   ///< one per Patterns::distinct
+  std::vector<double> calibration_s;  ///< one per Calibration row (empty when calibration.ranks < 2)
+};
+
+/// Simulates every pattern, then every calibration row (a dense all-reduce over the first calibration.ranks
+/// members of stage 0's group), in one run of `engine` (call once per process, after Platform::build).
+/// `compute_s[p][s]` is the modelled compute of stage s in pattern p; `gpus` comes from platform_gpus().
+Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const results::Measurements& m,
+                   const Patterns& patterns, const std::vector<std::vector<double>>& compute_s,
+                   const std::vector<int>& gpus);
+
+/// Running error statistics of (measured, predicted) pairs.
+struct ErrorStats {
+  std::int64_t count = 0;
+  std::int64_t ape_count = 0;  ///< pairs with measured > 0 (those with a percentage error)
+  double sum_measured = 0.0;
+  double sum_predicted = 0.0;
+  double sum_ape_pct = 0.0;
+  double max_ape_pct = 0.0;
+
+  void add(double measured, double predicted);
+  double mean_measured() const;   ///< NaN when empty
+  double mean_predicted() const;  ///< NaN when empty
+  double mape_pct() const;        ///< NaN when no pair has a percentage
+};
+
+/// One row of the report: category "collective" | "sync" | "iteration" | "compute" | "calibration"; policy
+/// empty and stage −1 where the row is not per policy or per stage (overall rows).
+struct Row {
+  std::string category;
+  std::string policy;
+  int stage = -1;
+  std::string kind;  ///< collective rows: "P" | "Q" | "dense"; else empty
+  ErrorStats stats;
+};
+
+struct Report {
+  std::vector<Row> rows;     ///< per policy: collective (stage, kind), sync (stage), iteration, compute (stage)
+  std::vector<Row> overall;  ///< one per category, over all policies and stages
+  nlohmann::ordered_json calibration;  ///< rows: bytes, measured_s, fit_s, predicted_s, ape_pct
+  nlohmann::ordered_json tcom;         ///< T_com points measured vs simulated where a step ran at that rank
+};
+
+/// Compares every measured step with its pattern's prediction.
+Report compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated);
+
+/// validate.json: schema, `header` (provenance: files, cluster, parameters), rows, overall, calibration, tcom,
+/// and the prediction of every pattern.
+nlohmann::ordered_json report_json(const Report& report, const Patterns& patterns, const Simulated& simulated,
+                                   nlohmann::ordered_json header);
+
+/// The tables of the console output.
+void print_report(std::ostream& os, const Report& report);
+
+}  // namespace edgc::engine::validate

@@ -1,0 +1,426 @@
+#include "edgc/engine/replay.hpp"
+
+#include "edgc/scenario/compression_config.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <span>
+
+#include "edgc/core/error.hpp"
+#include "edgc/kernels/kernels.hpp"
+#include "edgc/traces/reader.hpp"
+
+namespace edgc::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// One estimation pipeline: a sampler, its controller, the fixed histogram layout per stage, and what it
+// measured in the current window.
+struct Track {
+  struct Accumulator {
+    double gaussian = 0.0;
+    double histogram = 0.0;
+    double kurtosis = 0.0;
+    int gaussian_n = 0;
+    int histogram_n = 0;
+    int kurtosis_n = 0;
+    std::int64_t elements = 0;
+    double seconds = 0.0;
+  };
+
+  Track(const core::GdsConfig& g, const core::ControllerConfig& c, int stages, bool full_sampling)
+      : gds(g), controller(core::make_controller(c, "replay")), full(full_sampling) {
+    layouts.resize(static_cast<std::size_t>(stages));
+    acc.resize(static_cast<std::size_t>(stages));
+  }
+
+  core::GradientDataSampler gds;
+  std::unique_ptr<core::Controller> controller;
+  bool full;
+  std::vector<std::optional<core::HistogramLayout>> layouts;
+  std::vector<Accumulator> acc;
+  int sampled_iterations = 0;
+  std::optional<std::int64_t> warmup_end;
+  core::WindowDecision in_force;  // decided at the end of the previous window
+};
+
+struct TraceLayout {
+  std::vector<std::vector<std::size_t>> stage_tensors;  // manifest indices per stage
+  std::vector<std::size_t> compressible;                // full-capture ≥2-D tensors (PowerSGD candidates)
+  std::vector<std::vector<std::int64_t>> compressible_shapes;
+  std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;  // CQM matrix per stage
+};
+
+std::pair<std::int64_t, std::int64_t> as_matrix(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return {shape[0], n};
+}
+
+// Pipeline stage of every tensor when the trace's stages are merged into `stages` (0 = keep the trace's).
+std::vector<int> stage_of_tensors(const traces::Manifest& m, int stages) {
+  std::vector<int> out;
+  for (const auto& t : m.tensors) out.push_back(stages > 0 ? t.stage * stages / m.num_stages : t.stage);
+  return out;
+}
+
+TraceLayout analyse(const traces::Manifest& m, const std::vector<int>& stage_of, int stages) {
+  TraceLayout l;
+  const auto ns = static_cast<std::size_t>(stages);
+  l.stage_tensors.resize(ns);
+  l.stage_shapes.assign(ns, {0, 0});
+  std::vector<std::int64_t> best(ns, -1);
+  for (std::size_t k = 0; k < m.tensors.size(); ++k) {
+    const auto& t = m.tensors[k];
+    const auto s = static_cast<std::size_t>(stage_of[k]);
+    l.stage_tensors[s].push_back(k);
+    if (t.shape.size() < 2) continue;
+    const bool full = t.mode == traces::CaptureMode::kFull;
+    if (full) {
+      l.compressible.push_back(k);
+      l.compressible_shapes.push_back(t.shape);
+    }
+    // The CQM reasons about the stage's largest matrix, preferring fully captured ones (those are compressed).
+    const std::int64_t score = t.numel() + (full ? (std::int64_t{1} << 40) : 0);
+    if (score > best[s]) {
+      best[s] = score;
+      l.stage_shapes[s] = as_matrix(t.shape);
+    }
+  }
+  for (std::size_t s = 0; s < l.stage_shapes.size(); ++s) {
+    if (best[s] < 0)
+      throw TraceFormatError(m.model_name, "tensors", "pipeline stage " + std::to_string(s) + " has no 2-D tensor");
+  }
+  return l;
+}
+
+TraceLayout analyse(const traces::Manifest& m) { return analyse(m, stage_of_tensors(m, 0), m.num_stages); }
+
+// Moments of a stage pooled over its tensors. Each tensor's sample is weighted by numel / sampled so the pool
+// estimates the whole stage: blocks of ≥ 4 KiB cover small tensors (norms, biases) completely but large ones only
+// at rate β, and unweighted pooling would over-represent the small ones.
+struct Pooled {
+  double n = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0;
+  void add(const kernels::MomentSums& m, double w) {
+    n += w * static_cast<double>(m.count);
+    s1 += w * m.sum;
+    s2 += w * m.sum_sq;
+    s3 += w * m.sum_cube;
+    s4 += w * m.sum_quad;
+  }
+  double mean() const { return s1 / n; }
+  double variance() const { return std::max(0.0, s2 / n - mean() * mean()); }
+  double excess_kurtosis() const {
+    const double mu = mean();
+    const double m2 = variance();
+    const double m4 = s4 / n - 4.0 * mu * s3 / n + 6.0 * mu * mu * s2 / n - 3.0 * mu * mu * mu * mu;
+    return m2 > 0.0 ? m4 / (m2 * m2) - 3.0 : std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+void measure(Track& t, const traces::IterationData& d, const TraceLayout& layout, const kernels::Backend& backend,
+             double bins_per_sigma) {
+  ++t.sampled_iterations;
+  std::vector<std::vector<Block>> blocks;
+  std::vector<double> weight;
+  std::vector<std::int64_t> counts;
+  std::vector<double> weighted;
+  for (std::size_t s = 0; s < layout.stage_tensors.size(); ++s) {
+    const auto t0 = Clock::now();
+    const auto& members = layout.stage_tensors[s];
+    blocks.assign(members.size(), {});
+    weight.assign(members.size(), 1.0);
+    Pooled pooled;
+    std::int64_t touched = 0;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const auto& values = d.tensors[members[i]].values;
+      const auto numel = static_cast<std::int64_t>(values.size());
+      if (!t.full) blocks[i] = t.gds.blocks(members[i], numel, d.info->iteration);
+      const std::int64_t n = t.full ? numel : total_length(blocks[i]);
+      weight[i] = static_cast<double>(numel) / static_cast<double>(n);
+      touched += n;
+      pooled.add(backend.moments(values, blocks[i]), weight[i]);
+    }
+    const double sigma = pooled.n > 0.0 ? std::sqrt(pooled.variance()) : 0.0;
+    auto& layout_s = t.layouts[s];
+    if (!layout_s && sigma > 0.0) layout_s = core::HistogramLayout::around(pooled.mean(), sigma, bins_per_sigma);
+    std::optional<double> h_hist;
+    if (layout_s) {
+      weighted.assign(static_cast<std::size_t>(layout_s->bins), 0.0);
+      double below = 0.0;
+      double above = 0.0;
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        counts.assign(weighted.size(), 0);
+        kernels::HistogramTails tails{};
+        backend.histogram(d.tensors[members[i]].values, blocks[i], layout_s->lo, layout_s->bin_width, counts, tails);
+        for (std::size_t b = 0; b < counts.size(); ++b) weighted[b] += weight[i] * static_cast<double>(counts[b]);
+        below += weight[i] * static_cast<double>(tails.below);
+        above += weight[i] * static_cast<double>(tails.above);
+      }
+      h_hist = core::histogram_entropy(weighted, layout_s->bin_width, below, above);
+    }
+    Track::Accumulator& a = t.acc[s];
+    a.seconds += seconds_since(t0);
+    a.elements += touched;
+    const double h_gauss = core::gaussian_entropy(sigma);
+    const double kurt = pooled.n > 0.0 ? pooled.excess_kurtosis() : std::numeric_limits<double>::quiet_NaN();
+    if (std::isfinite(h_gauss)) {
+      a.gaussian += h_gauss;
+      ++a.gaussian_n;
+    }
+    if (h_hist && std::isfinite(*h_hist)) {
+      a.histogram += *h_hist;
+      ++a.histogram_n;
+    }
+    if (std::isfinite(kurt)) {
+      a.kurtosis += kurt;
+      ++a.kurtosis_n;
+    }
+  }
+}
+
+core::WindowObservation observe(Track& t, const WindowRow& row) {
+  core::WindowObservation o;
+  o.window = row.window;
+  o.first_iteration = row.first_iteration;
+  o.end_iteration = row.end_iteration;
+  o.sampled_iterations = t.sampled_iterations;
+  o.mean_loss = row.mean_loss;
+  for (const auto& a : t.acc) {
+    core::StageObservation s;
+    if (a.gaussian_n > 0) s.entropy_gaussian = a.gaussian / a.gaussian_n;
+    if (a.histogram_n > 0) s.entropy_histogram = a.histogram / a.histogram_n;
+    if (a.kurtosis_n > 0) s.excess_kurtosis = a.kurtosis / a.kurtosis_n;
+    s.elements = a.elements;
+    o.stages.push_back(s);
+  }
+  return o;
+}
+
+void reset_window(Track& t) {
+  t.sampled_iterations = 0;
+  for (auto& a : t.acc) a = {};
+}
+
+int rank_in_force(const Track& t, std::size_t stage) {
+  return t.in_force.stages.empty() ? 0 : t.in_force.stages[stage].rank;
+}
+
+}  // namespace
+
+ReplayResult run_replay(ReplayOptions& o) {
+  traces::TraceReader reader(o.trace_dir);
+  const traces::Manifest& m = reader.manifest();
+  if (o.stages < 0 || o.stages > m.num_stages)
+    throw ConfigError("replay", "replay.stages",
+                      std::to_string(o.stages) + " is outside [1, " + std::to_string(m.num_stages) +
+                          "] (the trace's pipeline stages can be merged, not split)");
+  if (o.max_iterations < 0) throw ConfigError("replay", "max_iterations", "must be >= 0");
+  const int stages = o.stages > 0 ? o.stages : m.num_stages;
+  const std::vector<int> stage_of = stage_of_tensors(m, o.stages);
+  const TraceLayout layout = analyse(m, stage_of, stages);
+  const std::size_t captured = o.max_iterations > 0
+                                   ? std::min(m.iterations.size(), static_cast<std::size_t>(o.max_iterations))
+                                   : m.iterations.size();
+  const std::int64_t run_iters = m.iterations[captured - 1].iteration + 1;
+
+  core::ControllerConfig& cc = o.controller;
+  cc.stages = stages;
+  cc.stage_shapes = layout.stage_shapes;
+  scenario::apply_warmup_bounds(cc.warmup, o.warmup_floor_fraction, o.warmup_ceiling_fraction, run_iters, "replay");
+  for (int s = 0; s < stages; ++s) {
+    const auto [rows, cols] = layout.stage_shapes[static_cast<std::size_t>(s)];
+    if (cc.policy != "none" && cc.cqm.r_max > std::min(rows, cols)) {
+      throw ConfigError("replay", "compression.r_max",
+                        std::to_string(cc.cqm.r_max) + " exceeds the rank of stage " + std::to_string(s) + "'s " +
+                            std::to_string(rows) + "x" + std::to_string(cols) + " matrices");
+    }
+  }
+  if (o.world_size < 1) throw ConfigError("replay", "replay.world_size", "must be >= 1");
+  if (!(o.perturbation >= 0.0)) throw ConfigError("replay", "replay.perturbation", "must be >= 0");
+
+  const auto backend = kernels::make_backend(o.backend);
+  Track sampled(o.gds, cc, stages, false);
+  core::GdsConfig full_gds = o.gds;
+  full_gds.alpha = 1.0;
+  full_gds.beta = 1.0;
+  std::optional<Track> full;
+  if (o.compare_full) full.emplace(full_gds, cc, stages, true);
+
+  kernels::PowerSgdConfig pcfg;
+  pcfg.rank = cc.cqm.r_max;
+  pcfg.seed = o.seed;
+  std::unique_ptr<kernels::DataParallelEmulator> emulator;
+  if (!layout.compressible.empty() && !o.on_iteration)
+    emulator = std::make_unique<kernels::DataParallelEmulator>(o.backend, layout.compressible_shapes, o.world_size,
+                                                               pcfg, o.perturbation, o.seed);
+
+  ReplayResult result;
+  result.stage_shapes = layout.stage_shapes;
+  result.compressed_tensors_per_stage.assign(static_cast<std::size_t>(stages), 0);
+  for (std::size_t k : layout.compressible)
+    ++result.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of[k])];
+  result.tensor_stage = stage_of;
+
+  const std::int64_t w_iters = o.gds.window_iters;
+  WindowRow row;
+  double loss_sum = 0.0;
+  int loss_n = 0;
+  std::vector<double> err_sum(static_cast<std::size_t>(stages)), step_sum(static_cast<std::size_t>(stages));
+  std::vector<int> err_n(static_cast<std::size_t>(stages));
+
+  auto open_window = [&](std::int64_t w) {
+    row = WindowRow{};
+    row.window = w;
+    row.first_iteration = w * w_iters;
+    row.end_iteration = (w + 1) * w_iters;
+    row.stages.resize(static_cast<std::size_t>(stages));
+    row.warmup = sampled.in_force.warmup;
+    for (std::size_t s = 0; s < row.stages.size(); ++s) row.stages[s].rank = rank_in_force(sampled, s);
+    loss_sum = 0.0;
+    loss_n = 0;
+    std::fill(err_sum.begin(), err_sum.end(), 0.0);
+    std::fill(step_sum.begin(), step_sum.end(), 0.0);
+    std::fill(err_n.begin(), err_n.end(), 0);
+  };
+
+  auto close_window = [&]() {
+    if (loss_n > 0) row.mean_loss = loss_sum / loss_n;
+    row.sampled_iterations = sampled.sampled_iterations;
+    const core::WindowObservation obs = observe(sampled, row);
+    // What the controller, in exactly its current state, would decide from full-sampling observations.
+    std::optional<core::WindowDecision> counterfactual;
+    if (full) {
+      const core::WindowObservation full_obs = observe(*full, row);
+      counterfactual = sampled.controller->clone()->decide(full_obs);
+      full->in_force = full->controller->decide(full_obs);  // the independent full-sampling trajectory
+      if (!full->in_force.warmup && !full->warmup_end) full->warmup_end = row.end_iteration;
+    }
+    sampled.in_force = sampled.controller->decide(obs);
+    if (!sampled.in_force.warmup && !sampled.warmup_end) sampled.warmup_end = row.end_iteration;
+    row.agrees = true;
+    row.trajectory_agrees = true;
+    for (std::size_t s = 0; s < row.stages.size(); ++s) {
+      StageWindow& sw = row.stages[s];
+      const auto& so = obs.stages[s];
+      sw.entropy_gaussian = so.entropy_gaussian;
+      sw.entropy_histogram = so.entropy_histogram;
+      sw.excess_kurtosis = so.excess_kurtosis;
+      sw.sampled_elements = sampled.acc[s].elements;
+      sw.estimation_seconds = sampled.acc[s].seconds;
+      if (full) {
+        sw.full_elements = full->acc[s].elements;
+        sw.full_estimation_seconds = full->acc[s].seconds;
+        sw.full_next_rank = counterfactual->stages[s].rank;
+        sw.trajectory_full_rank = full->in_force.stages[s].rank;
+        row.agrees = row.agrees && *sw.full_next_rank == sampled.in_force.stages[s].rank;
+        row.trajectory_agrees = row.trajectory_agrees && *sw.trajectory_full_rank == sampled.in_force.stages[s].rank;
+      }
+      sw.next = sampled.in_force.stages[s];
+      if (err_n[s] > 0) {
+        sw.relative_error = err_sum[s] / err_n[s];
+        sw.step_error = step_sum[s] / err_n[s];
+      }
+    }
+    result.windows.push_back(row);
+    reset_window(sampled);
+    if (full) reset_window(*full);
+  };
+
+  traces::IterationData data;
+  std::vector<std::span<const float>> grads(layout.compressible.size());
+  std::vector<int> ranks(layout.compressible.size());
+  std::vector<int> stage_ranks(static_cast<std::size_t>(stages));
+  std::int64_t current = -1;
+  for (std::size_t read = 0; read < captured && reader.next(data); ++read) {
+    const std::int64_t it = data.info->iteration;
+    const std::int64_t w = sampled.gds.window_of(it);
+    if (current < 0) open_window(w);
+    while (current >= 0 && w > current) {  // also closes windows without captured iterations (fallback)
+      close_window();
+      open_window(++current);
+    }
+    current = w;
+    ++row.captured_iterations;
+    if (data.info->loss) {
+      loss_sum += *data.info->loss;
+      ++loss_n;
+    }
+    if (sampled.gds.samples_iteration(it)) measure(sampled, data, layout, *backend, o.bins_per_sigma);
+    if (full) measure(*full, data, layout, *backend, o.bins_per_sigma);
+
+    if (o.on_iteration) {
+      for (std::size_t s = 0; s < stage_ranks.size(); ++s) stage_ranks[s] = rank_in_force(sampled, s);
+      o.on_iteration(data, stage_ranks);
+    }
+    if (emulator) {
+      for (std::size_t i = 0; i < layout.compressible.size(); ++i) {
+        const std::size_t k = layout.compressible[i];
+        grads[i] = data.tensors[k].values;
+        const auto [rows, cols] = as_matrix(m.tensors[k].shape);
+        const int r = rank_in_force(sampled, static_cast<std::size_t>(stage_of[k]));
+        ranks[i] = r < std::min(rows, cols) ? r : 0;  // a rank at or past full rank is no compression
+      }
+      const kernels::EmulatedStep step = emulator->step(grads, ranks);
+      for (std::size_t i = 0; i < layout.compressible.size(); ++i) {
+        const auto s = static_cast<std::size_t>(stage_of[layout.compressible[i]]);
+        const auto& r = step.tensors[i];
+        err_sum[s] += r.relative_error;
+        step_sum[s] += r.compression_error;
+        ++err_n[s];
+        row.stages[s].wire_floats += r.wire_floats;
+        row.stages[s].dense_floats += m.tensors[layout.compressible[i]].numel();
+      }
+    }
+  }
+  close_window();
+  result.warmup_end = sampled.warmup_end;
+  if (full) result.full_warmup_end = full->warmup_end;
+  return result;
+}
+
+TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
+                                   const std::string& backend_name) {
+  if (!(bins_per_sigma > 0.0)) throw ConfigError("entropy", "entropy.bins_per_sigma", "must be > 0");
+  traces::TraceReader reader(trace_dir);
+  const traces::Manifest& m = reader.manifest();
+  const TraceLayout layout = analyse(m);
+  core::GdsConfig every = gds;
+  every.window_iters = 1;
+  every.alpha = 1.0;
+  core::validate(every, trace_dir.c_str());
+  core::ControllerConfig none;
+  none.policy = "none";
+  none.stages = m.num_stages;
+  none.stage_shapes = layout.stage_shapes;
+  Track track(every, none, m.num_stages, gds.beta >= 1.0);
+  const auto backend = kernels::make_backend(backend_name);
+
+  TraceEntropy out;
+  out.path = trace_dir;
+  out.steps = m.iterations.back().iteration + 1;
+  out.stage_elements.assign(static_cast<std::size_t>(m.num_stages), 0);
+  for (const auto& t : m.tensors) out.stage_elements[static_cast<std::size_t>(t.stage)] += t.numel();
+  traces::IterationData data;
+  WindowRow row;
+  while (reader.next(data)) {
+    reset_window(track);
+    measure(track, data, layout, *backend, bins_per_sigma);
+    row.window = row.first_iteration = data.info->iteration;
+    row.end_iteration = row.first_iteration + 1;
+    TraceEntropyPoint p;
+    p.iteration = data.info->iteration;
+    p.loss = data.info->loss;
+    p.stages = observe(track, row).stages;
+    out.points.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace edgc::engine

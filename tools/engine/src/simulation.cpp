@@ -1,0 +1,511 @@
+// One `simulate` run as a function (simulation.hpp): read the scenario, plan each policy's rank schedule,
+// simulate each distinct rank vector once (or read it from a shared cache), and build result.json.
+#include "edgc/engine/simulation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include "edgc/core/atomic_file.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/core/random.hpp"
+#include "edgc/engine/replay.hpp"
+#include "edgc/engine/whole_run_plan.hpp"
+#include "edgc/scenario/cluster_config.hpp"
+#include "edgc/scenario/compression_config.hpp"
+#include "edgc/scenario/config.hpp"
+#include "edgc/scenario/model_config.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/engine_info.hpp"
+#include "edgc/sim/layout.hpp"
+#include "edgc/sim/whole_run.hpp"
+
+namespace edgc::engine {
+namespace {
+
+using nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+// 128-bit digest (two independently seeded 64-bit mixes over the bytes) as 32 hex digits: a cache file name.
+std::string hex_digest(const std::string& text) {
+  std::uint64_t a = 0x243f6a8885a308d3ULL;
+  std::uint64_t b = 0x13198a2e03707344ULL;
+  for (const unsigned char c : text) {
+    a = mix64(a ^ c);
+    b = mix64(b + c * 0x9e3779b97f4a7c15ULL);
+  }
+  a = mix64(a ^ text.size());
+  b = mix64(b ^ (text.size() * 31));
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
+  return buf;
+}
+
+// A cache entry, or nullopt when absent. An entry that does not parse (it cannot be half-written: entries are
+// renamed into place) is treated as absent and rewritten.
+std::optional<nlohmann::json> read_json_if_present(const fs::path& p) {
+  const std::optional<std::string> text = read_file_if_present(p);
+  if (!text) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+ordered_json optional_json(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+std::optional<double> optional_from(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
+}
+
+ordered_json trace_entropy_to_json(const TraceEntropy& t) {
+  ordered_json points = ordered_json::array();
+  for (const TraceEntropyPoint& p : t.points) {
+    ordered_json stages = ordered_json::array();
+    for (const core::StageObservation& s : p.stages)
+      stages.push_back({optional_json(s.entropy_gaussian), optional_json(s.entropy_histogram),
+                        optional_json(s.excess_kurtosis), s.elements});
+    points.push_back({{"iteration", p.iteration}, {"loss", optional_json(p.loss)}, {"stages", stages}});
+  }
+  return {{"path", t.path}, {"steps", t.steps}, {"stage_elements", t.stage_elements}, {"points", points}};
+}
+
+TraceEntropy trace_entropy_from_json(const nlohmann::json& j) {
+  TraceEntropy t;
+  t.path = j.at("path").get<std::string>();
+  t.steps = j.at("steps").get<std::int64_t>();
+  t.stage_elements = j.at("stage_elements").get<std::vector<std::int64_t>>();
+  for (const auto& p : j.at("points")) {
+    TraceEntropyPoint q;
+    q.iteration = p.at("iteration").get<std::int64_t>();
+    q.loss = optional_from(p.at("loss"));
+    for (const auto& s : p.at("stages"))
+      q.stages.push_back(
+          {optional_from(s.at(0)), optional_from(s.at(1)), optional_from(s.at(2)), s.at(3).get<std::int64_t>()});
+    t.points.push_back(std::move(q));
+  }
+  return t;
+}
+
+// measure_trace_entropy(), or its stored result for the same trace and sampling settings in `cache_dir`.
+TraceEntropy cached_trace_entropy(const std::string& dir, const core::GdsConfig& gds, double bins,
+                                  const std::string& backend, const std::string& cache_dir) {
+  if (cache_dir.empty()) return measure_trace_entropy(dir, gds, bins, backend);
+  std::ostringstream key;
+  key.precision(17);
+  key << fs::absolute(dir).lexically_normal().string() << '|' << gds.beta << '|' << gds.block_bytes << '|' << gds.seed
+      << '|' << bins << '|' << backend;
+  const fs::path entry = fs::path(cache_dir) / ("entropy-" + hex_digest(key.str()) + ".json");
+  if (std::optional<nlohmann::json> j = read_json_if_present(entry)) {
+    try {
+      TraceEntropy t = trace_entropy_from_json(*j);
+      t.path = dir;
+      return t;
+    } catch (const nlohmann::json::exception&) {
+      // an entry of another layout: measure again and replace it
+    }
+  }
+  TraceEntropy t = measure_trace_entropy(dir, gds, bins, backend);
+  write_file_atomic(entry, trace_entropy_to_json(t).dump() + "\n");
+  return t;
+}
+
+// The CQM's matrix per stage: the largest per-layer weight gradient of one GPU (fc1, h × 4h/tp). Embeddings are
+// left out so that every stage reasons about the same kind of matrix.
+std::vector<std::pair<std::int64_t, std::int64_t>> cqm_shapes(const sim::ModelSpec& m, const sim::ParallelSpec& p) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (int s = 0; s < p.pp; ++s) {
+    std::pair<std::int64_t, std::int64_t> best{0, 0};
+    for (const sim::WeightMatrix& w : sim::stage_matrices(m, p, s)) {
+      if (w.name == "word_embedding" || w.name == "position_embedding") continue;
+      if (w.elements() > best.first * best.second) best = {w.rows, w.cols};
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+struct Inputs {
+  std::string scenario_path;
+  SimulationSetup setup;
+  scenario::CompressionSettings compression;
+  std::int64_t iterations = 0;
+  std::vector<std::string> policies;
+  std::unique_ptr<EntropySource> source;
+  std::string setup_key;  ///< the sections that determine one iteration's simulation, as read (cache key)
+  bool compose = false;   ///< simulate.composition allows it and the layout is stage-separable
+};
+
+Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets, const std::string& policies_arg,
+                   const std::string& cache_dir) {
+  Inputs in;
+  in.scenario_path = path;
+  scenario::Scenario sc = scenario::load_scenario(path, sets);
+  const std::string w = sc.where();
+  SimulationSetup& st = in.setup;
+  st.cluster = scenario::read_cluster(sc);
+  st.network = scenario::read_network(sc);
+  const scenario::ModelConfig mc = scenario::read_model_config(sc);
+  st.model = mc.model;
+  st.cost = mc.cost;
+  st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
+  st.variability.compute_jitter_cv = sc.number("variability.compute_jitter_cv", 0.0);
+  st.variability.straggler_probability = sc.number("variability.straggler_probability", 0.0);
+  st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
+  st.variability.seed = static_cast<std::uint64_t>(sc.integer("variability.seed", 0));
+  sim::validate(st.variability, w);
+  in.iterations = sc.integer("run.iterations", 100000);
+  if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
+
+  in.compression = scenario::read_compression(sc);
+  core::ControllerConfig& cc = in.compression.controller;
+  cc.stages = st.parallel.pp;
+  cc.stage_shapes = cqm_shapes(st.model, st.parallel);
+  for (int s = 0; s < st.parallel.pp; ++s) {
+    const auto [rows, cols] = cc.stage_shapes[static_cast<std::size_t>(s)];
+    if (cc.cqm.r_max > std::min(rows, cols))
+      throw ConfigError(w, "compression.r_max",
+                        std::to_string(cc.cqm.r_max) + " exceeds the rank of stage " + std::to_string(s) + "'s " +
+                            std::to_string(rows) + "x" + std::to_string(cols) + " matrices");
+  }
+  scenario::apply_warmup_bounds(cc.warmup, in.compression.warmup_floor_fraction, in.compression.warmup_ceiling_fraction,
+                                in.iterations, w);
+
+  const std::string composition = sc.string("simulate.composition", "auto");
+  if (composition != "auto" && composition != "exact")
+    throw ConfigError(w, "simulate.composition", "expected auto or exact, got '" + composition + "'");
+  in.compose = composition == "auto" && sim::stages_separable(st.cluster, st.parallel);
+
+  std::string list = policies_arg;
+  if (list.empty()) {
+    if (const std::string p = sc.string("simulate.policies", ""); !p.empty())
+      list = p;
+    else
+      list = "none,static," + cc.policy;
+  }
+  in.policies = scenario::policies_with_baseline(list, w, "simulate.policies");
+
+  const std::string trace_key = sc.string("trace.path", "");
+  const std::string source = sc.string("entropy.source", trace_key.empty() ? "synthetic" : "trace");
+  const bool from_trace = source == "trace";
+  if (!from_trace && source != "synthetic")
+    throw ConfigError(w, "entropy.source", "expected trace or synthetic, got '" + source + "'");
+  if (from_trace && trace_key.empty())
+    throw ConfigError(w, "trace.path", "entropy.source is trace but no trace.path is given");
+  double bins = 8.0;
+  std::string backend = "cpu";
+  SyntheticEntropy curve;
+  if (from_trace) {
+    bins = sc.number("entropy.bins_per_sigma", bins);
+    backend = sc.string("entropy.backend", backend);
+  } else {
+    curve.start_nats = sc.number("entropy.synthetic.start_nats", curve.start_nats);
+    curve.end_nats = sc.number("entropy.synthetic.end_nats", curve.end_nats);
+    curve.decay_fraction = sc.number("entropy.synthetic.decay_fraction", curve.decay_fraction);
+    curve.stage_step_nats = sc.number("entropy.synthetic.stage_step_nats", curve.stage_step_nats);
+    curve.noise_nats = sc.number("entropy.synthetic.noise_nats", curve.noise_nats);
+    curve.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
+  }
+  // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
+  sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace", "entropy",
+                     "simulate", "variability"});
+  for (const std::string& p : in.policies) {  // rank bounds and policy settings fail here, before any work
+    core::ControllerConfig probe = cc;
+    probe.policy = p;
+    core::make_controller(probe, w.c_str());
+  }
+  nlohmann::json key = nlohmann::json::object();
+  for (const char* section : {"cluster", "network", "model", "parallelism", "compute", "variability"})
+    if (sc.json().contains(section)) key[section] = sc.json()[section];
+  in.setup_key = key.dump();
+  if (!from_trace) {
+    in.source = make_synthetic_source(curve, w);
+    return in;
+  }
+  std::vector<double> params;
+  for (int s = 0; s < st.parallel.pp; ++s) {
+    const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
+    params.push_back(static_cast<double>(sp.sharded_per_shard) * st.parallel.tp + static_cast<double>(sp.replicated));
+  }
+  const std::string dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
+  in.source = make_trace_source(cached_trace_entropy(dir, in.compression.gds, bins, backend, cache_dir), params);
+  return in;
+}
+
+// Iterations of plans, in order of first request. simulate() adds the ones not seen before: with `compose`
+// (stages_separable) each is composed from uniform plans, which are simulated once; otherwise each is simulated.
+// With a cache directory, a simulation some earlier run stored there is read instead of run.
+struct PlanCache {
+  std::vector<sim::DpSyncPlan> plans;
+  std::vector<sim::IterationResult> results;
+  std::string dir;        ///< SimulateRequest::cache_dir
+  std::string setup_key;  ///< Inputs::setup_key
+  bool compose = false;
+  std::vector<sim::DpSyncPlan> simulated_plans;  ///< what was actually simulated (or read from the cache)
+  std::vector<sim::IterationResult> simulated_results;
+  int simulated = 0;  ///< simulations run by this process (cache misses)
+
+  fs::path entry(const sim::DpSyncPlan& p) const {
+    return fs::path(dir) / ("iteration-" + hex_digest(setup_key + "|" + plan_label(p)) + ".json");
+  }
+
+  // Simulates (or reads) each of `wanted` not yet in simulated_plans.
+  void simulate_exact(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline,
+                      int jobs) {
+    const bool stored = !dir.empty() && !timeline;  // timelines are large and wanted fresh: not cached
+    std::vector<sim::DpSyncPlan> missing;
+    for (const auto& p : wanted) {
+      if (std::find(simulated_plans.begin(), simulated_plans.end(), p) != simulated_plans.end() ||
+          std::find(missing.begin(), missing.end(), p) != missing.end())
+        continue;
+      if (stored) {
+        if (std::optional<nlohmann::json> j = read_json_if_present(entry(p))) {
+          simulated_plans.push_back(p);
+          simulated_results.push_back(iteration_from_json(*j));
+          continue;
+        }
+      }
+      missing.push_back(p);
+    }
+    if (missing.empty()) return;
+    std::vector<sim::IterationResult> r = simulate_plans(setup, missing, timeline, jobs);
+    simulated += static_cast<int>(missing.size());
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      if (stored) write_file_atomic(entry(missing[i]), iteration_to_json(r[i], false).dump() + "\n");
+      simulated_plans.push_back(missing[i]);
+      simulated_results.push_back(std::move(r[i]));
+    }
+  }
+
+  void simulate(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline, int jobs) {
+    std::vector<sim::DpSyncPlan> fresh;
+    for (const auto& p : wanted)
+      if (std::find(plans.begin(), plans.end(), p) == plans.end() &&
+          std::find(fresh.begin(), fresh.end(), p) == fresh.end())
+        fresh.push_back(p);
+    if (fresh.empty()) return;
+    if (!compose || timeline) {
+      simulate_exact(setup, fresh, timeline, jobs);
+      for (const auto& p : fresh) {
+        plans.push_back(p);
+        results.push_back(simulated_results[index_of(simulated_plans, p)]);
+      }
+      return;
+    }
+    const std::vector<sim::DpSyncPlan> basis = sim::separable_basis(fresh);
+    simulate_exact(setup, basis, false, jobs);
+    std::vector<sim::IterationResult> basis_results;
+    for (const auto& b : basis) basis_results.push_back(simulated_results[index_of(simulated_plans, b)]);
+    for (const auto& p : fresh) {
+      plans.push_back(p);
+      results.push_back(sim::compose_separable(p, basis, basis_results));
+    }
+  }
+  static std::size_t index_of(const std::vector<sim::DpSyncPlan>& v, const sim::DpSyncPlan& p) {
+    return static_cast<std::size_t>(std::find(v.begin(), v.end(), p) - v.begin());
+  }
+  const sim::IterationResult& at(const sim::DpSyncPlan& p) const { return results[index_of(plans, p)]; }
+};
+
+// DAC's T_com(r) = η·r + c from stage 0's simulated sync at r_min and r_max, its backward time from the cost
+// model, and the uncompressed sync time, unless the scenario gives η.
+ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
+  core::DacConfig& dac = in.compression.controller.dac;
+  if (!dac.enabled) return nullptr;
+  const int pp = in.setup.parallel.pp;
+  const auto& cqm = in.compression.controller.cqm;
+  const bool fitted = dac.eta_s_per_rank <= 0.0;
+  if (fitted) {
+    const sim::DpSyncPlan lo = sim::powersgd_plan(pp, cqm.r_min);
+    const sim::DpSyncPlan hi = sim::powersgd_plan(pp, cqm.r_max);
+    const sim::DpSyncPlan full = sim::uncompressed_plan(pp);
+    cache.simulate(in.setup, {full, lo, hi}, timeline, jobs);
+    const double t_lo = cache.at(lo).stages[0].dp_sync_s;
+    const double t_hi = cache.at(hi).stages[0].dp_sync_s;
+    dac.eta_s_per_rank = cqm.r_max > cqm.r_min ? (t_hi - t_lo) / (cqm.r_max - cqm.r_min) : 0.0;
+    if (!(dac.eta_s_per_rank > 0.0)) dac.eta_s_per_rank = 1e-9;  // flat T_com: any budget buys full rank
+    // The skip rule makes T_com(r) only piecewise linear; a negative intercept of the chord is clamped.
+    dac.c_s = std::max(0.0, t_lo - dac.eta_s_per_rank * cqm.r_min);
+    dac.t_uncompressed_s = cache.at(full).stages[0].dp_sync_s;
+    const sim::ComputeCost c0 =
+        sim::stage_compute(in.setup.model, in.setup.parallel, in.setup.cluster.gpu, in.setup.cost, 0);
+    dac.t_bwd_s = c0.backward_s;
+  }
+  return {{"fitted_from_simulation", fitted},
+          {"eta_s_per_rank", dac.eta_s_per_rank},
+          {"c_s", dac.c_s},
+          {"t_bwd_s", dac.t_bwd_s},
+          {"t_uncompressed_s", dac.t_uncompressed_s}};
+}
+
+ordered_json breakdown_json(const sim::IterationBreakdown& b) {
+  return {{"compute_s", b.compute_s},
+          {"tp_comm_s", b.tp_comm_s},
+          {"bubble_s", b.bubble_s},
+          {"exposed_dp_comm_s", b.exposed_dp_comm_s},
+          {"exposed_compression_s", b.exposed_compression_s},
+          {"compression_s", b.compression_s}};
+}
+
+const char* schedule_name(sim::PipelineSchedule s) {
+  switch (s) {
+    case sim::PipelineSchedule::kGpipe:
+      return "gpipe";
+    case sim::PipelineSchedule::kOneFOneB:
+      return "1f1b";
+    case sim::PipelineSchedule::kInterleaved:
+      return "interleaved";
+  }
+  return "?";
+}
+
+double reduction(double base, double x) { return base > 0.0 ? 1.0 - x / base : 0.0; }
+
+// Both estimators per simulated stage at `points` evenly spaced iterations of the run, for charts.
+ordered_json entropy_series(const EntropySource& source, int stages, std::int64_t iterations, int points = 200) {
+  ordered_json its = ordered_json::array();
+  std::vector<ordered_json> g(static_cast<std::size_t>(stages), ordered_json::array());
+  std::vector<ordered_json> h(static_cast<std::size_t>(stages), ordered_json::array());
+  const int n = static_cast<int>(std::min<std::int64_t>(points, iterations));
+  for (int k = 0; k < n; ++k) {
+    const std::int64_t it = n > 1 ? (iterations - 1) * k / (n - 1) : 0;
+    its.push_back(it);
+    const double f = iterations > 1 ? static_cast<double>(it) / static_cast<double>(iterations - 1) : 0.0;
+    for (int s = 0; s < stages; ++s) {
+      const core::StageObservation o = source.at(s, f);
+      g[static_cast<std::size_t>(s)].push_back(optional_json(o.entropy_gaussian));
+      h[static_cast<std::size_t>(s)].push_back(optional_json(o.entropy_histogram));
+    }
+  }
+  ordered_json out = {{"iterations", its}, {"stages", ordered_json::array()}};
+  for (int s = 0; s < stages; ++s)
+    out["stages"].push_back({{"stage", s},
+                             {"gaussian_nats", std::move(g[static_cast<std::size_t>(s)])},
+                             {"histogram_nats", std::move(h[static_cast<std::size_t>(s)])}});
+  return out;
+}
+
+}  // namespace
+
+SimulateOutcome run_simulation(const SimulateRequest& request) {
+  if (request.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(request.jobs));
+  if (!request.cache_dir.empty()) fs::create_directories(request.cache_dir);
+  Inputs in = read_inputs(request.scenario, request.sets, request.policies, request.cache_dir);
+  PlanCache cache;
+  cache.dir = request.cache_dir;
+  cache.setup_key = in.setup_key;
+  cache.compose = in.compose && !request.timeline;
+  const ordered_json dac = fit_dac(in, cache, request.timeline, request.jobs);
+
+  std::vector<PolicyRun> runs;
+  for (const std::string& p : in.policies) {
+    core::ControllerConfig cc = in.compression.controller;
+    cc.policy = p;
+    runs.push_back(plan_policy(cc, in.compression.gds, in.iterations, *in.source, in.scenario_path));
+  }
+  std::vector<const sim::RunSchedule*> schedules;
+  for (const PolicyRun& r : runs) schedules.push_back(&r.schedule);
+  cache.simulate(in.setup, sim::distinct_plans(schedules), request.timeline, request.jobs);
+
+  const sim::ClusterSpec& cl = in.setup.cluster;
+  const int gpus = cl.total_gpus();
+  std::vector<sim::RunTotals> totals;
+  for (const PolicyRun& r : runs) totals.push_back(sim::accumulate(r.schedule, cache.plans, cache.results));
+  const sim::RunTotals& base = totals.front();
+  const auto gpu_hours_of = [gpus](const sim::RunTotals& t) { return t.training_time_s / 3600.0 * gpus; };
+
+  SimulateOutcome out;
+  out.simulated = cache.simulated;
+  ordered_json& result = out.result;
+  result = {{"schema", "edgc.result/1"},
+            {"scenario", in.scenario_path},
+            {"simgrid", sim::simgrid_version()},
+            {"cluster",
+             {{"name", cl.name},
+              {"gpus", gpus},
+              {"nodes", cl.nodes},
+              {"gpus_per_node", cl.gpus_per_node},
+              {"gpu", cl.gpu.name},
+              {"price_per_gpu_hour_usd", cl.price_per_gpu_hour_usd}}},
+            {"network", in.setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated"},
+            {"model", {{"name", in.setup.model.name}, {"parameters", sim::parameter_count(in.setup.model)}}},
+            {"parallelism",
+             {{"tp", in.setup.parallel.tp},
+              {"pp", in.setup.parallel.pp},
+              {"dp", in.setup.parallel.dp},
+              {"microbatches", in.setup.parallel.microbatches},
+              {"schedule", schedule_name(in.setup.parallel.schedule)},
+              {"virtual_stages", in.setup.parallel.virtual_stages},
+              {"order", in.setup.parallel.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"}}},
+            {"run",
+             {{"iterations", in.iterations},
+              {"window", in.compression.gds.window_iters},
+              {"alpha", in.compression.gds.alpha},
+              {"beta", in.compression.gds.beta},
+              {"r_min", in.compression.controller.cqm.r_min},
+              {"r_max", in.compression.controller.cqm.r_max},
+              {"step", in.compression.controller.cqm.step}}},
+            {"variability",
+             {{"compute_jitter_cv", in.setup.variability.compute_jitter_cv},
+              {"straggler_probability", in.setup.variability.straggler_probability},
+              {"straggler_slowdown", in.setup.variability.straggler_slowdown},
+              {"seed", in.setup.variability.seed}}},
+            {"entropy", in.source->describe()},
+            {"dac", dac},
+            {"simulations", cache.plans.size()},
+            {"composition", cache.compose ? "stage-separable" : "exact"},
+            {"simulated_iterations", cache.simulated_plans.size()},
+            {"runs", ordered_json::array()},
+            {"configurations", ordered_json::array()},
+            {"entropy_series", entropy_series(*in.source, in.setup.parallel.pp, in.iterations)}};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const sim::RunTotals& t = totals[i];
+    const double gpu_hours = gpu_hours_of(t);
+    ordered_json schedule = ordered_json::array();
+    for (const sim::RunSegment& seg : runs[i].schedule.segments()) {
+      ordered_json ranks = ordered_json::array();
+      for (const sim::StageSync& s : seg.plan) ranks.push_back(s.powersgd_rank);
+      schedule.push_back({{"begin", seg.begin}, {"end", seg.end}, {"ranks", ranks}});
+    }
+    result["runs"].push_back(
+        {{"policy", runs[i].policy},
+         {"iteration_time_s", t.iteration_time_s},
+         {"comm_latency_s", t.comm_latency_s},
+         {"training_time_s", t.training_time_s},
+         {"speedup_vs_none", t.training_time_s > 0 ? base.training_time_s / t.training_time_s : 0.0},
+         {"comm_latency_reduction_vs_none", reduction(base.comm_latency_s, t.comm_latency_s)},
+         {"training_time_reduction_vs_none", reduction(base.training_time_s, t.training_time_s)},
+         {"compressed_iterations", t.compressed_iterations},
+         {"compressed_phase", t.compressed_iterations > 0
+                                  ? ordered_json{{"iteration_time_s", t.compressed_iteration_time_s},
+                                                 {"comm_latency_s", t.compressed_comm_latency_s},
+                                                 {"comm_latency_reduction_vs_none",
+                                                  reduction(base.comm_latency_s, t.compressed_comm_latency_s)},
+                                                 {"iteration_time_reduction_vs_none",
+                                                  reduction(base.iteration_time_s, t.compressed_iteration_time_s)}}
+                                  : ordered_json(nullptr)},
+         {"gpu_hours", gpu_hours},
+         {"cost_usd", gpu_hours * cl.price_per_gpu_hour_usd},
+         {"stage_comm_latency_s", t.stage_comm_latency_s},
+         {"breakdown", breakdown_json(t.breakdown)},
+         {"warmup_end_iteration", runs[i].warmup_end ? ordered_json(*runs[i].warmup_end) : ordered_json(nullptr)},
+         {"windows", runs[i].windows},
+         {"rank_bindings", runs[i].bindings},
+         {"rank_schedule", schedule}});
+  }
+  for (std::size_t p = 0; p < cache.plans.size(); ++p) {
+    ordered_json c = iteration_to_json(cache.results[p], false);
+    ordered_json ranks = ordered_json::array();
+    for (const sim::StageSync& s : cache.plans[p]) ranks.push_back(s.powersgd_rank);
+    ordered_json entry = {{"ranks", ranks},
+                          {"comm_latency_s", sim::comm_latency_s(cache.results[p])},
+                          {"breakdown", breakdown_json(sim::breakdown(cache.results[p]))}};
+    entry.update(c);
+    result["configurations"].push_back(std::move(entry));
+  }
+  if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);
+  return out;
+}
+
+}  // namespace edgc::engine

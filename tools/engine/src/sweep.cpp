@@ -1,0 +1,594 @@
+// Running a sweep: point workers (forked, one point each), results appended line by line, resume, MPI ranks.
+#include "edgc/engine/sweep.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "edgc/core/atomic_file.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/core/isolated.hpp"
+#include "edgc/engine/mpi_session.hpp"
+#include "edgc/engine/simulation.hpp"
+#include "edgc/results/table.hpp"
+
+namespace edgc::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// Rank-to-rank messages of a distributed sweep.
+constexpr int kTagReady = 1;   // worker → 0: one free slot
+constexpr int kTagResult = 2;  // worker → 0: a finished point's line
+constexpr int kTagFatal = 3;   // worker → 0: an internal failure (the sweep stops)
+constexpr int kTagPoint = 4;   // 0 → worker: run this point index
+constexpr int kTagNone = 5;    // 0 → worker: nothing left for that slot
+constexpr int kTagStop = 6;    // 0 → worker: the sweep is over
+
+// The per-run figures a sweep keeps (result.json has far more).
+const std::vector<std::string> kRunFields = {"iteration_time_s",
+                                             "comm_latency_s",
+                                             "training_time_s",
+                                             "speedup_vs_none",
+                                             "comm_latency_reduction_vs_none",
+                                             "training_time_reduction_vs_none",
+                                             "gpu_hours",
+                                             "cost_usd"};
+// Fields that get a 95 % confidence half-width when a point is repeated.
+const std::vector<std::string> kCiFields = {"iteration_time_s", "comm_latency_s", "training_time_s", "speedup_vs_none",
+                                            "cost_usd"};
+
+// Two-sided 95 % Student-t quantile for `dof` degrees of freedom.
+double t95(int dof) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (dof < 1) return 0.0;
+  if (dof <= 30) return table[dof - 1];
+  return 1.960 + 2.5 / dof;  // within 0.002 of the exact quantile beyond 30
+}
+
+ordered_json aggregate_runs(const std::vector<ordered_json>& reps) {
+  ordered_json runs = ordered_json::array();
+  const std::size_t n = reps.size();
+  for (std::size_t i = 0; i < reps.front().at("runs").size(); ++i) {
+    const ordered_json& first = reps.front()["runs"][i];
+    ordered_json r = {{"policy", first.at("policy")}};
+    for (const std::string& f : kRunFields) {
+      double sum = 0.0;
+      for (const ordered_json& rep : reps) sum += rep["runs"][i].at(f).get<double>();
+      r[f] = sum / static_cast<double>(n);
+    }
+    r["warmup_end_iteration"] = first.at("warmup_end_iteration");
+    r["compressed_iterations"] = first.at("compressed_iterations");
+    if (n > 1) {
+      for (const std::string& f : kCiFields) {
+        const double mean = r[f].get<double>();
+        double ss = 0.0;
+        for (const ordered_json& rep : reps) {
+          const double d = rep["runs"][i].at(f).get<double>() - mean;
+          ss += d * d;
+        }
+        const double sd = std::sqrt(ss / static_cast<double>(n - 1));
+        r[f + "_ci95"] = t95(static_cast<int>(n - 1)) * sd / std::sqrt(static_cast<double>(n));
+      }
+    }
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+// Runs one point (all its repeats) in this process: its results.jsonl line, without the newline.
+std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::SweepPoint& p,
+                           const std::string& cache_dir) {
+  const auto t0 = Clock::now();
+  std::vector<ordered_json> reps;
+  std::int64_t simulations = 0;
+  for (int r = 0; r < spec.repeats; ++r) {
+    SimulateRequest rq;
+    rq.scenario = spec.base;
+    rq.sets = p.sets;
+    // Common random numbers: repeat r uses seed r at every point, so points differ by their settings only.
+    if (spec.repeats > 1) rq.sets.push_back("variability.seed=" + std::to_string(r));
+    rq.policies = spec.policies;
+    rq.jobs = 1;
+    rq.cache_dir = cache_dir;
+    SimulateOutcome o = run_simulation(rq);
+    simulations += o.result.at("simulations").get<std::int64_t>();
+    reps.push_back(std::move(o.result));
+  }
+  const ordered_json& first = reps.front();
+  ordered_json line = {{"point", p.index},
+                       {"params", p.params},
+                       {"gpus", first.at("cluster").at("gpus")},
+                       {"gpu", first.at("cluster").at("gpu")},
+                       {"repeats", spec.repeats},
+                       {"simulations", simulations},
+                       {"runs", aggregate_runs(reps)},
+                       {"wall_s", std::chrono::duration<double>(Clock::now() - t0).count()}};
+  return line.dump();
+}
+
+ordered_json error_line(const scenario::SweepPoint& p, const std::string& message) {
+  return {{"point", p.index}, {"params", p.params}, {"error", message}};
+}
+
+// A finished child's line: its output, or an error line for a point whose scenario was rejected. Anything
+// else (a crash) is an InternalError: it says nothing about the point.
+std::string line_of(const core::ChildPool::Finished& f, const scenario::SweepPoint& p) {
+  try {
+    core::ChildPool::rethrow(f, "sweep point " + std::to_string(p.index));
+  } catch (const InputError& e) {
+    return error_line(p, e.what()).dump();
+  }
+  return f.output;
+}
+
+// ---- DIR ----
+
+// A file's text; empty when it does not exist.
+std::string read_text(const fs::path& p) { return read_file_if_present(p).value_or(std::string()); }
+
+ordered_json sweep_document(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points) {
+  ordered_json axes = ordered_json::array();
+  for (const scenario::SweepAxis& a : spec.axes) {
+    // The values points actually take (drawn ones for ranges), in first-seen order, numbers sorted.
+    std::vector<ordered_json> seen;
+    for (const scenario::SweepPoint& p : points)
+      if (std::find(seen.begin(), seen.end(), p.params[a.key]) == seen.end()) seen.push_back(p.params[a.key]);
+    if (std::all_of(seen.begin(), seen.end(), [](const ordered_json& v) { return v.is_number(); }))
+      std::sort(seen.begin(), seen.end(),
+                [](const ordered_json& x, const ordered_json& y) { return x.get<double>() < y.get<double>(); });
+    ordered_json axis = {{"key", a.key}, {"values", seen}};
+    if (a.ranged) axis["range"] = {a.lo, a.hi};
+    axes.push_back(std::move(axis));
+  }
+  ordered_json policies = ordered_json::array();
+  if (!spec.policies.empty()) {
+    std::stringstream ss(spec.policies);
+    std::string item;
+    policies.push_back("none");
+    while (std::getline(ss, item, ','))
+      if (!item.empty() && item != "none") policies.push_back(item);
+  }
+  return {{"schema", "edgc.sweep/1"},
+          {"spec_file", spec.path},
+          {"base", spec.base},
+          {"description", spec.description},
+          {"mode", spec.random ? "random" : "grid"},
+          {"axes", axes},
+          {"points", points.size()},
+          {"repeats", spec.repeats},
+          {"policies", policies},
+          {"spec", spec.document}};
+}
+
+// Makes DIR ready: new (sweep.json written) or, with resume, the same sweep (its spec unchanged).
+void prepare_dir(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points,
+                 const SweepOptions& o) {
+  const fs::path dir(o.out);
+  const fs::path meta = dir / "sweep.json";
+  // The spec may itself live in DIR (`plan` writes its generated sweep spec there first).
+  const fs::path spec_dir = fs::absolute(spec.path).parent_path();
+  const bool spec_in_dir = fs::exists(dir) && fs::equivalent(spec_dir, dir);
+  check_sweep_out(o.out, o.resume, spec_in_dir ? fs::path(spec.path).filename().string() : std::string());
+  if (fs::exists(meta)) {
+    const json old = json::parse(read_text(meta), nullptr, false);
+    if (old.is_discarded() || !old.is_object() || !old.contains("spec"))
+      throw ConfigError(meta.string(), "spec", "not a sweep.json written by edgc sweep");
+    if (old["spec"] != json::parse(spec.document.dump()))
+      throw ConfigError(meta.string(), "spec",
+                        "DIR holds a different sweep than " + spec.path + " (its spec changed): use another --out");
+  }
+  fs::create_directories(dir);
+  write_file_atomic(meta, sweep_document(spec, points).dump(2) + "\n");
+  fs::create_directories(dir / "cache");  // after sweep.json: a directory with cache/ always holds its sweep
+}
+
+// Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line.
+void repair_results(const fs::path& file) {
+  if (!fs::exists(file)) return;
+  const std::string text = read_text(file);
+  if (text.empty() || text.back() == '\n') return;
+  const auto cut = text.rfind('\n');
+  fs::resize_file(file, cut == std::string::npos ? 0 : cut + 1);
+}
+
+class Appender {
+ public:
+  explicit Appender(const fs::path& file) : path_(file.string()) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw IoError(path_, std::string("cannot open for appending: ") + std::strerror(errno));
+  }
+  ~Appender() { ::close(fd_); }
+  Appender(const Appender&) = delete;
+  Appender& operator=(const Appender&) = delete;
+  /// One line in one write() (retried only for the rest of a short write).
+  void append(std::string line) {
+    line += '\n';
+    const char* p = line.data();
+    std::size_t left = line.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw IoError(path_, std::string("append failed: ") + std::strerror(errno));
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// ---- progress ----
+
+std::string fmt_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const auto t = static_cast<std::int64_t>(std::llround(s));
+  std::ostringstream os;
+  if (t >= 3600)
+    os << t / 3600 << "h" << (t % 3600) / 60 << "m";
+  else if (t >= 60)
+    os << t / 60 << "m" << t % 60 << "s";
+  else
+    os << t << "s";
+  return os.str();
+}
+
+class Progress {
+ public:
+  Progress(std::int64_t total, std::int64_t done_before, bool quiet)
+      : total_(total), before_(done_before), quiet_(quiet), tty_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+
+  void update(std::int64_t ran, std::int64_t failed, bool final = false) {
+    if (quiet_) return;
+    const double el = std::chrono::duration<double>(Clock::now() - start_).count();
+    const std::int64_t done = before_ + ran;
+    const double rate = el > 0 ? static_cast<double>(ran) / el * 60.0 : 0.0;
+    const double eta = ran > 0 ? el / static_cast<double>(ran) * static_cast<double>(total_ - done) : -1.0;
+    std::ostringstream os;
+    os << done << "/" << total_ << " points";
+    if (failed > 0) os << " (" << failed << " failed)";
+    os << ", " << results::fmt_f(rate, 1) << " points/min, elapsed " << fmt_duration(el);
+    if (!final) os << ", ETA " << fmt_duration(eta);
+    if (tty_) {
+      const int width = 30;
+      const auto filled = total_ > 0 ? static_cast<int>(width * done / total_) : width;
+      std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+                << std::string(static_cast<std::size_t>(width - filled), '.') << "] " << os.str() << "\033[K";
+      if (final) std::cerr << "\n";
+      std::cerr.flush();
+      return;
+    }
+    // Plain lines: at most one every 5 s, plus the last.
+    if (final || el - last_ >= 5.0) {
+      last_ = el;
+      std::cerr << "sweep: " << os.str() << "\n";
+    }
+  }
+
+ private:
+  std::int64_t total_;
+  std::int64_t before_;
+  bool quiet_;
+  bool tty_;
+  Clock::time_point start_;
+  double last_ = -1e9;
+};
+
+// ---- summary ----
+
+std::string csv_cell(const json& v) {
+  if (v.is_null()) return "";
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+void write_summary(const fs::path& dir, const scenario::SweepSpec& spec, const std::vector<json>& lines) {
+  std::vector<std::string> policies;
+  for (const json& l : lines)
+    if (l.contains("runs"))
+      for (const json& r : l["runs"])
+        if (std::find(policies.begin(), policies.end(), r["policy"].get<std::string>()) == policies.end())
+          policies.push_back(r["policy"].get<std::string>());
+  std::vector<std::string> fields = kRunFields;
+  if (spec.repeats > 1)
+    for (const std::string& f : kCiFields) fields.push_back(f + "_ci95");
+  std::ostringstream os;
+  os << "point";
+  for (const scenario::SweepAxis& a : spec.axes) os << ',' << csv_cell(a.key);
+  os << ",gpus,gpu";
+  for (const std::string& p : policies)
+    for (const std::string& f : fields) os << ',' << p << '.' << f;
+  os << ",error\n";
+  for (const json& l : lines) {
+    os << l["point"].get<std::int64_t>();
+    for (const scenario::SweepAxis& a : spec.axes) os << ',' << csv_cell(l["params"].value(a.key, json()));
+    os << ',' << csv_cell(l.value("gpus", json())) << ',' << csv_cell(l.value("gpu", json()));
+    for (const std::string& p : policies) {
+      const json* run = nullptr;
+      if (l.contains("runs"))
+        for (const json& r : l["runs"])
+          if (r["policy"] == p) run = &r;
+      for (const std::string& f : fields) os << ',' << (run != nullptr ? csv_cell(run->value(f, json())) : "");
+    }
+    os << ',' << csv_cell(l.value("error", json())) << '\n';
+  }
+  write_file_atomic(dir / "summary.csv", os.str());
+}
+
+// The ten best points for the last compared policy, by `field` (times and cost ascending, others descending).
+void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<json>& lines,
+                const std::string& field) {
+  struct Row {
+    double key;
+    const json* line;
+    const json* run;
+  };
+  std::vector<Row> rows;
+  for (const json& l : lines) {
+    if (!l.contains("runs") || l["runs"].empty()) continue;
+    const json& run = l["runs"].back();
+    if (!run.contains(field)) throw UsageError("--best-by", "'" + field + "' is not a run field of results.jsonl");
+    rows.push_back({run[field].get<double>(), &l, &run});
+  }
+  if (rows.empty()) return;
+  const bool ascending =
+      field.size() > 2 && (field.rfind("_s") == field.size() - 2 || field == "cost_usd" || field == "gpu_hours");
+  std::stable_sort(rows.begin(), rows.end(),
+                   [ascending](const Row& a, const Row& b) { return ascending ? a.key < b.key : a.key > b.key; });
+  const std::string policy = rows.front().run->at("policy").get<std::string>();
+  os << "best points for policy " << policy << " by " << field << (ascending ? " (lowest first)" : " (highest first)")
+     << "\n";
+  std::vector<std::string> head = {"point"};
+  for (const scenario::SweepAxis& a : spec.axes) head.push_back(a.key);
+  for (const char* h : {"iter s", "comm -%", "train h", "speedup", "cost $"}) head.emplace_back(h);
+  results::Table t(head);
+  for (std::size_t i = 0; i < std::min<std::size_t>(10, rows.size()); ++i) {
+    const json& l = *rows[i].line;
+    const json& r = *rows[i].run;
+    std::vector<std::string> cells = {std::to_string(l["point"].get<std::int64_t>())};
+    for (const scenario::SweepAxis& a : spec.axes) {
+      const json v = l["params"].value(a.key, json());
+      cells.push_back(v.is_string()         ? v.get<std::string>()
+                      : v.is_number_float() ? results::fmt_g(v.get<double>(), 4)
+                                            : v.dump());
+    }
+    cells.push_back(results::fmt_f(r["iteration_time_s"].get<double>(), 4));
+    cells.push_back(results::fmt_f(100.0 * r["comm_latency_reduction_vs_none"].get<double>(), 2));
+    cells.push_back(results::fmt_f(r["training_time_s"].get<double>() / 3600.0, 2));
+    cells.push_back(results::fmt_f(r["speedup_vs_none"].get<double>(), 4));
+    cells.push_back(results::fmt_f(r["cost_usd"].get<double>(), 0));
+    t.add_row(cells);
+  }
+  t.print(os);
+}
+
+// ---- the loops ----
+
+// This executable's path, for exec'd workers.
+std::string self_executable() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw InternalError("cannot read /proc/self/exe: " + ec.message());
+  return p.string();
+}
+
+// Starts point `idx`: forked in-process, or (with MPI initialised in this process, where fork() is unsafe:
+// Open MPI's threads and memory hooks) as an exec'd `edgc sweep-point`.
+void start_point(core::ChildPool& pool, const scenario::SweepSpec& spec,
+                 const std::vector<scenario::SweepPoint>& points, std::size_t idx, const std::string& cache,
+                 bool exec) {
+  if (!exec) {
+    const scenario::SweepPoint& p = points[idx];
+    pool.start(idx, [&spec, &p, &cache]() { return evaluate_point(spec, p, cache); });
+    return;
+  }
+  std::vector<std::string> argv = {self_executable(), "sweep-point", "--spec",
+                                   spec.path,         "--point",     std::to_string(points[idx].index),
+                                   "--cache",         cache};
+  for (const std::string& s : spec.command_line_sets) {
+    argv.emplace_back("--set");
+    argv.push_back(s);
+  }
+  pool.start_command(idx, argv);
+}
+
+// Rank ≥ 1 of a distributed sweep: ask for points, run them, send the lines back, until told to stop.
+void serve_points(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points,
+                  const SweepOptions& o, MpiSession& mpi) {
+  // Nothing is created here: rank 0 prepares DIR before it hands out the first point (a directory made by this
+  // rank first would look like a foreign one to rank 0), and the workers create DIR/cache where it is missing
+  // (ranks on other machines without a shared file system).
+  const std::string cache = (fs::path(o.out) / "cache").string();
+  core::ChildPool pool;
+  for (int i = 0; i < o.jobs; ++i) mpi.send(0, kTagReady, "");
+  for (;;) {
+    while (std::optional<MpiSession::Message> m = mpi.poll()) {
+      if (m->tag == kTagStop) return;
+      if (m->tag == kTagPoint) {
+        const auto idx = static_cast<std::size_t>(std::stoll(m->payload));
+        if (idx >= points.size()) throw InternalError("distributed sweep: point " + m->payload + " out of range");
+        start_point(pool, spec, points, idx, cache, true);
+      }
+      // kTagNone: that slot stays idle
+    }
+    if (std::optional<core::ChildPool::Finished> f = pool.wait_any(pool.running() > 0 ? 0.002 : 0.0)) {
+      try {
+        mpi.send(0, kTagResult, line_of(*f, points.at(f->id)));
+      } catch (const std::exception& e) {
+        mpi.send(0, kTagFatal, "rank " + std::to_string(mpi.rank()) + ": " + e.what());
+        continue;
+      }
+      mpi.send(0, kTagReady, "");
+    } else if (pool.running() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
+}  // namespace
+
+void check_sweep_out(const std::string& out, bool resume, const std::string& own_file) {
+  const fs::path dir(out);
+  if (fs::exists(dir) && !fs::is_directory(dir)) throw UsageError("--out", "'" + out + "' is not a directory");
+  if (fs::exists(dir / "sweep.json")) {
+    if (!resume)
+      throw UsageError("--out",
+                       "'" + out + "' already holds a sweep: pass --resume to continue it, or choose another --out");
+    return;
+  }
+  if (!fs::exists(dir)) return;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp-") != std::string::npos) continue;  // write_file_atomic's temporary names
+    if (name == "cache" && entry.is_directory() && fs::is_empty(entry.path())) continue;
+    if (!own_file.empty() && name == own_file) continue;
+    throw UsageError("--out", "'" + out + "' is not empty and holds no sweep.json");
+  }
+}
+
+std::string sweep_point_line(const scenario::SweepSpec& spec, std::int64_t index, const std::string& cache_dir) {
+  const std::vector<scenario::SweepPoint> points = scenario::expand_points(spec);
+  if (index < 0 || index >= static_cast<std::int64_t>(points.size()))
+    throw UsageError("--point", std::to_string(index) + " is not a point of " + spec.path);
+  const scenario::SweepPoint& p = points[static_cast<std::size_t>(index)];
+  try {
+    return evaluate_point(spec, p, cache_dir);
+  } catch (const InputError& e) {
+    return error_line(p, e.what()).dump();
+  }
+}
+
+std::vector<json> read_results(const std::string& dir) {
+  const fs::path file = fs::path(dir) / "results.jsonl";
+  std::vector<json> out;
+  if (!fs::exists(file)) return out;
+  const std::string text = read_text(file);
+  std::set<std::int64_t> seen;
+  std::size_t pos = 0;
+  for (int line_no = 1; pos < text.size(); ++line_no) {
+    const auto nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // a partial last line: ignored (and cut off by the next --resume)
+    const std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    const std::string where = file.string() + ":" + std::to_string(line_no);
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) throw ConfigError(where, "", "not a JSON object");
+    if (!j.contains("point") || !j["point"].is_number_integer())
+      throw ConfigError(where, "point", "missing or not an integer");
+    if (!j.contains("params") || !j["params"].is_object())
+      throw ConfigError(where, "params", "missing or not an object");
+    if (!j.contains("runs") && !j.contains("error")) throw ConfigError(where, "runs", "missing (and no error)");
+    if (!seen.insert(j["point"].get<std::int64_t>()).second)
+      throw ConfigError(where, "point", "point " + j["point"].dump() + " appears twice");
+    out.push_back(std::move(j));
+  }
+  std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["point"] < b["point"]; });
+  return out;
+}
+
+SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, MpiSession* mpi) {
+  if (o.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(o.jobs));
+  const std::vector<scenario::SweepPoint> points = scenario::expand_points(spec);
+  SweepOutcome outcome;
+  outcome.points = static_cast<std::int64_t>(points.size());
+  if (mpi != nullptr && mpi->rank() != 0) {
+    serve_points(spec, points, o, *mpi);
+    return outcome;
+  }
+  const auto t0 = Clock::now();
+  const fs::path dir(o.out);
+  prepare_dir(spec, points, o);
+  const fs::path results = dir / "results.jsonl";
+  repair_results(results);
+  std::set<std::int64_t> done;
+  for (const json& l : read_results(o.out)) {
+    done.insert(l["point"].get<std::int64_t>());
+    if (l.contains("error")) ++outcome.failed;
+  }
+  outcome.already_done = static_cast<std::int64_t>(done.size());
+  std::deque<std::size_t> pending;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (done.count(points[i].index) == 0U) pending.push_back(i);
+
+  Appender out(results);
+  Progress progress(outcome.points, outcome.already_done, o.quiet);
+  const std::string cache = (dir / "cache").string();
+  core::ChildPool pool;
+  std::int64_t remote_busy = 0;
+  const auto record = [&](const std::string& line) {
+    if (json::parse(line).contains("error")) ++outcome.failed;
+    out.append(line);
+    ++outcome.ran;
+    progress.update(outcome.ran, outcome.failed);
+  };
+  progress.update(0, outcome.failed);
+  while (!pending.empty() || pool.running() > 0 || remote_busy > 0) {
+    while (!pending.empty() && static_cast<int>(pool.running()) < o.jobs) {
+      const std::size_t idx = pending.front();
+      pending.pop_front();
+      start_point(pool, spec, points, idx, cache, mpi != nullptr);
+    }
+    bool busy = false;
+    if (mpi != nullptr) {
+      while (std::optional<MpiSession::Message> m = mpi->poll()) {
+        busy = true;
+        if (m->tag == kTagFatal) throw InternalError("distributed sweep: " + m->payload);
+        if (m->tag == kTagResult) {
+          --remote_busy;
+          record(m->payload);
+        } else if (m->tag == kTagReady) {
+          if (pending.empty()) {
+            mpi->send(m->from, kTagNone, "");
+          } else {
+            mpi->send(m->from, kTagPoint, std::to_string(pending.front()));
+            pending.pop_front();
+            ++remote_busy;
+          }
+        }
+      }
+    }
+    const double wait = mpi == nullptr ? -1.0 : 0.002;
+    if (pool.running() > 0) {
+      if (std::optional<core::ChildPool::Finished> f = pool.wait_any(busy ? 0.0 : wait))
+        record(line_of(*f, points.at(f->id)));
+    } else if (mpi != nullptr && !busy) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  if (mpi != nullptr)
+    for (int r = 1; r < mpi->size(); ++r) mpi->send(r, kTagStop, "");
+  progress.update(outcome.ran, outcome.failed, true);
+  outcome.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  outcome.results = read_results(o.out);
+  write_summary(dir, spec, outcome.results);
+  if (!o.quiet) {
+    std::cout << "\n";
+    print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by);
+  }
+  return outcome;
+}
+
+}  // namespace edgc::engine

@@ -1,0 +1,422 @@
+#include "edgc/engine/validate.hpp"
+
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "edgc/core/error.hpp"
+#include "edgc/results/table.hpp"
+#include "edgc/sim/collectives.hpp"
+
+XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_validate, "edgc validate: live step patterns on the simulated cluster");
+
+namespace edgc::engine::validate {
+namespace {
+
+using nlohmann::ordered_json;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Everything the rank actors share. Actors are not threads: plain shared data is safe.
+struct SimState {
+  const results::Measurements* m = nullptr;
+  const Patterns* patterns = nullptr;
+  const std::vector<std::vector<double>>* compute_s = nullptr;
+  std::vector<sim::Group> stage_groups;  // per stage, members by replica
+  sim::Group calibration;                // the first calibration.ranks members of stage 0's group
+  sg4::BarrierPtr world;
+  std::vector<std::vector<std::vector<double>>> shortest_s;  // [pattern][stage][collective], min over members
+  std::vector<std::vector<double>> sync_s;                   // [pattern][stage], max over members
+  std::vector<double> calibration_start_s;
+  std::vector<double> calibration_end_s;
+};
+
+// One live rank: for every pattern, meet all ranks at the world barrier (live's barrier before each step), then
+// synchronise its stage as PowerSgd::step did; then the calibration all-reduces, one per row.
+class RankActor {
+ public:
+  RankActor(SimState* state, int rank) : state_(state), rank_(rank) {}
+
+  void operator()() const {
+    const results::RankPlace& place = state_->m->placement[static_cast<std::size_t>(rank_)];
+    for (std::size_t p = 0; p < state_->patterns->distinct.size(); ++p) {
+      state_->world->wait();
+      const double t0 = sg4::Engine::get_clock();
+      sync_stage(p, place.stage, place.replica);
+      double& sync = state_->sync_s[p][static_cast<std::size_t>(place.stage)];
+      sync = std::max(sync, sg4::Engine::get_clock() - t0);
+    }
+    const auto& rows = state_->m->calibration.rows;
+    const bool member = place.stage == 0 && place.replica < state_->calibration.size();
+    for (std::size_t i = 0; i < state_->calibration_start_s.size(); ++i) {
+      state_->world->wait();
+      state_->calibration_start_s[i] = sg4::Engine::get_clock();  // the same for every rank
+      if (!member) continue;
+      sim::ring_all_reduce(state_->calibration, place.replica, static_cast<std::uint64_t>(rows[i].bytes));
+      state_->calibration_end_s[i] = std::max(state_->calibration_end_s[i], sg4::Engine::get_clock());
+    }
+  }
+
+ private:
+  // The order of sim::StageSync (and of PowerSgd::step): ⅓ of the compression compute before the P all-reduce
+  // (M = G + E, P = MQ), ⅓ after it (orthogonalisation, Q = MᵀP), ⅓ after the Q all-reduce (M̂ = PQᵀ, E = M − M̂).
+  // The dense all-reduce goes where the stage issued it (PowerSgd sends it first). A third with no P or Q to
+  // follow is slept at the end (never happens for live's steps: compute is 0 without compressed matrices).
+  void sync_stage(std::size_t p, int stage, int replica) const {
+    const auto s = static_cast<std::size_t>(stage);
+    const StagePattern& sp = state_->patterns->distinct[p].stages[s];
+    const double third_s = (*state_->compute_s)[p][s] / 3.0;
+    int thirds_left = 3;
+    const auto think = [&] {
+      if (third_s > 0) sg4::this_actor::sleep_for(third_s);
+      --thirds_left;
+    };
+    int first_p = -1, last_p = -1, last_q = -1;
+    for (int i = 0; i < static_cast<int>(sp.collectives.size()); ++i) {
+      const std::string& kind = sp.collectives[static_cast<std::size_t>(i)].kind;
+      if (kind == "P" && first_p < 0) first_p = i;
+      if (kind == "P") last_p = i;
+      if (kind == "Q") last_q = i;
+    }
+    if (first_p < 0) think();
+    const sim::Group& group = state_->stage_groups[s];
+    for (int i = 0; i < static_cast<int>(sp.collectives.size()); ++i) {
+      if (i == first_p) think();
+      const double entered = sg4::Engine::get_clock();
+      sim::ring_all_reduce(group, replica,
+                           static_cast<std::uint64_t>(sp.collectives[static_cast<std::size_t>(i)].bytes));
+      // Live records the SHORTEST duration of a call over the group's ranks: the last rank to arrive waits for
+      // nobody, so its duration is the collective itself, not the skew between ranks. The same statistic here is
+      // the duration counted from when the LAST member entered (a ring ends for everyone about then + its time),
+      // so the compute before it, and a late stage, do not count as communication on either side.
+      double& shortest = state_->shortest_s[p][s][static_cast<std::size_t>(i)];
+      shortest = std::min(shortest, sg4::Engine::get_clock() - entered);
+      if (i == last_p) think();
+      if (i == last_q) think();
+    }
+    while (thirds_left > 0) think();
+  }
+
+  SimState* state_;
+  int rank_;
+};
+
+// Row keys in print order: policy (run index), category, stage, collective kind.
+enum Category { kCollective = 0, kSync = 1, kIteration = 2, kCompute = 3, kCalibration = 4 };
+const char* category_name(int c) {
+  static const char* const names[] = {"collective", "sync", "iteration", "compute", "calibration"};
+  return names[c];
+}
+int kind_order(const std::string& kind) { return kind == "P" ? 0 : kind == "Q" ? 1 : 2; }
+
+ordered_json number_or_null(double x) { return std::isfinite(x) ? ordered_json(x) : ordered_json(nullptr); }
+
+ordered_json row_json(const Row& r) {
+  ordered_json j = {{"category", r.category}};
+  if (!r.policy.empty()) j["policy"] = r.policy;
+  if (r.stage >= 0) j["stage"] = r.stage;
+  if (!r.kind.empty()) j["kind"] = r.kind;
+  j["count"] = r.stats.count;
+  j["mean_measured_s"] = number_or_null(r.stats.mean_measured());
+  j["mean_predicted_s"] = number_or_null(r.stats.mean_predicted());
+  j["mape_pct"] = number_or_null(r.stats.mape_pct());
+  j["max_ape_pct"] = number_or_null(r.stats.ape_count > 0 ? r.stats.max_ape_pct : kNaN);
+  return j;
+}
+
+double ape_pct(double measured, double predicted) {
+  return measured > 0 ? std::abs(predicted - measured) / measured * 100.0 : kNaN;
+}
+
+std::string ms(double s) { return results::fmt_g(s * 1e3, 4); }
+
+// A number of the report's JSON, NaN for null.
+double num(const ordered_json& v) { return v.is_number() ? v.get<double>() : kNaN; }
+
+void print_rows(std::ostream& os, const std::vector<Row>& rows) {
+  results::Table t({"category", "policy", "stage", "kind", "n", "measured ms", "predicted ms", "MAPE %", "max APE %"});
+  for (const Row& r : rows)
+    t.add_row({r.category, r.policy.empty() ? "all" : r.policy, r.stage >= 0 ? std::to_string(r.stage) : "all",
+               r.kind.empty() ? "" : r.kind, std::to_string(r.stats.count), ms(r.stats.mean_measured()),
+               ms(r.stats.mean_predicted()), results::fmt_f(r.stats.mape_pct(), 2),
+               results::fmt_f(r.stats.ape_count > 0 ? r.stats.max_ape_pct : kNaN, 2)});
+  t.print(os);
+}
+
+}  // namespace
+
+Patterns extract_patterns(const results::Measurements& m) {
+  Patterns out;
+  std::map<StepPattern, std::size_t> seen;
+  for (const results::PolicyRun& run : m.runs) {
+    std::vector<std::size_t>& of_step = out.of_step.emplace_back();
+    for (const results::Step& step : run.steps) {
+      StepPattern sp;
+      for (const results::StageStep& st : step.stages) {
+        StagePattern& stage = sp.stages.emplace_back();
+        for (const results::Collective& c : st.collectives) stage.collectives.push_back({c.kind, c.bytes});
+        for (const results::MatrixGroup& g : st.matrices) stage.matrices.push_back({g.rows, g.cols, g.rank, g.count});
+      }
+      const auto [it, added] = seen.emplace(std::move(sp), out.distinct.size());
+      if (added) out.distinct.push_back(it->first);
+      of_step.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> stage_groups(const results::Measurements& m) {
+  std::vector<std::vector<int>> groups(static_cast<std::size_t>(m.pp),
+                                       std::vector<int>(static_cast<std::size_t>(m.dp), -1));
+  for (const results::RankPlace& p : m.placement)
+    groups[static_cast<std::size_t>(p.stage)][static_cast<std::size_t>(p.replica)] = p.rank;
+  return groups;  // read_measurements guarantees every (stage, replica) exactly once
+}
+
+std::vector<int> platform_gpus(const results::Measurements& m, const sim::ClusterSpec& cluster,
+                               const std::string& cluster_where) {
+  if (cluster.total_gpus() < m.world_size)
+    throw ConfigError(cluster_where, "cluster.nodes",
+                      "the cluster has " + std::to_string(cluster.total_gpus()) + " GPUs (" +
+                          std::to_string(cluster.nodes) + " × " + std::to_string(cluster.gpus_per_node) +
+                          "), the measured run had " + std::to_string(m.world_size) + " ranks");
+  std::vector<int> gpus;
+  for (const results::RankPlace& p : m.placement) {
+    const std::string at = " (measurements placement[" + std::to_string(p.rank) + "])";
+    if (p.local >= cluster.gpus_per_node)
+      throw ConfigError(cluster_where, "cluster.gpus_per_node",
+                        "rank " + std::to_string(p.rank) + " ran as local index " + std::to_string(p.local) +
+                            " of host '" + p.host + "', but a node has " + std::to_string(cluster.gpus_per_node) +
+                            " GPUs" + at);
+    if (p.node >= cluster.nodes)
+      throw ConfigError(cluster_where, "cluster.nodes",
+                        "rank " + std::to_string(p.rank) + " ran on node " + std::to_string(p.node) + " (host '" +
+                            p.host + "'), but the cluster has " + std::to_string(cluster.nodes) + " nodes" + at);
+    gpus.push_back(p.node * cluster.gpus_per_node + p.local);
+  }
+  return gpus;
+}
+
+double modelled_compute_s(const StagePattern& stage, int element_bytes, const sim::GpuSpec& gpu,
+                          const sim::CostParams& params) {
+  double total_s = 0.0;
+  for (const MatrixBatch& b : stage.matrices)
+    total_s += sim::powersgd_batch_s(b.rows, b.cols, b.rank, b.count, element_bytes, gpu, params);
+  return total_s;
+}
+
+Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const results::Measurements& m,
+                   const Patterns& patterns, const std::vector<std::vector<double>>& compute_s,
+                   const std::vector<int>& gpus) {
+  SimState st;
+  st.m = &m;
+  st.patterns = &patterns;
+  st.compute_s = &compute_s;
+  const auto groups = stage_groups(m);
+  for (std::size_t s = 0; s < groups.size(); ++s) {
+    sim::Group& g = st.stage_groups.emplace_back(sim::Group{{}, "val-s" + std::to_string(s)});
+    for (int rank : groups[s]) g.hosts.push_back(platform.gpu(gpus[static_cast<std::size_t>(rank)]));
+  }
+  st.calibration.tag = "val-cal";
+  if (m.calibration.ranks >= 2) {
+    for (int i = 0; i < m.calibration.ranks; ++i)
+      st.calibration.hosts.push_back(st.stage_groups[0].hosts[static_cast<std::size_t>(i)]);
+    st.calibration_start_s.assign(m.calibration.rows.size(), 0.0);
+    st.calibration_end_s.assign(m.calibration.rows.size(), 0.0);
+  }
+  const std::size_t pp = static_cast<std::size_t>(m.pp);
+  for (const StepPattern& p : patterns.distinct) {
+    auto& shortest = st.shortest_s.emplace_back();
+    for (const StagePattern& s : p.stages)
+      shortest.emplace_back(s.collectives.size(), std::numeric_limits<double>::infinity());
+  }
+  st.sync_s.assign(patterns.distinct.size(), std::vector<double>(pp, 0.0));
+  st.world = sg4::Barrier::create(static_cast<unsigned>(m.world_size));
+  for (int r = 0; r < m.world_size; ++r)
+    sg4::Actor::create("val-rank" + std::to_string(r), platform.gpu(gpus[static_cast<std::size_t>(r)]),
+                       RankActor(&st, r));
+  XBT_DEBUG("%zu step patterns, %zu calibration rows", patterns.distinct.size(), st.calibration_start_s.size());
+  engine.run();
+
+  Simulated out;
+  for (std::size_t p = 0; p < patterns.distinct.size(); ++p) {
+    Prediction pr;
+    pr.collective_s = st.shortest_s[p];
+    pr.sync_s = st.sync_s[p];
+    pr.compute_s = compute_s[p];
+    pr.iteration_s = *std::max_element(pr.sync_s.begin(), pr.sync_s.end());
+    out.patterns.push_back(std::move(pr));
+  }
+  for (std::size_t i = 0; i < st.calibration_start_s.size(); ++i)
+    out.calibration_s.push_back(st.calibration_end_s[i] - st.calibration_start_s[i]);
+  return out;
+}
+
+void ErrorStats::add(double measured, double predicted) {
+  ++count;
+  sum_measured += measured;
+  sum_predicted += predicted;
+  const double ape = ape_pct(measured, predicted);
+  if (std::isnan(ape)) return;
+  ++ape_count;
+  sum_ape_pct += ape;
+  max_ape_pct = std::max(max_ape_pct, ape);
+}
+double ErrorStats::mean_measured() const { return count > 0 ? sum_measured / static_cast<double>(count) : kNaN; }
+double ErrorStats::mean_predicted() const { return count > 0 ? sum_predicted / static_cast<double>(count) : kNaN; }
+double ErrorStats::mape_pct() const { return ape_count > 0 ? sum_ape_pct / static_cast<double>(ape_count) : kNaN; }
+
+Report compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated) {
+  std::map<std::tuple<std::size_t, int, int, int>, Row> rows;
+  std::map<int, Row> overall;
+  const auto add = [&](std::size_t run, int cat, int stage, const std::string& kind, double measured,
+                       double predicted) {
+    Row& r = rows[{run, cat, stage, kind.empty() ? -1 : kind_order(kind)}];
+    if (r.category.empty()) r = Row{category_name(cat), m.runs[run].policy, stage, kind, {}};
+    r.stats.add(measured, predicted);
+    Row& o = overall[cat];
+    if (o.category.empty()) o.category = category_name(cat);
+    o.stats.add(measured, predicted);
+  };
+  for (std::size_t r = 0; r < m.runs.size(); ++r) {
+    for (std::size_t k = 0; k < m.runs[r].steps.size(); ++k) {
+      const results::Step& step = m.runs[r].steps[k];
+      const Prediction& pr = simulated.patterns[patterns.of_step[r][k]];
+      for (std::size_t s = 0; s < step.stages.size(); ++s) {
+        const results::StageStep& st = step.stages[s];
+        const int stage = static_cast<int>(s);
+        for (std::size_t i = 0; i < st.collectives.size(); ++i)
+          add(r, kCollective, stage, st.collectives[i].kind, st.collectives[i].time_s, pr.collective_s[s][i]);
+        add(r, kSync, stage, "", st.sync_s, pr.sync_s[s]);
+        add(r, kCompute, stage, "", st.compute_s, pr.compute_s[s]);
+      }
+      add(r, kIteration, -1, "", step.iteration_s, pr.iteration_s);
+    }
+  }
+  Report rep;
+  for (auto& [key, row] : rows) rep.rows.push_back(std::move(row));
+
+  // The calibration: measured, the ring fit live derived the cluster file from, and the simulation of that file.
+  const results::Calibration& cal = m.calibration;
+  const double d = cal.ranks;
+  rep.calibration = {{"ranks", cal.ranks},
+                     {"latency_s", cal.latency_s},
+                     {"bandwidth_Bps", cal.bandwidth_Bps},
+                     {"rows", ordered_json::array()}};
+  Row cal_row{category_name(kCalibration), "", -1, "", {}};
+  for (std::size_t i = 0; i < simulated.calibration_s.size(); ++i) {
+    const auto& row = cal.rows[i];
+    const double fit_s =
+        cal.bandwidth_Bps > 0
+            ? 2 * (d - 1) * cal.latency_s + 2 * (d - 1) / d * static_cast<double>(row.bytes) / cal.bandwidth_Bps
+            : kNaN;
+    cal_row.stats.add(row.time_s, simulated.calibration_s[i]);
+    rep.calibration["rows"].push_back({{"bytes", row.bytes},
+                                       {"measured_s", row.time_s},
+                                       {"fit_s", number_or_null(fit_s)},
+                                       {"predicted_s", simulated.calibration_s[i]},
+                                       {"ape_pct", number_or_null(ape_pct(row.time_s, simulated.calibration_s[i]))}});
+  }
+  rep.calibration["mape_pct"] = number_or_null(cal_row.stats.mape_pct());
+  rep.calibration["max_ape_pct"] = number_or_null(cal_row.stats.ape_count > 0 ? cal_row.stats.max_ape_pct : kNaN);
+  for (auto& [cat, row] : overall) rep.overall.push_back(std::move(row));
+  if (cal_row.stats.count > 0) rep.overall.push_back(std::move(cal_row));
+
+  // T_com at the probed ranks, beside the simulated communication of a step that ran at the same rank (same stage,
+  // same rank ⇒ same P, Q and dense sizes). Probed ranks no step ran at have no simulated value.
+  rep.tcom = {{"points", ordered_json::array()}, {"fit", ordered_json::array()}};
+  for (const results::TcomPoint& pt : m.tcom_points) {
+    double predicted = kNaN;
+    for (std::size_t r = 0; r < m.runs.size() && std::isnan(predicted); ++r)
+      for (std::size_t k = 0; k < m.runs[r].steps.size() && std::isnan(predicted); ++k)
+        if (m.runs[r].steps[k].stages[static_cast<std::size_t>(pt.stage)].rank == pt.rank) {
+          const auto& colls =
+              simulated.patterns[patterns.of_step[r][k]].collective_s[static_cast<std::size_t>(pt.stage)];
+          predicted = 0.0;
+          for (double c : colls) predicted += c;
+        }
+    double fit = kNaN;
+    for (const results::TcomFit& f : m.tcom_fit)
+      if (f.stage == pt.stage) fit = f.eta_s * pt.rank + f.c_s;
+    rep.tcom["points"].push_back({{"stage", pt.stage},
+                                  {"rank", pt.rank},
+                                  {"measured_comm_s", pt.comm_s},
+                                  {"fit_comm_s", number_or_null(fit)},
+                                  {"predicted_comm_s", number_or_null(predicted)},
+                                  {"ape_pct", number_or_null(ape_pct(pt.comm_s, predicted))}});
+  }
+  for (const results::TcomFit& f : m.tcom_fit)
+    rep.tcom["fit"].push_back(
+        {{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}, {"points", f.points}});
+  return rep;
+}
+
+ordered_json report_json(const Report& report, const Patterns& patterns, const Simulated& simulated,
+                         ordered_json header) {
+  ordered_json j = {{"schema", kValidateSchema}};
+  for (auto it = header.begin(); it != header.end(); ++it) j[it.key()] = *it;
+  j["rows"] = ordered_json::array();
+  for (const Row& r : report.rows) j["rows"].push_back(row_json(r));
+  j["overall"] = ordered_json::array();
+  for (const Row& r : report.overall) j["overall"].push_back(row_json(r));
+  j["calibration"] = report.calibration;
+  j["tcom"] = report.tcom;
+  j["patterns"] = ordered_json::array();
+  for (std::size_t p = 0; p < patterns.distinct.size(); ++p) {
+    const Prediction& pr = simulated.patterns[p];
+    ordered_json stages = ordered_json::array();
+    for (std::size_t s = 0; s < patterns.distinct[p].stages.size(); ++s) {
+      const StagePattern& sp = patterns.distinct[p].stages[s];
+      ordered_json colls = ordered_json::array();
+      for (std::size_t i = 0; i < sp.collectives.size(); ++i)
+        colls.push_back({{"kind", sp.collectives[i].kind},
+                         {"bytes", sp.collectives[i].bytes},
+                         {"predicted_s", pr.collective_s[s][i]}});
+      std::int64_t matrices = 0;
+      for (const MatrixBatch& b : sp.matrices) matrices += b.count;
+      stages.push_back({{"sync_s", pr.sync_s[s]},
+                        {"compute_s", pr.compute_s[s]},
+                        {"compressed_matrices", matrices},
+                        {"collectives", std::move(colls)}});
+    }
+    j["patterns"].push_back({{"iteration_s", pr.iteration_s}, {"stages", std::move(stages)}});
+  }
+  j["pattern_of_step"] = patterns.of_step;
+  return j;
+}
+
+void print_report(std::ostream& os, const Report& report) {
+  print_rows(os, report.rows);
+  os << "\noverall\n";
+  print_rows(os, report.overall);
+  const auto& cal_rows = report.calibration.at("rows");
+  if (!cal_rows.empty()) {
+    os << "\ncalibration: dense all-reduce over " << report.calibration.at("ranks").get<int>()
+       << " ranks of stage 0 (fit = the ring alpha-beta fit the cluster file was made from)\n";
+    results::Table t({"bytes", "measured ms", "fit ms", "simulated ms", "APE %"});
+    for (const auto& r : cal_rows)
+      t.add_row({std::to_string(r.at("bytes").get<std::int64_t>()), ms(num(r.at("measured_s"))), ms(num(r.at("fit_s"))),
+                 ms(num(r.at("predicted_s"))), results::fmt_f(num(r.at("ape_pct")), 2)});
+    t.print(os);
+  }
+  const auto& points = report.tcom.at("points");
+  if (!points.empty()) {
+    os << "\nT_com probes: measured P + Q + dense all-reduce time vs the simulated one of a step at the same rank\n";
+    results::Table t({"stage", "rank", "measured ms", "fit ms", "simulated ms", "APE %"});
+    for (const auto& p : points)
+      t.add_row({std::to_string(p.at("stage").get<int>()), std::to_string(p.at("rank").get<int>()),
+                 ms(num(p.at("measured_comm_s"))), ms(num(p.at("fit_comm_s"))), ms(num(p.at("predicted_comm_s"))),
+                 results::fmt_f(num(p.at("ape_pct")), 2)});
+    t.print(os);
+    for (const auto& f : report.tcom.at("fit"))
+      os << "  fit stage " << f.at("stage").get<int>() << ": T_com(r) = " << ms(f.at("eta_s").get<double>())
+         << " ms · r + " << ms(f.at("c_s").get<double>()) << " ms (R² " << results::fmt_f(f.at("r2").get<double>(), 3)
+         << ", " << f.at("points").get<int>() << " points)\n";
+  }
+}
+
+}  // namespace edgc::engine::validate

@@ -1,0 +1,324 @@
+#include "edgc/engine/whole_run_plan.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "edgc/core/error.hpp"
+#include "edgc/core/isolated.hpp"
+#include "edgc/core/random.hpp"
+#include "edgc/sim/layout.hpp"
+#include "edgc/sim/platform.hpp"
+
+namespace edgc::engine {
+namespace {
+
+using nlohmann::ordered_json;
+
+class SyntheticSource final : public EntropySource {
+ public:
+  explicit SyntheticSource(SyntheticEntropy s) : s_(s) {}
+
+  core::StageObservation at(int stage, double f) const override {
+    double h =
+        s_.end_nats + (s_.start_nats - s_.end_nats) * std::exp(-f / s_.decay_fraction) + stage * s_.stage_step_nats;
+    if (s_.noise_nats > 0.0) {
+      const std::uint64_t bits = std::bit_cast<std::uint64_t>(f);
+      const std::uint64_t x = mix64(s_.seed ^ mix64(bits + static_cast<std::uint64_t>(stage) * 0x9e37ULL));
+      const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // [0, 1)
+      h += s_.noise_nats * std::sqrt(3.0) * (2.0 * u - 1.0);      // uniform, standard deviation noise_nats
+    }
+    core::StageObservation o;
+    o.entropy_gaussian = h;
+    o.entropy_histogram = h;
+    return o;
+  }
+  std::optional<double> loss(double) const override { return std::nullopt; }
+  ordered_json describe() const override {
+    return {{"source", "synthetic"},
+            {"start_nats", s_.start_nats},
+            {"end_nats", s_.end_nats},
+            {"decay_fraction", s_.decay_fraction},
+            {"stage_step_nats", s_.stage_step_nats},
+            {"noise_nats", s_.noise_nats},
+            {"seed", s_.seed}};
+  }
+
+ private:
+  SyntheticEntropy s_;
+};
+
+std::optional<double> lerp(const std::optional<double>& a, const std::optional<double>& b, double t) {
+  if (a && b) return *a + (*b - *a) * t;
+  return t < 0.5 ? a : b;
+}
+
+class TraceSource final : public EntropySource {
+ public:
+  TraceSource(TraceEntropy t, std::vector<int> map) : t_(std::move(t)), map_(std::move(map)) {}
+
+  core::StageObservation at(int stage, double f) const override {
+    const int ts = map_[static_cast<std::size_t>(stage)];
+    const auto [a, b, w] = bracket(f);
+    const auto& x = a->stages[static_cast<std::size_t>(ts)];
+    const auto& y = b->stages[static_cast<std::size_t>(ts)];
+    core::StageObservation o;
+    o.entropy_gaussian = lerp(x.entropy_gaussian, y.entropy_gaussian, w);
+    o.entropy_histogram = lerp(x.entropy_histogram, y.entropy_histogram, w);
+    o.excess_kurtosis = lerp(x.excess_kurtosis, y.excess_kurtosis, w);
+    o.elements = x.elements;
+    return o;
+  }
+  std::optional<double> loss(double f) const override {
+    const auto [a, b, w] = bracket(f);
+    return lerp(a->loss, b->loss, w);
+  }
+  ordered_json describe() const override {
+    return {{"source", "trace"},
+            {"path", t_.path},
+            {"trace_iterations", t_.steps},
+            {"captured_iterations", t_.points.size()},
+            {"stage_map", map_}};
+  }
+
+ private:
+  // The captured points around trace iteration f·steps and the interpolation weight between them.
+  std::tuple<const TraceEntropyPoint*, const TraceEntropyPoint*, double> bracket(double f) const {
+    const double it = f * static_cast<double>(t_.steps);
+    const auto& p = t_.points;
+    const auto hi = std::lower_bound(p.begin(), p.end(), it, [](const TraceEntropyPoint& q, double v) {
+      return static_cast<double>(q.iteration) < v;
+    });
+    if (hi == p.begin()) return {&p.front(), &p.front(), 0.0};
+    if (hi == p.end()) return {&p.back(), &p.back(), 0.0};
+    const auto lo = hi - 1;
+    const double span = static_cast<double>(hi->iteration - lo->iteration);
+    return {&*lo, &*hi, (it - static_cast<double>(lo->iteration)) / span};
+  }
+
+  TraceEntropy t_;
+  std::vector<int> map_;
+};
+
+}  // namespace
+
+std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, const std::string& where) {
+  if (!(s.decay_fraction > 0.0)) throw ConfigError(where, "entropy.synthetic.decay_fraction", "must be > 0");
+  if (!(s.noise_nats >= 0.0)) throw ConfigError(where, "entropy.synthetic.noise_nats", "must be >= 0");
+  return std::make_unique<SyntheticSource>(s);
+}
+
+std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements,
+                            const std::vector<double>& stage_parameters) {
+  double trace_total = 0.0;
+  for (auto e : trace_elements) trace_total += static_cast<double>(e);
+  double sim_total = 0.0;
+  for (double p : stage_parameters) sim_total += p;
+  if (trace_elements.empty() || !(trace_total > 0.0) || !(sim_total > 0.0))
+    throw InternalError("map_stages: empty trace or model");
+  std::vector<int> map;
+  double before = 0.0;
+  for (double p : stage_parameters) {
+    const double middle = (before + p / 2.0) / sim_total;  // share of the model before the stage's middle
+    before += p;
+    double acc = 0.0;
+    int ts = 0;
+    for (; ts + 1 < static_cast<int>(trace_elements.size()); ++ts) {
+      acc += static_cast<double>(trace_elements[static_cast<std::size_t>(ts)]) / trace_total;
+      if (middle < acc) break;
+    }
+    map.push_back(ts);
+  }
+  return map;
+}
+
+std::unique_ptr<EntropySource> make_trace_source(TraceEntropy trace, const std::vector<double>& stage_parameters) {
+  if (trace.points.empty()) throw TraceFormatError(trace.path, "iterations", "the trace has no captured iteration");
+  if (trace.steps < 1) throw TraceFormatError(trace.path, "iterations", "the trace has no training length");
+  std::vector<int> map = map_stages(trace.stage_elements, stage_parameters);
+  return std::make_unique<TraceSource>(std::move(trace), std::move(map));
+}
+
+PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& gds, std::int64_t iterations,
+                      const EntropySource& source, const std::string& where) {
+  if (iterations < 1) throw ConfigError(where, "run.iterations", "must be >= 1");
+  const auto controller = core::make_controller(cc, where.c_str());
+  const core::GradientDataSampler sampler(gds);
+  PolicyRun run;
+  run.policy = cc.policy;
+  const auto stages = static_cast<std::size_t>(cc.stages);
+  core::WindowDecision in_force;  // before any decision: everything uncompressed
+  const std::int64_t w_iters = gds.window_iters;
+  const auto n = static_cast<double>(iterations);
+  for (std::int64_t first = 0, w = 0; first < iterations; first += w_iters, ++w) {
+    const std::int64_t end = std::min(iterations, first + w_iters);
+    sim::DpSyncPlan plan(stages);
+    if (!in_force.warmup)
+      for (std::size_t s = 0; s < stages && s < in_force.stages.size(); ++s)
+        plan[s].powersgd_rank = in_force.stages[s].rank;
+    const bool compressed =
+        std::any_of(plan.begin(), plan.end(), [](const sim::StageSync& x) { return x.powersgd_rank > 0; });
+    if (compressed && !run.warmup_end) run.warmup_end = first;
+    run.schedule.append(first, end, plan);
+
+    core::WindowObservation obs;
+    obs.window = w;
+    obs.first_iteration = first;
+    obs.end_iteration = end;
+    std::vector<std::array<double, 3>> sum(stages, {0.0, 0.0, 0.0});
+    std::vector<std::array<int, 3>> cnt(stages, {0, 0, 0});
+    double loss_sum = 0.0;
+    int loss_n = 0;
+    const std::int64_t period = sampler.period();
+    for (std::int64_t it = (first + period - 1) / period * period; it < end; it += period) {
+      const double f = static_cast<double>(it) / n;
+      ++obs.sampled_iterations;
+      for (std::size_t s = 0; s < stages; ++s) {
+        const core::StageObservation o = source.at(static_cast<int>(s), f);
+        const std::optional<double> v[3] = {o.entropy_gaussian, o.entropy_histogram, o.excess_kurtosis};
+        for (int k = 0; k < 3; ++k)
+          if (v[k] && std::isfinite(*v[k])) {
+            sum[s][static_cast<std::size_t>(k)] += *v[k];
+            ++cnt[s][static_cast<std::size_t>(k)];
+          }
+      }
+      if (const auto l = source.loss(f)) {
+        loss_sum += *l;
+        ++loss_n;
+      }
+    }
+    for (std::size_t s = 0; s < stages; ++s) {
+      core::StageObservation o;
+      if (cnt[s][0] > 0) o.entropy_gaussian = sum[s][0] / cnt[s][0];
+      if (cnt[s][1] > 0) o.entropy_histogram = sum[s][1] / cnt[s][1];
+      if (cnt[s][2] > 0) o.excess_kurtosis = sum[s][2] / cnt[s][2];
+      obs.stages.push_back(o);
+    }
+    if (loss_n > 0) obs.mean_loss = loss_sum / loss_n;
+    in_force = controller->decide(obs);
+    ++run.windows;
+    if (!in_force.warmup)
+      for (const auto& d : in_force.stages) ++run.bindings[std::string(core::rank_binding_name(d.binding))];
+  }
+  return run;
+}
+
+ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline) {
+  ordered_json j = {
+      {"iteration_s", r.iteration_s}, {"pipeline_end_s", r.pipeline_end_s}, {"stages", ordered_json::array()}};
+  for (const sim::StageResult& s : r.stages)
+    j["stages"].push_back({{"powersgd_rank", s.powersgd_rank},
+                           {"last_backward_end_s", s.last_backward_end_s},
+                           {"dp_sync_s", s.dp_sync_s},
+                           {"finish_s", s.finish_s},
+                           {"dp_comm_s", s.dp_comm_s},
+                           {"exposed_comm_s", s.exposed_comm_s},
+                           {"compression_s", s.compression_s},
+                           {"compute_s", s.compute_s},
+                           {"tp_comm_s", s.tp_comm_s},
+                           {"bubble_s", s.bubble_s},
+                           {"bubble_fraction", s.bubble_fraction}});
+  if (with_timeline) {
+    ordered_json ev = ordered_json::array();
+    for (const sim::TimelineEvent& e : r.timeline) ev.push_back({e.rank, e.name, e.category, e.start_s, e.end_s});
+    j["timeline"] = std::move(ev);
+  }
+  return j;
+}
+
+sim::IterationResult iteration_from_json(const nlohmann::json& j) {
+  sim::IterationResult r;
+  r.iteration_s = j.at("iteration_s").get<double>();
+  r.pipeline_end_s = j.at("pipeline_end_s").get<double>();
+  for (const auto& s : j.at("stages")) {
+    sim::StageResult x;
+    x.powersgd_rank = s.at("powersgd_rank").get<int>();
+    x.last_backward_end_s = s.at("last_backward_end_s").get<double>();
+    x.dp_sync_s = s.at("dp_sync_s").get<double>();
+    x.finish_s = s.at("finish_s").get<double>();
+    x.dp_comm_s = s.at("dp_comm_s").get<double>();
+    x.exposed_comm_s = s.at("exposed_comm_s").get<double>();
+    x.compression_s = s.at("compression_s").get<double>();
+    x.compute_s = s.at("compute_s").get<double>();
+    x.tp_comm_s = s.at("tp_comm_s").get<double>();
+    x.bubble_s = s.at("bubble_s").get<double>();
+    x.bubble_fraction = s.at("bubble_fraction").get<double>();
+    r.stages.push_back(x);
+  }
+  if (j.contains("timeline"))
+    for (const auto& e : j.at("timeline"))
+      r.timeline.push_back({e.at(0).get<int>(), e.at(1).get<std::string>(), e.at(2).get<std::string>(),
+                            e.at(3).get<double>(), e.at(4).get<double>()});
+  return r;
+}
+
+std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
+                                                 const std::vector<sim::DpSyncPlan>& plans, bool timeline, int jobs) {
+  std::vector<std::function<std::string()>> work;
+  for (const sim::DpSyncPlan& plan : plans)
+    work.emplace_back([&setup, plan, timeline]() {
+      int argc = 1;
+      char name[] = "edgc";
+      char* argv[] = {name, nullptr};
+      sim::sg4::Engine engine(&argc, argv);
+      const sim::Platform platform = sim::Platform::build(engine, setup.cluster, setup.network);
+      sim::IterationOptions options;
+      options.record_timeline = timeline;
+      options.variability = setup.variability;
+      const sim::IterationResult r =
+          sim::simulate_iteration(engine, platform, setup.model, setup.parallel, setup.cost, plan, options);
+      return iteration_to_json(r, timeline).dump();
+    });
+  const std::vector<std::string> out = core::run_isolated(work, jobs);
+  std::vector<sim::IterationResult> results;
+  results.reserve(out.size());
+  for (const std::string& s : out) results.push_back(iteration_from_json(nlohmann::json::parse(s)));
+  return results;
+}
+
+std::string plan_label(const sim::DpSyncPlan& plan) {
+  std::string out;
+  for (const sim::StageSync& s : plan) {
+    if (!out.empty()) out += '/';
+    out += s.powersgd_rank == 0 ? std::string("full") : std::to_string(s.powersgd_rank);
+  }
+  return out;
+}
+
+ordered_json chrome_trace(const std::vector<sim::DpSyncPlan>& plans, const std::vector<sim::IterationResult>& results,
+                          const sim::ParallelSpec& parallel, int gpus_per_node) {
+  const sim::Layout layout(parallel, gpus_per_node);
+  ordered_json events = ordered_json::array();
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", p},
+                      {"args",
+                       {{"name", "ranks " + plan_label(plans[p]) + " (iteration " +
+                                     std::to_string(results[p].iteration_s) + " s)"}}}});
+    events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", p}, {"args", {{"sort_index", p}}}});
+    for (int r = 0; r < layout.world_size(); ++r) {
+      const sim::RankCoord c = layout.coord_of(r);
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", p},
+                        {"tid", r},
+                        {"args",
+                         {{"name", "gpu " + std::to_string(r) + " (stage " + std::to_string(c.pp) + ", dp " +
+                                       std::to_string(c.dp) + ", tp " + std::to_string(c.tp) + ")"}}}});
+    }
+    for (const sim::TimelineEvent& e : results[p].timeline)
+      events.push_back({{"ph", "X"},
+                        {"name", e.name},
+                        {"cat", e.category},
+                        {"pid", p},
+                        {"tid", e.rank},
+                        {"ts", e.start_s * 1e6},
+                        {"dur", (e.end_s - e.start_s) * 1e6}});
+  }
+  return {{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}};
+}
+
+}  // namespace edgc::engine

@@ -1,0 +1,109 @@
+#include "edgc/report/plot.hpp"
+
+#include <algorithm>
+
+namespace edgc::report::plot {
+namespace {
+
+constexpr double kLegendSwatch = 18.0;
+constexpr double kLegendGap = 16.0;
+constexpr double kRotation = 35.0;  // degrees, for crowded category labels
+
+}  // namespace
+
+double draw_header(SvgWriter& svg, double width, const std::string& title, const std::vector<LegendItem>& legend) {
+  svg.text(12, 20, title, R"(font-size="14" font-weight="bold")");
+  double y = 34.0;
+  if (legend.empty()) return y + 4.0;
+  double x = 12.0;
+  for (const LegendItem& item : legend) {
+    const double w = kLegendSwatch + 4.0 + text_width(item.name, kFont);
+    if (x > 12.0 && x + w > width - kRightMargin) {
+      x = 12.0;
+      y += kLegendRow;
+    }
+    const double cy = y - 4.0;
+    const std::string colour = "\"" + xml_escape(item.colour) + "\"";
+    switch (item.kind) {
+      case LegendItem::Kind::kLine:
+      case LegendItem::Kind::kDashed:
+        svg.line(x, cy, x + kLegendSwatch, cy,
+                 "stroke=" + colour + " stroke-width=\"2.5\"" +
+                     (item.kind == LegendItem::Kind::kDashed ? " stroke-dasharray=\"5 3\"" : ""));
+        break;
+      case LegendItem::Kind::kBox:
+        svg.rect(x + 4, cy - 5, 10, 10, "fill=" + colour);
+        break;
+      case LegendItem::Kind::kDot:
+        svg.circle(x + kLegendSwatch / 2, cy, 4.5, "fill=" + colour);
+        break;
+    }
+    svg.text(x + kLegendSwatch + 4.0, y, item.name);
+    x += w + kLegendGap;
+  }
+  return y + 12.0;
+}
+
+double y_axis_margin(const Ticks& ticks) {
+  double widest = 0.0;
+  for (const double v : ticks.values) widest = std::max(widest, text_width(ticks.label(v), kFont));
+  return widest + 36.0;
+}
+
+void draw_y_axis(SvgWriter& svg, const Frame& f, const Ticks& ticks, const Scale& y, const std::string& label) {
+  for (const double v : ticks.values) {
+    const double py = y(v);
+    svg.line(f.left, py, f.right, py, v == 0.0 ? R"(stroke="#999")" : R"(stroke="#e3e3e3")");
+    svg.text(f.left - 6, py + 4, ticks.label(v), R"(text-anchor="end" fill="#444")");
+  }
+  const double cy = (f.top + f.bottom) / 2;
+  svg.text(14, cy, label, "text-anchor=\"middle\" transform=\"rotate(-90 14 " + px(cy) + ")\" fill=\"#333\"");
+}
+
+void draw_x_axis(SvgWriter& svg, const Frame& f, const Ticks& ticks, const Scale& x, const std::string& label) {
+  svg.line(f.left, f.bottom, f.right, f.bottom, R"(stroke="#999")");
+  for (const double v : ticks.values) {
+    const double px_ = x(v);
+    svg.line(px_, f.bottom, px_, f.bottom + 4, R"(stroke="#999")");
+    svg.text(px_, f.bottom + 16, ticks.label(v), R"(text-anchor="middle" fill="#444")");
+  }
+  svg.text((f.left + f.right) / 2, f.bottom + 34, label, R"(text-anchor="middle" fill="#333")");
+}
+
+bool rotate_categories(const std::vector<std::string>& labels, double band) {
+  return std::any_of(labels.begin(), labels.end(),
+                     [&](const std::string& l) { return text_width(l, kFont) > band - 6.0; });
+}
+
+double category_axis_margin(const std::vector<std::string>& labels, double band) {
+  if (!rotate_categories(labels, band)) return kBottomMargin;
+  double widest = 0.0;
+  for (const std::string& l : labels) widest = std::max(widest, text_width(l, kFont));
+  return std::min(160.0, widest * 0.6) + 34.0;  // sin(35°) ≈ 0.57 of the label rises into the margin
+}
+
+void draw_x_categories(SvgWriter& svg, const Frame& f, const std::vector<std::string>& labels, const Scale& x,
+                       double band, const std::string& label) {
+  svg.line(f.left, f.bottom, f.right, f.bottom, R"(stroke="#999")");
+  const bool rotated = rotate_categories(labels, band);
+  double lowest = f.bottom + 16;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const double cx = x(static_cast<double>(i));
+    if (rotated) {
+      const double ty = f.bottom + 12;
+      svg.text(cx, ty, labels[i],
+               "text-anchor=\"end\" fill=\"#444\" transform=\"rotate(-" + px(kRotation) + " " + px(cx) + " " + px(ty) +
+                   ")\"");
+      lowest = std::max(lowest, ty + std::min(160.0, text_width(labels[i], kFont) * 0.6));
+    } else {
+      svg.text(cx, f.bottom + 16, labels[i], R"(text-anchor="middle" fill="#444")");
+    }
+  }
+  svg.text((f.left + f.right) / 2, lowest + 18, label, R"(text-anchor="middle" fill="#333")");
+}
+
+void draw_no_data(SvgWriter& svg, const Frame& f) {
+  svg.text((f.left + f.right) / 2, (f.top + f.bottom) / 2, "no data", R"(text-anchor="middle" fill="#888")");
+}
+
+}  // namespace edgc::report::plot

@@ -1,0 +1,186 @@
+// The section of a simulate result: what each policy costs, where an iteration's time goes, how entropy
+// evolves per stage, and the ranks the policies chose from it.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "edgc/report/charts.hpp"
+#include "edgc/report/sections.hpp"
+#include "edgc/report/svg.hpp"
+
+namespace edgc::report {
+namespace {
+
+// Seconds shown in the unit that keeps the largest value between 1 and 1000.
+struct TimeUnit {
+  const char* name;
+  double per_second;
+};
+TimeUnit time_unit(double max_seconds) {
+  if (max_seconds >= 1.0) return {"s", 1.0};
+  if (max_seconds >= 1e-3) return {"ms", 1e3};
+  return {"\xC2\xB5s", 1e6};
+}
+
+std::string hours(double seconds) { return fmt_compact(seconds / 3600.0, 4); }
+
+const SimulatedRun* find_run(const SimulateResult& r, const std::string& policy) {
+  for (const SimulatedRun& run : r.runs)
+    if (run.policy == policy) return &run;
+  return nullptr;
+}
+
+TableBlock summary_table(const SimulateResult& r) {
+  double slowest = 0.0;
+  for (const SimulatedRun& run : r.runs) slowest = std::max(slowest, run.iteration_time_s);
+  const TimeUnit u = time_unit(slowest);
+  const std::string unit = std::string(" (") + u.name + ")";
+  TableBlock t{"Compared policies (means over the whole run)",
+               {"policy", "iteration" + unit, "comm latency" + unit, "comm latency reduction", "training time (h)",
+                "training time reduction", "speedup vs none (\xC3\x97)", "GPU-hours", "cost (USD)", "warm-up end"},
+               {}};
+  for (const SimulatedRun& run : r.runs)
+    t.rows.push_back({run.policy, fmt_compact(run.iteration_time_s * u.per_second, 4),
+                      fmt_compact(run.comm_latency_s * u.per_second, 4),
+                      fmt_percent(run.comm_latency_reduction_vs_none), hours(run.training_time_s),
+                      fmt_percent(run.training_time_reduction_vs_none), fmt_compact(run.speedup_vs_none, 4),
+                      fmt_compact(run.gpu_hours, 4), fmt_compact(run.cost_usd, 4),
+                      run.warmup_end_iteration ? std::to_string(*run.warmup_end_iteration) : "\xE2\x80\x93"});
+  return t;
+}
+
+void add_breakdown(Section& s, const SimulateResult& r) {
+  for (const SimulatedRun& run : r.runs)
+    if (!run.breakdown) {
+      s.blocks.emplace_back(
+          Note{"No iteration-time breakdown: the run of policy '" + run.policy + "' has no breakdown."});
+      return;
+    }
+  double slowest = 0.0;
+  for (const SimulatedRun& run : r.runs) slowest = std::max(slowest, run.iteration_time_s);
+  const TimeUnit u = time_unit(slowest);
+  StackedBarChart c;
+  c.title = "Where an iteration's time goes";
+  c.y_label = std::string("time per iteration (") + u.name + ")";
+  c.components = {"compute", "TP comm", "pipeline bubble", "exposed DP comm", "exposed compression"};
+  c.colours = {"#4e79a7", "#76b7b2", "#bab0ac", "#e15759", "#f28e2b"};
+  std::string compression;
+  for (const SimulatedRun& run : r.runs) {
+    const Breakdown& b = *run.breakdown;
+    c.categories.push_back(run.policy);
+    c.values.push_back({b.compute_s * u.per_second, b.tp_comm_s * u.per_second, b.bubble_s * u.per_second,
+                        b.exposed_dp_comm_s * u.per_second, b.exposed_compression_s * u.per_second});
+    if (run.policy != "none" && std::isfinite(b.compression_s))
+      compression += (compression.empty() ? "" : ", ") + run.policy + " " +
+                     fmt_compact(b.compression_s * u.per_second, 3) + " " + u.name;
+  }
+  s.blocks.emplace_back(FigureGroup{{{"simulate-breakdown", render(c, "simulate-breakdown"),
+                                      "Mean per iteration over the whole run; the five parts add up to the "
+                                      "iteration time. Only the compression compute that the pipeline cannot "
+                                      "hide is stacked."}}});
+  if (!compression.empty())
+    s.blocks.emplace_back(Note{"Compression compute per iteration in total, hidden or exposed: " + compression + "."});
+}
+
+void add_entropy(Section& s, const SimulateResult& r) {
+  if (!r.entropy) {
+    s.blocks.emplace_back(Note{"No entropy chart: result.json has no entropy_series (written by an older edgc)."});
+    return;
+  }
+  const EntropySeries& e = *r.entropy;
+  std::vector<Marker> markers;
+  if (const SimulatedRun* edgc = find_run(r, "edgc"); edgc && edgc->warmup_end_iteration)
+    markers.push_back({static_cast<double>(*edgc->warmup_end_iteration), "warm-up ends (edgc)"});
+  struct Estimator {
+    const char* stem;
+    const char* title;
+    std::vector<double> StageEntropy::*values;
+    const char* caption;
+  };
+  const Estimator estimators[] = {
+      {"gaussian", "Gaussian estimator", &StageEntropy::gaussian_nats,
+       "Differential entropy of a Gaussian with the sampled standard deviation, ln \xCF\x83 + \xC2\xBD ln(2\xCF\x80"
+       "e), per pipeline stage; lines join the sampled iterations."},
+      {"histogram", "histogram estimator", &StageEntropy::histogram_nats,
+       "Shannon entropy of a histogram with a bin width fixed at warm-up, per pipeline stage; unlike the Gaussian "
+       "estimate it does not assume light tails."}};
+  FigureGroup group;
+  for (const Estimator& est : estimators) {
+    LineChart c;
+    c.title = std::string("Gradient entropy per stage, ") + est.title;
+    c.x_label = "iteration";
+    c.y_label = "entropy (nats)";
+    c.markers = markers;
+    for (const StageEntropy& st : e.stages) {
+      const std::vector<double>& v = st.*est.values;
+      if (std::none_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); })) continue;
+      c.series.push_back({"stage " + std::to_string(st.stage), e.iterations, v, "", false, false});
+    }
+    const std::string name = std::string("simulate-entropy-") + est.stem;
+    if (c.series.empty())
+      s.blocks.emplace_back(Note{std::string("No ") + est.title + " values in entropy_series."});
+    else
+      group.figures.push_back({name, render(c, name), est.caption});
+  }
+  if (!group.figures.empty()) s.blocks.emplace_back(std::move(group));
+}
+
+void add_rank_schedules(Section& s, const SimulateResult& r) {
+  FigureGroup group;
+  for (std::size_t i = 0; i < r.runs.size(); ++i) {
+    const SimulatedRun& run = r.runs[i];
+    if (run.policy == "none" || run.rank_schedule.empty()) continue;
+    std::size_t stages = 0;
+    for (const RankSegment& seg : run.rank_schedule) stages = std::max(stages, seg.ranks.size());
+    LineChart c;
+    c.title = "PowerSGD rank per stage, " + run.policy;
+    c.x_label = "iteration";
+    c.y_label = "rank (0 = uncompressed)";
+    c.y_from_zero = true;
+    c.width = 460;
+    c.height = 280;
+    if (run.warmup_end_iteration) c.markers.push_back({static_cast<double>(*run.warmup_end_iteration), "warm-up ends"});
+    for (std::size_t st = 0; st < stages; ++st) {
+      // Stage 0 widest, the last stage narrowest: stages that share a rank show as nested lines.
+      const double width =
+          2.0 + 3.0 * static_cast<double>(stages - 1 - st) / static_cast<double>(std::max<std::size_t>(1, stages - 1));
+      Series series{"stage " + std::to_string(st), {}, {}, "", false, true, width};
+      for (const RankSegment& seg : run.rank_schedule) {
+        series.x.push_back(static_cast<double>(seg.begin));
+        series.y.push_back(st < seg.ranks.size() ? static_cast<double>(seg.ranks[st]) : kNoValue);
+      }
+      series.x.push_back(static_cast<double>(run.rank_schedule.back().end));  // hold the last rank to the end
+      series.y.push_back(series.y.back());
+      c.series.push_back(std::move(series));
+    }
+    const std::string stem = file_stem(run.policy);
+    const std::string name = "simulate-ranks-" + stem + (stem == run.policy ? "" : "-" + std::to_string(i));
+    group.figures.push_back({name, render(c, name),
+                             "Rank of each stage's data-parallel sync over the run; where stages share a rank "
+                             "their lines nest (stage 0 widest)."});
+  }
+  if (group.figures.empty())
+    s.blocks.emplace_back(Note{"No rank schedules: no compressing policy was compared."});
+  else
+    s.blocks.emplace_back(std::move(group));
+}
+
+}  // namespace
+
+std::string file_stem(const std::string& text) {
+  std::string out = text;
+  for (char& ch : out)
+    if (std::isalnum(static_cast<unsigned char>(ch)) == 0 && ch != '.' && ch != '_' && ch != '-') ch = '_';
+  return out;
+}
+
+Section simulate_section(const SimulateResult& result, const std::string& source) {
+  Section s{"simulate", "Simulated training run", source, result.setup, {}};
+  s.blocks.emplace_back(summary_table(result));
+  add_breakdown(s, result);
+  add_entropy(s, result);
+  add_rank_schedules(s, result);
+  return s;
+}
+
+}  // namespace edgc::report

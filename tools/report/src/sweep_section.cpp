@@ -1,0 +1,348 @@
+// The section of a sweep: how speedup and communication-latency reduction vary over two swept parameters
+// (heatmaps; a line chart when only one parameter varies), the best points and the failed ones.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "edgc/core/error.hpp"
+#include "edgc/report/charts.hpp"
+#include "edgc/report/sections.hpp"
+#include "edgc/report/svg.hpp"
+
+namespace edgc::report {
+namespace {
+
+constexpr std::size_t kMaxExactNumbers = 12;  // more distinct numbers than this (random sweeps) are binned
+constexpr std::size_t kBestPoints = 10;
+constexpr std::size_t kListedFailures = 5;
+
+// How one sweep axis is laid out on a chart: its categories, in order, and the category of a parameter value.
+// The values listed in sweep.json when every point uses one of them (grid sweeps); otherwise the distinct values
+// the points used, sorted, and binned on a 1-2-5 grid when there are many numbers (random sweeps).
+class AxisLayout {
+ public:
+  AxisLayout(const SweepAxis& axis, const std::vector<SweepPoint>& points) : key_(axis.key) {
+    std::vector<ParamValue> seen;
+    for (const SweepPoint& p : points)
+      if (const ParamValue* v = p.param(key_); v && std::find(seen.begin(), seen.end(), *v) == seen.end())
+        seen.push_back(*v);
+    const bool listed = !axis.values.empty() && std::all_of(seen.begin(), seen.end(), [&](const ParamValue& v) {
+      return std::find(axis.values.begin(), axis.values.end(), v) != axis.values.end();
+    });
+    if (listed) {
+      exact_ = axis.values;
+    } else {
+      const bool all_numbers = std::all_of(seen.begin(), seen.end(), [](const ParamValue& v) { return v.number; });
+      std::sort(seen.begin(), seen.end(), [&](const ParamValue& a, const ParamValue& b) {
+        return all_numbers ? *a.number < *b.number : a.label < b.label;
+      });
+      exact_ = seen;
+    }
+    const bool all_numbers =
+        std::all_of(exact_.begin(), exact_.end(), [](const ParamValue& v) { return v.number.has_value(); });
+    if (all_numbers && exact_.size() > kMaxExactNumbers) {
+      double lo = *exact_.front().number;
+      double hi = lo;
+      for (const ParamValue& v : exact_) {
+        lo = std::min(lo, *v.number);
+        hi = std::max(hi, *v.number);
+      }
+      const Ticks t = nice_ticks(lo, hi, 8);
+      edges_ = t.values;
+      exact_.clear();
+      for (std::size_t i = 0; i + 1 < edges_.size(); ++i)
+        labels_.push_back(t.label(edges_[i]) + "\xE2\x80\x93" + t.label(edges_[i + 1]));
+      return;
+    }
+    for (const ParamValue& v : exact_) labels_.push_back(v.label);
+  }
+
+  const std::string& key() const { return key_; }
+  const std::vector<std::string>& labels() const { return labels_; }
+  bool varies() const { return labels_.size() > 1; }
+  bool binned() const { return !edges_.empty(); }
+  /// Exact numeric categories can go on a numeric axis.
+  bool numeric() const {
+    return edges_.empty() && std::all_of(exact_.begin(), exact_.end(), [](const ParamValue& v) { return v.number; });
+  }
+  double number(std::size_t i) const { return *exact_[i].number; }
+
+  std::optional<std::size_t> index(const SweepPoint& p) const {
+    const ParamValue* v = p.param(key_);
+    if (v == nullptr) return std::nullopt;
+    if (!edges_.empty()) {
+      if (!v->number) return std::nullopt;
+      const auto it = std::upper_bound(edges_.begin(), edges_.end(), *v->number);
+      const auto bin = static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, it - edges_.begin() - 1));
+      return std::min(bin, edges_.size() - 2);
+    }
+    const auto it = std::find(exact_.begin(), exact_.end(), *v);
+    if (it == exact_.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - exact_.begin());
+  }
+
+ private:
+  std::string key_;
+  std::vector<ParamValue> exact_;
+  std::vector<double> edges_;
+  std::vector<std::string> labels_;
+};
+
+struct Metric {
+  const char* stem;
+  const char* title;
+  const char* value_label;
+  const char* suffix;
+  double scale;
+  double SweepRun::*field;
+};
+const Metric kMetrics[] = {
+    {"speedup", "Speedup vs none", "speedup vs none (\xC3\x97)", "\xC3\x97", 1.0, &SweepRun::speedup_vs_none},
+    {"comm-reduction", "Comm-latency reduction vs none", "comm latency reduction (%)", "%", 100.0,
+     &SweepRun::comm_latency_reduction_vs_none}};
+
+const SweepRun* run_of(const SweepPoint& p, const std::string& policy) {
+  for (const SweepRun& r : p.runs)
+    if (r.policy == policy) return &r;
+  return nullptr;
+}
+
+// The compressing policies, in the order sweep.json lists them, then any others the results hold.
+std::vector<std::string> compared_policies(const Sweep& s) {
+  std::vector<std::string> out;
+  const auto add = [&](const std::string& p) {
+    if (p != "none" && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  for (const std::string& p : s.policies) add(p);
+  for (const SweepPoint& p : s.points)
+    for (const SweepRun& r : p.runs) add(r.policy);
+  return out;
+}
+
+// Mean of the metric per (x, y) cell over the finished points, row-major; NaN where no point landed.
+struct CellMeans {
+  std::vector<double> values;
+  int most_points = 0;  ///< in one cell
+};
+
+CellMeans cell_means(const Sweep& s, const AxisLayout& x, const AxisLayout* y, const std::string& policy,
+                     const Metric& m) {
+  const std::size_t nx = x.labels().size();
+  const std::size_t ny = y ? y->labels().size() : 1;
+  std::vector<double> sum(nx * ny, 0.0);
+  std::vector<int> count(nx * ny, 0);
+  for (const SweepPoint& p : s.points) {
+    const SweepRun* r = run_of(p, policy);
+    const auto i = x.index(p);
+    const auto j = y ? y->index(p) : std::optional<std::size_t>(0);
+    if (r == nullptr || !i || !j || !std::isfinite(r->*m.field)) continue;
+    sum[*j * nx + *i] += r->*m.field * m.scale;
+    ++count[*j * nx + *i];
+  }
+  CellMeans out{std::vector<double>(nx * ny, kNoValue), 0};
+  for (std::size_t k = 0; k < sum.size(); ++k) {
+    if (count[k] > 0) out.values[k] = sum[k] / count[k];
+    out.most_points = std::max(out.most_points, count[k]);
+  }
+  return out;
+}
+
+// What a cell (or a point of a line) stands for: which other parameters it averages over.
+std::string averaging_caption(const std::vector<AxisLayout>& layouts, const AxisLayout& x, const AxisLayout* y,
+                              int most_points) {
+  std::string others;
+  for (const AxisLayout& a : layouts)
+    if (a.varies() && a.key() != x.key() && (y == nullptr || a.key() != y->key()))
+      others += (others.empty() ? "" : ", ") + a.key() + " (" + std::to_string(a.labels().size()) +
+                (a.binned() ? " bins)" : " values)");
+  if (!others.empty()) return "Averaged over the other swept parameters: " + others + ".";
+  if (x.binned() || (y != nullptr && y->binned()))
+    return "Values are binned; each mark averages the points in its bins.";
+  if (most_points > 1) return "Each mark averages the points that share its values.";
+  return y ? "One point per value pair." : "One point per value.";
+}
+
+Heatmap heatmap(const Metric& m, const std::string& policy, const AxisLayout& x, const AxisLayout& y,
+                std::vector<double> values) {
+  Heatmap h;
+  h.title = std::string(m.title) + ", " + policy;
+  h.x_label = x.key();
+  h.y_label = y.key();
+  h.value_label = m.value_label;
+  h.value_suffix = m.suffix;
+  h.x_categories = x.labels();
+  h.y_categories = y.labels();
+  h.values = std::move(values);
+  h.width = std::clamp(230.0 + 60.0 * static_cast<double>(h.x_categories.size()), 480.0, 1100.0);
+  h.height = std::clamp(150.0 + 38.0 * static_cast<double>(h.y_categories.size()), 300.0, 720.0);
+  return h;
+}
+
+// Two axes: one heatmap per metric and compressing policy. One axis: one line chart per metric, a line per policy.
+void add_charts(Section& s, const Sweep& sweep, const std::vector<AxisLayout>& layouts, const AxisLayout& x,
+                const AxisLayout* y) {
+  const std::vector<std::string> policies = compared_policies(sweep);
+  if (policies.empty()) {
+    s.blocks.emplace_back(Note{"No chart: the results hold no policy to compare with none."});
+    return;
+  }
+  const auto any_value = [](const std::vector<double>& v) {
+    return std::any_of(v.begin(), v.end(), [](double d) { return std::isfinite(d); });
+  };
+  FigureGroup group;
+  std::string missing;  // metrics no point reported, said once below the charts
+  for (const Metric& m : kMetrics) {
+    LineChart line;
+    line.title = std::string(m.title) + " over " + x.key();
+    line.x_label = x.key();
+    line.y_label = m.value_label;
+    if (!x.numeric()) line.x_categories = x.labels();
+    int most_points = 0;
+    bool drawn = false;
+    for (std::size_t pi = 0; pi < policies.size(); ++pi) {
+      const std::string& policy = policies[pi];
+      CellMeans means = cell_means(sweep, x, y, policy, m);
+      if (!any_value(means.values)) continue;
+      drawn = true;
+      most_points = std::max(most_points, means.most_points);
+      if (y == nullptr) {
+        Series series{policy, {}, std::move(means.values), "", false, false};
+        for (std::size_t i = 0; i < series.y.size(); ++i)
+          series.x.push_back(x.numeric() ? x.number(i) : static_cast<double>(i));
+        line.series.push_back(std::move(series));
+        continue;
+      }
+      const std::string stem = file_stem(policy);
+      const std::string name =
+          std::string("sweep-") + m.stem + "-" + stem + (stem == policy ? "" : "-" + std::to_string(pi));
+      std::string caption = averaging_caption(layouts, x, y, means.most_points);
+      if (!std::all_of(means.values.begin(), means.values.end(), [](double v) { return std::isfinite(v); }))
+        caption += " Hatched cells: no finished point.";
+      group.figures.push_back({name, render(heatmap(m, policy, x, *y, std::move(means.values)), name), caption});
+    }
+    if (!drawn) {
+      missing += (missing.empty() ? "" : ", ") + std::string(m.title);
+    } else if (y == nullptr) {
+      const std::string name = std::string("sweep-") + m.stem;
+      group.figures.push_back({name, render(line, name), averaging_caption(layouts, x, y, most_points)});
+    }
+  }
+  if (!group.figures.empty()) s.blocks.emplace_back(std::move(group));
+  if (!missing.empty()) s.blocks.emplace_back(Note{"No chart of " + missing + ": no finished point reports it."});
+}
+
+TableBlock best_points(const Sweep& sweep) {
+  std::vector<std::pair<const SweepPoint*, const SweepRun*>> rows;
+  for (const SweepPoint& p : sweep.points)
+    for (const SweepRun& r : p.runs)
+      if (r.policy != "none") rows.emplace_back(&p, &r);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second->training_time_s < b.second->training_time_s; });
+  if (rows.size() > kBestPoints) rows.resize(kBestPoints);
+  TableBlock t;
+  t.caption = "The " + std::to_string(rows.size()) + " fastest points by training time";
+  t.header = {"#", "point"};
+  for (const SweepAxis& a : sweep.axes) t.header.push_back(a.key);
+  for (const char* h :
+       {"policy", "training time (h)", "speedup vs none (\xC3\x97)", "comm latency reduction", "cost (USD)"})
+    t.header.push_back(h);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& [p, r] = rows[i];
+    std::vector<std::string> row{std::to_string(i + 1), std::to_string(p->point)};
+    for (const SweepAxis& a : sweep.axes) {
+      const ParamValue* v = p->param(a.key);
+      row.push_back(v ? v->label : "\xE2\x80\x93");
+    }
+    std::string time = fmt_compact(r->training_time_s / 3600.0, 4);
+    if (std::isfinite(r->training_time_s_ci95) && sweep.repeats > 1)
+      time += " \xC2\xB1 " + fmt_compact(r->training_time_s_ci95 / 3600.0, 2);
+    row.insert(row.end(), {r->policy, time, fmt_compact(r->speedup_vs_none, 4),
+                           fmt_percent(r->comm_latency_reduction_vs_none), fmt_compact(r->cost_usd, 4)});
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string describe(const Sweep& s, std::size_t finished, std::size_t failed) {
+  std::string keys;
+  for (const SweepAxis& a : s.axes) keys += (keys.empty() ? "" : " \xC3\x97 ") + a.key;
+  std::string out = (s.mode.empty() ? "Sweep" : s.mode + " sweep") + " over " + std::to_string(s.axes.size()) +
+                    (s.axes.size() == 1 ? " axis" : " axes") + (keys.empty() ? "" : " (" + keys + ")");
+  if (!s.base.empty()) out += " of " + s.base;
+  out += ": " + std::to_string(finished) + " points finished";
+  if (failed > 0) out += ", " + std::to_string(failed) + " failed";
+  if (s.planned_points > 0) out += " of " + std::to_string(s.planned_points) + " planned";
+  if (s.repeats > 1) out += ", " + std::to_string(s.repeats) + " repeats per point (\xC2\xB1 is the 95% interval)";
+  return out + ".";
+}
+
+const AxisLayout* pick_axis(const std::vector<AxisLayout>& layouts, const std::string& key, const char* option,
+                            const AxisLayout* other) {
+  if (!key.empty()) {
+    std::string names;
+    for (const AxisLayout& a : layouts) {
+      if (a.key() == key) {
+        if (other != nullptr && other->key() == key)
+          throw UsageError(option, "'" + key + "' is already the other axis");
+        return &a;
+      }
+      names += (names.empty() ? "" : ", ") + a.key();
+    }
+    throw UsageError(option, "'" + key + "' is not a sweep axis (axes: " + (names.empty() ? "none" : names) + ")");
+  }
+  for (const AxisLayout& a : layouts)
+    if (a.varies() && (other == nullptr || a.key() != other->key())) return &a;
+  return nullptr;
+}
+
+}  // namespace
+
+Section sweep_section(const Sweep& sweep, const std::string& source, const std::string& x_key,
+                      const std::string& y_key) {
+  std::vector<AxisLayout> layouts;
+  for (const SweepAxis& a : sweep.axes) layouts.emplace_back(a, sweep.points);
+  // Choose before looking at results, so that a bad --x or --y fails even on an empty sweep.
+  const AxisLayout* x = nullptr;
+  const AxisLayout* y = nullptr;
+  if (x_key.empty() && !y_key.empty()) {
+    y = pick_axis(layouts, y_key, "--y", nullptr);
+    x = pick_axis(layouts, "", "--x", y);
+  } else {
+    x = pick_axis(layouts, x_key, "--x", nullptr);
+    y = pick_axis(layouts, y_key, "--y", x);
+  }
+  if (x == nullptr) std::swap(x, y);  // only the chosen --y varies: a line chart over it
+
+  std::vector<const SweepPoint*> failed;
+  for (const SweepPoint& p : sweep.points)
+    if (!p.error.empty()) failed.push_back(&p);
+  const std::size_t finished = sweep.points.size() - failed.size();
+  Section s{"sweep", "Sweep", source, describe(sweep, finished, failed.size()), {}};
+
+  if (!sweep.has_results) s.blocks.emplace_back(Note{"No results.jsonl yet: the sweep has not finished a point."});
+  if (sweep.truncated_last_line)
+    s.blocks.emplace_back(
+        Note{"The last line of results.jsonl is incomplete (the sweep may still be running) and "
+             "was left out."});
+  if (finished > 0) {
+    if (x == nullptr)
+      s.blocks.emplace_back(Note{"No chart: every point has the same parameters."});
+    else
+      add_charts(s, sweep, layouts, *x, y);
+    s.blocks.emplace_back(best_points(sweep));
+  }
+  if (!failed.empty()) {
+    ListBlock l{std::to_string(failed.size()) + (failed.size() == 1 ? " point failed" : " points failed"), {}};
+    for (std::size_t i = 0; i < failed.size() && i < kListedFailures; ++i) {
+      std::string params;
+      for (const auto& [k, v] : failed[i]->params) params += (params.empty() ? "" : ", ") + k + "=" + v.label;
+      l.items.push_back("point " + std::to_string(failed[i]->point) + " (" + params + "): " + failed[i]->error);
+    }
+    if (failed.size() > kListedFailures)
+      l.items.push_back("and " + std::to_string(failed.size() - kListedFailures) + " more (see results.jsonl)");
+    s.blocks.emplace_back(std::move(l));
+  }
+  return s;
+}
+
+}  // namespace edgc::report

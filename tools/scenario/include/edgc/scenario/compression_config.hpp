@@ -1,0 +1,37 @@
+#pragma once
+// The scenario's `compression` section → typed controller and sampler settings, shared by `replay` and
+// `simulate` so both read the same keys with the same defaults (README "Scenario keys").
+#include <string>
+#include <vector>
+
+#include "edgc/core/controller.hpp"
+#include "edgc/core/gds.hpp"
+#include "edgc/scenario/config.hpp"
+
+namespace edgc::scenario {
+
+struct CompressionSettings {
+  core::ControllerConfig controller;  ///< stages and stage_shapes are left for the caller to fill in
+  core::GdsConfig gds;
+  double warmup_floor_fraction = 0.1;    ///< warm-up floor as a share of the run's iterations (assumed)
+  double warmup_ceiling_fraction = 0.3;  ///< warm-up ceiling, same (assumed)
+};
+
+/// Reads compression.* (policy, estimator, window, alpha, beta, block_bytes, seed, r_min, r_max, step, quantum,
+/// exponent, static_rank, selective_stages, warmup.*, dac.*). Throws ConfigError naming the scenario and key.
+CompressionSettings read_compression(Scenario& sc);
+
+/// Sets controller.warmup's floor and ceiling in iterations from the fractions, for a run of `run_iterations`
+/// (ConfigError on field compression.warmup unless 0 ≤ floor_fraction ≤ ceiling_fraction).
+void apply_warmup_bounds(core::WarmupConfig& warmup, double floor_fraction, double ceiling_fraction,
+                         std::int64_t run_iterations, const std::string& where);
+
+/// The items of a comma-separated list, empty ones dropped.
+std::vector<std::string> split_list(const std::string& text);
+
+/// The policies a run compares: "none" first (the baseline of every speedup), then those of the comma-separated
+/// `list` in order, each once. Throws ConfigError naming `where` and `key` for an unknown policy.
+std::vector<std::string> policies_with_baseline(const std::string& list, const std::string& where,
+                                                const std::string& key);
+
+}  // namespace edgc::scenario

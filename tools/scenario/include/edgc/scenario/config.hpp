@@ -1,0 +1,64 @@
+#pragma once
+// Scenario files at the edge: a JSON scenario (with `--set dotted.key=value` overrides applied) read into typed
+// values. Every read names the file and the dotted key in its error; keys nobody read are reported as unknown,
+// so a typo in a scenario or an override fails loudly instead of being ignored.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace edgc::scenario {
+
+class Scenario {
+ public:
+  /// Empty scenario (defaults only), named `where` in errors.
+  Scenario() = default;
+  /// Reads `path`; throws ConfigError naming the file on unreadable or invalid JSON, or a non-object top level.
+  static Scenario load(const std::string& path);
+
+  /// Applies "a.b.c=value" (value parsed as JSON when it is valid JSON, else taken as a string).
+  /// Throws UsageError on a malformed override.
+  void set(const std::string& assignment);
+
+  const std::string& where() const noexcept { return where_; }
+  bool has(const std::string& key) const;
+
+  /// A path given inside the scenario, made relative to the scenario file's folder (absolute paths and the
+  /// defaults-only scenario leave it as it is).
+  std::string resolve(const std::string& path) const;
+
+  /// Replaces section `key` given as a file path ("cluster": "clusters/x.json") or as {"include": path, ...local
+  /// keys} by the named file's `key` object (local keys patched over it), so later reads and `--set key.x=…`
+  /// see one plain object. Does nothing when the section is absent or an object without "include". Throws
+  /// ConfigError naming the included file when it cannot be read or holds no `key` object, or naming `key` /
+  /// `key.include` when the value has the wrong type.
+  void splice_include(const std::string& key);
+
+  double number(const std::string& key, double fallback);
+  std::int64_t integer(const std::string& key, std::int64_t fallback);
+  /// integer() narrowed to int; out-of-range values are a ConfigError.
+  int int32(const std::string& key, int fallback);
+  bool boolean(const std::string& key, bool fallback);
+  std::string string(const std::string& key, const std::string& fallback);
+
+  /// Throws ConfigError for any leaf under one of `prefixes` that no read asked for.
+  void reject_unknown(const std::vector<std::string>& prefixes) const;
+
+  /// The effective document (file plus overrides), for echoing into results.
+  const nlohmann::json& json() const noexcept { return doc_; }
+
+ private:
+  const nlohmann::json* find(const std::string& key) const;
+  std::string where_ = "(defaults)";
+  nlohmann::json doc_ = nlohmann::json::object();
+  std::set<std::string> read_;
+};
+
+/// Scenario::load(path), the included `cluster` and `model` files spliced in, then the `--set` overrides (so
+/// `--set cluster.nodes=2` also edits an included cluster; `--set cluster=other.json` splices that file, resolved
+/// against the scenario's folder, at that point). Throws ConfigError naming the file.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
+
+}  // namespace edgc::scenario

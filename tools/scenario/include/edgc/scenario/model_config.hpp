@@ -1,0 +1,41 @@
+#pragma once
+// Scenario sections `model`, `parallelism` and `compute` read into the typed specs of edgc::sim.
+//
+// Keys (units in names; defaults in brackets):
+//   model.{name [""], layers, hidden, heads, seq_len, vocab,
+//          micro_batch_size, global_batch_size (sequences), dtype ["fp16"], activation_recompute [false]}
+//          — shape and batch keys have no default: a missing one is read as 0 and rejected by sim::validate.
+//   parallelism.{tp [1], pp [1], dp [1], microbatches [0 = global_batch / (micro_batch·dp)],
+//                schedule ["1f1b"; "gpipe" | "1f1b" | "interleaved"], virtual_stages [1],
+//                order ["tp-dp-pp" (Megatron default) | "tp-pp-dp" (Megatron --use-tp-pp-dp-mapping)]}
+//   compute.{efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0]} (see sim::CostParams)
+//
+// A scenario may keep the model in a shared file: `"model": "../models/x.json"` takes the whole section from that
+// file, and `"model": {"include": "../models/x.json", "micro_batch_size": 4}` takes it from the file with the
+// local keys on top. Paths are relative to the scenario file. A model file is itself a scenario whose only section
+// is "model", plus free-text top-level keys ("description") that no reader looks at — the same shape as a
+// cluster file.
+#include "edgc/scenario/config.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/spec.hpp"
+
+namespace edgc::scenario {
+
+struct ModelConfig {
+  sim::ModelSpec model;
+  sim::ParallelSpec parallel;
+  sim::CostParams cost;
+};
+
+/// Reads the three sections (after Scenario::splice_include("model"), which load_scenario does). Throws ConfigError for
+/// a wrongly typed or out-of-range value, an unknown schedule or dtype, a non-positive efficiency, and for any unknown
+/// key under `model` or `parallelism`. Layout rules that need the cluster (divisibility, GPU count) are left to
+/// sim::validate.
+ModelConfig read_model_config(Scenario& scenario);
+
+/// A kernel profile written by edgc_bench_powersgd_cuda (schema edgc.kernel_profile/1): its entries with m, n,
+/// r and step_s (entries marked "ok": false are skipped). Throws ConfigError naming the file and the entry's
+/// field. Read by the scenario key compute.kernel_profile (a path relative to the scenario).
+std::vector<sim::KernelTime> read_kernel_profile(const std::string& path);
+
+}  // namespace edgc::scenario

@@ -1,0 +1,115 @@
+#include "edgc/scenario/cluster_config.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "edgc/core/error.hpp"
+#include "edgc/sim/platform.hpp"
+
+namespace edgc::scenario {
+namespace {
+
+namespace fs = std::filesystem;
+
+sim::EfficiencyCurve read_curve(const nlohmann::json& doc, const std::string& path, const std::string& key) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || !it->is_object()) throw ConfigError(path, key, "expected an object");
+  sim::EfficiencyCurve c;
+  const auto pts = it->find("points");
+  if (pts == it->end() || !pts->is_array() || pts->empty())
+    throw ConfigError(path, key + ".points", "expected a non-empty array of [bytes, efficiency]");
+  for (std::size_t i = 0; i < pts->size(); ++i) {
+    const auto& p = (*pts)[i];
+    const std::string at = key + ".points[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+      throw ConfigError(path, at, "expected [bytes, efficiency], got " + p.dump());
+    const double bytes = p[0].get<double>();
+    const double eff = p[1].get<double>();
+    if (!(bytes > 0) || (!c.points.empty() && bytes <= c.points.back().first))
+      throw ConfigError(path, at, "bytes must be positive and increasing, got " + p.dump());
+    if (!(eff > 0 && eff <= 1)) throw ConfigError(path, at, "efficiency must be in (0, 1], got " + p.dump());
+    c.points.emplace_back(bytes, eff);
+  }
+  const auto lf = it->find("latency_factor");
+  if (lf != it->end()) {
+    if (!lf->is_number() || !(lf->get<double>() > 0))
+      throw ConfigError(path, key + ".latency_factor", "expected a positive number, got " + lf->dump());
+    c.latency_factor = lf->get<double>();
+  }
+  return c;
+}
+
+}  // namespace
+
+sim::ClusterSpec read_cluster(Scenario& s) {
+  const auto it = s.json().find("cluster");
+  if (it == s.json().end() || !it->is_object())
+    throw ConfigError(s.where(), "cluster", "missing: expected an object or the path of a cluster file");
+  sim::ClusterSpec c;
+  c.name = s.string("cluster.name", "");
+  c.gpus_per_node = s.int32("cluster.gpus_per_node", c.gpus_per_node);
+  c.nodes = s.int32("cluster.nodes", c.nodes);
+  c.gpu.name = s.string("cluster.gpu.name", "");
+  c.gpu.peak_tflops = s.number("cluster.gpu.peak_tflops", 0.0);
+  c.gpu.hbm_GBps = s.number("cluster.gpu.hbm_GBps", 0.0);
+  const std::string topo = s.string("cluster.intra_node.topology", "switch");
+  if (topo == "switch")
+    c.intra_topology = sim::IntraNodeTopology::kSwitch;
+  else if (topo == "dgx1-cube-mesh")
+    c.intra_topology = sim::IntraNodeTopology::kDgx1CubeMesh;
+  else
+    throw ConfigError(s.where(), "cluster.intra_node.topology",
+                      "expected \"switch\" or \"dgx1-cube-mesh\", got \"" + topo + "\"");
+  c.intra_bandwidth_GBps = s.number("cluster.intra_node.bandwidth_GBps", 0.0);
+  c.intra_latency_us = s.number("cluster.intra_node.latency_us", 0.0);
+  c.nics_per_node = s.int32("cluster.inter_node.nics_per_node", c.nics_per_node);
+  c.nic_bandwidth_GBps = s.number("cluster.inter_node.nic_bandwidth_GBps", 0.0);
+  c.inter_latency_us = s.number("cluster.inter_node.latency_us", 0.0);
+  const std::string fabric = s.string("cluster.inter_node.fabric", "star");
+  if (fabric == "star")
+    c.fabric = sim::Fabric::kStar;
+  else if (fabric == "fat-tree")
+    c.fabric = sim::Fabric::kFatTree;
+  else
+    throw ConfigError(s.where(), "cluster.inter_node.fabric",
+                      "expected \"star\" or \"fat-tree\", got \"" + fabric + "\"");
+  c.fat_tree_nodes_per_leaf = s.int32("cluster.inter_node.nodes_per_leaf", c.fat_tree_nodes_per_leaf);
+  c.oversubscription = s.number("cluster.inter_node.oversubscription", c.oversubscription);
+  c.price_per_gpu_hour_usd = s.number("cluster.price_per_gpu_hour_usd", 0.0);
+  sim::validate(c, s.where());
+  return c;
+}
+
+sim::NetworkProfile read_network(Scenario& s, const std::string& profile_override) {
+  std::string profile = s.string("network.profile", "ideal");
+  const std::string calibration = s.string("network.calibration", "");
+  if (!profile_override.empty()) profile = profile_override;
+  if (profile == "ideal") return {};
+  if (profile != "calibrated" && !profile_override.empty())
+    throw UsageError("--network", "expected ideal or calibrated, got '" + profile + "'");
+  if (profile != "calibrated")
+    throw ConfigError(s.where(), "network.profile", "expected \"ideal\" or \"calibrated\", got \"" + profile + "\"");
+  if (calibration.empty())
+    throw ConfigError(s.where(), "network.calibration",
+                      "required with the calibrated profile: an efficiency file written by 'edgc calibrate'");
+  return load_calibration(s.resolve(calibration));
+}
+
+sim::NetworkProfile load_calibration(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "", "cannot open the calibration file");
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw ConfigError(path, "", "not a JSON object");
+  const auto schema = doc.find("schema");
+  if (schema == doc.end() || *schema != "edgc.calibration/1")
+    throw ConfigError(path, "schema", "expected \"edgc.calibration/1\"");
+  sim::NetworkProfile p;
+  p.kind = sim::NetworkProfileKind::kCalibrated;
+  p.intra = read_curve(doc, path, "intra");
+  p.inter = read_curve(doc, path, "inter");
+  return p;
+}
+
+}  // namespace edgc::scenario

@@ -1,0 +1,77 @@
+#include "edgc/scenario/compression_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "edgc/core/error.hpp"
+
+namespace edgc::scenario {
+
+CompressionSettings read_compression(Scenario& sc) {
+  CompressionSettings o;
+  const std::string w = sc.where();
+  auto& c = o.controller;
+  c.policy = sc.string("compression.policy", "edgc");
+  c.estimator =
+      core::parse_entropy_estimator(sc.string("compression.estimator", "gaussian"), w, "compression.estimator");
+  o.gds.window_iters = sc.integer("compression.window", 1000);
+  o.gds.alpha = sc.number("compression.alpha", 0.1);
+  o.gds.beta = sc.number("compression.beta", 0.25);
+  o.gds.block_bytes = sc.integer("compression.block_bytes", 4096);
+  o.gds.seed = static_cast<std::uint64_t>(sc.integer("compression.seed", 0));
+  core::validate(o.gds, w.c_str());
+  c.cqm.r_min = sc.int32("compression.r_min", 32);
+  c.cqm.r_max = sc.int32("compression.r_max", 128);
+  c.cqm.step = sc.int32("compression.step", 8);
+  c.cqm.quantum = sc.int32("compression.quantum", 4);
+  c.cqm.exponent = sc.number("compression.exponent", 1.0);
+  c.static_rank = sc.int32("compression.static_rank", 0);
+  c.selective_stages = sc.int32("compression.selective_stages", 1);
+  const std::string mode = sc.string("compression.warmup.mode", "entropy");
+  if (mode != "entropy" && mode != "fixed")
+    throw ConfigError(w, "compression.warmup.mode", "must be entropy or fixed, got '" + mode + "'");
+  c.warmup.mode = mode == "fixed" ? core::WarmupConfig::Mode::kFixed : core::WarmupConfig::Mode::kEntropy;
+  c.warmup.fixed_iters = sc.integer("compression.warmup.fixed_iters", 0);
+  c.warmup.threshold_nats = sc.number("compression.warmup.threshold_nats", 0.05);
+  c.warmup.stable_windows = sc.int32("compression.warmup.stable_windows", 3);
+  o.warmup_floor_fraction = sc.number("compression.warmup.floor_fraction", 0.1);
+  o.warmup_ceiling_fraction = sc.number("compression.warmup.ceiling_fraction", 0.3);
+  c.dac.enabled = sc.boolean("compression.dac.enabled", false);
+  c.dac.eta_s_per_rank = sc.number("compression.dac.eta_s_per_rank", 0.0);
+  c.dac.c_s = sc.number("compression.dac.c_s", 0.0);
+  c.dac.t_bwd_s = sc.number("compression.dac.t_bwd_s", 0.0);
+  c.dac.t_uncompressed_s = sc.number("compression.dac.t_uncompressed_s", 0.0);
+  return o;
+}
+
+void apply_warmup_bounds(core::WarmupConfig& warmup, double floor_fraction, double ceiling_fraction,
+                         std::int64_t run_iterations, const std::string& where) {
+  if (floor_fraction < 0.0 || ceiling_fraction < floor_fraction)
+    throw ConfigError(where, "compression.warmup", "needs 0 <= floor_fraction <= ceiling_fraction");
+  const auto n = static_cast<double>(run_iterations);
+  warmup.floor_iters = static_cast<std::int64_t>(std::llround(floor_fraction * n));
+  warmup.ceiling_iters = static_cast<std::int64_t>(std::llround(ceiling_fraction * n));
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> policies_with_baseline(const std::string& list, const std::string& where,
+                                                const std::string& key) {
+  std::vector<std::string> out{"none"};
+  for (const std::string& p : split_list(list)) {
+    if (p != "none" && p != "static" && p != "selective" && p != "loss" && p != "edgc")
+      throw ConfigError(where, key, "unknown policy '" + p + "' (none, static, selective, loss, edgc)");
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace edgc::scenario

@@ -1,0 +1,179 @@
+#include "edgc/scenario/config.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "edgc/core/error.hpp"
+
+namespace edgc::scenario {
+namespace {
+
+std::vector<std::string> split_key(const std::string& key) {
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  std::string p;
+  while (std::getline(ss, p, '.')) parts.push_back(p);
+  return parts;
+}
+
+void collect_leaves(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (const auto& [k, v] : j.items()) collect_leaves(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else {
+    out.push_back(prefix);
+  }
+}
+
+}  // namespace
+
+Scenario Scenario::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, "", "cannot open the scenario file");
+  Scenario s;
+  s.where_ = path;
+  try {
+    s.doc_ = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    std::string msg = e.what();
+    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
+    throw ConfigError(path, "", "invalid JSON: " + msg);
+  }
+  if (!s.doc_.is_object()) throw ConfigError(path, "", "a scenario must be a JSON object");
+  return s;
+}
+
+void Scenario::set(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError("--set", "'" + assignment + "' is not of the form dotted.key=value");
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (value.is_discarded()) value = text;
+  nlohmann::json* node = &doc_;
+  const auto parts = split_key(key);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].empty()) throw UsageError("--set", "'" + key + "' has an empty key part");
+    if (node->is_null()) *node = nlohmann::json::object();  // a section the file does not have yet
+    if (!node->is_object()) throw UsageError("--set", "'" + key + "': a parent is not an object");
+    node = &(*node)[parts[i]];
+  }
+  *node = value;
+}
+
+const nlohmann::json* Scenario::find(const std::string& key) const {
+  const nlohmann::json* node = &doc_;
+  for (const auto& p : split_key(key)) {
+    if (!node->is_object()) return nullptr;
+    const auto it = node->find(p);
+    if (it == node->end()) return nullptr;
+    node = &*it;
+  }
+  return node;
+}
+
+bool Scenario::has(const std::string& key) const { return find(key) != nullptr; }
+
+std::string Scenario::resolve(const std::string& path) const {
+  const std::filesystem::path p(path);
+  if (p.is_absolute() || where_ == Scenario().where_) return path;
+  return (std::filesystem::path(where_).parent_path() / p).string();
+}
+
+void Scenario::splice_include(const std::string& key) {
+  const auto it = doc_.find(key);
+  if (it == doc_.end()) return;
+  std::string file;
+  nlohmann::json local = nlohmann::json::object();
+  if (it->is_string()) {
+    file = it->get<std::string>();
+  } else if (it->is_object() && it->contains("include")) {
+    if (!it->at("include").is_string())
+      throw ConfigError(where_, key + ".include", "expected a file path, got " + it->at("include").dump());
+    file = it->at("include").get<std::string>();
+    local = *it;
+    local.erase("include");
+  } else if (it->is_object()) {
+    return;
+  } else {
+    throw ConfigError(where_, key, "expected an object or a file path, got " + it->dump());
+  }
+  const Scenario included = load(resolve(file));
+  const auto section = included.doc_.find(key);
+  if (section == included.doc_.end() || !section->is_object())
+    throw ConfigError(included.where_, key, "an included " + key + " file must hold a \"" + key + "\" object");
+  nlohmann::json merged = *section;
+  merged.merge_patch(local);
+  *it = std::move(merged);
+}
+
+double Scenario::number(const std::string& key, double fallback) {
+  read_.insert(key);
+  const auto* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number() || !std::isfinite(v->get<double>()))
+    throw ConfigError(where_, key, "expected a number, got " + v->dump());
+  return v->get<double>();
+}
+
+std::int64_t Scenario::integer(const std::string& key, std::int64_t fallback) {
+  read_.insert(key);
+  const auto* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number_integer()) throw ConfigError(where_, key, "expected an integer, got " + v->dump());
+  return v->get<std::int64_t>();
+}
+
+int Scenario::int32(const std::string& key, int fallback) {
+  const std::int64_t v = integer(key, fallback);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw ConfigError(where_, key, std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
+}
+
+bool Scenario::boolean(const std::string& key, bool fallback) {
+  read_.insert(key);
+  const auto* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) throw ConfigError(where_, key, "expected true or false, got " + v->dump());
+  return v->get<bool>();
+}
+
+std::string Scenario::string(const std::string& key, const std::string& fallback) {
+  read_.insert(key);
+  const auto* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) throw ConfigError(where_, key, "expected a string, got " + v->dump());
+  return v->get<std::string>();
+}
+
+void Scenario::reject_unknown(const std::vector<std::string>& prefixes) const {
+  std::vector<std::string> leaves;
+  collect_leaves(doc_, "", leaves);
+  for (const auto& leaf : leaves) {
+    for (const auto& p : prefixes) {
+      if (leaf == p || leaf.rfind(p + ".", 0) == 0) {
+        if (read_.count(leaf) == 0U) throw ConfigError(where_, leaf, "unknown key");
+      }
+    }
+  }
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  Scenario s = Scenario::load(path);
+  s.splice_include("cluster");
+  s.splice_include("model");
+  for (const auto& o : overrides) {
+    s.set(o);
+    // A whole section replaced by a file path (`--set cluster=clusters/x.json`, a sweep's GPU-type axis) is
+    // spliced at once, so later overrides such as cluster.nodes edit the included file's values.
+    const std::string key = o.substr(0, o.find('='));
+    if (key == "cluster" || key == "model") s.splice_include(key);
+  }
+  return s;
+}
+
+}  // namespace edgc::scenario

@@ -1,0 +1,104 @@
+#include "edgc/scenario/model_config.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "edgc/core/error.hpp"
+#include "edgc/scenario/config.hpp"
+
+namespace edgc::scenario {
+namespace {
+
+double read_fraction(Scenario& sc, const std::string& key, double fallback) {
+  const double v = sc.number(key, fallback);
+  if (!(v > 0.0 && v <= 1.0)) throw ConfigError(sc.where(), key, "must lie in (0, 1], got " + std::to_string(v));
+  return v;
+}
+
+sim::PipelineSchedule parse_schedule(const Scenario& sc, const std::string& text) {
+  if (text == "gpipe") return sim::PipelineSchedule::kGpipe;
+  if (text == "1f1b") return sim::PipelineSchedule::kOneFOneB;
+  if (text == "interleaved") return sim::PipelineSchedule::kInterleaved;
+  throw ConfigError(sc.where(), "parallelism.schedule", "expected gpipe, 1f1b or interleaved, got '" + text + "'");
+}
+
+sim::RankOrder parse_order(const Scenario& sc, const std::string& text) {
+  if (text == "tp-dp-pp") return sim::RankOrder::kTpDpPp;
+  if (text == "tp-pp-dp") return sim::RankOrder::kTpPpDp;
+  throw ConfigError(sc.where(), "parallelism.order", "expected tp-dp-pp or tp-pp-dp, got '" + text + "'");
+}
+
+}  // namespace
+
+ModelConfig read_model_config(Scenario& sc) {
+  ModelConfig c;
+  sim::ModelSpec& m = c.model;
+  m.name = sc.string("model.name", "");
+  m.layers = sc.int32("model.layers", 0);
+  m.hidden = sc.int32("model.hidden", 0);
+  m.heads = sc.int32("model.heads", 0);
+  m.seq_len = sc.int32("model.seq_len", 0);
+  m.vocab = sc.int32("model.vocab", 0);
+  m.micro_batch_size = sc.int32("model.micro_batch_size", 0);
+  m.global_batch_size = sc.int32("model.global_batch_size", 0);
+  m.dtype = sc.string("model.dtype", "fp16");
+  if (m.dtype != "fp16" && m.dtype != "bf16" && m.dtype != "fp32")
+    throw ConfigError(sc.where(), "model.dtype", "expected fp16, bf16 or fp32, got '" + m.dtype + "'");
+  m.activation_recompute = sc.boolean("model.activation_recompute", false);
+
+  sim::ParallelSpec& p = c.parallel;
+  p.tp = sc.int32("parallelism.tp", 1);
+  p.pp = sc.int32("parallelism.pp", 1);
+  p.dp = sc.int32("parallelism.dp", 1);
+  p.microbatches = sc.int32("parallelism.microbatches", 0);
+  p.schedule = parse_schedule(sc, sc.string("parallelism.schedule", "1f1b"));
+  p.virtual_stages = sc.int32("parallelism.virtual_stages", 1);
+  p.order = parse_order(sc, sc.string("parallelism.order", "tp-dp-pp"));
+
+  const sim::CostParams defaults;
+  c.cost.compute_efficiency = read_fraction(sc, "compute.efficiency", defaults.compute_efficiency);
+  c.cost.hbm_efficiency = read_fraction(sc, "compute.hbm_efficiency", defaults.hbm_efficiency);
+  const double orth_us = sc.number("compute.orth_column_latency_us", defaults.orth_column_latency_s * 1e6);
+  if (orth_us < 0.0)
+    throw ConfigError(sc.where(), "compute.orth_column_latency_us", "must be ≥ 0, got " + std::to_string(orth_us));
+  c.cost.orth_column_latency_s = orth_us * 1e-6;
+  if (const std::string profile = sc.string("compute.kernel_profile", ""); !profile.empty())
+    c.cost.kernel_profile = read_kernel_profile(sc.resolve(profile));
+
+  sc.reject_unknown({"model", "parallelism"});
+  return c;
+}
+
+std::vector<sim::KernelTime> read_kernel_profile(const std::string& path) {
+  const nlohmann::json j = Scenario::load(path).json();  // unreadable or invalid JSON: ConfigError naming the file
+  if (j.value("schema", std::string()) != "edgc.kernel_profile/1")
+    throw ConfigError(path, "schema", "expected \"edgc.kernel_profile/1\" (edgc_bench_powersgd_cuda --out)");
+  if (!j.contains("entries") || !j["entries"].is_array()) throw ConfigError(path, "entries", "expected an array");
+  std::vector<sim::KernelTime> out;
+  for (std::size_t i = 0; i < j["entries"].size(); ++i) {
+    const nlohmann::json& e = j["entries"][i];
+    const std::string at = "entries[" + std::to_string(i) + "]";
+    if (!e.is_object()) throw ConfigError(path, at, "expected an object");
+    if (e.contains("ok") && e["ok"] == false) continue;  // a measurement that failed its own check
+    const auto positive_int = [&](const char* key) {
+      if (!e.contains(key) || !e[key].is_number_integer() || e[key].get<std::int64_t>() < 1)
+        throw ConfigError(path, at + "." + key, "expected a positive integer");
+      return e[key].get<std::int64_t>();
+    };
+    sim::KernelTime k;
+    k.rows = positive_int("m");
+    k.cols = positive_int("n");
+    k.rank = static_cast<int>(positive_int("r"));
+    if (!e.contains("step_s") || !e["step_s"].is_number() || !(e["step_s"].get<double>() > 0.0) ||
+        !std::isfinite(e["step_s"].get<double>()))
+      throw ConfigError(path, at + ".step_s", "expected seconds > 0");
+    k.step_s = e["step_s"].get<double>();
+    out.push_back(k);
+  }
+  if (out.empty()) throw ConfigError(path, "entries", "no usable measurement");
+  return out;
+}
+
+}  // namespace edgc::scenario
