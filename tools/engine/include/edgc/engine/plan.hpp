@@ -1,0 +1,46 @@
+#pragma once
+// `edgc plan` as a function: every option of a plan spec is simulated under each policy (as one sweep, so runs
+// are parallel, cached, resumable and spread over mpirun ranks), then ranked by the time and cost to reach the
+// target, with the time–cost Pareto front and verdicts on whether compression pays.
+//
+// DIR holds the sweep's files (sweep.json, results.jsonl, summary.csv, cache/), the generated sweep spec
+// (plan-sweep.json) and plan.json (schema edgc.plan/1).
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgc/engine/sweep.hpp"
+#include "edgc/scenario/plan_spec.hpp"
+
+namespace edgc::engine {
+
+/// One option under one policy, from its whole-run result.
+struct PlanEntry {
+  const scenario::PlanOption* option = nullptr;  ///< into the PlanSpec given to run_plan
+  std::string policy;
+  double time_s = 0.0;  ///< training time to the target
+  double cost = 0.0;    ///< USD
+  double speedup = 1.0;
+  bool pareto = false;  ///< no other entry is at least as fast and as cheap, and strictly better in one
+};
+
+struct PlanOutcome {
+  std::vector<PlanEntry> entries;       ///< fastest first
+  std::vector<std::string> infeasible;  ///< skipped combinations and failed simulations, with the reason
+  std::vector<std::string> verdicts;
+  SweepOutcome sweep;
+};
+
+/// Runs the plan's sweep into options.out (refusing a foreign DIR before writing) and ranks the results. On MPI
+/// ranks other than 0 returns nullopt once their share is done. Throws ConfigError when nothing could be
+/// simulated.
+std::optional<PlanOutcome> run_plan(const scenario::PlanSpec& plan, const SweepOptions& options, MpiSession* mpi);
+
+/// The plan.json document (schema edgc.plan/1).
+nlohmann::ordered_json plan_document(const scenario::PlanSpec& plan, const PlanOutcome& outcome);
+
+/// Hours and dollars as printed: whole numbers when large, 4 significant digits when small.
+std::string plan_amount(double x);
+
+}  // namespace edgc::engine
