@@ -9,6 +9,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/report/svg.hpp"
+#include "edgc/results/sweep_lines.hpp"
 
 namespace edgc::report {
 namespace {
@@ -306,33 +307,12 @@ Sweep read_sweep(const fs::path& dir) {
   const fs::path results = dir / "results.jsonl";
   if (!fs::exists(results)) return out;
   out.has_results = true;
-  const std::string text = read_text(results);
-  const std::string where = results.string();
-  std::map<std::int64_t, SweepPoint> by_point;
-  std::size_t line_no = 0;
-  for (std::size_t begin = 0; begin < text.size();) {
-    const std::size_t nl = text.find('\n', begin);
-    const bool terminated = nl != std::string::npos;
-    const std::string line = text.substr(begin, terminated ? nl - begin : std::string::npos);
-    begin = terminated ? nl + 1 : text.size();
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string line_label = "line " + std::to_string(line_no);
-    json lj;
-    try {
-      lj = json::parse(line);
-    } catch (const json::parse_error&) {
-      // A sweep appends one line per finished point: an unterminated last line may be cut mid-write.
-      if (!terminated) {
-        out.truncated_last_line = true;
-        break;
-      }
-      lj = parse_json(line, where, line_label);  // rethrows with the message
-    }
-    SweepPoint p = read_sweep_point(Node(lj, where, line_label));
-    by_point[p.point] = std::move(p);
-  }
-  for (auto& [id, p] : by_point) out.points.push_back(std::move(p));
+  // The one strict reader of the sweep's lines (also `sweep --resume`'s); the typed reading names the line.
+  const results::SweepLines sweep_lines = results::read_sweep_lines(results);
+  out.truncated_last_line = sweep_lines.truncated_last_line;
+  for (std::size_t i = 0; i < sweep_lines.lines.size(); ++i)
+    out.points.push_back(read_sweep_point(
+        Node(sweep_lines.lines[i], results.string(), "line " + std::to_string(sweep_lines.line_numbers[i]))));
   return out;
 }
 

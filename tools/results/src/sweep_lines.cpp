@@ -1,0 +1,71 @@
+#include "edgc/results/sweep_lines.hpp"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "edgc/core/atomic_file.hpp"
+#include "edgc/core/error.hpp"
+
+namespace edgc::results {
+
+using nlohmann::json;
+
+SweepLines read_sweep_lines(const std::filesystem::path& file) {
+  SweepLines out;
+  if (!std::filesystem::exists(file)) return out;
+  const std::string text = read_file_if_present(file).value_or(std::string());
+  std::set<std::int64_t> seen;
+  std::vector<std::pair<std::int64_t, std::size_t>> order;  // (point, index in out.lines)
+  std::size_t pos = 0;
+  for (int line_no = 1; pos < text.size(); ++line_no) {
+    const auto nl = text.find('\n', pos);
+    if (nl == std::string::npos) {
+      out.truncated_last_line = true;
+      break;
+    }
+    const std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    const std::string where = file.string();
+    const std::string at = "line " + std::to_string(line_no);
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error& e) {
+      std::string what = e.what();
+      if (const auto cut = what.find("] "); cut != std::string::npos) what = what.substr(cut + 2);  // the id
+      throw ConfigError(where, at, "not valid JSON: " + what);
+    }
+    if (!j.is_object()) throw ConfigError(where, at, "not a JSON object");
+    if (!j.contains("point") || !j["point"].is_number_integer())
+      throw ConfigError(where, at + ": point", "missing or not an integer");
+    if (!j.contains("params") || !j["params"].is_object())
+      throw ConfigError(where, at + ": params", "missing or not an object");
+    if (!j.contains("runs") && !j.contains("error")) throw ConfigError(where, at + ": runs", "missing (and no error)");
+    if (!seen.insert(j["point"].get<std::int64_t>()).second)
+      throw ConfigError(where, at + ": point", "point " + j["point"].dump() + " appears twice");
+    order.emplace_back(j["point"].get<std::int64_t>(), out.lines.size());
+    out.line_numbers.push_back(line_no);
+    out.lines.push_back(std::move(j));
+  }
+  // By point, carrying each line's number along.
+  std::sort(order.begin(), order.end());
+  SweepLines sorted;
+  sorted.truncated_last_line = out.truncated_last_line;
+  for (const auto& [point, i] : order) {
+    sorted.lines.push_back(std::move(out.lines[i]));
+    sorted.line_numbers.push_back(out.line_numbers[i]);
+  }
+  return sorted;
+}
+
+std::string csv_cell(const json& v) {
+  if (v.is_null()) return "";
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace edgc::results
