@@ -212,24 +212,8 @@ int rank_in_force(const Track& t, std::size_t stage) {
   return t.in_force.stages.empty() ? 0 : t.in_force.stages[stage].rank;
 }
 
-}  // namespace
-
-ReplayResult run_replay(ReplayOptions& o) {
-  traces::TraceReader reader(o.trace_dir);
-  const traces::Manifest& m = reader.manifest();
-  if (o.stages < 0 || o.stages > m.num_stages)
-    throw ConfigError("replay", "replay.stages",
-                      std::to_string(o.stages) + " is outside [1, " + std::to_string(m.num_stages) +
-                          "] (the trace's pipeline stages can be merged, not split)");
-  if (o.max_iterations < 0) throw ConfigError("replay", "max_iterations", "must be >= 0");
-  const int stages = o.stages > 0 ? o.stages : m.num_stages;
-  const std::vector<int> stage_of = stage_of_tensors(m, o.stages);
-  const TraceLayout layout = analyse(m, stage_of, stages);
-  const std::size_t captured = o.max_iterations > 0
-                                   ? std::min(m.iterations.size(), static_cast<std::size_t>(o.max_iterations))
-                                   : m.iterations.size();
-  const std::int64_t run_iters = m.iterations[captured - 1].iteration + 1;
-
+// Checks the options against the trace and completes the controller's configuration (stages, shapes, warm-up).
+void prepare(ReplayOptions& o, const TraceLayout& layout, int stages, std::int64_t run_iters) {
   core::ControllerConfig& cc = o.controller;
   cc.stages = stages;
   cc.stage_shapes = layout.stage_shapes;
@@ -244,145 +228,201 @@ ReplayResult run_replay(ReplayOptions& o) {
   }
   if (o.world_size < 1) throw ConfigError("replay", "replay.world_size", "must be >= 1");
   if (!(o.perturbation >= 0.0)) throw ConfigError("replay", "replay.perturbation", "must be >= 0");
+}
 
-  const auto backend = kernels::make_backend(o.backend);
-  Track sampled(o.gds, cc, stages, false);
-  core::GdsConfig full_gds = o.gds;
-  full_gds.alpha = 1.0;
-  full_gds.beta = 1.0;
-  std::optional<Track> full;
-  if (o.compare_full) full.emplace(full_gds, cc, stages, true);
+// One replay: windows opened and closed as the trace's iterations arrive; the sampled track drives the controller,
+// the optional full-sampling track is the comparison; the emulator runs PowerSGD at the ranks in force.
+class ReplayRun {
+ public:
+  ReplayRun(ReplayOptions& o, const traces::Manifest& m, int stages, std::vector<int> stage_of,
+            const TraceLayout& layout)
+      : o_(o),
+        m_(m),
+        stages_(static_cast<std::size_t>(stages)),
+        stage_of_(std::move(stage_of)),
+        layout_(layout),
+        backend_(kernels::make_backend(o.backend)),
+        sampled_(o.gds, o.controller, stages, false),
+        err_sum_(stages_),
+        step_sum_(stages_),
+        err_n_(stages_),
+        grads_(layout.compressible.size()),
+        ranks_(layout.compressible.size()),
+        stage_ranks_(stages_) {
+    core::GdsConfig full_gds = o.gds;
+    full_gds.alpha = 1.0;
+    full_gds.beta = 1.0;
+    if (o.compare_full) full_.emplace(full_gds, o.controller, stages, true);
+    kernels::PowerSgdConfig pcfg;
+    pcfg.rank = o.controller.cqm.r_max;
+    pcfg.seed = o.seed;
+    if (!layout.compressible.empty() && !o.on_iteration)
+      emulator_ = std::make_unique<kernels::DataParallelEmulator>(o.backend, layout.compressible_shapes, o.world_size,
+                                                                  pcfg, o.perturbation, o.seed);
+    result_.stage_shapes = layout.stage_shapes;
+    result_.compressed_tensors_per_stage.assign(stages_, 0);
+    for (std::size_t k : layout.compressible)
+      ++result_.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of_[k])];
+    result_.tensor_stage = stage_of_;
+  }
 
-  kernels::PowerSgdConfig pcfg;
-  pcfg.rank = cc.cqm.r_max;
-  pcfg.seed = o.seed;
-  std::unique_ptr<kernels::DataParallelEmulator> emulator;
-  if (!layout.compressible.empty() && !o.on_iteration)
-    emulator = std::make_unique<kernels::DataParallelEmulator>(o.backend, layout.compressible_shapes, o.world_size,
-                                                               pcfg, o.perturbation, o.seed);
-
-  ReplayResult result;
-  result.stage_shapes = layout.stage_shapes;
-  result.compressed_tensors_per_stage.assign(static_cast<std::size_t>(stages), 0);
-  for (std::size_t k : layout.compressible)
-    ++result.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of[k])];
-  result.tensor_stage = stage_of;
-
-  const std::int64_t w_iters = o.gds.window_iters;
-  WindowRow row;
-  double loss_sum = 0.0;
-  int loss_n = 0;
-  std::vector<double> err_sum(static_cast<std::size_t>(stages)), step_sum(static_cast<std::size_t>(stages));
-  std::vector<int> err_n(static_cast<std::size_t>(stages));
-
-  auto open_window = [&](std::int64_t w) {
-    row = WindowRow{};
-    row.window = w;
-    row.first_iteration = w * w_iters;
-    row.end_iteration = (w + 1) * w_iters;
-    row.stages.resize(static_cast<std::size_t>(stages));
-    row.warmup = sampled.in_force.warmup;
-    for (std::size_t s = 0; s < row.stages.size(); ++s) row.stages[s].rank = rank_in_force(sampled, s);
-    loss_sum = 0.0;
-    loss_n = 0;
-    std::fill(err_sum.begin(), err_sum.end(), 0.0);
-    std::fill(step_sum.begin(), step_sum.end(), 0.0);
-    std::fill(err_n.begin(), err_n.end(), 0);
-  };
-
-  auto close_window = [&]() {
-    if (loss_n > 0) row.mean_loss = loss_sum / loss_n;
-    row.sampled_iterations = sampled.sampled_iterations;
-    const core::WindowObservation obs = observe(sampled, row);
-    // What the controller, in exactly its current state, would decide from full-sampling observations.
-    std::optional<core::WindowDecision> counterfactual;
-    if (full) {
-      const core::WindowObservation full_obs = observe(*full, row);
-      counterfactual = sampled.controller->clone()->decide(full_obs);
-      full->in_force = full->controller->decide(full_obs);  // the independent full-sampling trajectory
-      if (!full->in_force.warmup && !full->warmup_end) full->warmup_end = row.end_iteration;
-    }
-    sampled.in_force = sampled.controller->decide(obs);
-    if (!sampled.in_force.warmup && !sampled.warmup_end) sampled.warmup_end = row.end_iteration;
-    row.agrees = true;
-    row.trajectory_agrees = true;
-    for (std::size_t s = 0; s < row.stages.size(); ++s) {
-      StageWindow& sw = row.stages[s];
-      const auto& so = obs.stages[s];
-      sw.entropy_gaussian = so.entropy_gaussian;
-      sw.entropy_histogram = so.entropy_histogram;
-      sw.excess_kurtosis = so.excess_kurtosis;
-      sw.sampled_elements = sampled.acc[s].elements;
-      sw.estimation_seconds = sampled.acc[s].seconds;
-      if (full) {
-        sw.full_elements = full->acc[s].elements;
-        sw.full_estimation_seconds = full->acc[s].seconds;
-        sw.full_next_rank = counterfactual->stages[s].rank;
-        sw.trajectory_full_rank = full->in_force.stages[s].rank;
-        row.agrees = row.agrees && *sw.full_next_rank == sampled.in_force.stages[s].rank;
-        row.trajectory_agrees = row.trajectory_agrees && *sw.trajectory_full_rank == sampled.in_force.stages[s].rank;
+  ReplayResult run(traces::TraceReader& reader, std::size_t captured) {
+    traces::IterationData data;
+    std::int64_t current = -1;
+    for (std::size_t read = 0; read < captured && reader.next(data); ++read) {
+      const std::int64_t it = data.info->iteration;
+      const std::int64_t w = sampled_.gds.window_of(it);
+      if (current < 0) open_window(w);
+      while (current >= 0 && w > current) {  // also closes windows without captured iterations (fallback)
+        close_window();
+        open_window(++current);
       }
-      sw.next = sampled.in_force.stages[s];
-      if (err_n[s] > 0) {
-        sw.relative_error = err_sum[s] / err_n[s];
-        sw.step_error = step_sum[s] / err_n[s];
-      }
+      current = w;
+      iteration(data, it);
     }
-    result.windows.push_back(row);
-    reset_window(sampled);
-    if (full) reset_window(*full);
-  };
+    close_window();
+    result_.warmup_end = sampled_.warmup_end;
+    if (full_) result_.full_warmup_end = full_->warmup_end;
+    return std::move(result_);
+  }
 
-  traces::IterationData data;
-  std::vector<std::span<const float>> grads(layout.compressible.size());
-  std::vector<int> ranks(layout.compressible.size());
-  std::vector<int> stage_ranks(static_cast<std::size_t>(stages));
-  std::int64_t current = -1;
-  for (std::size_t read = 0; read < captured && reader.next(data); ++read) {
-    const std::int64_t it = data.info->iteration;
-    const std::int64_t w = sampled.gds.window_of(it);
-    if (current < 0) open_window(w);
-    while (current >= 0 && w > current) {  // also closes windows without captured iterations (fallback)
-      close_window();
-      open_window(++current);
-    }
-    current = w;
-    ++row.captured_iterations;
+ private:
+  void iteration(const traces::IterationData& data, std::int64_t it) {
+    ++row_.captured_iterations;
     if (data.info->loss) {
-      loss_sum += *data.info->loss;
-      ++loss_n;
+      loss_sum_ += *data.info->loss;
+      ++loss_n_;
     }
-    if (sampled.gds.samples_iteration(it)) measure(sampled, data, layout, *backend, o.bins_per_sigma);
-    if (full) measure(*full, data, layout, *backend, o.bins_per_sigma);
+    if (sampled_.gds.samples_iteration(it)) measure(sampled_, data, layout_, *backend_, o_.bins_per_sigma);
+    if (full_) measure(*full_, data, layout_, *backend_, o_.bins_per_sigma);
+    if (o_.on_iteration) {
+      for (std::size_t s = 0; s < stage_ranks_.size(); ++s) stage_ranks_[s] = rank_in_force(sampled_, s);
+      o_.on_iteration(data, stage_ranks_);
+    }
+    if (emulator_) emulate(data);
+  }
 
-    if (o.on_iteration) {
-      for (std::size_t s = 0; s < stage_ranks.size(); ++s) stage_ranks[s] = rank_in_force(sampled, s);
-      o.on_iteration(data, stage_ranks);
+  void emulate(const traces::IterationData& data) {
+    for (std::size_t i = 0; i < layout_.compressible.size(); ++i) {
+      const std::size_t k = layout_.compressible[i];
+      grads_[i] = data.tensors[k].values;
+      const auto [rows, cols] = as_matrix(m_.tensors[k].shape);
+      const int r = rank_in_force(sampled_, static_cast<std::size_t>(stage_of_[k]));
+      ranks_[i] = r < std::min(rows, cols) ? r : 0;  // a rank at or past full rank is no compression
     }
-    if (emulator) {
-      for (std::size_t i = 0; i < layout.compressible.size(); ++i) {
-        const std::size_t k = layout.compressible[i];
-        grads[i] = data.tensors[k].values;
-        const auto [rows, cols] = as_matrix(m.tensors[k].shape);
-        const int r = rank_in_force(sampled, static_cast<std::size_t>(stage_of[k]));
-        ranks[i] = r < std::min(rows, cols) ? r : 0;  // a rank at or past full rank is no compression
-      }
-      const kernels::EmulatedStep step = emulator->step(grads, ranks);
-      for (std::size_t i = 0; i < layout.compressible.size(); ++i) {
-        const auto s = static_cast<std::size_t>(stage_of[layout.compressible[i]]);
-        const auto& r = step.tensors[i];
-        err_sum[s] += r.relative_error;
-        step_sum[s] += r.compression_error;
-        ++err_n[s];
-        row.stages[s].wire_floats += r.wire_floats;
-        row.stages[s].dense_floats += m.tensors[layout.compressible[i]].numel();
-      }
+    const kernels::EmulatedStep step = emulator_->step(grads_, ranks_);
+    for (std::size_t i = 0; i < layout_.compressible.size(); ++i) {
+      const auto s = static_cast<std::size_t>(stage_of_[layout_.compressible[i]]);
+      const auto& r = step.tensors[i];
+      err_sum_[s] += r.relative_error;
+      step_sum_[s] += r.compression_error;
+      ++err_n_[s];
+      row_.stages[s].wire_floats += r.wire_floats;
+      row_.stages[s].dense_floats += m_.tensors[layout_.compressible[i]].numel();
     }
   }
-  close_window();
-  result.warmup_end = sampled.warmup_end;
-  if (full) result.full_warmup_end = full->warmup_end;
-  return result;
+
+  void open_window(std::int64_t w) {
+    const std::int64_t w_iters = o_.gds.window_iters;
+    row_ = WindowRow{};
+    row_.window = w;
+    row_.first_iteration = w * w_iters;
+    row_.end_iteration = (w + 1) * w_iters;
+    row_.stages.resize(stages_);
+    row_.warmup = sampled_.in_force.warmup;
+    for (std::size_t s = 0; s < row_.stages.size(); ++s) row_.stages[s].rank = rank_in_force(sampled_, s);
+    loss_sum_ = 0.0;
+    loss_n_ = 0;
+    std::fill(err_sum_.begin(), err_sum_.end(), 0.0);
+    std::fill(step_sum_.begin(), step_sum_.end(), 0.0);
+    std::fill(err_n_.begin(), err_n_.end(), 0);
+  }
+
+  void close_window() {
+    if (loss_n_ > 0) row_.mean_loss = loss_sum_ / loss_n_;
+    row_.sampled_iterations = sampled_.sampled_iterations;
+    const core::WindowObservation obs = observe(sampled_, row_);
+    // What the controller, in exactly its current state, would decide from full-sampling observations.
+    std::optional<core::WindowDecision> counterfactual;
+    if (full_) {
+      const core::WindowObservation full_obs = observe(*full_, row_);
+      counterfactual = sampled_.controller->clone()->decide(full_obs);
+      full_->in_force = full_->controller->decide(full_obs);  // the independent full-sampling trajectory
+      if (!full_->in_force.warmup && !full_->warmup_end) full_->warmup_end = row_.end_iteration;
+    }
+    sampled_.in_force = sampled_.controller->decide(obs);
+    if (!sampled_.in_force.warmup && !sampled_.warmup_end) sampled_.warmup_end = row_.end_iteration;
+    row_.agrees = true;
+    row_.trajectory_agrees = true;
+    for (std::size_t s = 0; s < row_.stages.size(); ++s) fill_stage(s, obs.stages[s], counterfactual);
+    result_.windows.push_back(row_);
+    reset_window(sampled_);
+    if (full_) reset_window(*full_);
+  }
+
+  void fill_stage(std::size_t s, const core::StageObservation& so,
+                  const std::optional<core::WindowDecision>& counterfactual) {
+    StageWindow& sw = row_.stages[s];
+    sw.entropy_gaussian = so.entropy_gaussian;
+    sw.entropy_histogram = so.entropy_histogram;
+    sw.excess_kurtosis = so.excess_kurtosis;
+    sw.sampled_elements = sampled_.acc[s].elements;
+    sw.estimation_seconds = sampled_.acc[s].seconds;
+    if (full_) {
+      sw.full_elements = full_->acc[s].elements;
+      sw.full_estimation_seconds = full_->acc[s].seconds;
+      sw.full_next_rank = counterfactual->stages[s].rank;
+      sw.trajectory_full_rank = full_->in_force.stages[s].rank;
+      row_.agrees = row_.agrees && *sw.full_next_rank == sampled_.in_force.stages[s].rank;
+      row_.trajectory_agrees = row_.trajectory_agrees && *sw.trajectory_full_rank == sampled_.in_force.stages[s].rank;
+    }
+    sw.next = sampled_.in_force.stages[s];
+    if (err_n_[s] > 0) {
+      sw.relative_error = err_sum_[s] / err_n_[s];
+      sw.step_error = step_sum_[s] / err_n_[s];
+    }
+  }
+
+  ReplayOptions& o_;
+  const traces::Manifest& m_;
+  std::size_t stages_;
+  std::vector<int> stage_of_;
+  const TraceLayout& layout_;
+  std::unique_ptr<kernels::Backend> backend_;
+  Track sampled_;
+  std::optional<Track> full_;
+  std::unique_ptr<kernels::DataParallelEmulator> emulator_;
+  ReplayResult result_;
+  WindowRow row_;
+  double loss_sum_ = 0.0;
+  int loss_n_ = 0;
+  std::vector<double> err_sum_;
+  std::vector<double> step_sum_;
+  std::vector<int> err_n_;
+  std::vector<std::span<const float>> grads_;
+  std::vector<int> ranks_;
+  std::vector<int> stage_ranks_;
+};
+
+}  // namespace
+
+ReplayResult run_replay(ReplayOptions& o) {
+  traces::TraceReader reader(o.trace_dir);
+  const traces::Manifest& m = reader.manifest();
+  if (o.stages < 0 || o.stages > m.num_stages)
+    throw ConfigError("replay", "replay.stages",
+                      std::to_string(o.stages) + " is outside [1, " + std::to_string(m.num_stages) +
+                          "] (the trace's pipeline stages can be merged, not split)");
+  if (o.max_iterations < 0) throw ConfigError("replay", "max_iterations", "must be >= 0");
+  const int stages = o.stages > 0 ? o.stages : m.num_stages;
+  std::vector<int> stage_of = stage_of_tensors(m, o.stages);
+  const TraceLayout layout = analyse(m, stage_of, stages);
+  const std::size_t captured = o.max_iterations > 0
+                                   ? std::min(m.iterations.size(), static_cast<std::size_t>(o.max_iterations))
+                                   : m.iterations.size();
+  prepare(o, layout, stages, m.iterations[captured - 1].iteration + 1);
+  ReplayRun run(o, m, stages, std::move(stage_of), layout);
+  return run.run(reader, captured);
 }
 
 TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
