@@ -21,6 +21,7 @@
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/whole_run.hpp"
+#include "simulation_result.hpp"
 
 namespace edgc::engine {
 namespace {
@@ -339,29 +340,6 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
           {"t_uncompressed_s", dac.t_uncompressed_s}};
 }
 
-ordered_json breakdown_json(const sim::IterationBreakdown& b) {
-  return {{"compute_s", b.compute_s},
-          {"tp_comm_s", b.tp_comm_s},
-          {"bubble_s", b.bubble_s},
-          {"exposed_dp_comm_s", b.exposed_dp_comm_s},
-          {"exposed_compression_s", b.exposed_compression_s},
-          {"compression_s", b.compression_s}};
-}
-
-const char* schedule_name(sim::PipelineSchedule s) {
-  switch (s) {
-    case sim::PipelineSchedule::kGpipe:
-      return "gpipe";
-    case sim::PipelineSchedule::kOneFOneB:
-      return "1f1b";
-    case sim::PipelineSchedule::kInterleaved:
-      return "interleaved";
-  }
-  return "?";
-}
-
-double reduction(double base, double x) { return base > 0.0 ? 1.0 - x / base : 0.0; }
-
 // Both estimators per simulated stage at `points` evenly spaced iterations of the run, for charts.
 ordered_json entropy_series(const EntropySource& source, int stages, std::int64_t iterations, int points = 200) {
   ordered_json its = ordered_json::array();
@@ -418,92 +396,20 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   SimulateOutcome out;
   out.simulated = cache.simulated;
   ordered_json& result = out.result;
-  result = {{"schema", "edgc.result/1"},
-            {"scenario", in.scenario_path},
-            {"simgrid", sim::simgrid_version()},
-            {"cluster",
-             {{"name", cl.name},
-              {"gpus", gpus},
-              {"nodes", cl.nodes},
-              {"gpus_per_node", cl.gpus_per_node},
-              {"gpu", cl.gpu.name},
-              {"price_per_gpu_hour_usd", cl.price_per_gpu_hour_usd}}},
-            {"network", in.setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated"},
-            {"model", {{"name", in.setup.model.name}, {"parameters", sim::parameter_count(in.setup.model)}}},
-            {"parallelism",
-             {{"tp", in.setup.parallel.tp},
-              {"pp", in.setup.parallel.pp},
-              {"dp", in.setup.parallel.dp},
-              {"microbatches", in.setup.parallel.microbatches},
-              {"schedule", schedule_name(in.setup.parallel.schedule)},
-              {"virtual_stages", in.setup.parallel.virtual_stages},
-              {"order", in.setup.parallel.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"}}},
-            {"run",
-             {{"iterations", in.iterations},
-              {"window", in.compression.gds.window_iters},
-              {"alpha", in.compression.gds.alpha},
-              {"beta", in.compression.gds.beta},
-              {"r_min", in.compression.controller.cqm.r_min},
-              {"r_max", in.compression.controller.cqm.r_max},
-              {"step", in.compression.controller.cqm.step}}},
-            {"variability",
-             {{"compute_jitter_cv", in.setup.variability.compute_jitter_cv},
-              {"straggler_probability", in.setup.variability.straggler_probability},
-              {"straggler_slowdown", in.setup.variability.straggler_slowdown},
-              {"seed", in.setup.variability.seed}}},
-            {"entropy", in.source->describe()},
-            {"dac", dac},
-            {"simulations", cache.plans.size()},
-            {"composition", cache.compose ? "stage-separable" : "exact"},
-            {"simulated_iterations", cache.simulated_plans.size()},
-            {"runs", ordered_json::array()},
-            {"configurations", ordered_json::array()},
-            {"entropy_series", entropy_series(*in.source, in.setup.parallel.pp, in.iterations)}};
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const sim::RunTotals& t = totals[i];
-    const double gpu_hours = gpu_hours_of(t);
-    ordered_json schedule = ordered_json::array();
-    for (const sim::RunSegment& seg : runs[i].schedule.segments()) {
-      ordered_json ranks = ordered_json::array();
-      for (const sim::StageSync& s : seg.plan) ranks.push_back(s.powersgd_rank);
-      schedule.push_back({{"begin", seg.begin}, {"end", seg.end}, {"ranks", ranks}});
-    }
-    result["runs"].push_back(
-        {{"policy", runs[i].policy},
-         {"iteration_time_s", t.iteration_time_s},
-         {"comm_latency_s", t.comm_latency_s},
-         {"training_time_s", t.training_time_s},
-         {"speedup_vs_none", t.training_time_s > 0 ? base.training_time_s / t.training_time_s : 0.0},
-         {"comm_latency_reduction_vs_none", reduction(base.comm_latency_s, t.comm_latency_s)},
-         {"training_time_reduction_vs_none", reduction(base.training_time_s, t.training_time_s)},
-         {"compressed_iterations", t.compressed_iterations},
-         {"compressed_phase", t.compressed_iterations > 0
-                                  ? ordered_json{{"iteration_time_s", t.compressed_iteration_time_s},
-                                                 {"comm_latency_s", t.compressed_comm_latency_s},
-                                                 {"comm_latency_reduction_vs_none",
-                                                  reduction(base.comm_latency_s, t.compressed_comm_latency_s)},
-                                                 {"iteration_time_reduction_vs_none",
-                                                  reduction(base.iteration_time_s, t.compressed_iteration_time_s)}}
-                                  : ordered_json(nullptr)},
-         {"gpu_hours", gpu_hours},
-         {"cost_usd", gpu_hours * cl.price_per_gpu_hour_usd},
-         {"stage_comm_latency_s", t.stage_comm_latency_s},
-         {"breakdown", breakdown_json(t.breakdown)},
-         {"warmup_end_iteration", runs[i].warmup_end ? ordered_json(*runs[i].warmup_end) : ordered_json(nullptr)},
-         {"windows", runs[i].windows},
-         {"rank_bindings", runs[i].bindings},
-         {"rank_schedule", schedule}});
-  }
-  for (std::size_t p = 0; p < cache.plans.size(); ++p) {
-    ordered_json c = iteration_to_json(cache.results[p], false);
-    ordered_json ranks = ordered_json::array();
-    for (const sim::StageSync& s : cache.plans[p]) ranks.push_back(s.powersgd_rank);
-    ordered_json entry = {{"ranks", ranks},
-                          {"comm_latency_s", sim::comm_latency_s(cache.results[p])},
-                          {"breakdown", breakdown_json(sim::breakdown(cache.results[p]))}};
-    entry.update(c);
-    result["configurations"].push_back(std::move(entry));
-  }
+  result = {{"schema", "edgc.result/1"}, {"scenario", in.scenario_path}, {"simgrid", sim::simgrid_version()}};
+  result.update(setup_json(in.setup, in.iterations, in.compression));
+  result.update(ordered_json{{"entropy", in.source->describe()},
+                             {"dac", dac},
+                             {"simulations", cache.plans.size()},
+                             {"composition", cache.compose ? "stage-separable" : "exact"},
+                             {"simulated_iterations", cache.simulated_plans.size()},
+                             {"runs", ordered_json::array()},
+                             {"configurations", ordered_json::array()},
+                             {"entropy_series", entropy_series(*in.source, in.setup.parallel.pp, in.iterations)}});
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    result["runs"].push_back(run_json(runs[i], totals[i], base, gpu_hours_of(totals[i]), cl.price_per_gpu_hour_usd));
+  for (std::size_t p = 0; p < cache.plans.size(); ++p)
+    result["configurations"].push_back(configuration_json(cache.plans[p], cache.results[p]));
   if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);
   return out;
 }

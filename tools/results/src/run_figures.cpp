@@ -1,0 +1,28 @@
+#include "edgc/results/run_figures.hpp"
+
+namespace edgc::results {
+
+double reduction(double base, double x) { return base > 0.0 ? 1.0 - x / base : 0.0; }
+
+nlohmann::ordered_json breakdown_json(const sim::IterationBreakdown& b) {
+  return {{"compute_s", b.compute_s},
+          {"tp_comm_s", b.tp_comm_s},
+          {"bubble_s", b.bubble_s},
+          {"exposed_dp_comm_s", b.exposed_dp_comm_s},
+          {"exposed_compression_s", b.exposed_compression_s},
+          {"compression_s", b.compression_s}};
+}
+
+const char* schedule_name(sim::PipelineSchedule s) {
+  switch (s) {
+    case sim::PipelineSchedule::kGpipe:
+      return "gpipe";
+    case sim::PipelineSchedule::kOneFOneB:
+      return "1f1b";
+    case sim::PipelineSchedule::kInterleaved:
+      return "interleaved";
+  }
+  return "?";
+}
+
+}  // namespace edgc::results
