@@ -19,46 +19,65 @@
 // simulator worked before the closed form. --check runs every case once more with the forced ring and fails (exit
 // 1) unless the simulated iteration times agree within 1e-9 relative: the benchmark checks its own result.
 //
-// SimGrid cannot reset its engine, so every measurement runs in a forked child: it builds the sg4::Engine, the
-// Platform and runs simulate_iteration, then sends back through a pipe the wall seconds (platform build and
+// SimGrid cannot reset its engine, so every measurement runs in a forked child (edgc::bench::run_in_child): it builds
+// the sg4::Engine, the Platform and runs simulate_iteration, then sends back the wall seconds (platform build and
 // simulation apart), its CPU seconds, the simulated iteration seconds, activity counts and its peak RSS
 // (getrusage RUSAGE_SELF ru_maxrss). SimGrid 3.32 exposes no count of its internal events, so "activities" is
 // counted through the public S4U signals: communications posted (Comm::on_send) + executions started + actor
 // sleeps (a pass's compute is a sleep, and the TP closed form one sleep per group and pass); the number of distinct
 // simulated timestamps (Engine::on_time_advance) is reported beside it. Each case is repeated --repeats times; the
-// table shows the medians. Pass/miss compares the median of build + simulate wall time with the target.
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// table shows the medians (edgc::core::median: with an even --repeats the mean of the two middle values). Pass/miss
+// compares the median of build + simulate wall time with the target.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <simgrid/s4u.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "edgc/core/median.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/scenario/config.hpp"
 #include "edgc/scenario/model_config.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
 #include "edgc/sim/platform.hpp"
+#include "harness.hpp"
 
 namespace sg4 = simgrid::s4u;
+using edgc::bench::Clock;
+using edgc::bench::seconds_since;
+using edgc::core::median;
 
 namespace {
 
-// What a child reports. Plain data: written whole to the pipe.
+struct Options {
+  std::string scenario_path = "scenarios/paper/gpt2-12.1b-64xh100.json";
+  std::string gpus_text = "64,512,4096";
+  std::string json_out = "edgc_bench_iteration.json";
+  int repeats = 3;
+  int rank = 64;
+  bool tp_ring = false;
+  bool check = false;
+  std::vector<std::string> cfgs;  // passed to SimGrid as --cfg=KEY:VALUE, for experiments
+};
+
+// The base layout, read once in the parent.
+struct Base {
+  int gpus_per_node = 0;
+  int tp = 0;
+  int pp = 0;
+  int micro_batch = 0;
+  int microbatches = 0;
+  std::string model_name;
+  std::string cluster_name;
+};
+
+// What a child reports. Plain data: carried back byte for byte (a failure comes back as an exception instead).
 struct Sample {
-  int ok = 0;
   double build_wall_s = 0.0;     // sg4::Engine + Platform::build
   double simulate_wall_s = 0.0;  // simulate_iteration (actor creation + engine.run + reduction)
   double cpu_s = 0.0;            // user + system CPU of the child, whole
@@ -71,7 +90,6 @@ struct Sample {
   std::uint64_t time_advances = 0;
   std::uint64_t completions = 0;  // Activity::on_completion
   int tp_closed_form = 0;         // 1 when the TP all-reduces ran as their closed form
-  char error[256] = {};
 };
 
 struct Case {
@@ -83,18 +101,10 @@ struct Case {
   int powersgd_rank = 0;  // 0 = uncompressed
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::vector<int> parse_list(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(std::stoi(item));
-  return out;
-}
+// The repeats of one case, one vector per measured quantity.
+struct Series {
+  std::vector<double> build, sim, wall, cpu, rss;
+};
 
 double target_s(int gpus) {
   if (gpus == 64) return 0.1;
@@ -103,15 +113,19 @@ double target_s(int gpus) {
   return 0.0;  // none
 }
 
+std::string plan_name(const Case& c) {
+  return c.powersgd_rank == 0 ? "uncompressed" : "powersgd-r" + std::to_string(c.powersgd_rank);
+}
+
 std::vector<std::string> overrides_for(const Case& c) {
   return {"cluster.nodes=" + std::to_string(c.nodes), "parallelism.dp=" + std::to_string(c.dp),
           "model.global_batch_size=" + std::to_string(c.global_batch),
           "parallelism.microbatches=" + std::to_string(c.microbatches)};
 }
 
-// Runs in the child: one simulation, result into `s`.
-void measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring,
-             Sample& s) {
+// Runs in the child: one simulation.
+Sample measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring) {
+  Sample s;
   edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, overrides_for(c));
   const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
   const edgc::sim::NetworkProfile profile = edgc::scenario::read_network(sc);
@@ -133,277 +147,228 @@ void measure(const std::string& scenario_path, const Case& c, const std::vector<
   sg4::Engine::on_time_advance_cb([&s](double) { ++s.time_advances; });
   sg4::Activity::on_completion_cb([&s](const sg4::Activity&) { ++s.completions; });
 
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   sg4::Engine engine(&argc, argv.data());
   const edgc::sim::Platform platform = edgc::sim::Platform::build(engine, cluster, profile);
   s.build_wall_s = seconds_since(t0);
   edgc::sim::IterationOptions options;
   options.force_tp_ring = tp_ring;
-  const auto t1 = std::chrono::steady_clock::now();
+  const auto t1 = Clock::now();
   const edgc::sim::IterationResult r =
       edgc::sim::simulate_iteration(engine, platform, mc.model, mc.parallel, mc.cost, plan, options);
   s.simulate_wall_s = seconds_since(t1);
   s.iteration_s = r.iteration_s;
   s.tp_closed_form = !tp_ring && edgc::sim::tp_closed_form_applies(platform, mc.parallel) ? 1 : 0;
 
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  s.peak_rss_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
-  s.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-            static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-  s.ok = 1;
-}
-
-Sample run_child(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring) {
-  int fds[2];
-  Sample s;
-  if (pipe(fds) != 0) {
-    std::snprintf(s.error, sizeof s.error, "pipe: %s", std::strerror(errno));
-    return s;
-  }
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    Sample mine;
-    try {
-      measure(scenario_path, c, cfgs, tp_ring, mine);
-    } catch (const std::exception& e) {
-      std::snprintf(mine.error, sizeof mine.error, "%s", e.what());
-    }
-    const char* p = reinterpret_cast<const char*>(&mine);
-    std::size_t left = sizeof mine;
-    while (left > 0) {
-      const ssize_t n = write(fds[1], p, left);
-      if (n <= 0) break;
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    close(fds[1]);
-    _exit(mine.ok != 0 ? 0 : 1);  // skip SimGrid's and the parent's atexit handlers
-  }
-  close(fds[1]);
-  char* p = reinterpret_cast<char*>(&s);
-  std::size_t got = 0;
-  while (got < sizeof s) {
-    const ssize_t n = read(fds[0], p + got, sizeof s - got);
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (got != sizeof s) {
-    s = Sample{};
-    std::snprintf(s.error, sizeof s.error, "child died (status %d) before reporting", status);
-  }
+  const edgc::bench::ProcessUsage usage = edgc::bench::process_usage();
+  s.peak_rss_mib = usage.peak_rss_mib;
+  s.cpu_s = usage.cpu_s;
   return s;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
+// One measurement in its own process; throws what the child threw.
+Sample run_child(const Options& opt, const Case& c, bool tp_ring) {
+  return edgc::bench::from_bytes<Sample>(edgc::bench::run_in_child(
+      "simulation", [&] { return edgc::bench::to_bytes(measure(opt.scenario_path, c, opt.cfgs, tp_ring)); }));
+}
+
+Base read_base(const std::string& scenario_path) {
+  edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, {});
+  const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
+  Base b;
+  b.gpus_per_node = cluster.gpus_per_node;
+  b.tp = mc.parallel.tp;
+  b.pp = mc.parallel.pp;
+  b.micro_batch = mc.model.micro_batch_size;
+  b.microbatches = mc.parallel.microbatches > 0
+                       ? mc.parallel.microbatches
+                       : mc.model.global_batch_size / std::max(1, b.micro_batch * mc.parallel.dp);
+  b.model_name = mc.model.name;
+  b.cluster_name = cluster.name;
+  return b;
+}
+
+// Two cases per --gpus entry (uncompressed, PowerSGD); false (after saying why) when an entry does not fit.
+bool make_cases(const Options& opt, const Base& b, std::vector<Case>& cases) {
+  for (const int n : edgc::bench::int_list("--gpus", opt.gpus_text)) {
+    if (n <= 0 || n % (b.tp * b.pp) != 0 || n % b.gpus_per_node != 0) {
+      std::fprintf(stderr, "--gpus: %d is not a multiple of tp·pp = %d and of gpus_per_node = %d\n", n, b.tp * b.pp,
+                   b.gpus_per_node);
+      return false;
+    }
+    for (const int r : {0, opt.rank}) {
+      Case c;
+      c.gpus = n;
+      c.nodes = n / b.gpus_per_node;
+      c.dp = n / (b.tp * b.pp);
+      c.microbatches = b.microbatches;
+      c.global_batch = b.microbatches * b.micro_batch * c.dp;
+      c.powersgd_rank = r;
+      cases.push_back(c);
+    }
+  }
+  return true;
+}
+
+void print_header(const Options& opt, const Base& b) {
+  std::printf("edgc_bench_iteration: %s on %s (SimGrid %s), base %s\n", b.model_name.c_str(), b.cluster_name.c_str(),
+              edgc::sim::simgrid_version().c_str(), opt.scenario_path.c_str());
+  std::printf(
+      "scaling: tp %d and pp %d kept, dp = GPUs / %d, %d micro-batches of %d per pipeline "
+      "(global batch = %d · dp), nodes = GPUs / %d; %d repeat(s), medians shown\n",
+      b.tp, b.pp, b.tp * b.pp, b.microbatches, b.micro_batch, b.microbatches * b.micro_batch, b.gpus_per_node,
+      opt.repeats);
+  std::printf("activities = comms + execs + sleeps started (S4U signals; SimGrid has no public event count)\n");
+  std::printf("tp all-reduces: %s%s\n\n", opt.tp_ring ? "ring messages (--tp-ring)" : "closed form where it applies",
+              opt.check ? "; --check compares every case with the forced ring" : "");
+  std::printf("  %5s %4s %5s %-12s %8s %8s %8s %8s %10s %11s %9s %9s %8s %6s\n", "GPUs", "dp", "batch", "plan",
+              "build_s", "sim_s", "wall_s", "cpu_s", "activities", "activ/s", "RSS_MiB", "iter_s", "target", "result");
+}
+
+// --check: the same case with the TP rings forced must give the same simulated time. Returns the relative
+// difference (1 when the ring run failed), having printed the failure.
+double check_against_ring(const Options& opt, const Case& c, const Sample& first) {
+  Sample ring;
+  std::string error;
+  try {
+    ring = run_child(opt, c, true);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const double rel = error.empty() ? std::abs(ring.iteration_s - first.iteration_s) / ring.iteration_s : 1.0;
+  if (!(rel <= 1e-9))
+    std::printf("  %5d %4d %5d %-12s CHECK FAILED: %.17g s here, %.17g s with the forced ring (%s)\n", c.gpus, c.dp,
+                c.global_batch, plan_name(c).c_str(), first.iteration_s, ring.iteration_s, error.c_str());
+  return rel;
+}
+
+nlohmann::ordered_json row_json(const Base& b, const Case& c, const Series& m, const Sample& first, double check_rel) {
+  const std::uint64_t activities = first.comms + first.execs + first.sleeps;
+  const double target = target_s(c.gpus);
+  const double wall_med = median(m.wall);
+  const auto or_null = [](bool has, double v) { return has ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
+  return {{"gpus", c.gpus},
+          {"nodes", c.nodes},
+          {"tp", b.tp},
+          {"pp", b.pp},
+          {"dp", c.dp},
+          {"microbatches", c.microbatches},
+          {"global_batch_size", c.global_batch},
+          {"plan", plan_name(c)},
+          {"powersgd_rank", c.powersgd_rank},
+          {"tp_closed_form", first.tp_closed_form != 0},
+          {"check_rel_diff_vs_ring", or_null(check_rel >= 0, check_rel)},
+          {"build_wall_s", m.build},
+          {"simulate_wall_s", m.sim},
+          {"wall_s", m.wall},
+          {"cpu_s", m.cpu},
+          {"peak_rss_MiB", m.rss},
+          {"median_build_wall_s", median(m.build)},
+          {"median_simulate_wall_s", median(m.sim)},
+          {"median_wall_s", wall_med},
+          {"median_cpu_s", median(m.cpu)},
+          {"median_peak_rss_MiB", median(m.rss)},
+          {"simulated_iteration_s", first.iteration_s},
+          {"actors", first.actors},
+          {"comms", first.comms},
+          {"execs", first.execs},
+          {"sleeps", first.sleeps},
+          {"activities", activities},
+          {"activities_per_s", static_cast<double>(activities) / median(m.sim)},
+          {"time_advances", first.time_advances},
+          {"activity_completions", first.completions},
+          {"target_wall_s", or_null(target > 0, target)},
+          {"pass", target > 0 ? nlohmann::ordered_json(wall_med <= target) : nlohmann::ordered_json()}};
+}
+
+void print_row(const Case& c, const Series& m, const Sample& first) {
+  const std::uint64_t activities = first.comms + first.execs + first.sleeps;
+  const double wall_med = median(m.wall);
+  const double sim_med = median(m.sim);
+  const double target = target_s(c.gpus);
+  const char* verdict = target <= 0 ? "-" : (wall_med <= target ? "pass" : "MISS");
+  char target_text[32] = "-";
+  if (target > 0) std::snprintf(target_text, sizeof target_text, "<=%g", target);
+  std::printf("  %5d %4d %5d %-12s %8.3f %8.3f %8.3f %8.3f %10llu %11.0f %9.1f %9.4f %8s %6s\n", c.gpus, c.dp,
+              c.global_batch, plan_name(c).c_str(), median(m.build), sim_med, wall_med, median(m.cpu),
+              static_cast<unsigned long long>(activities), static_cast<double>(activities) / sim_med, median(m.rss),
+              first.iteration_s, target_text, verdict);
+  std::fflush(stdout);
+}
+
+// Measures one case --repeats times (and against the forced ring with --check), prints its row and adds its JSON
+// row; false when a measurement or the check failed.
+bool bench_case(const Options& opt, const Base& b, const Case& c, nlohmann::ordered_json& rows) {
+  std::vector<Sample> samples;
+  try {
+    for (int r = 0; r < opt.repeats; ++r) samples.push_back(run_child(opt, c, opt.tp_ring));
+  } catch (const std::exception& e) {
+    std::printf("  %5d %4d %5d %-12s FAILED: %s\n", c.gpus, c.dp, c.global_batch, plan_name(c).c_str(), e.what());
+    rows.push_back({{"gpus", c.gpus}, {"plan", plan_name(c)}, {"error", e.what()}});
+    return false;
+  }
+  Series m;
+  for (const Sample& s : samples) {
+    m.build.push_back(s.build_wall_s);
+    m.sim.push_back(s.simulate_wall_s);
+    m.wall.push_back(s.build_wall_s + s.simulate_wall_s);
+    m.cpu.push_back(s.cpu_s);
+    m.rss.push_back(s.peak_rss_mib);
+  }
+  const Sample& first = samples.front();
+  const double check_rel = opt.check ? check_against_ring(opt, c, first) : -1.0;
+  const bool ok = !opt.check || check_rel <= 1e-9;
+  print_row(c, m, first);
+  rows.push_back(row_json(b, c, m, first, check_rel));
+  return ok;
+}
+
+int run(int argc, char** argv) {
+  Options opt;
+  edgc::bench::Args args(
+      "[--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE] [--tp-ring] [--check] "
+      "[--cfg KEY:VALUE]...");
+  args.text("--scenario", opt.scenario_path).text("--gpus", opt.gpus_text).repeats(opt.repeats);
+  args.integer("--rank", opt.rank, 1).json_path("--json", opt.json_out).flag("--tp-ring", opt.tp_ring);
+  args.flag("--check", opt.check).repeated("--cfg", opt.cfgs);
+  if (const auto code = args.parse(argc, argv)) return *code;
+  Base base;
+  try {
+    base = read_base(opt.scenario_path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  std::vector<Case> cases;
+  if (!make_cases(opt, base, cases)) return 2;
+
+  print_header(opt, base);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  bool all_ok = true;
+  for (const Case& c : cases) all_ok = bench_case(opt, base, c, rows) && all_ok;
+
+  edgc::bench::write_json(
+      opt.json_out,
+      {{"schema", "edgc.bench.iteration/1"},
+       {"scenario", opt.scenario_path},
+       {"model", base.model_name},
+       {"cluster", base.cluster_name},
+       {"simgrid", edgc::sim::simgrid_version()},
+       {"repeats", opt.repeats},
+       {"scaling",
+        "tp and pp of the base scenario kept, dp = GPUs / (tp·pp), micro-batches per pipeline kept, global batch = "
+        "microbatches · micro_batch · dp"},
+       {"activities_definition", "comms + execs + actor sleeps started (S4U signals)"},
+       {"wall_definition", "sg4::Engine + Platform::build + simulate_iteration, one process"},
+       {"tp_ring_forced", opt.tp_ring},
+       {"cfg", opt.cfgs},
+       {"rows", rows}});
+  return all_ok ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string scenario_path = "scenarios/paper/gpt2-12.1b-64xh100.json";
-  std::string gpus_text = "64,512,4096";
-  std::string json_out = "edgc_bench_iteration.json";
-  int repeats = 3;
-  int rank = 64;
-  bool tp_ring = false;
-  bool check = false;
-  std::vector<std::string> cfgs;
-  const char* usage =
-      "usage: %s [--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE] [--tp-ring] "
-      "[--check] [--cfg KEY:VALUE]...\n";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--scenario" && has_value) {
-      scenario_path = argv[++i];
-    } else if (a == "--gpus" && has_value) {
-      gpus_text = argv[++i];
-    } else if (a == "--repeats" && has_value) {
-      repeats = std::max(1, std::stoi(argv[++i]));
-    } else if (a == "--rank" && has_value) {
-      rank = std::max(1, std::stoi(argv[++i]));
-    } else if (a == "--json" && has_value) {
-      json_out = argv[++i];
-    } else if (a == "--tp-ring") {
-      tp_ring = true;
-    } else if (a == "--check") {
-      check = true;
-    } else if (a == "--cfg" && has_value) {
-      cfgs.emplace_back(argv[++i]);  // passed to SimGrid as --cfg=KEY:VALUE, for experiments
-    } else {
-      std::fprintf(stderr, usage, argv[0]);
-      return 2;
-    }
-  }
-
-  // The base layout, read once in the parent.
-  int gpus_per_node = 0;
-  int tp = 0;
-  int pp = 0;
-  int micro_batch = 0;
-  int microbatches = 0;
-  std::string model_name;
-  std::string cluster_name;
-  try {
-    edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, {});
-    const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
-    const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
-    gpus_per_node = cluster.gpus_per_node;
-    tp = mc.parallel.tp;
-    pp = mc.parallel.pp;
-    micro_batch = mc.model.micro_batch_size;
-    microbatches = mc.parallel.microbatches > 0
-                       ? mc.parallel.microbatches
-                       : mc.model.global_batch_size / std::max(1, micro_batch * mc.parallel.dp);
-    model_name = mc.model.name;
-    cluster_name = cluster.name;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
-
-  std::vector<Case> cases;
-  for (const int n : parse_list(gpus_text)) {
-    if (n <= 0 || n % (tp * pp) != 0 || n % gpus_per_node != 0) {
-      std::fprintf(stderr, "--gpus: %d is not a multiple of tp·pp = %d and of gpus_per_node = %d\n", n, tp * pp,
-                   gpus_per_node);
-      return 2;
-    }
-    for (const int r : {0, rank}) {
-      Case c;
-      c.gpus = n;
-      c.nodes = n / gpus_per_node;
-      c.dp = n / (tp * pp);
-      c.microbatches = microbatches;
-      c.global_batch = microbatches * micro_batch * c.dp;
-      c.powersgd_rank = r;
-      cases.push_back(c);
-    }
-  }
-
-  std::printf("edgc_bench_iteration: %s on %s (SimGrid %s), base %s\n", model_name.c_str(), cluster_name.c_str(),
-              edgc::sim::simgrid_version().c_str(), scenario_path.c_str());
-  std::printf(
-      "scaling: tp %d and pp %d kept, dp = GPUs / %d, %d micro-batches of %d per pipeline "
-      "(global batch = %d · dp), nodes = GPUs / %d; %d repeat(s), medians shown\n",
-      tp, pp, tp * pp, microbatches, micro_batch, microbatches * micro_batch, gpus_per_node, repeats);
-  std::printf("activities = comms + execs + sleeps started (S4U signals; SimGrid has no public event count)\n");
-  std::printf("tp all-reduces: %s%s\n\n", tp_ring ? "ring messages (--tp-ring)" : "closed form where it applies",
-              check ? "; --check compares every case with the forced ring" : "");
-  std::printf("  %5s %4s %5s %-12s %8s %8s %8s %8s %10s %11s %9s %9s %8s %6s\n", "GPUs", "dp", "batch", "plan",
-              "build_s", "sim_s", "wall_s", "cpu_s", "activities", "activ/s", "RSS_MiB", "iter_s", "target", "result");
-
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  bool all_ok = true;
-  for (const Case& c : cases) {
-    std::vector<Sample> samples;
-    std::string error;
-    for (int r = 0; r < repeats; ++r) {
-      const Sample s = run_child(scenario_path, c, cfgs, tp_ring);
-      if (s.ok == 0) {
-        error = s.error;
-        break;
-      }
-      samples.push_back(s);
-    }
-    const std::string plan = c.powersgd_rank == 0 ? "uncompressed" : "powersgd-r" + std::to_string(c.powersgd_rank);
-    if (!error.empty()) {
-      std::printf("  %5d %4d %5d %-12s FAILED: %s\n", c.gpus, c.dp, c.global_batch, plan.c_str(), error.c_str());
-      rows.push_back({{"gpus", c.gpus}, {"plan", plan}, {"error", error}});
-      all_ok = false;
-      continue;
-    }
-    std::vector<double> build, sim, wall, cpu, rss;
-    for (const Sample& s : samples) {
-      build.push_back(s.build_wall_s);
-      sim.push_back(s.simulate_wall_s);
-      wall.push_back(s.build_wall_s + s.simulate_wall_s);
-      cpu.push_back(s.cpu_s);
-      rss.push_back(s.peak_rss_mib);
-    }
-    const Sample& first = samples.front();
-    // --check: the same case with the TP rings forced must give the same simulated time.
-    double check_rel = -1.0;
-    if (check) {
-      const Sample ring = run_child(scenario_path, c, cfgs, true);
-      check_rel = ring.ok != 0 ? std::abs(ring.iteration_s - first.iteration_s) / ring.iteration_s : 1.0;
-      if (!(check_rel <= 1e-9)) {
-        std::printf("  %5d %4d %5d %-12s CHECK FAILED: %.17g s here, %.17g s with the forced ring (%s)\n", c.gpus, c.dp,
-                    c.global_batch, plan.c_str(), first.iteration_s, ring.iteration_s, ring.error);
-        all_ok = false;
-      }
-    }
-    const std::uint64_t activities = first.comms + first.execs + first.sleeps;
-    const double wall_med = median(wall);
-    const double sim_med = median(sim);
-    const double target = target_s(c.gpus);
-    const char* verdict = target <= 0 ? "-" : (wall_med <= target ? "pass" : "MISS");
-    char target_text[32] = "-";
-    if (target > 0) std::snprintf(target_text, sizeof target_text, "<=%g", target);
-    std::printf("  %5d %4d %5d %-12s %8.3f %8.3f %8.3f %8.3f %10llu %11.0f %9.1f %9.4f %8s %6s\n", c.gpus, c.dp,
-                c.global_batch, plan.c_str(), median(build), sim_med, wall_med, median(cpu),
-                static_cast<unsigned long long>(activities), static_cast<double>(activities) / sim_med, median(rss),
-                first.iteration_s, target_text, verdict);
-    std::fflush(stdout);
-    rows.push_back(
-        {{"gpus", c.gpus},
-         {"nodes", c.nodes},
-         {"tp", tp},
-         {"pp", pp},
-         {"dp", c.dp},
-         {"microbatches", c.microbatches},
-         {"global_batch_size", c.global_batch},
-         {"plan", plan},
-         {"powersgd_rank", c.powersgd_rank},
-         {"tp_closed_form", first.tp_closed_form != 0},
-         {"check_rel_diff_vs_ring", check_rel >= 0 ? nlohmann::ordered_json(check_rel) : nlohmann::ordered_json()},
-         {"build_wall_s", build},
-         {"simulate_wall_s", sim},
-         {"wall_s", wall},
-         {"cpu_s", cpu},
-         {"peak_rss_MiB", rss},
-         {"median_build_wall_s", median(build)},
-         {"median_simulate_wall_s", sim_med},
-         {"median_wall_s", wall_med},
-         {"median_cpu_s", median(cpu)},
-         {"median_peak_rss_MiB", median(rss)},
-         {"simulated_iteration_s", first.iteration_s},
-         {"actors", first.actors},
-         {"comms", first.comms},
-         {"execs", first.execs},
-         {"sleeps", first.sleeps},
-         {"activities", activities},
-         {"activities_per_s", static_cast<double>(activities) / sim_med},
-         {"time_advances", first.time_advances},
-         {"activity_completions", first.completions},
-         {"target_wall_s", target > 0 ? nlohmann::ordered_json(target) : nlohmann::ordered_json()},
-         {"pass", target > 0 ? nlohmann::ordered_json(wall_med <= target) : nlohmann::ordered_json()}});
-  }
-
-  if (!json_out.empty()) {
-    nlohmann::ordered_json j = {{"schema", "edgc.bench.iteration/1"},
-                                {"scenario", scenario_path},
-                                {"model", model_name},
-                                {"cluster", cluster_name},
-                                {"simgrid", edgc::sim::simgrid_version()},
-                                {"repeats", repeats},
-                                {"scaling",
-                                 "tp and pp of the base scenario kept, dp = GPUs / (tp·pp), micro-batches per "
-                                 "pipeline kept, global batch = microbatches · micro_batch · dp"},
-                                {"activities_definition", "comms + execs + actor sleeps started (S4U signals)"},
-                                {"wall_definition", "sg4::Engine + Platform::build + simulate_iteration, one process"},
-                                {"tp_ring_forced", tp_ring},
-                                {"cfg", cfgs},
-                                {"rows", rows}};
-    std::ofstream(json_out) << j.dump(2) << "\n";
-  }
-  return all_ok ? 0 : 1;
+  return edgc::bench::run_main("edgc_bench_iteration", [&] { return run(argc, argv); });
 }

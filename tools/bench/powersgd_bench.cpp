@@ -13,41 +13,48 @@
 // blocks, one core, with a pass over a buffer twice the size of the last-level cache before each timed run so
 // the sampled bytes come from DRAM.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <memory>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgc/core/block_sampling.hpp"
+#include "edgc/core/median.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/kernels/kernels.hpp"
+#include "harness.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 namespace ek = edgc::kernels;
+using edgc::bench::Clock;
+using edgc::bench::seconds_since;
+using edgc::core::median;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+struct Options {
+  std::string threads_arg = "1,2";
+  std::string shapes_arg = "1920x5760,1920x7680,7680x1920";
+  std::string ranks_arg = "4,16,64,128";
+  std::string python = EDGC_BENCH_PYTHON;
+  std::string json_out = "powersgd_bench.json";
+  std::string backend_name = "cpu";
+  int repeats = 5;
+  int warmup = 2;
+  std::int64_t moments_mib = 256;
+  bool torch = true;
+};
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+// The lists of --threads, --shapes and --ranks, parsed.
+struct Grid {
+  std::vector<int> thread_counts;
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+  std::vector<int> ranks;
+};
 
 struct Case {
   std::int64_t m = 0;
@@ -194,106 +201,40 @@ MomentsResult bench_moments(const ek::Backend& backend, std::int64_t mib, int re
   return res;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string threads_arg = "1,2";
-  std::string shapes_arg = "1920x5760,1920x7680,7680x1920";
-  std::string ranks_arg = "4,16,64,128";
-  std::string python = EDGC_BENCH_PYTHON;
-  std::string json_out = "powersgd_bench.json";
-  std::string backend_name = "cpu";
-  int repeats = 5;
-  int warmup = 2;
-  std::int64_t moments_mib = 256;
-  bool torch = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--threads" && has_value) {
-      threads_arg = argv[++i];
-    } else if (a == "--shapes" && has_value) {
-      shapes_arg = argv[++i];
-    } else if (a == "--ranks" && has_value) {
-      ranks_arg = argv[++i];
-    } else if (a == "--repeats" && has_value) {
-      repeats = std::max(1, std::stoi(argv[++i]));
-    } else if (a == "--warmup" && has_value) {
-      warmup = std::max(0, std::stoi(argv[++i]));
-    } else if (a == "--python" && has_value) {
-      python = argv[++i];
-    } else if (a == "--backend" && has_value) {
-      backend_name = argv[++i];
-    } else if (a == "--moments-mib" && has_value) {
-      moments_mib = std::max<std::int64_t>(1, std::stoll(argv[++i]));
-    } else if (a == "--json" && has_value) {
-      json_out = argv[++i];
-    } else if (a == "--no-torch") {
-      torch = false;
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [--threads 1,2] [--shapes MxN,...] [--ranks 4,16,...] [--repeats 5] [--warmup 2]\n"
-                   "          [--python /usr/bin/python3] [--no-torch] [--backend cpu] [--moments-mib 256]\n"
-                   "          [--json FILE]\n",
-                   argv[0]);
-      return 2;
-    }
+// Parses --threads, --shapes and --ranks; throws on an item that is not a number or not MxN.
+Grid parse_grid(const Options& opt) {
+  Grid g;
+  for (const auto& t : edgc::bench::split(opt.threads_arg, ',')) g.thread_counts.push_back(std::max(1, std::stoi(t)));
+  for (const auto& s : edgc::bench::split(opt.shapes_arg, ',')) {
+    const auto mn = edgc::bench::split(s, 'x');
+    if (mn.size() != 2) throw std::invalid_argument(s);
+    g.shapes.emplace_back(std::stoll(mn[0]), std::stoll(mn[1]));
   }
-  std::vector<int> thread_counts;
-  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
-  std::vector<int> ranks;
-  try {
-    for (const auto& t : split(threads_arg, ',')) thread_counts.push_back(std::max(1, std::stoi(t)));
-    for (const auto& s : split(shapes_arg, ',')) {
-      const auto mn = split(s, 'x');
-      if (mn.size() != 2) throw std::invalid_argument(s);
-      shapes.emplace_back(std::stoll(mn[0]), std::stoll(mn[1]));
-    }
-    for (const auto& r : split(ranks_arg, ',')) ranks.push_back(std::stoi(r));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bad list argument: %s\n", e.what());
-    return 2;
-  }
+  for (const auto& r : edgc::bench::split(opt.ranks_arg, ',')) g.ranks.push_back(std::stoi(r));
+  return g;
+}
 
-  bool all_ok = true;
-  std::vector<Case> cases;
-  std::string isa;
-  std::string torch_version;
-  for (const int threads : thread_counts) {
-    const auto backend = ek::make_backend(backend_name, {.threads = threads});
-    isa = std::string(backend->isa());
-    std::printf("edgc %s (%s), %d thread(s): running...\n", backend_name.c_str(), isa.c_str(), threads);
-    std::fflush(stdout);
-    for (const auto& [m, n] : shapes)
-      for (const int r : ranks) {
-        Case c;
-        c.m = m;
-        c.n = n;
-        c.r = r;
-        c.threads = threads;
-        all_ok = run_case(*backend, c, warmup, repeats) && all_ok;
-        cases.push_back(std::move(c));
+// Fills the torch columns of this thread count's cases from the PyTorch script; false when the script failed.
+bool add_torch(const Options& opt, int threads, std::vector<Case>& cases, std::string& torch_version) {
+  std::printf("torch, %d thread(s): running...\n", threads);
+  std::fflush(stdout);
+  const nlohmann::json tj = run_torch(opt.python, threads, opt.shapes_arg, opt.ranks_arg, opt.repeats, opt.warmup);
+  if (tj.is_null()) {
+    std::fprintf(stderr, "the PyTorch side failed (interpreter %s); use --python or --no-torch\n", opt.python.c_str());
+    return false;
+  }
+  torch_version = tj.value("torch", "");
+  for (const auto& row : tj.at("rows"))
+    for (Case& c : cases)
+      if (c.threads == threads && c.m == row.at("m").get<std::int64_t>() && c.n == row.at("n").get<std::int64_t>() &&
+          c.r == row.at("r").get<int>()) {
+        c.torch_ms = row.at("ms_median").get<double>();
+        c.torch_hook_ms = row.at("ms_hook_median").get<double>();
       }
-    if (torch) {
-      std::printf("torch, %d thread(s): running...\n", threads);
-      std::fflush(stdout);
-      const nlohmann::json tj = run_torch(python, threads, shapes_arg, ranks_arg, repeats, warmup);
-      if (tj.is_null()) {
-        std::fprintf(stderr, "the PyTorch side failed (interpreter %s); use --python or --no-torch\n", python.c_str());
-        all_ok = false;
-      } else {
-        torch_version = tj.value("torch", "");
-        for (const auto& row : tj.at("rows"))
-          for (Case& c : cases)
-            if (c.threads == threads && c.m == row.at("m").get<std::int64_t>() &&
-                c.n == row.at("n").get<std::int64_t>() && c.r == row.at("r").get<int>()) {
-              c.torch_ms = row.at("ms_median").get<double>();
-              c.torch_hook_ms = row.at("ms_hook_median").get<double>();
-            }
-      }
-    }
-  }
+  return true;
+}
 
+void print_cases(const std::vector<Case>& cases) {
   std::printf("\n  %-11s %4s %3s %10s %10s %8s %12s %8s %9s %5s\n", "shape", "r", "thr", "edgc ms", "torch ms", "ratio",
               "torch-hook", "ratio", "rel.err", "check");
   for (const Case& c : cases) {
@@ -306,10 +247,9 @@ int main(int argc, char** argv) {
   std::printf(
       "  ratio = torch ms / edgc ms (> 1: edgc faster). torch-hook adds the hook's re-orthogonalisation "
       "of the warm-started Q.\n");
+}
 
-  const auto backend = ek::make_backend(backend_name);
-  const MomentsResult mr = bench_moments(*backend, moments_mib, std::max(repeats, 5));
-  all_ok = all_ok && mr.ok;
+void print_moments(const MomentsResult& mr, std::int64_t moments_mib, bool all_ok) {
   std::printf("\n  sampled moments, %lld MiB tensor, beta 0.25 in 4 KiB blocks (%.1f MiB read), one core:\n",
               static_cast<long long>(moments_mib), mr.sampled_mib);
   std::printf("  %-44s %8.2f GB/s\n", "edgc moments (sum, sum^2, ^3, ^4, NaN/Inf)", mr.kernel_GBps);
@@ -317,41 +257,100 @@ int main(int argc, char** argv) {
   std::printf("  %-44s %8.2f GB/s\n", "baseline: 16-lane float sum (read speed)", mr.lanes_GBps);
   std::printf("  %-44s %8s\n", "target", ">= 5 GB/s");
   std::printf("  %-44s %8s\n", "checks", all_ok ? "ok" : "FAIL");
+}
 
+// A finite value, or JSON null for a torch column the run did not fill.
+nlohmann::ordered_json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nullptr; }
+
+nlohmann::ordered_json to_json(const Options& opt, const std::vector<Case>& cases, const MomentsResult& mr,
+                               const std::string& isa, const std::string& torch_version, bool all_ok) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const Case& c : cases) {
     const double e = median(c.edgc_ms);
-    rows.push_back(
-        {{"m", c.m},
-         {"n", c.n},
-         {"r", c.r},
-         {"threads", c.threads},
-         {"edgc_ms_median", e},
-         {"edgc_ms", c.edgc_ms},
-         {"torch_ms_median", std::isfinite(c.torch_ms) ? nlohmann::ordered_json(c.torch_ms) : nullptr},
-         {"torch_hook_ms_median", std::isfinite(c.torch_hook_ms) ? nlohmann::ordered_json(c.torch_hook_ms) : nullptr},
-         {"ratio_torch_over_edgc", std::isfinite(c.torch_ms) ? nlohmann::ordered_json(c.torch_ms / e) : nullptr},
-         {"relative_error", c.relative_error},
-         {"ok", c.ok}});
+    rows.push_back({{"m", c.m},
+                    {"n", c.n},
+                    {"r", c.r},
+                    {"threads", c.threads},
+                    {"edgc_ms_median", e},
+                    {"edgc_ms", c.edgc_ms},
+                    {"torch_ms_median", finite_or_null(c.torch_ms)},
+                    {"torch_hook_ms_median", finite_or_null(c.torch_hook_ms)},
+                    {"ratio_torch_over_edgc", finite_or_null(c.torch_ms / e)},
+                    {"relative_error", c.relative_error},
+                    {"ok", c.ok}});
   }
-  const nlohmann::ordered_json j = {{"schema", "edgc.bench.powersgd/1"},
-                                    {"backend", backend_name},
-                                    {"isa", isa},
-                                    {"torch_version", torch_version},
-                                    {"torch_same_run", torch},
-                                    {"repeats", repeats},
-                                    {"warmup", warmup},
-                                    {"powersgd", rows},
-                                    {"moments",
-                                     {{"tensor_MiB", moments_mib},
-                                      {"beta", 0.25},
-                                      {"block_bytes", 4096},
-                                      {"sampled_MiB", mr.sampled_mib},
-                                      {"kernel_GBps", mr.kernel_GBps},
-                                      {"accumulate_GBps", mr.accumulate_GBps},
-                                      {"lanes_sum_GBps", mr.lanes_GBps},
-                                      {"target_GBps", 5.0}}},
-                                    {"ok", all_ok}};
-  if (!json_out.empty()) std::ofstream(json_out) << j.dump(2) << "\n";
+  return {{"schema", "edgc.bench.powersgd/1"},
+          {"backend", opt.backend_name},
+          {"isa", isa},
+          {"torch_version", torch_version},
+          {"torch_same_run", opt.torch},
+          {"repeats", opt.repeats},
+          {"warmup", opt.warmup},
+          {"powersgd", rows},
+          {"moments",
+           {{"tensor_MiB", opt.moments_mib},
+            {"beta", 0.25},
+            {"block_bytes", 4096},
+            {"sampled_MiB", mr.sampled_mib},
+            {"kernel_GBps", mr.kernel_GBps},
+            {"accumulate_GBps", mr.accumulate_GBps},
+            {"lanes_sum_GBps", mr.lanes_GBps},
+            {"target_GBps", 5.0}}},
+          {"ok", all_ok}};
+}
+
+int run(int argc, char** argv) {
+  Options opt;
+  edgc::bench::Args args(
+      "[--threads 1,2] [--shapes MxN,...] [--ranks 4,16,...] [--repeats 5] [--warmup 2]\n"
+      "          [--python /usr/bin/python3] [--no-torch] [--backend cpu] [--moments-mib 256]\n"
+      "          [--json FILE]");
+  args.text("--threads", opt.threads_arg).text("--shapes", opt.shapes_arg).text("--ranks", opt.ranks_arg);
+  args.repeats(opt.repeats).integer("--warmup", opt.warmup, 0).text("--python", opt.python);
+  args.text("--backend", opt.backend_name).integer("--moments-mib", opt.moments_mib, 1);
+  args.json_path("--json", opt.json_out).flag("--no-torch", opt.torch, false);
+  if (const auto code = args.parse(argc, argv)) return *code;
+  Grid grid;
+  try {
+    grid = parse_grid(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bad list argument: %s\n", e.what());
+    return 2;
+  }
+
+  bool all_ok = true;
+  std::vector<Case> cases;
+  std::string isa;
+  std::string torch_version;
+  for (const int threads : grid.thread_counts) {
+    const auto backend = ek::make_backend(opt.backend_name, {.threads = threads});
+    isa = std::string(backend->isa());
+    std::printf("edgc %s (%s), %d thread(s): running...\n", opt.backend_name.c_str(), isa.c_str(), threads);
+    std::fflush(stdout);
+    for (const auto& [m, n] : grid.shapes)
+      for (const int r : grid.ranks) {
+        Case c;
+        c.m = m;
+        c.n = n;
+        c.r = r;
+        c.threads = threads;
+        all_ok = run_case(*backend, c, opt.warmup, opt.repeats) && all_ok;
+        cases.push_back(std::move(c));
+      }
+    if (opt.torch) all_ok = add_torch(opt, threads, cases, torch_version) && all_ok;
+  }
+  print_cases(cases);
+
+  const auto backend = ek::make_backend(opt.backend_name);
+  const MomentsResult mr = bench_moments(*backend, opt.moments_mib, std::max(opt.repeats, 5));
+  all_ok = all_ok && mr.ok;
+  print_moments(mr, opt.moments_mib, all_ok);
+  edgc::bench::write_json(opt.json_out, to_json(opt, cases, mr, isa, torch_version, all_ok));
   return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return edgc::bench::run_main("edgc_bench_powersgd", [&] { return run(argc, argv); });
 }

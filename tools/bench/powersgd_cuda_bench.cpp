@@ -12,11 +12,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +22,7 @@
 #include "edgc/core/block_sampling.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/kernels/backend.hpp"
+#include "harness.hpp"
 
 namespace ek = edgc::kernels;
 
@@ -45,16 +44,12 @@ const Shape kShapes[] = {{"gpt2-2.5b", 1920, 5760},   {"gpt2-2.5b", 1920, 1920},
                          {"gpt2-2.5b", 7680, 1920},   {"gpt2-12.1b", 4096, 12288}, {"gpt2-12.1b", 4096, 4096},
                          {"gpt2-12.1b", 4096, 16384}, {"gpt2-12.1b", 16384, 4096}};
 
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    out.push_back(std::stoi(s.substr(at, comma - at)));
-    at = comma + 1;
-  }
-  return out;
-}
+struct Options {
+  std::vector<int> ranks{4, 16, 64, 128};
+  int repeats = 10;
+  double fraction = 0.25;
+  std::string out_path = "kernel_profile.json";
+};
 
 class Timer {
  public:
@@ -92,27 +87,154 @@ void fill(float* d, std::size_t n, float scale) {
   BENCH_CUDA(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
 }
 
-int run(int argc, char** argv) {
-  std::vector<int> ranks{4, 16, 64, 128};
-  int repeats = 10;
-  double fraction = 0.25;
-  std::string out_path = "kernel_profile.json";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool v = i + 1 < argc;
-    if (a == "--ranks" && v) {
-      ranks = parse_list(argv[++i]);
-    } else if (a == "--repeats" && v) {
-      repeats = std::max(1, std::stoi(argv[++i]));
-    } else if (a == "--fraction" && v) {
-      fraction = std::stod(argv[++i]);
-    } else if (a == "--out" && v) {
-      out_path = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--out FILE]\n", argv[0]);
-      return 2;
-    }
+// Device memory of `n` floats, freed however the bench ends.
+class DeviceFloats {
+ public:
+  explicit DeviceFloats(std::int64_t n) { BENCH_CUDA(cudaMalloc(&p_, static_cast<std::size_t>(n) * sizeof(float))); }
+  ~DeviceFloats() { cudaFree(p_); }
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+  float* get() const { return p_; }
+
+ private:
+  float* p_ = nullptr;
+};
+
+// One shape's buffers: gradient and error (m·n), P and Q at the largest rank.
+struct ShapeBuffers {
+  DeviceFloats g, e, p, q;
+  ShapeBuffers(const Shape& s, int rmax) : g(s.m * s.n), e(s.m * s.n), p(s.m * rmax), q(s.n * rmax) {}
+};
+
+struct EntropyTime {
+  double seconds = 1e30;  // best of the repeats after one warm-up
+  double GBps = 0.0;
+  bool ok = true;
+};
+
+struct StepTime {
+  double seconds = 1e30;  // best of the repeats after one warm-up
+  bool ok = false;
+};
+
+// Device-to-device copy bandwidth on the largest gradient (bytes read + written), best of repeats + 2.
+double copy_bandwidth_GBps(cudaStream_t stream, Timer& timer, int repeats) {
+  const std::int64_t max_mn = 4096LL * 16384;
+  const DeviceFloats a(max_mn);
+  const DeviceFloats b(max_mn);
+  BENCH_CUDA(cudaMemsetAsync(a.get(), 0, max_mn * sizeof(float), stream));
+  double copy_s = 1e30;
+  for (int i = 0; i < repeats + 2; ++i) {
+    timer.start();
+    BENCH_CUDA(cudaMemcpyAsync(b.get(), a.get(), max_mn * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    copy_s = std::min(copy_s, timer.stop_s());
   }
+  return 2.0 * max_mn * sizeof(float) / copy_s * 1e-9;
+}
+
+// Entropy kernels: moments + a 256-bin histogram over β of the gradient in 4 KiB blocks.
+EntropyTime time_entropy(const ek::Backend& backend, const float* g, std::int64_t mn, double fraction, int repeats) {
+  const std::vector<edgc::Block> blocks = edgc::choose_blocks(mn, fraction, 1024, 1, 0);
+  const double sampled_bytes = static_cast<double>(edgc::total_length(blocks)) * sizeof(float);
+  std::vector<std::int64_t> counts(256);
+  EntropyTime res;
+  for (int i = 0; i < repeats + 1; ++i) {
+    edgc::kernels::HistogramTails tails;
+    std::fill(counts.begin(), counts.end(), 0);
+    const auto t0 = edgc::bench::Clock::now();
+    const ek::MomentSums ms = backend.moments({g, static_cast<std::size_t>(mn)}, blocks);
+    backend.histogram({g, static_cast<std::size_t>(mn)}, blocks, -5e-4, 1e-3 / 256, counts, tails);
+    const double t = edgc::bench::seconds_since(t0);
+    if (i > 0) res.seconds = std::min(res.seconds, t);
+    if (ms.count != edgc::total_length(blocks)) res.ok = false;
+  }
+  // Two reads of the sampled bytes (moments and histogram are separate kernels).
+  res.GBps = 2.0 * sampled_bytes / res.seconds * 1e-9;
+  return res;
+}
+
+// One PowerSGD step at rank r with error feedback; a fresh gradient before each step (untimed). The step must not
+// leave an error larger than ‖M‖ (Ĝ is a projection of M).
+StepTime time_step(ek::Backend& backend, cudaStream_t stream, Timer& timer, const Shape& s, int r,
+                   const ShapeBuffers& buf, int repeats) {
+  const std::int64_t mn = s.m * s.n;
+  float* g = buf.g.get();
+  float* e = buf.e.get();
+  float* p = buf.p.get();
+  float* q = buf.q.get();
+  BENCH_CUDA(cudaMemsetAsync(e, 0, mn * sizeof(float), stream));
+  fill(q, static_cast<std::size_t>(s.n * r), 1.0F);
+  StepTime res;
+  double m_sq = 0.0, err_sq = 0.0;
+  const float* cg = g;
+  const float* cq = q;
+  const float* cp = p;
+  for (int i = 0; i < repeats + 1; ++i) {
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    timer.start();
+    backend.project_batched(s.m, s.n, r, {&cg, 1}, {&e, 1}, {&cq, 1}, {&p, 1}, {&m_sq, 1});
+    backend.orthogonalize_batched(s.m, r, {&p, 1}, 1e-8F);
+    const float* ce = e;
+    backend.gemm_batched(ek::Transpose::kYes, ek::Transpose::kNo, s.n, r, s.m, 1.0F, {&ce, 1}, {&cp, 1}, 0.0F, {&q, 1});
+    backend.reconstruct_batched(s.m, s.n, r, {&cp, 1}, {&cq, 1}, {&e, 1}, {&g, 1}, {&err_sq, 1});
+    const double t = timer.stop_s();
+    if (i > 0) res.seconds = std::min(res.seconds, t);
+    fill(g, static_cast<std::size_t>(mn), 1e-3F);
+  }
+  res.ok = std::isfinite(err_sq) && err_sq <= m_sq * (1.0 + 1e-4) && m_sq > 0.0;
+  return res;
+}
+
+// Prints one table row and returns its JSON entry.
+nlohmann::ordered_json report(const Shape& s, int r, const StepTime& step, const EntropyTime& ent, double copy_GBps,
+                              double fraction) {
+  const auto dmn = static_cast<double>(s.m * s.n);
+  const auto dm = static_cast<double>(s.m);
+  const double bytes = 8.0 * dmn * sizeof(float);
+  const double flops = 2.0 * dmn * r * 3.0 + 4.0 * dm * r * r * 3.0;  // P, Q, Ĝ products + CholeskyQR
+  const double step_GBps = bytes / step.seconds * 1e-9;
+  std::printf("  %-11s %6lld %6lld %4d %10.3f %9.0f %5.0f%% %9.2f %10.3f %9.0f %5.0f%% %4s\n", s.model,
+              static_cast<long long>(s.m), static_cast<long long>(s.n), r, step.seconds * 1e3, step_GBps,
+              100.0 * step_GBps / copy_GBps, flops / step.seconds * 1e-12, ent.seconds * 1e3, ent.GBps,
+              100.0 * ent.GBps / copy_GBps, step.ok ? "yes" : "NO");
+  return {{"model", s.model},
+          {"m", s.m},
+          {"n", s.n},
+          {"r", r},
+          {"step_s", step.seconds},
+          {"step_GBps", step_GBps},
+          {"step_tflops", flops / step.seconds * 1e-12},
+          {"entropy_s", ent.seconds},
+          {"entropy_GBps", ent.GBps},
+          {"sampled_fraction", fraction},
+          {"ok", step.ok}};
+}
+
+// All ranks of one shape; appends their JSON entries and returns false when a self-check failed.
+bool bench_shape(ek::Backend& backend, cudaStream_t stream, Timer& timer, const Options& opt, const Shape& s,
+                 double copy_GBps, nlohmann::ordered_json& entries) {
+  const ShapeBuffers buf(s, *std::max_element(opt.ranks.begin(), opt.ranks.end()));
+  fill(buf.g.get(), static_cast<std::size_t>(s.m * s.n), 1e-3F);
+  const EntropyTime ent = time_entropy(backend, buf.g.get(), s.m * s.n, opt.fraction, opt.repeats);
+  bool ok = ent.ok;
+  for (const int r : opt.ranks) {
+    if (r > std::min(s.m, s.n)) continue;
+    const StepTime step = time_step(backend, stream, timer, s, r, buf, opt.repeats);
+    ok = ok && step.ok;
+    entries.push_back(report(s, r, step, ent, copy_GBps, opt.fraction));
+  }
+  return ok;
+}
+
+int run(int argc, char** argv) {
+  Options opt;
+  std::string ranks_text;
+  edgc::bench::Args args("[--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--out FILE]");
+  args.text("--ranks", ranks_text).repeats(opt.repeats).real("--fraction", opt.fraction);
+  args.json_path("--out", opt.out_path);
+  if (const auto code = args.parse(argc, argv)) return *code;
+  if (!ranks_text.empty()) opt.ranks = edgc::bench::int_list("--ranks", ranks_text);
+  if (opt.ranks.empty()) throw edgc::UsageError("--ranks", "no rank given");
   int devices = 0;
   const cudaError_t st = cudaGetDeviceCount(&devices);
   if (st != cudaSuccess || devices == 0) {
@@ -126,128 +248,31 @@ int run(int argc, char** argv) {
   auto* stream = static_cast<cudaStream_t>(backend->native_stream());
   Timer timer(stream);
 
-  // Device-to-device copy bandwidth on the largest gradient (bytes read + written).
-  const std::int64_t max_mn = 4096LL * 16384;
-  float *d_a = nullptr, *d_b = nullptr;
-  BENCH_CUDA(cudaMalloc(&d_a, max_mn * sizeof(float)));
-  BENCH_CUDA(cudaMalloc(&d_b, max_mn * sizeof(float)));
-  BENCH_CUDA(cudaMemsetAsync(d_a, 0, max_mn * sizeof(float), stream));
-  double copy_s = 1e30;
-  for (int i = 0; i < repeats + 2; ++i) {
-    timer.start();
-    BENCH_CUDA(cudaMemcpyAsync(d_b, d_a, max_mn * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    copy_s = std::min(copy_s, timer.stop_s());
-  }
-  const double copy_GBps = 2.0 * max_mn * sizeof(float) / copy_s * 1e-9;
+  const double copy_GBps = copy_bandwidth_GBps(stream, timer, opt.repeats);
   std::printf("device: %s (sm_%d%d), d2d copy %.0f GB/s (read + write)\n", prop.name, prop.major, prop.minor,
               copy_GBps);
   std::printf("\n  %-11s %6s %6s %4s %10s %9s %6s %9s %10s %9s %6s %4s\n", "model", "m", "n", "r", "step ms",
               "step GB/s", "%copy", "TFLOP/s", "entropy ms", "ent GB/s", "%copy", "ok");
-
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   bool all_ok = true;
-  for (const Shape& s : kShapes) {
-    const std::int64_t mn = s.m * s.n;
-    float *g = nullptr, *e = nullptr, *p = nullptr, *q = nullptr;
-    const int rmax = *std::max_element(ranks.begin(), ranks.end());
-    BENCH_CUDA(cudaMalloc(&g, mn * sizeof(float)));
-    BENCH_CUDA(cudaMalloc(&e, mn * sizeof(float)));
-    BENCH_CUDA(cudaMalloc(&p, s.m * rmax * sizeof(float)));
-    BENCH_CUDA(cudaMalloc(&q, s.n * rmax * sizeof(float)));
-    fill(g, static_cast<std::size_t>(mn), 1e-3F);
+  for (const Shape& s : kShapes) all_ok = bench_shape(*backend, stream, timer, opt, s, copy_GBps, entries) && all_ok;
 
-    // Entropy kernels: moments + a 256-bin histogram over β of the gradient in 4 KiB blocks.
-    const std::vector<edgc::Block> blocks = edgc::choose_blocks(mn, fraction, 1024, 1, 0);
-    const double sampled_bytes = static_cast<double>(edgc::total_length(blocks)) * sizeof(float);
-    std::vector<std::int64_t> counts(256);
-    double entropy_s = 1e30;
-    for (int i = 0; i < repeats + 1; ++i) {
-      edgc::kernels::HistogramTails tails;
-      std::fill(counts.begin(), counts.end(), 0);
-      const auto t0 = std::chrono::steady_clock::now();
-      const ek::MomentSums ms = backend->moments({g, static_cast<std::size_t>(mn)}, blocks);
-      backend->histogram({g, static_cast<std::size_t>(mn)}, blocks, -5e-4, 1e-3 / 256, counts, tails);
-      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (i > 0) entropy_s = std::min(entropy_s, t);
-      if (ms.count != edgc::total_length(blocks)) all_ok = false;
-    }
-    // Two reads of the sampled bytes (moments and histogram are separate kernels).
-    const double entropy_GBps = 2.0 * sampled_bytes / entropy_s * 1e-9;
-
-    for (const int r : ranks) {
-      if (r > std::min(s.m, s.n)) continue;
-      BENCH_CUDA(cudaMemsetAsync(e, 0, mn * sizeof(float), stream));
-      fill(q, static_cast<std::size_t>(s.n * r), 1.0F);
-      double step_s = 1e30;
-      double m_sq = 0.0, err_sq = 0.0;
-      const float* cg = g;
-      const float* cq = q;
-      const float* cp = p;
-      for (int i = 0; i < repeats + 1; ++i) {
-        BENCH_CUDA(cudaStreamSynchronize(stream));
-        timer.start();
-        backend->project_batched(s.m, s.n, r, {&cg, 1}, {&e, 1}, {&cq, 1}, {&p, 1}, {&m_sq, 1});
-        backend->orthogonalize_batched(s.m, r, {&p, 1}, 1e-8F);
-        const float* ce = e;
-        backend->gemm_batched(ek::Transpose::kYes, ek::Transpose::kNo, s.n, r, s.m, 1.0F, {&ce, 1}, {&cp, 1}, 0.0F,
-                              {&q, 1});
-        backend->reconstruct_batched(s.m, s.n, r, {&cp, 1}, {&cq, 1}, {&e, 1}, {&g, 1}, {&err_sq, 1});
-        const double t = timer.stop_s();
-        if (i > 0) step_s = std::min(step_s, t);
-        fill(g, static_cast<std::size_t>(mn), 1e-3F);  // a fresh gradient each step (untimed)
-      }
-      const bool ok = std::isfinite(err_sq) && err_sq <= m_sq * (1.0 + 1e-4) && m_sq > 0.0;
-      all_ok = all_ok && ok;
-      const auto dmn = static_cast<double>(mn);
-      const auto dm = static_cast<double>(s.m);
-      const double bytes = 8.0 * dmn * sizeof(float);
-      const double flops = 2.0 * dmn * r * 3.0 + 4.0 * dm * r * r * 3.0;  // P, Q, Ĝ products + CholeskyQR
-      const double step_GBps = bytes / step_s * 1e-9;
-      std::printf("  %-11s %6lld %6lld %4d %10.3f %9.0f %5.0f%% %9.2f %10.3f %9.0f %5.0f%% %4s\n", s.model,
-                  static_cast<long long>(s.m), static_cast<long long>(s.n), r, step_s * 1e3, step_GBps,
-                  100.0 * step_GBps / copy_GBps, flops / step_s * 1e-12, entropy_s * 1e3, entropy_GBps,
-                  100.0 * entropy_GBps / copy_GBps, ok ? "yes" : "NO");
-      entries.push_back({{"model", s.model},
-                         {"m", s.m},
-                         {"n", s.n},
-                         {"r", r},
-                         {"step_s", step_s},
-                         {"step_GBps", step_GBps},
-                         {"step_tflops", flops / step_s * 1e-12},
-                         {"entropy_s", entropy_s},
-                         {"entropy_GBps", entropy_GBps},
-                         {"sampled_fraction", fraction},
-                         {"ok", ok}});
-    }
-    cudaFree(g);
-    cudaFree(e);
-    cudaFree(p);
-    cudaFree(q);
-  }
-  cudaFree(d_a);
-  cudaFree(d_b);
-  const nlohmann::ordered_json j = {
-      {"schema", "edgc.kernel_profile/1"},
-      {"device", prop.name},
-      {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-      {"backend", std::string(backend->name())},
-      {"copy_GBps", copy_GBps},
-      {"repeats", repeats},
-      {"step_bytes_model", "8 passes of m*n float32"},
-      {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram)"},
-      {"entries", entries}};
-  std::ofstream(out_path) << j.dump(2) << "\n";
-  std::printf("\nprofile written to %s; self-checks %s\n", out_path.c_str(), all_ok ? "passed" : "FAILED");
+  edgc::bench::write_json(opt.out_path,
+                          {{"schema", "edgc.kernel_profile/1"},
+                           {"device", prop.name},
+                           {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+                           {"backend", std::string(backend->name())},
+                           {"copy_GBps", copy_GBps},
+                           {"repeats", opt.repeats},
+                           {"step_bytes_model", "8 passes of m*n float32"},
+                           {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram)"},
+                           {"entries", entries}});
+  std::printf("\nprofile written to %s; self-checks %s\n", opt.out_path.c_str(), all_ok ? "passed" : "FAILED");
   return all_ok ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& ex) {
-    std::fprintf(stderr, "edgc_bench_powersgd_cuda: %s\n", ex.what());
-    return 1;
-  }
+  return edgc::bench::run_main("edgc_bench_powersgd_cuda", [&] { return run(argc, argv); });
 }
