@@ -1,0 +1,84 @@
+#pragma once
+// One rank's part of `edgc live`: the phases of live.hpp (machine rates, calibration, probe, one replay per
+// policy), all collective over the world, then rank 0's outputs.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "edgc/engine/replay.hpp"
+#include "edgc/kernels/backend.hpp"
+#include "edgc/kernels/communicator.hpp"
+#include "edgc/kernels/powersgd.hpp"
+#include "edgc/live/live.hpp"
+#include "edgc/results/measurements.hpp"
+#include "edgc/traces/reader.hpp"
+#include "local_step.hpp"
+#include "machine.hpp"
+#include "outputs.hpp"
+#include "stage_tensors.hpp"
+#include "timed_communicator.hpp"
+#include "verify.hpp"
+#include "world.hpp"
+
+namespace edgc::live {
+
+class LiveRun {
+ public:
+  /// `w`: laid out (World::split) and kept by reference; `host`: this rank's processor name.
+  LiveRun(const LiveOptions& o, World& w, std::string host) : o_(o), w_(w), host_(std::move(host)) {}
+
+  /// Every phase, on every rank together.
+  void run();
+  /// After run(), on every rank (collective); rank 0 writes cluster.json, measurements.json and result.json into
+  /// `dir` (the other ranks ignore it).
+  void write_outputs(const std::filesystem::path& dir);
+  /// Rank 0, after write_outputs(): the console summary.
+  void print() const { print_summary(meas_, summary_, o_.out_dir); }
+
+  /// With --verify: the worst error-feedback residual over every rank and policy.
+  double worst_ef() const { return worst_ef_; }
+  /// With --verify: the steps this rank verified, over every policy.
+  std::int64_t verified_steps() const { return verified_steps_; }
+
+ private:
+  void open_communicators();
+  void calibrate();
+  std::unique_ptr<kernels::PowerSgd> make_psgd(int initial_rank) const;
+  LocalStep timed_step(kernels::PowerSgd& psgd, const std::vector<int>& ranks, int stage_rank, Verifier* verify);
+
+  void probe();
+  std::optional<std::pair<double, double> > probe_rank(int r);
+  void gather_probe_points(const nlohmann::ordered_json& mine);
+
+  void run_policy(const std::string& policy);
+  engine::ReplayOptions replay_options(const std::string& policy) const;
+  Verifier make_verifier() const;
+  LocalStep replay_step(const traces::IterationData& data, std::span<const int> stage_ranks, std::int64_t step,
+                        kernels::PowerSgd& psgd, Verifier* verify);
+  void record_run(const std::string& policy, const std::vector<LocalStep>& local);
+
+  Rates median_rates() const;
+  void record_placement(const std::vector<std::string>& hosts);
+
+  const LiveOptions& o_;
+  World& w_;
+  std::string host_;
+  StageTensors tensors_;
+  std::unique_ptr<kernels::Backend> backend_;
+  std::unique_ptr<kernels::Communicator> inner_;
+  std::unique_ptr<TimedCommunicator> comm_;
+  Rates rates_;
+  results::Measurements meas_;
+  std::vector<PolicyOutcome> outcomes_;
+  nlohmann::ordered_json summary_;
+  double worst_ef_ = 0.0;
+  std::int64_t verified_steps_ = 0;
+};
+
+}  // namespace edgc::live

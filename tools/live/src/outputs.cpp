@@ -1,0 +1,165 @@
+#include "outputs.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <map>
+
+#include "edgc/results/run_figures.hpp"
+#include "edgc/results/table.hpp"
+
+namespace edgc::live {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+// One policy run's times, averaged over its steps.
+struct RunTotals {
+  double iter = 0, comm = 0, train = 0, compute = 0;
+  std::vector<double> stage;  // each stage's sync per step
+};
+
+RunTotals totals_of(const results::PolicyRun& run, int pp) {
+  RunTotals t;
+  t.stage.assign(static_cast<std::size_t>(pp), 0.0);
+  for (const auto& s : run.steps) {
+    t.train += s.iteration_s;
+    double worst_compute = 0;
+    for (std::size_t k = 0; k < s.stages.size(); ++k) {
+      t.stage[k] += s.stages[k].sync_s;
+      worst_compute = std::max(worst_compute, s.stages[k].compute_s);
+    }
+    t.compute += worst_compute;
+  }
+  const double n = static_cast<double>(std::max<std::size_t>(1, run.steps.size()));
+  t.iter = t.train / n;
+  t.comm = t.iter;  // the longest stage sync per step, as simulate's comm_latency_s
+  t.compute /= n;
+  for (auto& x : t.stage) x /= n;
+  return t;
+}
+
+// The controller's windows merged into runs of equal per-stage ranks.
+ordered_json rank_schedule(const engine::ReplayResult& replay) {
+  ordered_json schedule = ordered_json::array();
+  for (const auto& w : replay.windows) {
+    std::vector<int> ranks;
+    for (const auto& s : w.stages) ranks.push_back(s.rank);
+    if (!schedule.empty() && schedule.back()["ranks"] == ordered_json(ranks))
+      schedule.back()["end"] = w.end_iteration;
+    else
+      schedule.push_back({{"begin", w.first_iteration}, {"end", w.end_iteration}, {"ranks", ranks}});
+  }
+  return schedule;
+}
+
+ordered_json run_json(const results::PolicyRun& run, const RunTotals& t, const RunTotals& base,
+                      const engine::ReplayResult& replay) {
+  std::int64_t wire = 0;
+  std::int64_t dense = 0;
+  for (const auto& s : run.steps)
+    for (const auto& st : s.stages) wire += st.wire_bytes, dense += st.dense_bytes;
+  return {{"policy", run.policy},
+          {"steps", run.steps.size()},
+          {"iteration_time_s", t.iter},
+          {"comm_latency_s", t.comm},
+          {"training_time_s", t.train},
+          {"speedup_vs_none", t.train > 0 ? base.train / t.train : 0.0},
+          {"comm_latency_reduction_vs_none", results::reduction(base.comm, t.comm)},
+          {"training_time_reduction_vs_none", results::reduction(base.train, t.train)},
+          {"compression_compute_s", t.compute},
+          {"wire_bytes_ratio", dense > 0 ? static_cast<double>(wire) / static_cast<double>(dense) : 1.0},
+          {"stage_comm_latency_s", t.stage},
+          {"warmup_end_iteration", replay.warmup_end ? ordered_json(*replay.warmup_end) : ordered_json(nullptr)},
+          {"rank_schedule", rank_schedule(replay)}};
+}
+
+}  // namespace
+
+ordered_json cluster_json(const results::Measurements& m, const Rates& rates, const std::string& gpu_name) {
+  int nodes = 0;
+  int per_node = 0;
+  std::map<int, int> count;
+  for (const auto& p : m.placement) ++count[p.node];
+  nodes = static_cast<int>(count.size());
+  for (const auto& [node, c] : count) per_node = std::max(per_node, c);
+  const double latency_us = std::max(1e-3, m.calibration.latency_s * 1e6);
+  const double bw_GBps = m.calibration.bandwidth_Bps / 1e9;
+  ordered_json sources = {
+      {"cluster.gpu.peak_tflops",
+       "fp32 GEMM rate the " + m.backend +
+           " backend reached on a 384^3 product, median over ranks, divided by the "
+           "cost model's default compute_efficiency 0.4 so that the default model predicts the measured rate"},
+      {"cluster.gpu.hbm_GBps",
+       "memory copy (bytes read + written per second) of 32 MiB, median over ranks, divided by "
+       "the default hbm_efficiency 0.85"},
+      {"cluster.intra_node", "ring alpha-beta fit of the dense all-reduce calibration over one DP group of " +
+                                 std::to_string(m.calibration.ranks) + " ranks (measurements.json calibration)"},
+      {"cluster.inter_node", "the same fit (one host: unused; several hosts: the groups' rings crossed hosts)"}};
+  return {{"description", "The machines `edgc live` ran on, as measured by it: " + std::to_string(m.world_size) +
+                              " ranks (" + m.comm + ", " + m.backend + " backend) on " + std::to_string(nodes) +
+                              " host(s)."},
+          {"sources", sources},
+          {"cluster",
+           {{"name", "live-" + (m.placement.empty() ? std::string("host") : m.placement[0].host)},
+            {"gpus_per_node", per_node},
+            {"nodes", nodes},
+            {"gpu",
+             {{"name", gpu_name},
+              {"peak_tflops", rates.gemm_flops / 0.4 / 1e12},
+              {"hbm_GBps", rates.copy_Bps / 0.85 / 1e9}}},
+            {"intra_node", {{"topology", "switch"}, {"bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}}},
+            {"inter_node",
+             {{"nics_per_node", 1}, {"nic_bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}, {"fabric", "star"}}},
+            {"price_per_gpu_hour_usd", 0.0}}}};
+}
+
+ordered_json result_json(const LiveOptions& o, const results::Measurements& m,
+                         const std::vector<PolicyOutcome>& outcomes) {
+  ordered_json j = {{"schema", "edgc.result/1"},
+                    {"source", "live"},
+                    {"scenario", o.scenario_path},
+                    {"trace", m.trace},
+                    {"note",
+                     "live mode times the data-parallel gradient sync of every stage (compression compute "
+                     "and real all-reduces); forward and backward compute are not run, so iteration_time_s "
+                     "and training_time_s cover the sync only (training_time_s = the sum over replayed steps)"},
+                    {"layout", {{"tp", 1}, {"pp", m.pp}, {"dp", m.dp}}},
+                    {"runs", ordered_json::array()}};
+  std::vector<RunTotals> totals;
+  for (const auto& run : m.runs) totals.push_back(totals_of(run, m.pp));
+  for (std::size_t i = 0; i < m.runs.size(); ++i)
+    j["runs"].push_back(run_json(m.runs[i], totals[i], totals.front(), outcomes[i].replay));
+  ordered_json fits = ordered_json::array();
+  for (const auto& f : m.tcom_fit)
+    fits.push_back({{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}});
+  j["tcom_fit"] = fits;
+  return j;
+}
+
+void print_summary(const results::Measurements& m, const ordered_json& result, const std::string& out_dir) {
+  std::cout << "# edgc live: " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp << "), " << m.comm
+            << " all-reduces, " << m.backend << " backend; trace " << m.trace << "\n";
+  std::cout << "# calibration (dense all-reduce over " << m.calibration.ranks << " ranks): latency "
+            << results::fmt_f(m.calibration.latency_s * 1e6, 2) << " us per ring step, bandwidth "
+            << results::fmt_f(m.calibration.bandwidth_Bps / 1e9, 3) << " GB/s\n";
+  results::Table t({"policy", "steps", "sync/step(ms)", "compute(ms)", "wire/dense", "sync vs none"});
+  for (const auto& r : result["runs"])
+    t.add_row({r["policy"].get<std::string>(), std::to_string(r["steps"].get<std::size_t>()),
+               results::fmt_f(r["iteration_time_s"].get<double>() * 1e3, 3),
+               results::fmt_f(r["compression_compute_s"].get<double>() * 1e3, 3),
+               results::fmt_f(r["wire_bytes_ratio"].get<double>(), 3),
+               results::fmt_f(-100.0 * r["comm_latency_reduction_vs_none"].get<double>(), 1) + " %"});
+  t.print(std::cout);
+  results::Table f({"stage", "T_com(r) = eta*r + c", "eta(us/rank)", "c(us)", "r2", "points"});
+  for (const auto& x : m.tcom_fit)
+    f.add_row({std::to_string(x.stage), "", results::fmt_f(x.eta_s * 1e6, 3), results::fmt_f(x.c_s * 1e6, 2),
+               results::fmt_f(x.r2, 3), std::to_string(x.points)});
+  f.print(std::cout);
+  std::cout << "wrote " << out_dir << "/measurements.json, " << out_dir << "/cluster.json, " << out_dir
+            << "/result.json\n";
+}
+
+}  // namespace edgc::live
