@@ -15,4 +15,12 @@ std::string simgrid_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
+std::unique_ptr<simgrid::s4u::Engine> boot_engine() {
+  // SimGrid keeps argv[0] as the program name; the arrays outlive the engine.
+  static int argc = 1;
+  static char name[] = "edgc";
+  static char* argv[] = {name, nullptr};
+  return std::make_unique<simgrid::s4u::Engine>(&argc, argv);
+}
+
 }  // namespace edgc::sim

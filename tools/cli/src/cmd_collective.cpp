@@ -60,6 +60,58 @@ std::vector<int> place(const sim::Platform& p, int ranks, bool spread) {
   return out;
 }
 
+// What one `edgc collective` measured, for the two printers.
+struct CollectiveRun {
+  const sim::ClusterSpec& spec;
+  sim::CollectiveOp op;
+  int ranks;
+  const std::string& placement;
+  std::string network;
+  const std::vector<std::uint64_t>& sizes;
+  const std::vector<double>& took_s;
+};
+
+void print_json(const CollectiveRun& c) {
+  const double factor = sim::bus_bandwidth_factor(c.op, c.ranks);
+  nlohmann::ordered_json j = {{"schema", "edgc.collective/1"},
+                              {"cluster", c.spec.name},
+                              {"op", sim::collective_op_name(c.op)},
+                              {"ranks", c.ranks},
+                              {"placement", c.placement},
+                              {"network", c.network},
+                              {"simgrid", sim::simgrid_version()},
+                              {"rows", nlohmann::ordered_json::array()}};
+  for (std::size_t i = 0; i < c.sizes.size(); ++i) {
+    const double algbw = static_cast<double>(c.sizes[i]) / c.took_s[i] / 1e9;
+    j["rows"].push_back({{"size_bytes", c.sizes[i]},
+                         {"count", c.sizes[i] / kFloatBytes},
+                         {"type", "float"},
+                         {"time_us", c.took_s[i] * 1e6},
+                         {"algbw_GBps", algbw},
+                         {"busbw_GBps", algbw * factor}});
+  }
+  std::cout << j.dump(1) << "\n";
+}
+
+// nccl-tests' layout: a header line, one row per size, the average bus bandwidth.
+void print_table(const CollectiveRun& c) {
+  const double factor = sim::bus_bandwidth_factor(c.op, c.ranks);
+  std::cout << "# edgc collective: " << sim::collective_op_name(c.op) << " on " << c.ranks << " of "
+            << c.spec.total_gpus() << " GPUs of '" << c.spec.name << "' (" << c.placement << " placement, " << c.network
+            << " network, ring algorithm, simulated with SimGrid " << sim::simgrid_version() << ")\n";
+  results::Table table({"size(B)", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"});
+  double busbw_sum = 0;
+  for (std::size_t i = 0; i < c.sizes.size(); ++i) {
+    const double algbw = static_cast<double>(c.sizes[i]) / c.took_s[i] / 1e9;
+    busbw_sum += algbw * factor;
+    table.add_row({std::to_string(c.sizes[i]), std::to_string(c.sizes[i] / kFloatBytes), "float",
+                   results::fmt_f(c.took_s[i] * 1e6, 2), results::fmt_f(algbw, 2), results::fmt_f(algbw * factor, 2)});
+  }
+  table.print(std::cout);
+  std::cout << "# Avg bus bandwidth    : " << results::fmt_f(busbw_sum / static_cast<double>(c.sizes.size()), 3)
+            << "\n";
+}
+
 int run_collective_cmd(const std::vector<std::string>& args) {
   std::string scenario_path;
   std::string cluster_path;
@@ -115,51 +167,20 @@ int run_collective_cmd(const std::vector<std::string>& args) {
   if (op == sim::CollectiveOp::kSendRecv && ranks < 2) throw UsageError("--ranks", "sendrecv needs at least 2");
   const auto sizes = size_range(min_bytes, max_bytes, static_cast<std::uint64_t>(step_factor));
 
-  int argc = 1;
-  char name[] = "edgc";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
+  const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine();
+  sim::sg4::Engine& engine = *engine_ptr;
   const sim::Platform platform = sim::Platform::build(engine, spec, profile);
   sim::Group group{{}, "coll"};
   for (int r : place(platform, ranks, placement == "spread")) group.hosts.push_back(platform.gpu(r));
   const std::vector<double> took_s = sim::time_collective_sweep(engine, op, group, sizes);
 
-  const double factor = sim::bus_bandwidth_factor(op, ranks);
-  const std::string profile_name = profile.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
-  if (vm.count("json") != 0U) {
-    nlohmann::ordered_json j = {{"schema", "edgc.collective/1"},
-                                {"cluster", spec.name},
-                                {"op", sim::collective_op_name(op)},
-                                {"ranks", ranks},
-                                {"placement", placement},
-                                {"network", profile_name},
-                                {"simgrid", sim::simgrid_version()},
-                                {"rows", nlohmann::ordered_json::array()}};
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-      const double algbw = static_cast<double>(sizes[i]) / took_s[i] / 1e9;
-      j["rows"].push_back({{"size_bytes", sizes[i]},
-                           {"count", sizes[i] / kFloatBytes},
-                           {"type", "float"},
-                           {"time_us", took_s[i] * 1e6},
-                           {"algbw_GBps", algbw},
-                           {"busbw_GBps", algbw * factor}});
-    }
-    std::cout << j.dump(1) << "\n";
-    return 0;
-  }
-  std::cout << "# edgc collective: " << sim::collective_op_name(op) << " on " << ranks << " of " << spec.total_gpus()
-            << " GPUs of '" << spec.name << "' (" << placement << " placement, " << profile_name
-            << " network, ring algorithm, simulated with SimGrid " << sim::simgrid_version() << ")\n";
-  results::Table table({"size(B)", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"});
-  double busbw_sum = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const double algbw = static_cast<double>(sizes[i]) / took_s[i] / 1e9;
-    busbw_sum += algbw * factor;
-    table.add_row({std::to_string(sizes[i]), std::to_string(sizes[i] / kFloatBytes), "float",
-                   results::fmt_f(took_s[i] * 1e6, 2), results::fmt_f(algbw, 2), results::fmt_f(algbw * factor, 2)});
-  }
-  table.print(std::cout);
-  std::cout << "# Avg bus bandwidth    : " << results::fmt_f(busbw_sum / static_cast<double>(sizes.size()), 3) << "\n";
+  const CollectiveRun run{
+      spec,  op,    ranks, placement, profile.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated",
+      sizes, took_s};
+  if (vm.count("json") != 0U)
+    print_json(run);
+  else
+    print_table(run);
   return 0;
 }
 

@@ -100,10 +100,8 @@ int run_validate_command(const std::vector<std::string>& args) {
       row.push_back(engine::validate::modelled_compute_s(s, m.element_bytes, mc.cluster.gpu, mc.cost));
   }
 
-  int argc = 1;
-  char name[] = "edgc";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
+  const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine();
+  sim::sg4::Engine& engine = *engine_ptr;
   const sim::Platform platform = sim::Platform::build(engine, mc.cluster, mc.network);
   const engine::validate::Simulated simulated =
       engine::validate::simulate(engine, platform, m, patterns, compute_s, gpus);

@@ -9,6 +9,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/isolated.hpp"
 #include "edgc/core/random.hpp"
+#include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/platform.hpp"
 
@@ -259,10 +260,8 @@ std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
   std::vector<std::function<std::string()>> work;
   for (const sim::DpSyncPlan& plan : plans)
     work.emplace_back([&setup, plan, timeline]() {
-      int argc = 1;
-      char name[] = "edgc";
-      char* argv[] = {name, nullptr};
-      sim::sg4::Engine engine(&argc, argv);
+      const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine();
+      sim::sg4::Engine& engine = *engine_ptr;
       const sim::Platform platform = sim::Platform::build(engine, setup.cluster, setup.network);
       sim::IterationOptions options;
       options.record_timeline = timeline;
