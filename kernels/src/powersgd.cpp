@@ -163,8 +163,7 @@ void PowerSgd::plan() {
   planned_ = true;
 }
 
-StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& comm) {
-  const auto t_step = Clock::now();
+void PowerSgd::check_grads(std::span<const std::span<float>> grads) const {
   if (grads.size() != tensors_.size())
     throw InputError("PowerSgd::step", "grads",
                      std::to_string(grads.size()) + " gradients for " + std::to_string(tensors_.size()) + " tensors");
@@ -174,81 +173,75 @@ StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& 
       throw InputError("PowerSgd::step", "grads[" + std::to_string(i) + "]",
                        std::to_string(grads[i].size()) + " floats, tensor has " + std::to_string(want));
   }
-  if (!planned_) plan();
-  m_sq_.assign(tensors_.size(), 0.0);
-  StepStats st;
-  st.tensors.resize(tensors_.size());
-  const auto world = static_cast<float>(comm.size());
+}
 
-  // ---- everything sent uncompressed: one fused all-reduce of G (+ any error left from compressed steps) ----
-  if (!dense_.empty()) {
-    auto t0 = Clock::now();
-    std::size_t total = 0;
-    for (const std::size_t i : dense_) total += grads[i].size();
-    dense_buf_.resize(total);
-    std::size_t off = 0;
-    for (const std::size_t i : dense_) {
-      const std::span<float> g = grads[i];
-      std::vector<float>& e = tensors_[i].error;
-      float* dst = dense_buf_.data() + off;
-      if (e.empty()) {
-        std::copy(g.begin(), g.end(), dst);
-      } else {
-        for (std::size_t k = 0; k < g.size(); ++k) dst[k] = g[k] + e[k];
-        std::fill(e.begin(), e.end(), 0.0F);
-      }
-      off += g.size();
+// Everything sent uncompressed: one fused all-reduce of G (+ any error left from compressed steps).
+void PowerSgd::dense_step(std::span<const std::span<float>> grads, Communicator& comm, float world, StepStats& st) {
+  auto t0 = Clock::now();
+  std::size_t total = 0;
+  for (const std::size_t i : dense_) total += grads[i].size();
+  dense_buf_.resize(total);
+  std::size_t off = 0;
+  for (const std::size_t i : dense_) {
+    const std::span<float> g = grads[i];
+    std::vector<float>& e = tensors_[i].error;
+    float* dst = dense_buf_.data() + off;
+    if (e.empty()) {
+      std::copy(g.begin(), g.end(), dst);
+    } else {
+      for (std::size_t k = 0; k < g.size(); ++k) dst[k] = g[k] + e[k];
+      std::fill(e.begin(), e.end(), 0.0F);
     }
-    double copy_s = since(t0);
-    t0 = Clock::now();
-    comm.all_reduce_sum(dense_buf_);
-    st.communication_seconds += since(t0);
-    t0 = Clock::now();
-    off = 0;
-    for (const std::size_t i : dense_) {
-      const std::span<float> g = grads[i];
-      for (std::size_t k = 0; k < g.size(); ++k) g[k] = dense_buf_[off + k] / world;
-      off += g.size();
-    }
-    copy_s += since(t0);
-    for (const std::size_t i : dense_) {
-      TensorStepStats& ts = st.tensors[i];
-      ts.wire_floats = static_cast<std::int64_t>(grads[i].size());
-      ts.compute_seconds = copy_s * static_cast<double>(grads[i].size()) / static_cast<double>(total);
-    }
-    st.compute_seconds += copy_s;
+    off += g.size();
   }
+  double copy_s = since(t0);
+  t0 = Clock::now();
+  comm.all_reduce_sum(dense_buf_);
+  st.communication_seconds += since(t0);
+  t0 = Clock::now();
+  off = 0;
+  for (const std::size_t i : dense_) {
+    const std::span<float> g = grads[i];
+    for (std::size_t k = 0; k < g.size(); ++k) g[k] = dense_buf_[off + k] / world;
+    off += g.size();
+  }
+  copy_s += since(t0);
+  for (const std::size_t i : dense_) {
+    TensorStepStats& ts = st.tensors[i];
+    ts.wire_floats = static_cast<std::int64_t>(grads[i].size());
+    ts.compute_seconds = copy_s * static_cast<double>(grads[i].size()) / static_cast<double>(total);
+  }
+  st.compute_seconds += copy_s;
+}
 
-  // ---- compressed tensors, batched by (m, n, r) ----
-  group_seconds_.assign(groups_.size(), 0.0);
-  std::vector<double>& group_seconds = group_seconds_;
-  const auto pointers = [&](const Group& g) {
-    const std::size_t count = g.members.size();
-    ptr_g_.resize(count);
-    ptr_g_out_.resize(count);
-    ptr_e_.resize(config_.error_feedback ? count : 0);
-    ptr_m_.resize(count);
-    ptr_q_.resize(count);
-    ptr_q_out_.resize(count);
-    ptr_p_.resize(count);
-    ptr_p_in_.resize(count);
-    norms_m_.resize(count);
-    norms_err_.resize(count);
-    for (std::size_t j = 0; j < count; ++j) {
-      const std::size_t i = g.members[j];
-      Tensor& t = tensors_[i];
-      ptr_g_[j] = grads[i].data();
-      ptr_g_out_[j] = grads[i].data();
-      if (config_.error_feedback) ptr_e_[j] = t.error.data();
-      ptr_m_[j] = config_.error_feedback ? t.error.data() : grads[i].data();
-      ptr_q_[j] = t.q.data();
-      ptr_q_out_[j] = q_all_.data() + g.q_offset + static_cast<std::int64_t>(j) * g.n * g.r;
-      ptr_p_[j] = p_all_.data() + g.p_offset + static_cast<std::int64_t>(j) * g.m * g.r;
-      ptr_p_in_[j] = ptr_p_[j];
-    }
-  };
+void PowerSgd::bind_pointers(const Group& g, std::span<const std::span<float>> grads) {
+  const std::size_t count = g.members.size();
+  ptr_g_.resize(count);
+  ptr_g_out_.resize(count);
+  ptr_e_.resize(config_.error_feedback ? count : 0);
+  ptr_m_.resize(count);
+  ptr_q_.resize(count);
+  ptr_q_out_.resize(count);
+  ptr_p_.resize(count);
+  ptr_p_in_.resize(count);
+  norms_m_.resize(count);
+  norms_err_.resize(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::size_t i = g.members[j];
+    Tensor& t = tensors_[i];
+    ptr_g_[j] = grads[i].data();
+    ptr_g_out_[j] = grads[i].data();
+    if (config_.error_feedback) ptr_e_[j] = t.error.data();
+    ptr_m_[j] = config_.error_feedback ? t.error.data() : grads[i].data();
+    ptr_q_[j] = t.q.data();
+    ptr_q_out_[j] = q_all_.data() + g.q_offset + static_cast<std::int64_t>(j) * g.n * g.r;
+    ptr_p_[j] = p_all_.data() + g.p_offset + static_cast<std::int64_t>(j) * g.m * g.r;
+    ptr_p_in_[j] = ptr_p_[j];
+  }
+}
 
-  // Phase 1: M = G + E and P = M·Q.
+// Phase 1: M = G + E and P = M·Q.
+void PowerSgd::project_phase(std::span<const std::span<float>> grads) {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const Group& g = groups_[gi];
     const auto t0 = Clock::now();
@@ -260,54 +253,76 @@ StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& 
         draw_q(i, t.q);
       }
     }
-    pointers(g);
+    bind_pointers(g, grads);
     backend_.project_batched(g.m, g.n, g.r, ptr_g_, ptr_e_, ptr_q_, ptr_p_, norms_m_);
     for (std::size_t j = 0; j < g.members.size(); ++j) m_sq_[g.members[j]] = norms_m_[j];
-    group_seconds[gi] += since(t0);
+    group_seconds_[gi] += since(t0);
   }
+}
+
+// Phase 2: orthogonalise P; Q = Mᵀ·P.
+void PowerSgd::orthogonalize_phase(std::span<const std::span<float>> grads) {
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group& g = groups_[gi];
+    const auto t0 = Clock::now();
+    bind_pointers(g, grads);
+    backend_.orthogonalize_batched(g.m, g.r, ptr_p_, config_.orthogonalization_eps);
+    backend_.gemm_batched(Transpose::kYes, Transpose::kNo, g.n, g.r, g.m, 1.0F, ptr_m_, ptr_p_in_, 0.0F, ptr_q_out_);
+    group_seconds_[gi] += since(t0);
+  }
+}
+
+// Phase 3: Ĝ = P·Qᵀ, E = M − Ĝ, and keep Q for the warm start.
+void PowerSgd::reconstruct_phase(std::span<const std::span<float>> grads, double scale_s, StepStats& st) {
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group& g = groups_[gi];
+    const auto t0 = Clock::now();
+    bind_pointers(g, grads);
+    std::vector<const float*>& q_in = ptr_q_;
+    for (std::size_t j = 0; j < g.members.size(); ++j) q_in[j] = ptr_q_out_[j];
+    backend_.reconstruct_batched(g.m, g.n, g.r, ptr_p_in_, q_in, ptr_e_, ptr_g_out_, norms_err_);
+    for (std::size_t j = 0; j < g.members.size(); ++j) {
+      const std::size_t i = g.members[j];
+      Tensor& t = tensors_[i];
+      if (config_.warm_start) std::copy(q_in[j], q_in[j] + g.n * g.r, t.q.begin());
+      TensorStepStats& ts = st.tensors[i];
+      ts.compressed = true;
+      ts.rank = g.r;
+      ts.wire_floats = (g.m + g.n) * g.r;
+      ts.relative_error = ratio(norms_err_[j], m_sq_[i]);
+      ts.error_norm = config_.error_feedback ? std::sqrt(norms_err_[j]) : 0.0;
+    }
+    group_seconds_[gi] += since(t0) + scale_s / static_cast<double>(groups_.size());
+    for (const std::size_t i : g.members)
+      st.tensors[i].compute_seconds = group_seconds_[gi] / static_cast<double>(g.members.size());
+    st.compute_seconds += group_seconds_[gi];
+  }
+}
+
+StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& comm) {
+  const auto t_step = Clock::now();
+  check_grads(grads);
+  if (!planned_) plan();
+  m_sq_.assign(tensors_.size(), 0.0);
+  StepStats st;
+  st.tensors.resize(tensors_.size());
+  const auto world = static_cast<float>(comm.size());
+  if (!dense_.empty()) dense_step(grads, comm, world, st);
+
+  // Compressed tensors, batched by (m, n, r): three phases around the P and Q all-reduces.
+  group_seconds_.assign(groups_.size(), 0.0);
+  project_phase(grads);
   if (!groups_.empty()) {
     auto t0 = Clock::now();
     comm.all_reduce_sum(p_all_);  // a sum: P's scale does not matter to the orthogonalisation
     st.communication_seconds += since(t0);
-    // Phase 2: orthogonalise P; Q = Mᵀ·P.
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      const Group& g = groups_[gi];
-      t0 = Clock::now();
-      pointers(g);
-      backend_.orthogonalize_batched(g.m, g.r, ptr_p_, config_.orthogonalization_eps);
-      backend_.gemm_batched(Transpose::kYes, Transpose::kNo, g.n, g.r, g.m, 1.0F, ptr_m_, ptr_p_in_, 0.0F, ptr_q_out_);
-      group_seconds[gi] += since(t0);
-    }
+    orthogonalize_phase(grads);
     t0 = Clock::now();
     comm.all_reduce_sum(q_all_);
     st.communication_seconds += since(t0);
     t0 = Clock::now();
     for (float& v : q_all_) v /= world;
-    const double scale_s = since(t0);
-    // Phase 3: Ĝ = P·Qᵀ, E = M − Ĝ, and keep Q for the warm start.
-    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-      const Group& g = groups_[gi];
-      t0 = Clock::now();
-      pointers(g);
-      std::vector<const float*>& q_in = ptr_q_;
-      for (std::size_t j = 0; j < g.members.size(); ++j) q_in[j] = ptr_q_out_[j];
-      backend_.reconstruct_batched(g.m, g.n, g.r, ptr_p_in_, q_in, ptr_e_, ptr_g_out_, norms_err_);
-      for (std::size_t j = 0; j < g.members.size(); ++j) {
-        const std::size_t i = g.members[j];
-        Tensor& t = tensors_[i];
-        if (config_.warm_start) std::copy(q_in[j], q_in[j] + g.n * g.r, t.q.begin());
-        TensorStepStats& ts = st.tensors[i];
-        ts.compressed = true;
-        ts.rank = g.r;
-        ts.wire_floats = (g.m + g.n) * g.r;
-        ts.relative_error = ratio(norms_err_[j], m_sq_[i]);
-        ts.error_norm = config_.error_feedback ? std::sqrt(norms_err_[j]) : 0.0;
-      }
-      group_seconds[gi] += since(t0) + scale_s / static_cast<double>(groups_.size());
-      for (const std::size_t i : g.members)
-        st.tensors[i].compute_seconds = group_seconds[gi] / static_cast<double>(g.members.size());
-      st.compute_seconds += group_seconds[gi];
-    }
+    reconstruct_phase(grads, since(t0), st);
   }
 
   for (const TensorStepStats& ts : st.tensors) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli_test_util.hpp"
+#include "golden.hpp"
 
 namespace {
 
@@ -34,31 +35,6 @@ const std::string kGolden = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate
 void strip_provenance(json& j) {
   j.erase("scenario");
   j.erase("simgrid");
-}
-
-// Same structure, same strings and integers, floating-point numbers within `rel` relative (or 1e-15 absolute).
-void expect_close(const json& a, const json& b, const std::string& path, double rel = 1e-9) {
-  if (a.is_number_float() || b.is_number_float()) {
-    ASSERT_TRUE(a.is_number() && b.is_number()) << path;
-    const double x = a.get<double>();
-    const double y = b.get<double>();
-    EXPECT_LE(std::abs(x - y), std::max(1e-15, rel * std::max(std::abs(x), std::abs(y))))
-        << path << ": " << x << " vs " << y;
-    return;
-  }
-  ASSERT_EQ(a.type(), b.type()) << path;
-  if (a.is_object()) {
-    ASSERT_EQ(a.size(), b.size()) << path << ": " << a.dump().substr(0, 200) << " vs " << b.dump().substr(0, 200);
-    for (auto it = a.begin(); it != a.end(); ++it) {
-      ASSERT_TRUE(b.contains(it.key())) << path << "." << it.key();
-      expect_close(*it, b.at(it.key()), path + "." + it.key(), rel);
-    }
-  } else if (a.is_array()) {
-    ASSERT_EQ(a.size(), b.size()) << path;
-    for (std::size_t i = 0; i < a.size(); ++i) expect_close(a[i], b[i], path + "[" + std::to_string(i) + "]", rel);
-  } else {
-    EXPECT_EQ(a, b) << path;
-  }
 }
 
 class Simulate : public ::testing::Test {
@@ -92,13 +68,7 @@ json Simulate::timeline_;
 TEST_F(Simulate, MatchesGolden) {
   json got = result_;
   strip_provenance(got);
-  if (const char* update = std::getenv("EDGC_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
-    std::ofstream(kGolden) << got.dump(2) << "\n";
-    GTEST_SKIP() << "golden file rewritten: " << kGolden;
-  }
-  ASSERT_TRUE(fs::exists(kGolden)) << kGolden;
-  json want = json::parse(read_file(kGolden));
-  expect_close(got, want, "result");
+  edgc::test::expect_golden_json(got, kGolden);
 }
 
 TEST_F(Simulate, TotalsAreSegmentWeightedConfigurationTimes) {

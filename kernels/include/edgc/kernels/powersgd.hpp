@@ -113,6 +113,13 @@ class PowerSgd {
   void check_index(std::size_t tensor) const;
   void plan();
   void draw_q(std::size_t tensor, std::span<float> q) const;
+  // The steps of step(): argument checks; the fused dense all-reduce; the three phases of the compressed groups.
+  void check_grads(std::span<const std::span<float>> grads) const;
+  void dense_step(std::span<const std::span<float>> grads, Communicator& comm, float world, StepStats& st);
+  void bind_pointers(const Group& g, std::span<const std::span<float>> grads);
+  void project_phase(std::span<const std::span<float>> grads);
+  void orthogonalize_phase(std::span<const std::span<float>> grads);
+  void reconstruct_phase(std::span<const std::span<float>> grads, double scale_s, StepStats& st);
 
   Backend& backend_;
   PowerSgdConfig config_;
