@@ -6,12 +6,12 @@
 #include <cstddef>
 #include <map>
 
+#include "calibration/fits.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/median.hpp"
 #include "edgc/kernels/kernels.hpp"
 #include "edgc/kernels/mpi_communicator.hpp"
-#include "fits.hpp"
 
 namespace edgc::live {
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "calibration/machine.hpp"
 #include "edgc/engine/replay.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/communicator.hpp"
@@ -18,13 +19,12 @@
 #include "edgc/live/live.hpp"
 #include "edgc/results/measurements.hpp"
 #include "edgc/traces/reader.hpp"
-#include "local_step.hpp"
-#include "machine.hpp"
 #include "outputs.hpp"
-#include "stage_tensors.hpp"
-#include "timed_communicator.hpp"
-#include "verify.hpp"
-#include "world.hpp"
+#include "step/local_step.hpp"
+#include "step/stage_tensors.hpp"
+#include "step/timed_communicator.hpp"
+#include "step/verify.hpp"
+#include "step/world.hpp"
 
 namespace edgc::live {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "calibration/machine.hpp"
 #include "edgc/engine/replay.hpp"
 #include "edgc/live/live.hpp"
 #include "edgc/results/measurements.hpp"
-#include "machine.hpp"
 
 namespace edgc::live {
 

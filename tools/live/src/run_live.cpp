@@ -14,7 +14,7 @@
 #include "edgc/live/live.hpp"
 #include "edgc/traces/reader.hpp"
 #include "live_run.hpp"
-#include "world.hpp"
+#include "step/world.hpp"
 
 namespace edgc::live {
 
