@@ -1,11 +1,45 @@
 #include "edgc/core/controller.hpp"
 
+#include <algorithm>
+
 #include <string>
 
 #include "edgc/core/error.hpp"
 #include "impl/policies.hpp"
 
 namespace edgc::core {
+
+namespace {
+
+std::string joined_policy_names() {
+  std::string s;
+  for (const std::string& p : policy_names()) s += (s.empty() ? "" : ", ") + p;
+  return s;
+}
+
+// PowerSGD cannot find more independent directions than the matrix has.
+void check_rank_bound(const ControllerConfig& c, const char* where) {
+  if (c.policy == "none" || c.stage_shapes.size() != static_cast<std::size_t>(c.stages)) return;
+  for (std::size_t s = 0; s < c.stage_shapes.size(); ++s) {
+    const auto [rows, cols] = c.stage_shapes[s];
+    if (c.cqm.r_max > std::min(rows, cols))
+      throw ConfigError(where, "compression.r_max",
+                        std::to_string(c.cqm.r_max) + " exceeds the rank of stage " + std::to_string(s) + "'s " +
+                            std::to_string(rows) + "x" + std::to_string(cols) + " matrices");
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& policy_names() {
+  static const std::vector<std::string> names = {"none", "static", "selective", "loss", "edgc"};
+  return names;
+}
+
+bool is_policy(std::string_view name) {
+  const auto& names = policy_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const char* where) {
   if (c.stages < 1) throw ConfigError(where, "stages", "must be >= 1");
@@ -17,6 +51,7 @@ std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const cha
   if (c.selective_stages < 0 || c.selective_stages > c.stages)
     throw ConfigError(where, "compression.selective_stages",
                       "must be between 0 and the number of stages (" + std::to_string(c.stages) + ")");
+  check_rank_bound(c, where);
   if (c.policy == "none") return impl::make_none(c);
   if (c.policy == "static") return impl::make_static(c);
   if (c.policy == "selective") return impl::make_selective(c);
@@ -28,8 +63,7 @@ std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const cha
       if (m < 1 || n < 1) throw ConfigError(where, "stage_shapes", "shapes must be positive");
     return impl::make_edgc(c);
   }
-  throw ConfigError(where, "compression.policy",
-                    "unknown policy '" + c.policy + "' (none, static, selective, loss, edgc)");
+  throw ConfigError(where, "compression.policy", "unknown policy '" + c.policy + "' (" + joined_policy_names() + ")");
 }
 
 }  // namespace edgc::core

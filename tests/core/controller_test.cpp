@@ -275,5 +275,43 @@ TEST(Controller, RejectsBadConfigs) {
   EXPECT_THROW(make_controller(c, "s.json"), ConfigError);
 }
 
+// r_max is checked against every stage's matrix in one place, for every compressing policy and never for none.
+TEST(Controller, RMaxAboveAStageMatrixRankIsRejectedForCompressingPolicies) {
+  for (const std::string& policy : policy_names()) {
+    ControllerConfig c = base_config(policy);
+    c.stage_shapes = {{1920, 7680}, {96, 7680}};  // stage 1 has rank 96 < r_max 128
+    if (policy == "none") {
+      EXPECT_NO_THROW(make_controller(c, "s.json"));
+      continue;
+    }
+    try {
+      make_controller(c, "s.json");
+      FAIL() << policy << ": r_max 128 accepted on a 96x7680 stage";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.where(), "s.json");
+      EXPECT_EQ(e.field(), "compression.r_max");
+      EXPECT_NE(std::string(e.what()).find("128 exceeds the rank of stage 1's 96x7680 matrices"), std::string::npos)
+          << e.what();
+    }
+    c.stage_shapes = {{1920, 7680}, {128, 7680}};  // equal to the rank: allowed
+    EXPECT_NO_THROW(make_controller(c, "s.json")) << policy;
+  }
+}
+
+TEST(Controller, PolicyNamesAreTheOnesMakeControllerBuildsAndListsWhenUnknown) {
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"none", "static", "selective", "loss", "edgc"}));
+  for (const std::string& p : policy_names()) {
+    EXPECT_TRUE(is_policy(p));
+    EXPECT_EQ(make_controller(base_config(p), "s.json")->policy(), p);
+  }
+  EXPECT_FALSE(is_policy("EDGC"));
+  try {
+    make_controller(base_config("magic"), "s.json");
+    FAIL() << "unknown policy accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("(none, static, selective, loss, edgc)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace edgc::core

@@ -34,6 +34,7 @@ std::string cell(const std::optional<double>& v, int digits = 4) { return v ? re
 engine::ReplayOptions read_options(scenario::Scenario& sc) {
   engine::ReplayOptions o;
   const std::string w = sc.where();
+  o.where = w;
   scenario::CompressionSettings c = scenario::read_compression(sc);
   o.controller = c.controller;
   o.gds = c.gds;

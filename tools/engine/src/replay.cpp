@@ -10,6 +10,7 @@
 #include <span>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/window_accumulator.hpp"
 #include "edgc/kernels/kernels.hpp"
 #include "edgc/traces/reader.hpp"
 
@@ -23,28 +24,19 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // One estimation pipeline: a sampler, its controller, the fixed histogram layout per stage, and what it
 // measured in the current window.
 struct Track {
-  struct Accumulator {
-    double gaussian = 0.0;
-    double histogram = 0.0;
-    double kurtosis = 0.0;
-    int gaussian_n = 0;
-    int histogram_n = 0;
-    int kurtosis_n = 0;
-    std::int64_t elements = 0;
-    double seconds = 0.0;
-  };
-
-  Track(const core::GdsConfig& g, const core::ControllerConfig& c, int stages, bool full_sampling)
-      : gds(g), controller(core::make_controller(c, "replay")), full(full_sampling) {
+  Track(const core::GdsConfig& g, const core::ControllerConfig& c, int stages, bool full_sampling,
+        const std::string& where)
+      : gds(g), controller(core::make_controller(c, where.c_str())), full(full_sampling), window(stages) {
     layouts.resize(static_cast<std::size_t>(stages));
-    acc.resize(static_cast<std::size_t>(stages));
+    seconds.resize(static_cast<std::size_t>(stages));
   }
 
   core::GradientDataSampler gds;
   std::unique_ptr<core::Controller> controller;
   bool full;
   std::vector<std::optional<core::HistogramLayout>> layouts;
-  std::vector<Accumulator> acc;
+  core::WindowAccumulator window;  ///< the window's estimates so far
+  std::vector<double> seconds;     ///< per stage: estimation time this window
   int sampled_iterations = 0;
   std::optional<std::int64_t> warmup_end;
   core::WindowDecision in_force;  // decided at the end of the previous window
@@ -165,23 +157,13 @@ void measure(Track& t, const traces::IterationData& d, const TraceLayout& layout
       }
       h_hist = core::histogram_entropy(weighted, layout_s->bin_width, below, above);
     }
-    Track::Accumulator& a = t.acc[s];
-    a.seconds += seconds_since(t0);
-    a.elements += touched;
-    const double h_gauss = core::gaussian_entropy(sigma);
-    const double kurt = pooled.n > 0.0 ? pooled.excess_kurtosis() : std::numeric_limits<double>::quiet_NaN();
-    if (std::isfinite(h_gauss)) {
-      a.gaussian += h_gauss;
-      ++a.gaussian_n;
-    }
-    if (h_hist && std::isfinite(*h_hist)) {
-      a.histogram += *h_hist;
-      ++a.histogram_n;
-    }
-    if (std::isfinite(kurt)) {
-      a.kurtosis += kurt;
-      ++a.kurtosis_n;
-    }
+    t.seconds[s] += seconds_since(t0);
+    core::StageObservation sample;
+    sample.entropy_gaussian = core::gaussian_entropy(sigma);
+    sample.entropy_histogram = h_hist;
+    if (pooled.n > 0.0) sample.excess_kurtosis = pooled.excess_kurtosis();
+    sample.elements = touched;
+    t.window.add(s, sample);
   }
 }
 
@@ -192,20 +174,14 @@ core::WindowObservation observe(Track& t, const WindowRow& row) {
   o.end_iteration = row.end_iteration;
   o.sampled_iterations = t.sampled_iterations;
   o.mean_loss = row.mean_loss;
-  for (const auto& a : t.acc) {
-    core::StageObservation s;
-    if (a.gaussian_n > 0) s.entropy_gaussian = a.gaussian / a.gaussian_n;
-    if (a.histogram_n > 0) s.entropy_histogram = a.histogram / a.histogram_n;
-    if (a.kurtosis_n > 0) s.excess_kurtosis = a.kurtosis / a.kurtosis_n;
-    s.elements = a.elements;
-    o.stages.push_back(s);
-  }
+  o.stages = t.window.means();
   return o;
 }
 
 void reset_window(Track& t) {
   t.sampled_iterations = 0;
-  for (auto& a : t.acc) a = {};
+  t.window.reset();
+  std::fill(t.seconds.begin(), t.seconds.end(), 0.0);
 }
 
 int rank_in_force(const Track& t, std::size_t stage) {
@@ -217,17 +193,10 @@ void prepare(ReplayOptions& o, const TraceLayout& layout, int stages, std::int64
   core::ControllerConfig& cc = o.controller;
   cc.stages = stages;
   cc.stage_shapes = layout.stage_shapes;
-  scenario::apply_warmup_bounds(cc.warmup, o.warmup_floor_fraction, o.warmup_ceiling_fraction, run_iters, "replay");
-  for (int s = 0; s < stages; ++s) {
-    const auto [rows, cols] = layout.stage_shapes[static_cast<std::size_t>(s)];
-    if (cc.policy != "none" && cc.cqm.r_max > std::min(rows, cols)) {
-      throw ConfigError("replay", "compression.r_max",
-                        std::to_string(cc.cqm.r_max) + " exceeds the rank of stage " + std::to_string(s) + "'s " +
-                            std::to_string(rows) + "x" + std::to_string(cols) + " matrices");
-    }
-  }
-  if (o.world_size < 1) throw ConfigError("replay", "replay.world_size", "must be >= 1");
-  if (!(o.perturbation >= 0.0)) throw ConfigError("replay", "replay.perturbation", "must be >= 0");
+  scenario::apply_warmup_bounds(cc.warmup, o.warmup_floor_fraction, o.warmup_ceiling_fraction, run_iters, o.where);
+  core::make_controller(cc, o.where.c_str());  // policy settings and the rank bound, before any work
+  if (o.world_size < 1) throw ConfigError(o.where, "replay.world_size", "must be >= 1");
+  if (!(o.perturbation >= 0.0)) throw ConfigError(o.where, "replay.perturbation", "must be >= 0");
 }
 
 // One replay: windows opened and closed as the trace's iterations arrive; the sampled track drives the controller,
@@ -242,7 +211,7 @@ class ReplayRun {
         stage_of_(std::move(stage_of)),
         layout_(layout),
         backend_(kernels::make_backend(o.backend)),
-        sampled_(o.gds, o.controller, stages, false),
+        sampled_(o.gds, o.controller, stages, false, o.where),
         err_sum_(stages_),
         step_sum_(stages_),
         err_n_(stages_),
@@ -252,7 +221,7 @@ class ReplayRun {
     core::GdsConfig full_gds = o.gds;
     full_gds.alpha = 1.0;
     full_gds.beta = 1.0;
-    if (o.compare_full) full_.emplace(full_gds, o.controller, stages, true);
+    if (o.compare_full) full_.emplace(full_gds, o.controller, stages, true, o.where);
     kernels::PowerSgdConfig pcfg;
     pcfg.rank = o.controller.cqm.r_max;
     pcfg.seed = o.seed;
@@ -366,11 +335,11 @@ class ReplayRun {
     sw.entropy_gaussian = so.entropy_gaussian;
     sw.entropy_histogram = so.entropy_histogram;
     sw.excess_kurtosis = so.excess_kurtosis;
-    sw.sampled_elements = sampled_.acc[s].elements;
-    sw.estimation_seconds = sampled_.acc[s].seconds;
+    sw.sampled_elements = sampled_.window.elements(s);
+    sw.estimation_seconds = sampled_.seconds[s];
     if (full_) {
-      sw.full_elements = full_->acc[s].elements;
-      sw.full_estimation_seconds = full_->acc[s].seconds;
+      sw.full_elements = full_->window.elements(s);
+      sw.full_estimation_seconds = full_->seconds[s];
       sw.full_next_rank = counterfactual->stages[s].rank;
       sw.trajectory_full_rank = full_->in_force.stages[s].rank;
       row_.agrees = row_.agrees && *sw.full_next_rank == sampled_.in_force.stages[s].rank;
@@ -410,10 +379,10 @@ ReplayResult run_replay(ReplayOptions& o) {
   traces::TraceReader reader(o.trace_dir);
   const traces::Manifest& m = reader.manifest();
   if (o.stages < 0 || o.stages > m.num_stages)
-    throw ConfigError("replay", "replay.stages",
+    throw ConfigError(o.where, "replay.stages",
                       std::to_string(o.stages) + " is outside [1, " + std::to_string(m.num_stages) +
                           "] (the trace's pipeline stages can be merged, not split)");
-  if (o.max_iterations < 0) throw ConfigError("replay", "max_iterations", "must be >= 0");
+  if (o.max_iterations < 0) throw ConfigError(o.where, "max_iterations", "must be >= 0");
   const int stages = o.stages > 0 ? o.stages : m.num_stages;
   std::vector<int> stage_of = stage_of_tensors(m, o.stages);
   const TraceLayout layout = analyse(m, stage_of, stages);
@@ -439,7 +408,7 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
   none.policy = "none";
   none.stages = m.num_stages;
   none.stage_shapes = layout.stage_shapes;
-  Track track(every, none, m.num_stages, gds.beta >= 1.0);
+  Track track(every, none, m.num_stages, gds.beta >= 1.0, trace_dir);
   const auto backend = kernels::make_backend(backend_name);
 
   TraceEntropy out;

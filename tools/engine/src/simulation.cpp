@@ -163,13 +163,6 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   core::ControllerConfig& cc = in.compression.controller;
   cc.stages = st.parallel.pp;
   cc.stage_shapes = cqm_shapes(st.model, st.parallel);
-  for (int s = 0; s < st.parallel.pp; ++s) {
-    const auto [rows, cols] = cc.stage_shapes[static_cast<std::size_t>(s)];
-    if (cc.cqm.r_max > std::min(rows, cols))
-      throw ConfigError(w, "compression.r_max",
-                        std::to_string(cc.cqm.r_max) + " exceeds the rank of stage " + std::to_string(s) + "'s " +
-                            std::to_string(rows) + "x" + std::to_string(cols) + " matrices");
-  }
   scenario::apply_warmup_bounds(cc.warmup, in.compression.warmup_floor_fraction, in.compression.warmup_ceiling_fraction,
                                 in.iterations, w);
 
@@ -211,7 +204,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
   sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace", "entropy",
                      "simulate", "variability"});
-  for (const std::string& p : in.policies) {  // rank bounds and policy settings fail here, before any work
+  for (const std::string& p : in.policies) {  // rank bounds (r_max) and policy settings fail here, before any work
     core::ControllerConfig probe = cc;
     probe.policy = p;
     core::make_controller(probe, w.c_str());

@@ -9,6 +9,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/isolated.hpp"
 #include "edgc/core/random.hpp"
+#include "edgc/core/window_accumulator.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/platform.hpp"
@@ -151,6 +152,7 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
   run.policy = cc.policy;
   const auto stages = static_cast<std::size_t>(cc.stages);
   core::WindowDecision in_force;  // before any decision: everything uncompressed
+  core::WindowAccumulator window(cc.stages);
   const std::int64_t w_iters = gds.window_iters;
   const auto n = static_cast<double>(iterations);
   for (std::int64_t first = 0, w = 0; first < iterations; first += w_iters, ++w) {
@@ -168,35 +170,20 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
     obs.window = w;
     obs.first_iteration = first;
     obs.end_iteration = end;
-    std::vector<std::array<double, 3>> sum(stages, {0.0, 0.0, 0.0});
-    std::vector<std::array<int, 3>> cnt(stages, {0, 0, 0});
     double loss_sum = 0.0;
     int loss_n = 0;
     const std::int64_t period = sampler.period();
     for (std::int64_t it = (first + period - 1) / period * period; it < end; it += period) {
       const double f = static_cast<double>(it) / n;
       ++obs.sampled_iterations;
-      for (std::size_t s = 0; s < stages; ++s) {
-        const core::StageObservation o = source.at(static_cast<int>(s), f);
-        const std::optional<double> v[3] = {o.entropy_gaussian, o.entropy_histogram, o.excess_kurtosis};
-        for (int k = 0; k < 3; ++k)
-          if (v[k] && std::isfinite(*v[k])) {
-            sum[s][static_cast<std::size_t>(k)] += *v[k];
-            ++cnt[s][static_cast<std::size_t>(k)];
-          }
-      }
+      for (std::size_t s = 0; s < stages; ++s) window.add(s, source.at(static_cast<int>(s), f));
       if (const auto l = source.loss(f)) {
         loss_sum += *l;
         ++loss_n;
       }
     }
-    for (std::size_t s = 0; s < stages; ++s) {
-      core::StageObservation o;
-      if (cnt[s][0] > 0) o.entropy_gaussian = sum[s][0] / cnt[s][0];
-      if (cnt[s][1] > 0) o.entropy_histogram = sum[s][1] / cnt[s][1];
-      if (cnt[s][2] > 0) o.excess_kurtosis = sum[s][2] / cnt[s][2];
-      obs.stages.push_back(o);
-    }
+    obs.stages = window.means();
+    window.reset();
     if (loss_n > 0) obs.mean_loss = loss_sum / loss_n;
     in_force = controller->decide(obs);
     ++run.windows;

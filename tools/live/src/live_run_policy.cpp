@@ -37,6 +37,7 @@ void LiveRun::run_policy(const std::string& policy) {
 engine::ReplayOptions LiveRun::replay_options(const std::string& policy) const {
   engine::ReplayOptions ro;
   ro.trace_dir = o_.trace_dir;
+  if (!o_.scenario_path.empty()) ro.where = o_.scenario_path;
   ro.controller = o_.compression.controller;
   ro.controller.policy = policy;
   ro.gds = o_.compression.gds;

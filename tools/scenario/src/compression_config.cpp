@@ -67,8 +67,11 @@ std::vector<std::string> policies_with_baseline(const std::string& list, const s
                                                 const std::string& key) {
   std::vector<std::string> out{"none"};
   for (const std::string& p : split_list(list)) {
-    if (p != "none" && p != "static" && p != "selective" && p != "loss" && p != "edgc")
-      throw ConfigError(where, key, "unknown policy '" + p + "' (none, static, selective, loss, edgc)");
+    if (!core::is_policy(p)) {
+      std::string known;
+      for (const std::string& name : core::policy_names()) known += (known.empty() ? "" : ", ") + name;
+      throw ConfigError(where, key, "unknown policy '" + p + "' (" + known + ")");
+    }
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   }
   return out;

@@ -76,7 +76,14 @@ class Controller {
   virtual std::unique_ptr<Controller> clone() const = 0;
 };
 
-/// Validates the config (ConfigError naming `where` and the field) and builds the named policy.
+/// The policies make_controller builds, in the order messages list them: none, static, selective, loss, edgc.
+const std::vector<std::string>& policy_names();
+
+/// Whether `name` is one of policy_names().
+bool is_policy(std::string_view name);
+
+/// Validates the config (ConfigError naming `where` and the field) and builds the named policy. A compressing
+/// policy given stage_shapes (one per stage) also checks that r_max does not exceed any stage's matrix rank.
 std::unique_ptr<Controller> make_controller(const ControllerConfig& config, const char* where);
 
 }  // namespace edgc::core

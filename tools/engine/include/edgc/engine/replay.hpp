@@ -19,6 +19,7 @@ namespace edgc::engine {
 
 struct ReplayOptions {
   std::string trace_dir;
+  std::string where = "replay";       ///< the scenario file (or how the settings were given), named in errors
   core::ControllerConfig controller;  ///< stage count and CQM shapes are filled in from the trace
   core::GdsConfig gds;
   double warmup_floor_fraction = 0.1;    ///< warm-up floor as a share of the trace's iterations (assumed)
