@@ -11,6 +11,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/sim/collectives.hpp"
 #include "edgc/sim/layout.hpp"
+#include "edgc/sim/pipeline_schedule.hpp"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_iteration, "edgc: one training iteration, one actor per GPU");
 
@@ -179,35 +180,12 @@ class GpuWorker {
   void operator()() {
     speed_ = sg4::this_actor::get_host()->get_speed();
     const ParallelSpec& par = state_->parallel;
-    const int m = par.microbatches;
-    if (par.schedule == PipelineSchedule::kGpipe) {
-      for (int mb = 0; mb < m; ++mb) forward(mb, 0);
-      for (int mb = 0; mb < m; ++mb) backward(mb, 0);
-    } else if (par.schedule == PipelineSchedule::kOneFOneB) {
-      const int warmup = std::min(par.pp - 1 - coord_.pp, m);
-      for (int mb = 0; mb < warmup; ++mb) forward(mb, 0);
-      for (int i = 0; i < m - warmup; ++i) {
-        forward(warmup + i, 0);
-        backward(i, 0);
+    for (const Pass& pass : pass_order(par.schedule, par.pp, coord_.pp, par.microbatches, par.virtual_stages)) {
+      if (pass.kind == PassKind::kForward) {
+        forward(pass.microbatch, pass.chunk);
+      } else {
+        backward(pass.microbatch, pass.chunk);
       }
-      for (int mb = m - warmup; mb < m; ++mb) backward(mb, 0);
-    } else {
-      // Interleaved 1F1B (Megatron-LM): m·v passes each way; pass k works on micro-batch (k / (p·v))·p + k % p of
-      // chunk (k / p) % v forward and chunk v − 1 − (k / p) % v backward; (p − 1 − stage)·2 + (v − 1)·p warm-up
-      // forwards, then one forward and one backward alternately, then the remaining backwards.
-      const int p = par.pp;
-      const int v = par.virtual_stages;
-      const int total = m * v;
-      const auto mb_of = [p, v](int k) { return (k / (p * v)) * p + k % p; };
-      const auto fchunk = [p, v](int k) { return (k / p) % v; };
-      const auto bchunk = [p, v](int k) { return v - 1 - (k / p) % v; };
-      const int warmup = std::min((p - 1 - coord_.pp) * 2 + (v - 1) * p, total);
-      for (int k = 0; k < warmup; ++k) forward(mb_of(k), fchunk(k));
-      for (int i = 0; i < total - warmup; ++i) {
-        forward(mb_of(warmup + i), fchunk(warmup + i));
-        backward(mb_of(i), bchunk(i));
-      }
-      for (int k = total - warmup; k < total; ++k) backward(mb_of(k), bchunk(k));
     }
     record().last_backward_end_s = now();
     // Megatron's pipeline sends are blocking (the schedule waits on its isend/irecv before moving on), so the
