@@ -1,102 +1,20 @@
 #include "edgc/results/measurements.hpp"
 
-#include <cmath>
 #include <cstdint>
-#include <initializer_list>
-#include <limits>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/results/json_reader.hpp"
 
 namespace edgc::results {
 namespace {
 
-using nlohmann::json;
 using nlohmann::ordered_json;
 
-// One JSON value with its dotted place in measurements.json ("runs[1].steps[3].time_s"), so every complaint names
-// the file and the field. Objects are read strictly: every key must be read (keys() lists them all), so a typo or
-// a field from a newer writer fails loudly instead of being ignored.
-class Node {
- public:
-  Node(const json& j, const std::string& file, std::string path) : j_(&j), file_(&file), path_(std::move(path)) {}
-
-  [[noreturn]] void fail(const std::string& detail) const { throw ConfigError(*file_, path_, detail); }
-  const std::string& path() const noexcept { return path_; }
-
-  /// This object's members, which must be exactly `keys`.
-  void keys(std::initializer_list<const char*> keys) const {
-    if (!j_->is_object()) fail("expected an object, got " + describe());
-    const std::set<std::string> allowed(keys.begin(), keys.end());
-    for (auto it = j_->begin(); it != j_->end(); ++it)
-      if (allowed.count(it.key()) == 0U) child(it.key(), *it).fail("unknown key");
-    for (const char* k : keys)
-      if (!j_->contains(k)) child(k, *j_).fail("missing");
-  }
-  Node at(const char* key) const { return child(key, j_->at(key)); }
-
-  std::size_t size() const {
-    if (!j_->is_array()) fail("expected an array, got " + describe());
-    return j_->size();
-  }
-  Node operator[](std::size_t i) const { return {(*j_)[i], *file_, path_ + "[" + std::to_string(i) + "]"}; }
-
-  std::string string() const {
-    if (!j_->is_string()) fail("expected a string, got " + describe());
-    return j_->get<std::string>();
-  }
-  /// A string that is one of `choices`.
-  std::string one_of(std::initializer_list<const char*> choices) const {
-    const std::string s = string();
-    std::string list;
-    for (const char* c : choices) {
-      if (s == c) return s;
-      list += (list.empty() ? "" : ", ") + std::string(c);
-    }
-    fail("expected one of " + list + ", got \"" + s + "\"");
-  }
-  std::int64_t integer(std::int64_t min, std::int64_t max = std::numeric_limits<std::int64_t>::max()) const {
-    if (!j_->is_number_integer()) fail("expected an integer, got " + describe());
-    if (j_->is_number_unsigned() && j_->get<std::uint64_t>() > static_cast<std::uint64_t>(max))
-      fail("must be <= " + std::to_string(max) + ", got " + describe());
-    const auto v = j_->get<std::int64_t>();
-    if (v < min) fail("must be >= " + std::to_string(min) + ", got " + std::to_string(v));
-    if (v > max) fail("must be <= " + std::to_string(max) + ", got " + std::to_string(v));
-    return v;
-  }
-  int int32(int min, int max = std::numeric_limits<int>::max()) const { return static_cast<int>(integer(min, max)); }
-  double number() const {
-    if (!j_->is_number()) fail("expected a number, got " + describe());
-    const double v = j_->get<double>();
-    if (!std::isfinite(v)) fail("expected a finite number, got " + describe());
-    return v;
-  }
-  /// A finite number ≥ 0 (times, rates).
-  double non_negative() const {
-    const double v = number();
-    if (v < 0.0) fail("must be >= 0, got " + describe());
-    return v;
-  }
-
- private:
-  Node child(const std::string& key, const json& j) const {
-    return {j, *file_, path_.empty() ? key : path_ + "." + key};
-  }
-  std::string describe() const {
-    std::string text = j_->dump();
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    return std::string(j_->type_name()) + " " + text;
-  }
-
-  const json* j_;
-  const std::string* file_;
-  std::string path_;
-};
-
-RankPlace read_place(const Node& n, const Measurements& m) {
+RankPlace read_place(const JsonNode& n, const Measurements& m) {
   n.keys({"rank", "host", "node", "local", "stage", "replica"});
   RankPlace p;
   p.rank = n.at("rank").int32(0);
@@ -108,13 +26,13 @@ RankPlace read_place(const Node& n, const Measurements& m) {
   return p;
 }
 
-Calibration read_calibration(const Node& n, const Measurements& m) {
+Calibration read_calibration(const JsonNode& n, const Measurements& m) {
   n.keys({"ranks", "rows", "latency_s", "bandwidth_Bps"});
   Calibration c;
   c.ranks = n.at("ranks").int32(0, m.dp);  // over one DP group (stage 0's); 0 or 1 when nothing could be timed
-  const Node rows = n.at("rows");
+  const JsonNode rows = n.at("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Node r = rows[i];
+    const JsonNode r = rows[i];
     r.keys({"bytes", "time_s"});
     c.rows.push_back({r.at("bytes").integer(0), r.at("time_s").non_negative()});
   }
@@ -123,7 +41,7 @@ Calibration read_calibration(const Node& n, const Measurements& m) {
   return c;
 }
 
-StageStep read_stage_step(const Node& n) {
+StageStep read_stage_step(const JsonNode& n) {
   n.keys({"rank", "sync_s", "compute_s", "wire_bytes", "dense_bytes", "collectives", "matrices"});
   StageStep s;
   s.rank = n.at("rank").int32(0);
@@ -131,16 +49,16 @@ StageStep read_stage_step(const Node& n) {
   s.compute_s = n.at("compute_s").non_negative();
   s.wire_bytes = n.at("wire_bytes").integer(0);
   s.dense_bytes = n.at("dense_bytes").integer(0);
-  const Node colls = n.at("collectives");
+  const JsonNode colls = n.at("collectives");
   for (std::size_t i = 0; i < colls.size(); ++i) {
-    const Node c = colls[i];
+    const JsonNode c = colls[i];
     c.keys({"kind", "bytes", "time_s"});
     s.collectives.push_back(
         {c.at("kind").one_of({"P", "Q", "dense"}), c.at("bytes").integer(0), c.at("time_s").non_negative()});
   }
-  const Node mats = n.at("matrices");
+  const JsonNode mats = n.at("matrices");
   for (std::size_t i = 0; i < mats.size(); ++i) {
-    const Node g = mats[i];
+    const JsonNode g = mats[i];
     g.keys({"rows", "cols", "rank", "count"});
     s.matrices.push_back(
         {g.at("rows").integer(1), g.at("cols").integer(1), g.at("rank").int32(1), g.at("count").int32(1)});
@@ -148,13 +66,13 @@ StageStep read_stage_step(const Node& n) {
   return s;
 }
 
-Step read_step(const Node& n, const Measurements& m) {
+Step read_step(const JsonNode& n, const Measurements& m) {
   n.keys({"step", "iteration", "iteration_s", "stages"});
   Step s;
   s.step = n.at("step").integer(0);
   s.iteration = n.at("iteration").integer(0);
   s.iteration_s = n.at("iteration_s").non_negative();
-  const Node stages = n.at("stages");
+  const JsonNode stages = n.at("stages");
   if (stages.size() != static_cast<std::size_t>(m.pp))
     stages.fail("expected one entry per pipeline stage (pp = " + std::to_string(m.pp) + "), got " +
                 std::to_string(stages.size()));
@@ -188,7 +106,8 @@ ordered_json stage_json(const StageStep& s) {
 ordered_json to_json(const StageStep& s) { return stage_json(s); }
 
 StageStep stage_step_from_json(const nlohmann::json& j, const std::string& where) {
-  return read_stage_step(Node(j, where, "stage"));
+  const JsonNode::Json stage = j;  // the reader's (ordered) kind of document
+  return read_stage_step(JsonNode(stage, where, "", "stage"));
 }
 
 ordered_json to_json(const Measurements& m) {
@@ -238,21 +157,10 @@ ordered_json to_json(const Measurements& m) {
 Measurements read_measurements(const std::string& path) {
   const std::optional<std::string> text = read_file_if_present(path);
   if (!text) throw ConfigError(path, "", "cannot open the measurements file (written by 'edgc live')");
-  json doc;
-  try {
-    doc = json::parse(*text);
-  } catch (const json::parse_error& e) {
-    std::string msg = e.what();
-    if (const auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);  // drop the exception id
-    throw ConfigError(path, "", "invalid JSON: " + msg);
-  }
-  const Node root(doc, path, "");
-  if (!doc.is_object()) root.fail("expected a JSON object");
-  // The schema first, so a file of another kind is named as such rather than by its first odd key.
-  if (!doc.contains("schema") || doc["schema"] != kMeasurementsSchema)
-    throw ConfigError(path, "schema",
-                      std::string("expected \"") + kMeasurementsSchema + "\", got " +
-                          (doc.contains("schema") ? doc["schema"].dump() : std::string("nothing")));
+  // "invalid JSON", not the reader's "not valid JSON": the wording `edgc validate` has always printed here.
+  const ordered_json doc = parse_json(*text, path, "", "invalid JSON");
+  const JsonNode root(doc, path);
+  root.check_schema(kMeasurementsSchema);
   root.keys({"schema", "world_size", "pp", "dp", "comm", "backend", "element_bytes", "cluster_file", "trace",
              "placement", "calibration", "runs", "tcom_points", "tcom_fit"});
   Measurements m;
@@ -270,14 +178,14 @@ Measurements read_measurements(const std::string& path) {
   if (m.cluster_file.empty()) root.at("cluster_file").fail("must name the cluster file");
   m.trace = root.at("trace").string();
 
-  const Node placement = root.at("placement");
+  const JsonNode placement = root.at("placement");
   if (placement.size() != static_cast<std::size_t>(m.world_size))
     placement.fail("expected one entry per rank (world_size = " + std::to_string(m.world_size) + "), got " +
                    std::to_string(placement.size()));
   std::set<std::pair<int, int>> slots;   // (node, local)
   std::set<std::pair<int, int>> coords;  // (stage, replica)
   for (std::size_t i = 0; i < placement.size(); ++i) {
-    const Node n = placement[i];
+    const JsonNode n = placement[i];
     RankPlace p = read_place(n, m);
     if (p.rank != static_cast<int>(i)) n.at("rank").fail("expected " + std::to_string(i) + " (entries by rank)");
     if (!slots.insert({p.node, p.local}).second)
@@ -290,30 +198,30 @@ Measurements read_measurements(const std::string& path) {
 
   m.calibration = read_calibration(root.at("calibration"), m);
 
-  const Node runs = root.at("runs");
+  const JsonNode runs = root.at("runs");
   std::set<std::string> policies;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const Node r = runs[i];
+    const JsonNode r = runs[i];
     r.keys({"policy", "steps"});
     PolicyRun run;
     run.policy = r.at("policy").string();
     if (run.policy.empty()) r.at("policy").fail("must not be empty");
     if (!policies.insert(run.policy).second) r.at("policy").fail("\"" + run.policy + "\" has two runs");
-    const Node steps = r.at("steps");
+    const JsonNode steps = r.at("steps");
     for (std::size_t k = 0; k < steps.size(); ++k) run.steps.push_back(read_step(steps[k], m));
     m.runs.push_back(std::move(run));
   }
 
-  const Node points = root.at("tcom_points");
+  const JsonNode points = root.at("tcom_points");
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const Node p = points[i];
+    const JsonNode p = points[i];
     p.keys({"stage", "rank", "comm_s", "compute_s"});
     m.tcom_points.push_back({p.at("stage").int32(0, m.pp - 1), p.at("rank").int32(0), p.at("comm_s").non_negative(),
                              p.at("compute_s").non_negative()});
   }
-  const Node fits = root.at("tcom_fit");
+  const JsonNode fits = root.at("tcom_fit");
   for (std::size_t i = 0; i < fits.size(); ++i) {
-    const Node f = fits[i];
+    const JsonNode f = fits[i];
     f.keys({"stage", "eta_s", "c_s", "r2", "points"});
     m.tcom_fit.push_back({f.at("stage").int32(0, m.pp - 1), f.at("eta_s").number(), f.at("c_s").number(),
                           f.at("r2").number(), f.at("points").int32(0)});

@@ -6,6 +6,7 @@
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/results/json_reader.hpp"
 
 namespace edgc::results {
 
@@ -27,15 +28,8 @@ SweepLines read_sweep_lines(const std::filesystem::path& file) {
     const std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
     const std::string where = file.string();
-    const std::string at = "line " + std::to_string(line_no);
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::parse_error& e) {
-      std::string what = e.what();
-      if (const auto cut = what.find("] "); cut != std::string::npos) what = what.substr(cut + 2);  // the id
-      throw ConfigError(where, at, "not valid JSON: " + what);
-    }
+    const std::string at = line_label(static_cast<std::size_t>(line_no));
+    json j = parse_json<json>(line, where, at);
     if (!j.is_object()) throw ConfigError(where, at, "not a JSON object");
     if (!j.contains("point") || !j["point"].is_number_integer())
       throw ConfigError(where, at + ": point", "missing or not an integer");
