@@ -106,6 +106,8 @@ TEST(SweepSpec, RejectsBadSpecsNamingTheField) {
       {R"({"base": "BASE", "repeats": 0, "axes": [{"key": "a", "values": [1]}]})", "repeats"},
       {R"({"base": "BASE", "set": [1], "axes": [{"key": "a", "values": [1]}]})", "set"},
       {R"({"base": "BASE", "policies": 3, "axes": [{"key": "a", "values": [1]}]})", "policies"},
+      {R"({"base": "BASE", "policies": "none,edgcc", "axes": [{"key": "a", "values": [1]}]})", "policies"},
+      {R"({"base": "BASE", "policies": ["edgc", "magic"], "axes": [{"key": "a", "values": [1]}]})", "policies"},
       {R"({"base": "BASE", "axes": [{"key": "a", "values": [1]}]} trailing)", ""},
   };
   TempDir tmp;

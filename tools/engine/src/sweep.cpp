@@ -24,6 +24,7 @@
 #include "edgc/engine/simulation.hpp"
 #include "edgc/results/sweep_lines.hpp"
 #include "edgc/results/table.hpp"
+#include "edgc/scenario/compression_config.hpp"
 #include "sweep_summary.hpp"
 
 namespace edgc::engine {
@@ -108,13 +109,7 @@ ordered_json sweep_document(const scenario::SweepSpec& spec, const std::vector<s
     axes.push_back(std::move(axis));
   }
   ordered_json policies = ordered_json::array();
-  if (!spec.policies.empty()) {
-    std::stringstream ss(spec.policies);
-    std::string item;
-    policies.push_back("none");
-    while (std::getline(ss, item, ','))
-      if (!item.empty() && item != "none") policies.push_back(item);
-  }
+  if (!spec.policies.empty()) policies = scenario::policies_with_baseline(spec.policies, spec.path, "policies");
   return {{"schema", "edgc.sweep/1"},
           {"spec_file", spec.path},
           {"base", spec.base},

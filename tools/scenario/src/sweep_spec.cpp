@@ -7,6 +7,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
+#include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
 
 namespace edgc::scenario {
@@ -155,6 +156,7 @@ SweepSpec read_sweep_spec(const std::string& path) {
     } else {
       throw ConfigError(w, "policies", "expected \"none,edgc\" or [\"none\", \"edgc\"]");
     }
+    (void)policies_with_baseline(spec.policies, w, "policies");  // unknown names fail before any point runs
   }
   const std::string mode = sc.string("mode", "grid");
   if (mode != "grid" && mode != "random") throw ConfigError(w, "mode", "expected grid or random, got '" + mode + "'");
