@@ -12,6 +12,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/window_accumulator.hpp"
 #include "edgc/kernels/kernels.hpp"
+#include "edgc/kernels/stage_entropy.hpp"
 #include "edgc/traces/reader.hpp"
 
 namespace edgc::engine {
@@ -94,75 +95,26 @@ TraceLayout analyse(const traces::Manifest& m, const std::vector<int>& stage_of,
 
 TraceLayout analyse(const traces::Manifest& m) { return analyse(m, stage_of_tensors(m, 0), m.num_stages); }
 
-// Moments of a stage pooled over its tensors. Each tensor's sample is weighted by numel / sampled so the pool
-// estimates the whole stage: blocks of ≥ 4 KiB cover small tensors (norms, biases) completely but large ones only
-// at rate β, and unweighted pooling would over-represent the small ones.
-struct Pooled {
-  double n = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0;
-  void add(const kernels::MomentSums& m, double w) {
-    n += w * static_cast<double>(m.count);
-    s1 += w * m.sum;
-    s2 += w * m.sum_sq;
-    s3 += w * m.sum_cube;
-    s4 += w * m.sum_quad;
-  }
-  double mean() const { return s1 / n; }
-  double variance() const { return std::max(0.0, s2 / n - mean() * mean()); }
-  double excess_kurtosis() const {
-    const double mu = mean();
-    const double m2 = variance();
-    const double m4 = s4 / n - 4.0 * mu * s3 / n + 6.0 * mu * mu * s2 / n - 3.0 * mu * mu * mu * mu;
-    return m2 > 0.0 ? m4 / (m2 * m2) - 3.0 : std::numeric_limits<double>::quiet_NaN();
-  }
-};
-
+// One sampled iteration of every stage: the stage entropy kernels on the blocks the sampler picks (or on every
+// value for the full-sampling track), added to the window.
 void measure(Track& t, const traces::IterationData& d, const TraceLayout& layout, const kernels::Backend& backend,
              double bins_per_sigma) {
   ++t.sampled_iterations;
   std::vector<std::vector<Block>> blocks;
-  std::vector<double> weight;
-  std::vector<std::int64_t> counts;
-  std::vector<double> weighted;
+  std::vector<kernels::StageTensor> tensors;
   for (std::size_t s = 0; s < layout.stage_tensors.size(); ++s) {
     const auto t0 = Clock::now();
     const auto& members = layout.stage_tensors[s];
     blocks.assign(members.size(), {});
-    weight.assign(members.size(), 1.0);
-    Pooled pooled;
-    std::int64_t touched = 0;
+    tensors.assign(members.size(), {});
     for (std::size_t i = 0; i < members.size(); ++i) {
       const auto& values = d.tensors[members[i]].values;
-      const auto numel = static_cast<std::int64_t>(values.size());
-      if (!t.full) blocks[i] = t.gds.blocks(members[i], numel, d.info->iteration);
-      const std::int64_t n = t.full ? numel : total_length(blocks[i]);
-      weight[i] = static_cast<double>(numel) / static_cast<double>(n);
-      touched += n;
-      pooled.add(backend.moments(values, blocks[i]), weight[i]);
+      if (!t.full) blocks[i] = t.gds.blocks(members[i], static_cast<std::int64_t>(values.size()), d.info->iteration);
+      tensors[i] = {values, blocks[i]};
     }
-    const double sigma = pooled.n > 0.0 ? std::sqrt(pooled.variance()) : 0.0;
-    auto& layout_s = t.layouts[s];
-    if (!layout_s && sigma > 0.0) layout_s = core::HistogramLayout::around(pooled.mean(), sigma, bins_per_sigma);
-    std::optional<double> h_hist;
-    if (layout_s) {
-      weighted.assign(static_cast<std::size_t>(layout_s->bins), 0.0);
-      double below = 0.0;
-      double above = 0.0;
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        counts.assign(weighted.size(), 0);
-        kernels::HistogramTails tails{};
-        backend.histogram(d.tensors[members[i]].values, blocks[i], layout_s->lo, layout_s->bin_width, counts, tails);
-        for (std::size_t b = 0; b < counts.size(); ++b) weighted[b] += weight[i] * static_cast<double>(counts[b]);
-        below += weight[i] * static_cast<double>(tails.below);
-        above += weight[i] * static_cast<double>(tails.above);
-      }
-      h_hist = core::histogram_entropy(weighted, layout_s->bin_width, below, above);
-    }
+    const core::StageObservation sample =
+        kernels::measure_stage_entropy(backend, tensors, t.full, t.layouts[s], bins_per_sigma);
     t.seconds[s] += seconds_since(t0);
-    core::StageObservation sample;
-    sample.entropy_gaussian = core::gaussian_entropy(sigma);
-    sample.entropy_histogram = h_hist;
-    if (pooled.n > 0.0) sample.excess_kurtosis = pooled.excess_kurtosis();
-    sample.elements = touched;
     t.window.add(s, sample);
   }
 }

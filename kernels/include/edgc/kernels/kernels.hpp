@@ -6,3 +6,4 @@
 #include "edgc/kernels/histogram.hpp"
 #include "edgc/kernels/moments.hpp"
 #include "edgc/kernels/powersgd.hpp"
+#include "edgc/kernels/stage_entropy.hpp"
