@@ -28,9 +28,7 @@ struct Pooled {
   }
 };
 
-std::span<const Block> blocks_of(const StageTensor& t, bool full) {
-  return full ? std::span<const Block>() : t.blocks;
-}
+std::span<const Block> blocks_of(const StageTensor& t, bool full) { return full ? std::span<const Block>() : t.blocks; }
 
 double histogram_entropy(const Backend& backend, std::span<const StageTensor> tensors, bool full,
                          const std::vector<double>& weight, const core::HistogramLayout& layout) {
