@@ -9,19 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "edgc/sim/whole_run.hpp"
+
 namespace edgc::report {
 
 // ---- result.json (schema edgc.result/1) ----
 
-/// Mean seconds per iteration by where the time goes; the first five add up to the iteration time.
-struct Breakdown {
-  double compute_s = 0.0;
-  double tp_comm_s = 0.0;
-  double bubble_s = 0.0;
-  double exposed_dp_comm_s = 0.0;
-  double exposed_compression_s = 0.0;
-  double compression_s = 0.0;  ///< all compression compute, overlapped or not; NaN when absent
-};
+/// Mean seconds per iteration by where the time goes (the simulator's own record): compute, TP communication,
+/// bubble, exposed DP communication and exposed compression add up to the iteration time; compression_s is all
+/// compression compute, overlapped or not, NaN when the file has none.
+using Breakdown = sim::IterationBreakdown;
 
 /// Iterations [begin, end) run with these per-stage PowerSGD ranks (0 = uncompressed).
 struct RankSegment {
