@@ -366,14 +366,14 @@ class GpuWorker {
   std::vector<Outbox> outboxes_;
 };
 
-void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel) {
+void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel, const std::string& where) {
   if (static_cast<int>(plan.size()) != parallel.pp)
     throw ConfigError(
-        "iteration", "dp_sync",
+        where, "dp_sync",
         "plan has " + std::to_string(plan.size()) + " stages, the layout has pp = " + std::to_string(parallel.pp));
   for (std::size_t s = 0; s < plan.size(); ++s)
     if (plan[s].powersgd_rank < 0)
-      throw ConfigError("iteration", "dp_sync.rank",
+      throw ConfigError(where, "dp_sync.rank",
                         "stage " + std::to_string(s) + ": PowerSGD rank " + std::to_string(plan[s].powersgd_rank) +
                             " is negative (0 = uncompressed)");
 }
@@ -436,9 +436,9 @@ DpSyncPlan powersgd_plan(int pp, int rank) {
 IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform, const ModelSpec& model,
                                    const ParallelSpec& parallel, const CostParams& params, const DpSyncPlan& plan,
                                    const IterationOptions& options) {
-  const ParallelSpec par = validate(model, parallel, platform.spec(), "iteration");
-  check_plan(plan, par);
-  validate(options.variability, "iteration");
+  const ParallelSpec par = validate(model, parallel, platform.spec(), options.where);
+  check_plan(plan, par, options.where);
+  validate(options.variability, options.where);
 
   IterationState state(par, platform.gpus_per_node());
   state.p2p_bytes = whole_bytes(pp_p2p_bytes(model));

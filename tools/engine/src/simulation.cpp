@@ -145,6 +145,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   scenario::Scenario sc = scenario::load_scenario(path, sets);
   const std::string w = sc.where();
   SimulationSetup& st = in.setup;
+  st.where = w;
   st.cluster = scenario::read_cluster(sc);
   st.network = scenario::read_network(sc);
   const scenario::ModelConfig mc = scenario::read_model_config(sc);

@@ -253,6 +253,7 @@ std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
       sim::IterationOptions options;
       options.record_timeline = timeline;
       options.variability = setup.variability;
+      options.where = setup.where;
       const sim::IterationResult r =
           sim::simulate_iteration(engine, platform, setup.model, setup.parallel, setup.cost, plan, options);
       return iteration_to_json(r, timeline).dump();

@@ -65,6 +65,8 @@ struct IterationOptions {
   /// compare the two; the results agree to rounding, ~1e-13 relative).
   bool force_tp_ring = false;
   ComputeVariability variability;  ///< jitter and stragglers; none by default
+  /// Named in ConfigErrors about the layout, plan and variability: the scenario file the caller read them from.
+  std::string where = "simulate_iteration";
 };
 
 /// One interval of one GPU's activity, for a Chrome-trace writer. Times in seconds from the iteration's start.

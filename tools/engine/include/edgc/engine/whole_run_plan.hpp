@@ -98,6 +98,7 @@ struct SimulationSetup {
   sim::ParallelSpec parallel;
   sim::CostParams cost;
   sim::ComputeVariability variability;  ///< the same draws in every simulation of a run (one seed)
+  std::string where = "simulate";       ///< the scenario file, named in errors found while simulating
 };
 
 /// Simulates each plan once, each in its own child process (at most `jobs` at once), recording timelines when
