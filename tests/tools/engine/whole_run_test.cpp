@@ -1,6 +1,7 @@
-// Whole runs: schedules, the memoised accumulation, controller-driven rank schedules, and the property the
-// memoisation rests on: simulating each distinct rank vector once gives the same totals as simulating every
-// iteration of the run on its own. Simulations run in forked children, so this binary may hold many tests.
+// Whole runs as `simulate` runs them: the property the memoisation rests on (simulating each distinct rank vector
+// once gives the same totals as simulating every iteration of the run on its own), the stage-separable
+// composition, and input errors coming back from the children. Simulations run in forked children, so this
+// binary may hold many tests. The schedules, accumulation and run planner: tests/sim/run_planner_test.cpp.
 #include "edgc/sim/whole_run.hpp"
 
 #include <gtest/gtest.h>
@@ -21,133 +22,12 @@
 namespace edgc::sim {
 namespace {
 
-using engine::EntropySource;
 using engine::plan_label;
 
 DpSyncPlan plan(std::vector<int> ranks) {
   DpSyncPlan p;
   for (int r : ranks) p.push_back({r});
   return p;
-}
-
-IterationResult fake(double iteration_s, std::vector<double> sync_s) {
-  IterationResult r;
-  r.iteration_s = iteration_s;
-  r.pipeline_end_s = iteration_s * 0.8;
-  for (double s : sync_s) {
-    StageResult st;
-    st.dp_sync_s = s;
-    st.compute_s = iteration_s * 0.5;
-    st.tp_comm_s = iteration_s * 0.1;
-    st.last_backward_end_s = r.pipeline_end_s;
-    st.exposed_comm_s = iteration_s * 0.15;
-    st.compression_s = 0.01;
-    r.stages.push_back(st);
-  }
-  return r;
-}
-
-TEST(RunSchedule, MergesEqualNeighboursAndFindsPlans) {
-  RunSchedule s;
-  s.append(0, 10, plan({0, 0}));
-  s.append(10, 20, plan({0, 0}));
-  s.append(20, 25, plan({8, 16}));
-  s.append(25, 25, plan({4, 4}));  // empty: ignored
-  s.append(25, 40, plan({0, 0}));
-  ASSERT_EQ(s.segments().size(), 3U);
-  EXPECT_EQ(s.segments()[0].end, 20);
-  EXPECT_EQ(s.iterations(), 40);
-  EXPECT_EQ(s.plan_at(19), plan({0, 0}));
-  EXPECT_EQ(s.plan_at(20), plan({8, 16}));
-  EXPECT_EQ(s.plan_at(39), plan({0, 0}));
-  EXPECT_THROW((void)s.plan_at(40), InternalError);
-  EXPECT_THROW(s.append(41, 50, plan({0, 0})), InternalError);  // a gap
-  const auto distinct = distinct_plans({&s});
-  ASSERT_EQ(distinct.size(), 2U);
-  EXPECT_EQ(distinct[1], plan({8, 16}));
-}
-
-TEST(Accumulate, WeighsEachPlanByItsIterations) {
-  RunSchedule s;
-  s.append(0, 30, plan({0, 0}));
-  s.append(30, 100, plan({16, 32}));
-  const std::vector<DpSyncPlan> plans = {plan({16, 32}), plan({0, 0})};
-  const std::vector<IterationResult> results = {fake(1.5, {0.2, 0.3}), fake(2.0, {0.9, 0.4})};
-  const RunTotals t = accumulate(s, plans, results);
-  EXPECT_EQ(t.iterations, 100);
-  EXPECT_EQ(t.compressed_iterations, 70);
-  EXPECT_DOUBLE_EQ(t.training_time_s, 30 * 2.0 + 70 * 1.5);
-  EXPECT_DOUBLE_EQ(t.iteration_time_s, (30 * 2.0 + 70 * 1.5) / 100);
-  EXPECT_DOUBLE_EQ(t.comm_latency_s, (30 * 0.9 + 70 * 0.3) / 100);  // the slowest stage's sync
-  EXPECT_DOUBLE_EQ(t.compressed_comm_latency_s, 0.3);
-  EXPECT_DOUBLE_EQ(t.compressed_iteration_time_s, 1.5);
-  ASSERT_EQ(t.stage_comm_latency_s.size(), 2U);
-  EXPECT_DOUBLE_EQ(t.stage_comm_latency_s[0], (30 * 0.9 + 70 * 0.2) / 100);
-  EXPECT_EQ(t.plan_iterations, (std::vector<std::int64_t>{70, 30}));
-  EXPECT_THROW((void)accumulate(s, {plan({0, 0})}, {fake(1, {0.1, 0.1})}), InternalError);  // a plan is missing
-}
-
-TEST(Breakdown, PartsSumToTheIterationTime) {
-  for (const auto& r : {fake(2.0, {0.9, 0.4}), fake(1.0, {0.05, 0.3})}) {
-    const IterationBreakdown b = breakdown(r);
-    EXPECT_NEAR(b.compute_s + b.tp_comm_s + b.bubble_s + b.exposed_dp_comm_s + b.exposed_compression_s, r.iteration_s,
-                1e-12);
-    EXPECT_GE(b.exposed_compression_s, 0.0);
-  }
-}
-
-TEST(MapStages, SplitsByParameterCount) {
-  // Trace stages hold 10 %, 40 %, 50 % of the elements.
-  const std::vector<std::int64_t> trace = {10, 40, 50};
-  EXPECT_EQ(engine::map_stages(trace, {1, 1}), (std::vector<int>{1, 2}));  // middles at 25 %, 75 %
-  EXPECT_EQ(engine::map_stages(trace, {1, 1, 1, 1}), (std::vector<int>{1, 1, 2, 2}));
-  EXPECT_EQ(engine::map_stages(trace, {0.1, 0.4, 0.5}), (std::vector<int>{0, 1, 2}));  // same split: identity
-}
-
-// A flat entropy curve: after warm-up EDGC keeps r_max (no entropy change, no reason to move).
-class FlatSource final : public EntropySource {
- public:
-  core::StageObservation at(int, double) const override {
-    core::StageObservation o;
-    o.entropy_gaussian = -6.0;
-    o.entropy_histogram = -6.0;
-    return o;
-  }
-  std::optional<double> loss(double) const override { return std::nullopt; }
-  nlohmann::ordered_json describe() const override { return {{"source", "flat"}}; }
-};
-
-core::ControllerConfig controller(const std::string& policy) {
-  core::ControllerConfig c;
-  c.policy = policy;
-  c.stages = 2;
-  c.stage_shapes = {{512, 1024}, {512, 1024}};
-  c.cqm.r_min = 8;
-  c.cqm.r_max = 64;
-  c.cqm.step = 8;
-  c.warmup.stable_windows = 2;
-  c.warmup.floor_iters = 30;
-  return c;
-}
-
-TEST(PlanPolicy, WarmUpThenRanksFromTheController) {
-  core::GdsConfig g;
-  g.window_iters = 10;
-  g.alpha = 0.2;
-  const FlatSource flat;
-  const engine::PolicyRun none = engine::plan_policy(controller("none"), g, 95, flat);
-  ASSERT_EQ(none.schedule.segments().size(), 1U);
-  EXPECT_EQ(none.schedule.iterations(), 95);
-  EXPECT_FALSE(none.warmup_end);
-  const engine::PolicyRun st = engine::plan_policy(controller("static"), g, 95, flat);
-  ASSERT_EQ(st.schedule.segments().size(), 2U);
-  EXPECT_EQ(st.windows, 10);
-  ASSERT_TRUE(st.warmup_end);
-  EXPECT_EQ(*st.warmup_end, 30);  // stable from the start: warm-up ends at its floor
-  EXPECT_EQ(st.schedule.plan_at(29), plan({0, 0}));
-  EXPECT_EQ(st.schedule.plan_at(94), plan({64, 64}));
-  const engine::PolicyRun ed = engine::plan_policy(controller("edgc"), g, 95, flat);
-  EXPECT_EQ(ed.schedule.plan_at(94), plan({64, 64}));
 }
 
 // The small test scenario, read the way `simulate` reads it.

@@ -9,7 +9,6 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/isolated.hpp"
 #include "edgc/core/random.hpp"
-#include "edgc/core/window_accumulator.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/platform.hpp"
@@ -112,85 +111,11 @@ std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, 
   return std::make_unique<SyntheticSource>(s);
 }
 
-std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements,
-                            const std::vector<double>& stage_parameters) {
-  double trace_total = 0.0;
-  for (auto e : trace_elements) trace_total += static_cast<double>(e);
-  double sim_total = 0.0;
-  for (double p : stage_parameters) sim_total += p;
-  if (trace_elements.empty() || !(trace_total > 0.0) || !(sim_total > 0.0))
-    throw InternalError("map_stages: empty trace or model");
-  std::vector<int> map;
-  double before = 0.0;
-  for (double p : stage_parameters) {
-    const double middle = (before + p / 2.0) / sim_total;  // share of the model before the stage's middle
-    before += p;
-    double acc = 0.0;
-    int ts = 0;
-    for (; ts + 1 < static_cast<int>(trace_elements.size()); ++ts) {
-      acc += static_cast<double>(trace_elements[static_cast<std::size_t>(ts)]) / trace_total;
-      if (middle < acc) break;
-    }
-    map.push_back(ts);
-  }
-  return map;
-}
-
 std::unique_ptr<EntropySource> make_trace_source(TraceEntropy trace, const std::vector<double>& stage_parameters) {
   if (trace.points.empty()) throw TraceFormatError(trace.path, "iterations", "the trace has no captured iteration");
   if (trace.steps < 1) throw TraceFormatError(trace.path, "iterations", "the trace has no training length");
   std::vector<int> map = map_stages(trace.stage_elements, stage_parameters);
   return std::make_unique<TraceSource>(std::move(trace), std::move(map));
-}
-
-PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& gds, std::int64_t iterations,
-                      const EntropySource& source, const std::string& where) {
-  if (iterations < 1) throw ConfigError(where, "run.iterations", "must be >= 1");
-  const auto controller = core::make_controller(cc, where.c_str());
-  const core::GradientDataSampler sampler(gds);
-  PolicyRun run;
-  run.policy = cc.policy;
-  const auto stages = static_cast<std::size_t>(cc.stages);
-  core::WindowDecision in_force;  // before any decision: everything uncompressed
-  core::WindowAccumulator window(cc.stages);
-  const std::int64_t w_iters = gds.window_iters;
-  const auto n = static_cast<double>(iterations);
-  for (std::int64_t first = 0, w = 0; first < iterations; first += w_iters, ++w) {
-    const std::int64_t end = std::min(iterations, first + w_iters);
-    sim::DpSyncPlan plan(stages);
-    if (!in_force.warmup)
-      for (std::size_t s = 0; s < stages && s < in_force.stages.size(); ++s)
-        plan[s].powersgd_rank = in_force.stages[s].rank;
-    const bool compressed =
-        std::any_of(plan.begin(), plan.end(), [](const sim::StageSync& x) { return x.powersgd_rank > 0; });
-    if (compressed && !run.warmup_end) run.warmup_end = first;
-    run.schedule.append(first, end, plan);
-
-    core::WindowObservation obs;
-    obs.window = w;
-    obs.first_iteration = first;
-    obs.end_iteration = end;
-    double loss_sum = 0.0;
-    int loss_n = 0;
-    const std::int64_t period = sampler.period();
-    for (std::int64_t it = (first + period - 1) / period * period; it < end; it += period) {
-      const double f = static_cast<double>(it) / n;
-      ++obs.sampled_iterations;
-      for (std::size_t s = 0; s < stages; ++s) window.add(s, source.at(static_cast<int>(s), f));
-      if (const auto l = source.loss(f)) {
-        loss_sum += *l;
-        ++loss_n;
-      }
-    }
-    obs.stages = window.means();
-    window.reset();
-    if (loss_n > 0) obs.mean_loss = loss_sum / loss_n;
-    in_force = controller->decide(obs);
-    ++run.windows;
-    if (!in_force.warmup)
-      for (const auto& d : in_force.stages) ++run.bindings[std::string(core::rank_binding_name(d.binding))];
-  }
-  return run;
 }
 
 ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline) {

@@ -2,8 +2,8 @@
 // What `simulate` does around the one-iteration simulation (sim/README.md, "Whole runs"):
 //  * an EntropySource gives each simulated pipeline stage its gradient entropy at any point of the run: from a
 //    recorded trace (replay), or from a synthetic curve;
-//  * plan_policy() runs a rank controller over the run window by window, sampling the source at the GDS's
-//    sampled iterations (every round(1/α)-th), and turns its decisions into a RunSchedule;
+//  * sim::plan_policy() (sim/run_planner.hpp) runs a rank controller over the run window by window, sampling the
+//    source at the GDS's sampled iterations, and turns its decisions into a RunSchedule;
 //  * simulate_plans() simulates each distinct plan once, in its own child process, and returns the results.
 #include <cstdint>
 #include <map>
@@ -17,6 +17,7 @@
 #include "edgc/core/gds.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/iteration.hpp"
+#include "edgc/sim/run_planner.hpp"
 #include "edgc/sim/spec.hpp"
 #include "edgc/sim/variability.hpp"
 #include "edgc/sim/whole_run.hpp"
@@ -38,12 +39,9 @@ struct TraceEntropy {
   std::vector<TraceEntropyPoint> points;     ///< one per captured iteration, in order
 };
 
-/// Entropy of simulated stage `stage` at run fraction f ∈ [0, 1].
-class EntropySource {
+/// Entropy of simulated stage `stage` at run fraction f ∈ [0, 1] (sim::EntropyCurve), and how it was made.
+class EntropySource : public sim::EntropyCurve {
  public:
-  virtual ~EntropySource() = default;
-  virtual core::StageObservation at(int stage, double fraction) const = 0;
-  virtual std::optional<double> loss(double fraction) const = 0;
   /// How the curve was made, for result.json.
   virtual nlohmann::ordered_json describe() const = 0;
 };
@@ -67,27 +65,12 @@ std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, 
 /// that holds the middle of s's share of the parameters (both sides split by parameter count).
 /// `stage_parameters` holds the simulated stages' parameter counts.
 std::unique_ptr<EntropySource> make_trace_source(TraceEntropy trace, const std::vector<double>& stage_parameters);
-/// The trace stage each simulated stage reads, by the parameter-count rule above.
-std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements,
-                            const std::vector<double>& stage_parameters);
+using sim::map_stages;  // the trace stage each simulated stage reads, by the parameter-count rule above
 
-// ---- rank schedules ----
+// ---- rank schedules (sim/run_planner.hpp) ----
 
-/// One policy's run: what the controller decided, as a schedule of per-stage ranks.
-struct PolicyRun {
-  std::string policy;
-  sim::RunSchedule schedule;
-  std::optional<std::int64_t> warmup_end;        ///< first iteration with compression, if any
-  std::map<std::string, std::int64_t> bindings;  ///< windows × stages per rank binding after warm-up
-  std::int64_t windows = 0;
-};
-
-/// Runs `controller` (policy, stages and stage_shapes set) over `iterations` iterations in windows of
-/// gds.window_iters: a window's observation averages the source at its sampled iterations; its decision holds
-/// for the next window. Rank 0 and warm-up windows are uncompressed.
-/// `where` (the scenario file) prefixes configuration errors.
-PolicyRun plan_policy(const core::ControllerConfig& controller, const core::GdsConfig& gds, std::int64_t iterations,
-                      const EntropySource& source, const std::string& where = "simulate");
+using sim::plan_policy;
+using sim::PolicyRun;
 
 // ---- simulation of distinct plans ----
 

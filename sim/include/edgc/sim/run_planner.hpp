@@ -1,0 +1,48 @@
+#pragma once
+// The rank schedule of a whole run: a compression controller run over the run window by window, fed by an
+// entropy curve of the simulated stages (sim/README.md, "Whole runs"). What the controller decides becomes a
+// RunSchedule of per-stage PowerSGD ranks that whole_run.hpp turns into times.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgc/core/controller.hpp"
+#include "edgc/core/gds.hpp"
+#include "edgc/sim/whole_run.hpp"
+
+namespace edgc::sim {
+
+/// Entropy (and loss) of simulated pipeline stage `stage` at run fraction f ∈ [0, 1]: a recorded trace mapped
+/// onto the run, or a synthetic curve (their builders live with the scenario readers).
+class EntropyCurve {
+ public:
+  virtual ~EntropyCurve() = default;
+  virtual core::StageObservation at(int stage, double fraction) const = 0;
+  virtual std::optional<double> loss(double fraction) const = 0;
+};
+
+/// One policy's run: what the controller decided, as a schedule of per-stage ranks.
+struct PolicyRun {
+  std::string policy;
+  RunSchedule schedule;
+  std::optional<std::int64_t> warmup_end;        ///< first iteration with compression, if any
+  std::map<std::string, std::int64_t> bindings;  ///< windows × stages per rank binding after warm-up
+  std::int64_t windows = 0;
+};
+
+/// Runs `controller` (policy, stages and stage_shapes set) over `iterations` iterations in windows of
+/// gds.window_iters: a window's observation averages the curve at the GDS's sampled iterations (every
+/// round(1/α)-th); its decision holds for the next window. Rank 0 and warm-up windows are uncompressed.
+/// `where` (the scenario file) prefixes configuration errors.
+PolicyRun plan_policy(const core::ControllerConfig& controller, const core::GdsConfig& gds, std::int64_t iterations,
+                      const EntropyCurve& curve, const std::string& where = "simulate");
+
+/// The trace stage each simulated stage reads: the one that holds the middle of the simulated stage's share of
+/// the parameters (both sides split by parameter count). `trace_elements`: gradient elements per trace stage;
+/// `stage_parameters`: parameters per simulated stage.
+std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements,
+                            const std::vector<double>& stage_parameters);
+
+}  // namespace edgc::sim
