@@ -176,6 +176,17 @@ TEST(SimulateRejects, BadScenariosWithoutOutput) {
     EXPECT_NE(r.err.find("small.json"), std::string::npos) << set << ": " << r.err;
     EXPECT_FALSE(fs::exists(tmp / "out")) << set;
   }
+  {  // a trace-driven entropy setting: the error names the scenario file, not a made-up one
+    TempDir tmp;
+    const Result r =
+        edgc("simulate --scenario " + kScenario +
+                 " --set entropy.source=trace --set trace.path=" + std::string(EDGC_SOURCE_DIR) +
+                 "/traces/bundled/tinygpt-licenses --set entropy.bins_per_sigma=0 --out " + (tmp / "out").string(),
+             tmp);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("small.json: entropy.bins_per_sigma"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out"));
+  }
   TempDir tmp;
   const Result r = edgc("simulate --scenario " + kScenario + " --out " + (tmp / "o").string() + " --jobs 0", tmp);
   EXPECT_EQ(r.code, 2);

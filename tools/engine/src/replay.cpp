@@ -348,7 +348,7 @@ ReplayResult run_replay(ReplayOptions& o) {
 
 TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
                                    const std::string& backend_name) {
-  if (!(bins_per_sigma > 0.0)) throw ConfigError("entropy", "entropy.bins_per_sigma", "must be > 0");
+  if (!(bins_per_sigma > 0.0)) throw ConfigError(trace_dir, "entropy.bins_per_sigma", "must be > 0");
   traces::TraceReader reader(trace_dir);
   const traces::Manifest& m = reader.manifest();
   const TraceLayout layout = analyse(m);

@@ -193,6 +193,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   SyntheticEntropy curve;
   if (from_trace) {
     bins = sc.number("entropy.bins_per_sigma", bins);
+    if (!(bins > 0.0)) throw ConfigError(w, "entropy.bins_per_sigma", "must be > 0");
     backend = sc.string("entropy.backend", backend);
   } else {
     curve.start_nats = sc.number("entropy.synthetic.start_nats", curve.start_nats);
