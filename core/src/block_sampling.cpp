@@ -39,7 +39,7 @@ std::vector<Block> choose_blocks(std::int64_t numel, double fraction, std::int64
   return blocks;
 }
 
-std::int64_t total_length(const std::vector<Block>& blocks) noexcept {
+std::int64_t total_length(std::span<const Block> blocks) noexcept {
   std::int64_t n = 0;
   for (const Block& b : blocks) n += b.length;
   return n;

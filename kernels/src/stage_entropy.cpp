@@ -56,7 +56,7 @@ core::StageObservation measure_stage_entropy(const Backend& backend, std::span<c
   std::int64_t touched = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto numel = static_cast<std::int64_t>(tensors[i].values.size());
-    const std::int64_t n = full ? numel : total_length({tensors[i].blocks.begin(), tensors[i].blocks.end()});
+    const std::int64_t n = full ? numel : total_length(tensors[i].blocks);
     weight[i] = static_cast<double>(numel) / static_cast<double>(n);
     touched += n;
     pooled.add(backend.moments(tensors[i].values, blocks_of(tensors[i], full)), weight[i]);

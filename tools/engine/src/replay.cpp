@@ -146,7 +146,6 @@ void prepare(ReplayOptions& o, const TraceLayout& layout, int stages, std::int64
   cc.stages = stages;
   cc.stage_shapes = layout.stage_shapes;
   scenario::apply_warmup_bounds(cc.warmup, o.warmup_floor_fraction, o.warmup_ceiling_fraction, run_iters, o.where);
-  core::make_controller(cc, o.where.c_str());  // policy settings and the rank bound, before any work
   if (o.world_size < 1) throw ConfigError(o.where, "replay.world_size", "must be >= 1");
   if (!(o.perturbation >= 0.0)) throw ConfigError(o.where, "replay.perturbation", "must be >= 0");
 }

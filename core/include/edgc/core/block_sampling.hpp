@@ -4,6 +4,7 @@
 // The choice depends only on (numel, fraction, block size, seed, stream), so every rank and every replay that
 // shares the seed samples the same blocks.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace edgc {
@@ -22,6 +23,6 @@ std::vector<Block> choose_blocks(std::int64_t numel, double fraction, std::int64
                                  std::uint64_t stream);
 
 /// Total number of elements in `blocks`.
-std::int64_t total_length(const std::vector<Block>& blocks) noexcept;
+std::int64_t total_length(std::span<const Block> blocks) noexcept;
 
 }  // namespace edgc
