@@ -1,12 +1,9 @@
 #include "harness.hpp"
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <sstream>
 #include <utility>
@@ -118,24 +115,9 @@ ProcessUsage process_usage() {
 }
 
 std::string run_in_child(const std::string& what, const std::function<std::string()>& job) {
-  // ChildPool::wait_any() polls every 0.5 ms; on a busy machine those wake-ups take CPU from the child being
-  // timed. So block first on a pipe whose only other write end the child holds: it reads EOF when the child exits.
-  int fds[2];
-  if (::pipe(fds) != 0) throw IoError("pipe", std::strerror(errno));
   core::ChildPool pool;
-  try {
-    pool.start(0, job);
-  } catch (...) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw;
-  }
-  ::close(fds[1]);
-  char byte = 0;
-  while (::read(fds[0], &byte, 1) < 0 && errno == EINTR) {
-  }
-  ::close(fds[0]);
-  std::optional<core::ChildPool::Finished> done = pool.wait_any();
+  pool.start(0, job);
+  std::optional<core::ChildPool::Finished> done = pool.wait_any();  // blocks without polling: one child
   if (!done) throw InternalError(what + ": the child process was lost");
   core::ChildPool::rethrow(*done, what);
   return std::move(done->output);
