@@ -45,7 +45,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   const std::optional<engine::PlanOutcome> outcome = engine::run_plan(plan, so, mpi.get());
   if (!outcome) return 0;  // an MPI rank other than 0: its share is done
   const fs::path dir(so.out);
-  write_file_atomic(dir / "plan.json", engine::plan_document(plan, *outcome).dump(2) + "\n");
+  write_file_atomic(dir / "plan.json", results::to_json(engine::plan_document(plan, *outcome)).dump(2) + "\n");
   std::string report;
   if (vm.count("report") != 0U) report = report::write_report_into(dir).string();
 

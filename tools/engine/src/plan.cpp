@@ -38,15 +38,14 @@ scenario::SweepSpec plan_sweep(const PlanSpec& plan, const fs::path& dir) {
 }
 
 void collect_entries(const PlanSpec& plan, PlanOutcome& out) {
-  for (const json& line : out.sweep.results) {
-    const PlanOption& o = plan.options.at(static_cast<std::size_t>(line["point"].get<std::int64_t>()));
-    if (line.contains("error")) {
-      out.infeasible.push_back(o.label + ": " + line["error"].get<std::string>());
+  for (const results::SweepRecord& line : out.sweep.results) {
+    const PlanOption& o = plan.options.at(static_cast<std::size_t>(line.point));
+    if (line.failed()) {
+      out.infeasible.push_back(o.label + ": " + line.error);
       continue;
     }
-    for (const json& r : line["runs"])
-      out.entries.push_back({&o, r["policy"].get<std::string>(), r["training_time_s"].get<double>(),
-                             r["cost_usd"].get<double>(), r["speedup_vs_none"].get<double>(), false});
+    for (const results::SweepRun& r : line.runs)
+      out.entries.push_back({&o, r.policy, r.training_time_s, r.cost_usd, r.speedup_vs_none, false});
   }
   if (out.entries.empty())
     throw ConfigError(plan.path, "clusters", "no option could be simulated: " + out.infeasible.front());
@@ -121,29 +120,19 @@ std::optional<PlanOutcome> run_plan(const PlanSpec& plan, const SweepOptions& op
   return out;
 }
 
-ordered_json plan_document(const PlanSpec& plan, const PlanOutcome& outcome) {
-  ordered_json out = {{"schema", "edgc.plan/1"},
-                      {"spec", plan.path},
-                      {"base", plan.base},
-                      {"target", plan.tokens ? ordered_json{{"tokens", *plan.tokens}, {"iterations", *plan.iterations}}
-                                             : ordered_json{{"iterations", *plan.iterations}}},
-                      {"pays_threshold", plan.pays_threshold},
-                      {"options", ordered_json::array()},
-                      {"infeasible", outcome.infeasible},
-                      {"verdicts", outcome.verdicts}};
+results::PlanDocument plan_document(const PlanSpec& plan, const PlanOutcome& outcome) {
+  results::PlanDocument doc;
+  doc.spec = plan.path;
+  doc.base = plan.base;
+  doc.target_iterations = *plan.iterations;
+  doc.target_tokens = plan.tokens;
+  doc.pays_threshold = plan.pays_threshold;
+  doc.infeasible = outcome.infeasible;
+  doc.verdicts = outcome.verdicts;
   for (const PlanEntry& e : outcome.entries)
-    out["options"].push_back({{"label", e.option->label + " " + e.policy},
-                              {"gpu", e.option->gpu},
-                              {"gpus", e.option->gpus},
-                              {"tp", e.option->tp},
-                              {"pp", e.option->pp},
-                              {"dp", e.option->dp},
-                              {"policy", e.policy},
-                              {"training_time_s", e.time_s},
-                              {"cost_usd", e.cost},
-                              {"speedup_vs_none", e.speedup},
-                              {"pareto", e.pareto}});
-  return out;
+    doc.options.push_back({e.option->label + " " + e.policy, e.option->gpu, e.policy, e.option->gpus, e.option->tp,
+                           e.option->pp, e.option->dp, e.time_s, e.cost, e.speedup, e.pareto});
+  return doc;
 }
 
 }  // namespace edgc::engine

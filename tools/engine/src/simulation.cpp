@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -336,26 +337,22 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
 }
 
 // Both estimators per simulated stage at `points` evenly spaced iterations of the run, for charts.
-ordered_json entropy_series(const EntropySource& source, int stages, std::int64_t iterations, int points = 200) {
-  ordered_json its = ordered_json::array();
-  std::vector<ordered_json> g(static_cast<std::size_t>(stages), ordered_json::array());
-  std::vector<ordered_json> h(static_cast<std::size_t>(stages), ordered_json::array());
+results::EntropySeries entropy_series(const EntropySource& source, int stages, std::int64_t iterations,
+                                      int points = 200) {
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  results::EntropySeries out;
+  for (int s = 0; s < stages; ++s) out.stages.push_back({s, {}, {}});
   const int n = static_cast<int>(std::min<std::int64_t>(points, iterations));
   for (int k = 0; k < n; ++k) {
     const std::int64_t it = n > 1 ? (iterations - 1) * k / (n - 1) : 0;
-    its.push_back(it);
+    out.iterations.push_back(it);
     const double f = iterations > 1 ? static_cast<double>(it) / static_cast<double>(iterations - 1) : 0.0;
-    for (int s = 0; s < stages; ++s) {
-      const core::StageObservation o = source.at(s, f);
-      g[static_cast<std::size_t>(s)].push_back(optional_json(o.entropy_gaussian));
-      h[static_cast<std::size_t>(s)].push_back(optional_json(o.entropy_histogram));
+    for (results::StageEntropy& st : out.stages) {
+      const core::StageObservation o = source.at(static_cast<int>(st.stage), f);
+      st.gaussian_nats.push_back(o.entropy_gaussian.value_or(kNone));
+      st.histogram_nats.push_back(o.entropy_histogram.value_or(kNone));
     }
   }
-  ordered_json out = {{"iterations", its}, {"stages", ordered_json::array()}};
-  for (int s = 0; s < stages; ++s)
-    out["stages"].push_back({{"stage", s},
-                             {"gaussian_nats", std::move(g[static_cast<std::size_t>(s)])},
-                             {"histogram_nats", std::move(h[static_cast<std::size_t>(s)])}});
   return out;
 }
 
@@ -390,21 +387,20 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
 
   SimulateOutcome out;
   out.simulated = cache.simulated;
-  ordered_json& result = out.result;
-  result = {{"schema", "edgc.result/1"}, {"scenario", in.scenario_path}, {"simgrid", sim::simgrid_version()}};
-  result.update(setup_json(in.setup, in.iterations, in.compression));
-  result.update(ordered_json{{"entropy", in.source->describe()},
-                             {"dac", dac},
-                             {"simulations", cache.plans.size()},
-                             {"composition", cache.compose ? "stage-separable" : "exact"},
-                             {"simulated_iterations", cache.simulated_plans.size()},
-                             {"runs", ordered_json::array()},
-                             {"configurations", ordered_json::array()},
-                             {"entropy_series", entropy_series(*in.source, in.setup.parallel.pp, in.iterations)}});
-  for (std::size_t i = 0; i < runs.size(); ++i)
-    result["runs"].push_back(run_json(runs[i], totals[i], base, gpu_hours_of(totals[i]), cl.price_per_gpu_hour_usd));
+  results::ResultDocument& result = out.result;
+  result.scenario = in.scenario_path;
+  set_setup(result, in.setup, in.iterations, in.compression);
+  result.sections["entropy"] = in.source->describe();
+  result.sections["dac"] = dac;
+  result.sections["configurations"] = ordered_json::array();
   for (std::size_t p = 0; p < cache.plans.size(); ++p)
-    result["configurations"].push_back(configuration_json(cache.plans[p], cache.results[p]));
+    result.sections["configurations"].push_back(configuration_json(cache.plans[p], cache.results[p]));
+  result.simulations = static_cast<std::int64_t>(cache.plans.size());
+  result.composition = cache.compose ? "stage-separable" : "exact";
+  result.simulated_iterations = static_cast<std::int64_t>(cache.simulated_plans.size());
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    result.runs.push_back(result_run(runs[i], totals[i], base, gpu_hours_of(totals[i]), cl.price_per_gpu_hour_usd));
+  result.entropy_series = entropy_series(*in.source, in.setup.parallel.pp, in.iterations);
   if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include "edgc/results/run_figures.hpp"
 #include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/engine_info.hpp"
 
 namespace edgc::engine {
 
@@ -9,76 +10,65 @@ using nlohmann::ordered_json;
 using results::breakdown_json;
 using results::reduction;
 
-ordered_json setup_json(const SimulationSetup& setup, std::int64_t iterations,
-                        const scenario::CompressionSettings& compression) {
+void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::int64_t iterations,
+               const scenario::CompressionSettings& compression) {
   const sim::ClusterSpec& cl = setup.cluster;
   const sim::ParallelSpec& par = setup.parallel;
   const core::CqmConfig& cqm = compression.controller.cqm;
-  return {{"cluster",
-           {{"name", cl.name},
-            {"gpus", cl.total_gpus()},
-            {"nodes", cl.nodes},
-            {"gpus_per_node", cl.gpus_per_node},
-            {"gpu", cl.gpu.name},
-            {"price_per_gpu_hour_usd", cl.price_per_gpu_hour_usd}}},
-          {"network", setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated"},
-          {"model", {{"name", setup.model.name}, {"parameters", sim::parameter_count(setup.model)}}},
-          {"parallelism",
-           {{"tp", par.tp},
-            {"pp", par.pp},
-            {"dp", par.dp},
-            {"microbatches", par.microbatches},
-            {"schedule", results::schedule_name(par.schedule)},
-            {"virtual_stages", par.virtual_stages},
-            {"order", par.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"}}},
-          {"run",
-           {{"iterations", iterations},
-            {"window", compression.gds.window_iters},
-            {"alpha", compression.gds.alpha},
-            {"beta", compression.gds.beta},
-            {"r_min", cqm.r_min},
-            {"r_max", cqm.r_max},
-            {"step", cqm.step}}},
-          {"variability",
-           {{"compute_jitter_cv", setup.variability.compute_jitter_cv},
-            {"straggler_probability", setup.variability.straggler_probability},
-            {"straggler_slowdown", setup.variability.straggler_slowdown},
-            {"seed", setup.variability.seed}}}};
+  doc.cluster = results::ResultCluster{cl.name,          cl.total_gpus(), cl.nodes,
+                                       cl.gpus_per_node, cl.gpu.name,     cl.price_per_gpu_hour_usd};
+  doc.model_name = setup.model.name;
+  doc.model_parameters = static_cast<double>(sim::parameter_count(setup.model));
+  doc.parallelism = results::ResultParallelism{par.tp,
+                                               par.pp,
+                                               par.dp,
+                                               par.microbatches,
+                                               results::schedule_name(par.schedule),
+                                               par.virtual_stages,
+                                               par.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"};
+  doc.run = results::ResultRunSettings{
+      iterations, compression.gds.window_iters, compression.gds.alpha, compression.gds.beta, cqm.r_min, cqm.r_max,
+      cqm.step};
+  doc.sections["simgrid"] = sim::simgrid_version();
+  doc.sections["network"] = setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
+  doc.sections["variability"] = {{"compute_jitter_cv", setup.variability.compute_jitter_cv},
+                                 {"straggler_probability", setup.variability.straggler_probability},
+                                 {"straggler_slowdown", setup.variability.straggler_slowdown},
+                                 {"seed", setup.variability.seed}};
 }
 
-ordered_json run_json(const PolicyRun& run, const sim::RunTotals& t, const sim::RunTotals& base, double gpu_hours,
-                      double price_per_gpu_hour_usd) {
-  ordered_json schedule = ordered_json::array();
+results::ResultRun result_run(const PolicyRun& run, const sim::RunTotals& t, const sim::RunTotals& base,
+                              double gpu_hours, double price_per_gpu_hour_usd) {
+  results::ResultRun r;
+  r.policy = run.policy;
+  r.iteration_time_s = t.iteration_time_s;
+  r.comm_latency_s = t.comm_latency_s;
+  r.training_time_s = t.training_time_s;
+  r.speedup_vs_none = t.training_time_s > 0 ? base.training_time_s / t.training_time_s : 0.0;
+  r.comm_latency_reduction_vs_none = reduction(base.comm_latency_s, t.comm_latency_s);
+  r.training_time_reduction_vs_none = reduction(base.training_time_s, t.training_time_s);
+  r.gpu_hours = gpu_hours;
+  r.cost_usd = gpu_hours * price_per_gpu_hour_usd;
+  r.compressed_iterations = t.compressed_iterations;
+  r.stage_comm_latency_s = t.stage_comm_latency_s;
+  r.breakdown = t.breakdown;
+  r.warmup_end_iteration = run.warmup_end;
   for (const sim::RunSegment& seg : run.schedule.segments()) {
-    ordered_json ranks = ordered_json::array();
-    for (const sim::StageSync& s : seg.plan) ranks.push_back(s.powersgd_rank);
-    schedule.push_back({{"begin", seg.begin}, {"end", seg.end}, {"ranks", ranks}});
+    results::RankSegment s{seg.begin, seg.end, {}};
+    for (const sim::StageSync& st : seg.plan) s.ranks.push_back(st.powersgd_rank);
+    r.rank_schedule.push_back(std::move(s));
   }
-  const ordered_json compressed_phase =
-      t.compressed_iterations > 0 ? ordered_json{{"iteration_time_s", t.compressed_iteration_time_s},
-                                                 {"comm_latency_s", t.compressed_comm_latency_s},
-                                                 {"comm_latency_reduction_vs_none",
-                                                  reduction(base.comm_latency_s, t.compressed_comm_latency_s)},
-                                                 {"iteration_time_reduction_vs_none",
-                                                  reduction(base.iteration_time_s, t.compressed_iteration_time_s)}}
-                                  : ordered_json(nullptr);
-  return {{"policy", run.policy},
-          {"iteration_time_s", t.iteration_time_s},
-          {"comm_latency_s", t.comm_latency_s},
-          {"training_time_s", t.training_time_s},
-          {"speedup_vs_none", t.training_time_s > 0 ? base.training_time_s / t.training_time_s : 0.0},
-          {"comm_latency_reduction_vs_none", reduction(base.comm_latency_s, t.comm_latency_s)},
-          {"training_time_reduction_vs_none", reduction(base.training_time_s, t.training_time_s)},
-          {"compressed_iterations", t.compressed_iterations},
-          {"compressed_phase", compressed_phase},
-          {"gpu_hours", gpu_hours},
-          {"cost_usd", gpu_hours * price_per_gpu_hour_usd},
-          {"stage_comm_latency_s", t.stage_comm_latency_s},
-          {"breakdown", breakdown_json(t.breakdown)},
-          {"warmup_end_iteration", run.warmup_end ? ordered_json(*run.warmup_end) : ordered_json(nullptr)},
-          {"windows", run.windows},
-          {"rank_bindings", run.bindings},
-          {"rank_schedule", schedule}};
+  r.detail["compressed_phase"] = t.compressed_iterations > 0
+                                     ? ordered_json{{"iteration_time_s", t.compressed_iteration_time_s},
+                                                    {"comm_latency_s", t.compressed_comm_latency_s},
+                                                    {"comm_latency_reduction_vs_none",
+                                                     reduction(base.comm_latency_s, t.compressed_comm_latency_s)},
+                                                    {"iteration_time_reduction_vs_none",
+                                                     reduction(base.iteration_time_s, t.compressed_iteration_time_s)}}
+                                     : ordered_json(nullptr);
+  r.detail["windows"] = run.windows;
+  r.detail["rank_bindings"] = run.bindings;
+  return r;
 }
 
 ordered_json configuration_json(const sim::DpSyncPlan& plan, const sim::IterationResult& r) {

@@ -22,7 +22,7 @@
 #include "edgc/core/isolated.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/engine/simulation.hpp"
-#include "edgc/results/sweep_lines.hpp"
+#include "edgc/results/sweep_document.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "sweep_summary.hpp"
@@ -47,8 +47,11 @@ constexpr int kTagStop = 6;    // 0 → worker: the sweep is over
 std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::SweepPoint& p,
                            const std::string& cache_dir) {
   const auto t0 = Clock::now();
-  std::vector<ordered_json> reps;
-  std::int64_t simulations = 0;
+  std::vector<results::ResultDocument> reps;
+  results::SweepRecord line;
+  line.point = p.index;
+  line.params = p.params;
+  line.repeats = spec.repeats;
   for (int r = 0; r < spec.repeats; ++r) {
     SimulateRequest rq;
     rq.scenario = spec.base;
@@ -59,23 +62,22 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
     rq.jobs = 1;
     rq.cache_dir = cache_dir;
     SimulateOutcome o = run_simulation(rq);
-    simulations += o.result.at("simulations").get<std::int64_t>();
+    line.simulations += o.result.simulations.value_or(0);
     reps.push_back(std::move(o.result));
   }
-  const ordered_json& first = reps.front();
-  ordered_json line = {{"point", p.index},
-                       {"params", p.params},
-                       {"gpus", first.at("cluster").at("gpus")},
-                       {"gpu", first.at("cluster").at("gpu")},
-                       {"repeats", spec.repeats},
-                       {"simulations", simulations},
-                       {"runs", aggregate_runs(reps)},
-                       {"wall_s", std::chrono::duration<double>(Clock::now() - t0).count()}};
-  return line.dump();
+  line.gpus = reps.front().cluster->gpus;
+  line.gpu = reps.front().cluster->gpu;
+  line.runs = results::average_runs(reps);
+  line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return results::to_json(line).dump();
 }
 
 ordered_json error_line(const scenario::SweepPoint& p, const std::string& message) {
-  return {{"point", p.index}, {"params", p.params}, {"error", message}};
+  results::SweepRecord line;
+  line.point = p.index;
+  line.params = p.params;
+  line.error = message;
+  return results::to_json(line);
 }
 
 // A finished child's line: its output, or an error line for a point whose scenario was rejected. Anything
@@ -94,8 +96,9 @@ std::string line_of(const core::ChildPool::Finished& f, const scenario::SweepPoi
 // A file's text; empty when it does not exist.
 std::string read_text(const fs::path& p) { return read_file_if_present(p).value_or(std::string()); }
 
-ordered_json sweep_document(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points) {
-  ordered_json axes = ordered_json::array();
+results::SweepDocument sweep_document(const scenario::SweepSpec& spec,
+                                      const std::vector<scenario::SweepPoint>& points) {
+  results::SweepDocument doc;
   for (const scenario::SweepAxis& a : spec.axes) {
     // The values points actually take (drawn ones for ranges), in first-seen order, numbers sorted.
     std::vector<ordered_json> seen;
@@ -104,22 +107,19 @@ ordered_json sweep_document(const scenario::SweepSpec& spec, const std::vector<s
     if (std::all_of(seen.begin(), seen.end(), [](const ordered_json& v) { return v.is_number(); }))
       std::sort(seen.begin(), seen.end(),
                 [](const ordered_json& x, const ordered_json& y) { return x.get<double>() < y.get<double>(); });
-    ordered_json axis = {{"key", a.key}, {"values", seen}};
-    if (a.ranged) axis["range"] = {a.lo, a.hi};
-    axes.push_back(std::move(axis));
+    results::SweepDocument::Axis axis{a.key, seen, std::nullopt};
+    if (a.ranged) axis.range = std::pair{a.lo, a.hi};
+    doc.axes.push_back(std::move(axis));
   }
-  ordered_json policies = ordered_json::array();
-  if (!spec.policies.empty()) policies = scenario::policies_with_baseline(spec.policies, spec.path, "policies");
-  return {{"schema", "edgc.sweep/1"},
-          {"spec_file", spec.path},
-          {"base", spec.base},
-          {"description", spec.description},
-          {"mode", spec.random ? "random" : "grid"},
-          {"axes", axes},
-          {"points", points.size()},
-          {"repeats", spec.repeats},
-          {"policies", policies},
-          {"spec", spec.document}};
+  if (!spec.policies.empty()) doc.policies = scenario::policies_with_baseline(spec.policies, spec.path, "policies");
+  doc.spec_file = spec.path;
+  doc.base = spec.base;
+  doc.description = spec.description;
+  doc.mode = spec.random ? "random" : "grid";
+  doc.points = static_cast<std::int64_t>(points.size());
+  doc.repeats = spec.repeats;
+  doc.spec = spec.document;
+  return doc;
 }
 
 // Makes DIR ready: new (sweep.json written) or, with resume, the same sweep (its spec unchanged).
@@ -140,7 +140,7 @@ void prepare_dir(const scenario::SweepSpec& spec, const std::vector<scenario::Sw
                         "DIR holds a different sweep than " + spec.path + " (its spec changed): use another --out");
   }
   fs::create_directories(dir);
-  write_file_atomic(meta, sweep_document(spec, points).dump(2) + "\n");
+  write_file_atomic(meta, results::to_json(sweep_document(spec, points)).dump(2) + "\n");
   fs::create_directories(dir / "cache");  // after sweep.json: a directory with cache/ always holds its sweep
 }
 
@@ -333,8 +333,8 @@ std::string sweep_point_line(const scenario::SweepSpec& spec, std::int64_t index
   }
 }
 
-std::vector<json> read_results(const std::string& dir) {
-  return results::read_sweep_lines(fs::path(dir) / "results.jsonl").lines;
+std::vector<results::SweepRecord> read_results(const std::string& dir) {
+  return results::read_sweep_records(fs::path(dir) / "results.jsonl");
 }
 
 SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, MpiSession* mpi) {
@@ -352,9 +352,9 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   const fs::path results = dir / "results.jsonl";
   repair_results(results);
   std::set<std::int64_t> done;
-  for (const json& l : read_results(o.out)) {
-    done.insert(l["point"].get<std::int64_t>());
-    if (l.contains("error")) ++outcome.failed;
+  for (const results::SweepRecord& l : read_results(o.out)) {
+    done.insert(l.point);
+    if (l.failed()) ++outcome.failed;
   }
   outcome.already_done = static_cast<std::int64_t>(done.size());
   std::deque<std::size_t> pending;

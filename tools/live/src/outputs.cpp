@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "edgc/results/result_document.hpp"
 #include "edgc/results/run_figures.hpp"
 #include "edgc/results/table.hpp"
 
@@ -42,38 +43,40 @@ RunTotals totals_of(const results::PolicyRun& run, int pp) {
 }
 
 // The controller's windows merged into runs of equal per-stage ranks.
-ordered_json rank_schedule(const engine::ReplayResult& replay) {
-  ordered_json schedule = ordered_json::array();
+std::vector<results::RankSegment> rank_schedule(const engine::ReplayResult& replay) {
+  std::vector<results::RankSegment> schedule;
   for (const auto& w : replay.windows) {
-    std::vector<int> ranks;
+    std::vector<std::int64_t> ranks;
     for (const auto& s : w.stages) ranks.push_back(s.rank);
-    if (!schedule.empty() && schedule.back()["ranks"] == ordered_json(ranks))
-      schedule.back()["end"] = w.end_iteration;
+    if (!schedule.empty() && schedule.back().ranks == ranks)
+      schedule.back().end = w.end_iteration;
     else
-      schedule.push_back({{"begin", w.first_iteration}, {"end", w.end_iteration}, {"ranks", ranks}});
+      schedule.push_back({w.first_iteration, w.end_iteration, ranks});
   }
   return schedule;
 }
 
-ordered_json run_json(const results::PolicyRun& run, const RunTotals& t, const RunTotals& base,
-                      const engine::ReplayResult& replay) {
+results::ResultRun result_run(const results::PolicyRun& run, const RunTotals& t, const RunTotals& base,
+                              const engine::ReplayResult& replay) {
   std::int64_t wire = 0;
   std::int64_t dense = 0;
   for (const auto& s : run.steps)
     for (const auto& st : s.stages) wire += st.wire_bytes, dense += st.dense_bytes;
-  return {{"policy", run.policy},
-          {"steps", run.steps.size()},
-          {"iteration_time_s", t.iter},
-          {"comm_latency_s", t.comm},
-          {"training_time_s", t.train},
-          {"speedup_vs_none", t.train > 0 ? base.train / t.train : 0.0},
-          {"comm_latency_reduction_vs_none", results::reduction(base.comm, t.comm)},
-          {"training_time_reduction_vs_none", results::reduction(base.train, t.train)},
-          {"compression_compute_s", t.compute},
-          {"wire_bytes_ratio", dense > 0 ? static_cast<double>(wire) / static_cast<double>(dense) : 1.0},
-          {"stage_comm_latency_s", t.stage},
-          {"warmup_end_iteration", replay.warmup_end ? ordered_json(*replay.warmup_end) : ordered_json(nullptr)},
-          {"rank_schedule", rank_schedule(replay)}};
+  results::ResultRun r;
+  r.policy = run.policy;
+  r.iteration_time_s = t.iter;
+  r.comm_latency_s = t.comm;
+  r.training_time_s = t.train;
+  r.speedup_vs_none = t.train > 0 ? base.train / t.train : 0.0;
+  r.comm_latency_reduction_vs_none = results::reduction(base.comm, t.comm);
+  r.training_time_reduction_vs_none = results::reduction(base.train, t.train);
+  r.stage_comm_latency_s = t.stage;
+  r.warmup_end_iteration = replay.warmup_end;
+  r.rank_schedule = rank_schedule(replay);
+  r.detail["steps"] = run.steps.size();
+  r.detail["compression_compute_s"] = t.compute;
+  r.detail["wire_bytes_ratio"] = dense > 0 ? static_cast<double>(wire) / static_cast<double>(dense) : 1.0;
+  return r;
 }
 
 }  // namespace
@@ -118,40 +121,41 @@ ordered_json cluster_json(const results::Measurements& m, const Rates& rates, co
 
 ordered_json result_json(const LiveOptions& o, const results::Measurements& m,
                          const std::vector<PolicyOutcome>& outcomes) {
-  ordered_json j = {{"schema", "edgc.result/1"},
-                    {"source", "live"},
-                    {"scenario", o.scenario_path},
-                    {"trace", m.trace},
-                    {"note",
-                     "live mode times the data-parallel gradient sync of every stage (compression compute "
-                     "and real all-reduces); forward and backward compute are not run, so iteration_time_s "
-                     "and training_time_s cover the sync only (training_time_s = the sum over replayed steps)"},
-                    {"layout", {{"tp", 1}, {"pp", m.pp}, {"dp", m.dp}}},
-                    {"runs", ordered_json::array()}};
-  std::vector<RunTotals> totals;
-  for (const auto& run : m.runs) totals.push_back(totals_of(run, m.pp));
-  for (std::size_t i = 0; i < m.runs.size(); ++i)
-    j["runs"].push_back(run_json(m.runs[i], totals[i], totals.front(), outcomes[i].replay));
+  results::ResultDocument doc;
+  doc.source = "live";
+  doc.scenario = o.scenario_path;
+  doc.parallelism = results::ResultParallelism{1, m.pp, m.dp, 0, "", 0, ""};
+  doc.sections["trace"] = m.trace;
+  doc.sections["note"] =
+      "live mode times the data-parallel gradient sync of every stage (compression compute and real all-reduces); "
+      "forward and backward compute are not run, so iteration_time_s and training_time_s cover the sync only "
+      "(training_time_s = the sum over replayed steps)";
   ordered_json fits = ordered_json::array();
   for (const auto& f : m.tcom_fit)
     fits.push_back({{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}});
-  j["tcom_fit"] = fits;
-  return j;
+  doc.sections["tcom_fit"] = fits;
+  std::vector<RunTotals> totals;
+  for (const auto& run : m.runs) totals.push_back(totals_of(run, m.pp));
+  for (std::size_t i = 0; i < m.runs.size(); ++i)
+    doc.runs.push_back(result_run(m.runs[i], totals[i], totals.front(), outcomes[i].replay));
+  return results::to_json(doc);
 }
 
-void print_summary(const results::Measurements& m, const ordered_json& result, const std::string& out_dir) {
+void print_summary(const results::Measurements& m, const ordered_json& written, const std::string& out_dir) {
+  const results::ResultDocument result =
+      results::parse_result_document(results::JsonNode(written, out_dir + "/result.json"));
   std::cout << "# edgc live: " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp << "), " << m.comm
             << " all-reduces, " << m.backend << " backend; trace " << m.trace << "\n";
   std::cout << "# calibration (dense all-reduce over " << m.calibration.ranks << " ranks): latency "
             << results::fmt_f(m.calibration.latency_s * 1e6, 2) << " us per ring step, bandwidth "
             << results::fmt_f(m.calibration.bandwidth_Bps / 1e9, 3) << " GB/s\n";
   results::Table t({"policy", "steps", "sync/step(ms)", "compute(ms)", "wire/dense", "sync vs none"});
-  for (const auto& r : result["runs"])
-    t.add_row({r["policy"].get<std::string>(), std::to_string(r["steps"].get<std::size_t>()),
-               results::fmt_f(r["iteration_time_s"].get<double>() * 1e3, 3),
-               results::fmt_f(r["compression_compute_s"].get<double>() * 1e3, 3),
-               results::fmt_f(r["wire_bytes_ratio"].get<double>(), 3),
-               results::fmt_f(-100.0 * r["comm_latency_reduction_vs_none"].get<double>(), 1) + " %"});
+  for (const results::ResultRun& r : result.runs)
+    t.add_row({r.policy, std::to_string(r.detail.at("steps").get<std::size_t>()),
+               results::fmt_f(r.iteration_time_s * 1e3, 3),
+               results::fmt_f(r.detail.at("compression_compute_s").get<double>() * 1e3, 3),
+               results::fmt_f(r.detail.at("wire_bytes_ratio").get<double>(), 3),
+               results::fmt_f(-100.0 * r.comm_latency_reduction_vs_none, 1) + " %"});
   t.print(std::cout);
   results::Table f({"stage", "T_com(r) = eta*r + c", "eta(us/rank)", "c(us)", "r2", "points"});
   for (const auto& x : m.tcom_fit)

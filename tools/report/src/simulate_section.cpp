@@ -111,10 +111,11 @@ void add_entropy(Section& s, const SimulateResult& r) {
     c.x_label = "iteration";
     c.y_label = "entropy (nats)";
     c.markers = markers;
+    const std::vector<double> xs(e.iterations.begin(), e.iterations.end());
     for (const StageEntropy& st : e.stages) {
       const std::vector<double>& v = st.*est.values;
       if (std::none_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); })) continue;
-      c.series.push_back({"stage " + std::to_string(st.stage), e.iterations, v, "", false, false});
+      c.series.push_back({"stage " + std::to_string(st.stage), xs, v, "", false, false});
     }
     const std::string name = std::string("simulate-entropy-") + est.stem;
     if (c.series.empty())

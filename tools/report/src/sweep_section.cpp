@@ -21,9 +21,9 @@ constexpr std::size_t kListedFailures = 5;
 // the points used, sorted, and binned on a 1-2-5 grid when there are many numbers (random sweeps).
 class AxisLayout {
  public:
-  AxisLayout(const SweepAxis& axis, const std::vector<SweepPoint>& points) : key_(axis.key) {
+  AxisLayout(const LabelledAxis& axis, const std::vector<LabelledPoint>& points) : key_(axis.key) {
     std::vector<ParamValue> seen;
-    for (const SweepPoint& p : points)
+    for (const LabelledPoint& p : points)
       if (const ParamValue* v = p.param(key_); v && std::find(seen.begin(), seen.end(), *v) == seen.end())
         seen.push_back(*v);
     const bool listed = !axis.values.empty() && std::all_of(seen.begin(), seen.end(), [&](const ParamValue& v) {
@@ -67,7 +67,7 @@ class AxisLayout {
   }
   double number(std::size_t i) const { return *exact_[i].number; }
 
-  std::optional<std::size_t> index(const SweepPoint& p) const {
+  std::optional<std::size_t> index(const LabelledPoint& p) const {
     const ParamValue* v = p.param(key_);
     if (v == nullptr) return std::nullopt;
     if (!edges_.empty()) {
@@ -101,7 +101,7 @@ const Metric kMetrics[] = {
     {"comm-reduction", "Comm-latency reduction vs none", "comm latency reduction (%)", "%", 100.0,
      &SweepRun::comm_latency_reduction_vs_none}};
 
-const SweepRun* run_of(const SweepPoint& p, const std::string& policy) {
+const SweepRun* run_of(const LabelledPoint& p, const std::string& policy) {
   for (const SweepRun& r : p.runs)
     if (r.policy == policy) return &r;
   return nullptr;
@@ -114,7 +114,7 @@ std::vector<std::string> compared_policies(const Sweep& s) {
     if (p != "none" && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
   for (const std::string& p : s.policies) add(p);
-  for (const SweepPoint& p : s.points)
+  for (const LabelledPoint& p : s.points)
     for (const SweepRun& r : p.runs) add(r.policy);
   return out;
 }
@@ -131,7 +131,7 @@ CellMeans cell_means(const Sweep& s, const AxisLayout& x, const AxisLayout* y, c
   const std::size_t ny = y ? y->labels().size() : 1;
   std::vector<double> sum(nx * ny, 0.0);
   std::vector<int> count(nx * ny, 0);
-  for (const SweepPoint& p : s.points) {
+  for (const LabelledPoint& p : s.points) {
     const SweepRun* r = run_of(p, policy);
     const auto i = x.index(p);
     const auto j = y ? y->index(p) : std::optional<std::size_t>(0);
@@ -232,8 +232,8 @@ void add_charts(Section& s, const Sweep& sweep, const std::vector<AxisLayout>& l
 }
 
 TableBlock best_points(const Sweep& sweep) {
-  std::vector<std::pair<const SweepPoint*, const SweepRun*>> rows;
-  for (const SweepPoint& p : sweep.points)
+  std::vector<std::pair<const LabelledPoint*, const SweepRun*>> rows;
+  for (const LabelledPoint& p : sweep.points)
     for (const SweepRun& r : p.runs)
       if (r.policy != "none") rows.emplace_back(&p, &r);
   std::stable_sort(rows.begin(), rows.end(),
@@ -242,14 +242,14 @@ TableBlock best_points(const Sweep& sweep) {
   TableBlock t;
   t.caption = "The " + std::to_string(rows.size()) + " fastest points by training time";
   t.header = {"#", "point"};
-  for (const SweepAxis& a : sweep.axes) t.header.push_back(a.key);
+  for (const LabelledAxis& a : sweep.axes) t.header.push_back(a.key);
   for (const char* h :
        {"policy", "training time (h)", "speedup vs none (\xC3\x97)", "comm latency reduction", "cost (USD)"})
     t.header.push_back(h);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& [p, r] = rows[i];
     std::vector<std::string> row{std::to_string(i + 1), std::to_string(p->point)};
-    for (const SweepAxis& a : sweep.axes) {
+    for (const LabelledAxis& a : sweep.axes) {
       const ParamValue* v = p->param(a.key);
       row.push_back(v ? v->label : "\xE2\x80\x93");
     }
@@ -265,7 +265,7 @@ TableBlock best_points(const Sweep& sweep) {
 
 std::string describe(const Sweep& s, std::size_t finished, std::size_t failed) {
   std::string keys;
-  for (const SweepAxis& a : s.axes) keys += (keys.empty() ? "" : " \xC3\x97 ") + a.key;
+  for (const LabelledAxis& a : s.axes) keys += (keys.empty() ? "" : " \xC3\x97 ") + a.key;
   std::string out = (s.mode.empty() ? "Sweep" : s.mode + " sweep") + " over " + std::to_string(s.axes.size()) +
                     (s.axes.size() == 1 ? " axis" : " axes") + (keys.empty() ? "" : " (" + keys + ")");
   if (!s.base.empty()) out += " of " + s.base;
@@ -300,7 +300,7 @@ const AxisLayout* pick_axis(const std::vector<AxisLayout>& layouts, const std::s
 Section sweep_section(const Sweep& sweep, const std::string& source, const std::string& x_key,
                       const std::string& y_key) {
   std::vector<AxisLayout> layouts;
-  for (const SweepAxis& a : sweep.axes) layouts.emplace_back(a, sweep.points);
+  for (const LabelledAxis& a : sweep.axes) layouts.emplace_back(a, sweep.points);
   // Choose before looking at results, so that a bad --x or --y fails even on an empty sweep.
   const AxisLayout* x = nullptr;
   const AxisLayout* y = nullptr;
@@ -313,8 +313,8 @@ Section sweep_section(const Sweep& sweep, const std::string& source, const std::
   }
   if (x == nullptr) std::swap(x, y);  // only the chosen --y varies: a line chart over it
 
-  std::vector<const SweepPoint*> failed;
-  for (const SweepPoint& p : sweep.points)
+  std::vector<const LabelledPoint*> failed;
+  for (const LabelledPoint& p : sweep.points)
     if (!p.error.empty()) failed.push_back(&p);
   const std::size_t finished = sweep.points.size() - failed.size();
   Section s{"sweep", "Sweep", source, describe(sweep, finished, failed.size()), {}};

@@ -53,13 +53,21 @@ SweepLines read_sweep_lines(const std::filesystem::path& file) {
   return sorted;
 }
 
-std::string csv_cell(const json& v) {
+namespace {
+
+template <class Json>
+std::string csv_cell_of(const Json& v) {
   if (v.is_null()) return "";
-  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  std::string s = v.is_string() ? v.template get<std::string>() : v.dump();
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
   for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
+
+}  // namespace
+
+std::string csv_cell(const json& v) { return csv_cell_of(v); }
+std::string csv_cell(const nlohmann::ordered_json& v) { return csv_cell_of(v); }
 
 }  // namespace edgc::results

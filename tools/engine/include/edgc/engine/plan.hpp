@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "edgc/engine/sweep.hpp"
+#include "edgc/results/plan_document.hpp"
 #include "edgc/scenario/plan_spec.hpp"
 
 namespace edgc::engine {
@@ -38,7 +39,7 @@ struct PlanOutcome {
 std::optional<PlanOutcome> run_plan(const scenario::PlanSpec& plan, const SweepOptions& options, MpiSession* mpi);
 
 /// The plan.json document (schema edgc.plan/1).
-nlohmann::ordered_json plan_document(const scenario::PlanSpec& plan, const PlanOutcome& outcome);
+results::PlanDocument plan_document(const scenario::PlanSpec& plan, const PlanOutcome& outcome);
 
 /// Hours and dollars as printed: whole numbers when large, 4 significant digits when small.
 std::string plan_amount(double x);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "edgc/results/result_document.hpp"
+
 namespace edgc::engine {
 
 struct SimulateRequest {
@@ -27,7 +29,7 @@ struct SimulateRequest {
 };
 
 struct SimulateOutcome {
-  nlohmann::ordered_json result;    ///< the result.json document (schema edgc.result/1)
+  results::ResultDocument result;   ///< the result.json document (schema edgc.result/1)
   nlohmann::ordered_json timeline;  ///< Chrome-trace JSON when requested, else null
   int simulated = 0;                ///< simulations run by this call (not read from the cache)
 };

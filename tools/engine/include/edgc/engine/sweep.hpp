@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "edgc/results/sweep_document.hpp"
 #include "edgc/scenario/sweep_spec.hpp"
 
 namespace edgc::engine {
@@ -35,7 +36,7 @@ struct SweepOutcome {
   std::int64_t ran = 0;           ///< finished in this run (all ranks)
   std::int64_t failed = 0;        ///< points recorded with an error (whole sweep)
   double wall_s = 0.0;
-  std::vector<nlohmann::json> results;  ///< rank 0: every line of results.jsonl at the end, by point
+  std::vector<results::SweepRecord> results;  ///< rank 0: every line of results.jsonl at the end, by point
 };
 
 /// Throws UsageError (option --out) unless DIR can take a sweep: absent, empty, holding a sweep (sweep.json;
@@ -54,6 +55,6 @@ std::string sweep_point_line(const scenario::SweepSpec& spec, std::int64_t index
 
 /// Reads DIR/results.jsonl: the complete lines, keyed by point. A last line without its newline (a killed
 /// writer) is ignored; any other line that is not a JSON object with an integer "point" is a ConfigError.
-std::vector<nlohmann::json> read_results(const std::string& dir);
+std::vector<results::SweepRecord> read_results(const std::string& dir);
 
 }  // namespace edgc::engine

@@ -1,63 +1,29 @@
 #pragma once
-// Typed views of the files `edgc report` reads: result.json of `edgc simulate`, sweep.json + results.jsonl of
-// `edgc sweep`, plan.json of `edgc plan`. Readers check the schema name and every field the report uses, and
-// throw ConfigError naming the file, the field (and for results.jsonl the line) on malformed input. Fields
-// the report does not use are ignored, so newer writers that add fields stay readable.
+// What `edgc report` shows of the files it reads: result.json of `edgc simulate`, sweep.json + results.jsonl of
+// `edgc sweep`, plan.json of `edgc plan`. The documents are read by their one strict reader in edgc::results
+// (result_document.hpp, sweep_document.hpp, plan_document.hpp), which throws ConfigError naming the file, the
+// field (and for results.jsonl the line); here they become the report's views: a setup line, labelled sweep
+// parameters, a target phrase.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "edgc/sim/whole_run.hpp"
+#include "edgc/results/plan_document.hpp"
+#include "edgc/results/result_document.hpp"
+#include "edgc/results/sweep_document.hpp"
 
 namespace edgc::report {
 
 // ---- result.json (schema edgc.result/1) ----
 
-/// Mean seconds per iteration by where the time goes (the simulator's own record): compute, TP communication,
-/// bubble, exposed DP communication and exposed compression add up to the iteration time; compression_s is all
-/// compression compute, overlapped or not, NaN when the file has none.
 using Breakdown = sim::IterationBreakdown;
-
-/// Iterations [begin, end) run with these per-stage PowerSGD ranks (0 = uncompressed).
-struct RankSegment {
-  std::int64_t begin = 0;
-  std::int64_t end = 0;
-  std::vector<std::int64_t> ranks;
-};
-
-/// One policy's whole-run figures, as result.json's runs[] and results.jsonl's runs[] both hold them. Optional
-/// numbers are NaN when absent.
-struct RunFigures {
-  std::string policy;
-  double iteration_time_s = 0.0;
-  double comm_latency_s = 0.0;
-  double training_time_s = 0.0;
-  double speedup_vs_none = 0.0;
-  double comm_latency_reduction_vs_none = 0.0;
-  double training_time_reduction_vs_none = 0.0;
-  double gpu_hours = 0.0;
-  double cost_usd = 0.0;
-};
-
-/// One compared policy of a simulate result.
-struct SimulatedRun : RunFigures {
-  std::optional<Breakdown> breakdown;
-  std::vector<RankSegment> rank_schedule;
-  std::optional<std::int64_t> warmup_end_iteration;
-};
-
-/// Entropy per stage by both estimators, aligned with `iterations`; NaN where the file has null.
-struct StageEntropy {
-  std::int64_t stage = 0;
-  std::vector<double> gaussian_nats;
-  std::vector<double> histogram_nats;
-};
-struct EntropySeries {
-  std::vector<double> iterations;
-  std::vector<StageEntropy> stages;
-};
+using results::EntropySeries;
+using results::RankSegment;
+using results::RunFigures;
+using results::StageEntropy;
+using SimulatedRun = results::ResultRun;
 
 struct SimulateResult {
   std::string setup;  ///< one line on cluster, layout, model and run length; empty when the file lacks them
@@ -66,6 +32,10 @@ struct SimulateResult {
 };
 
 SimulateResult read_simulate_result(const std::filesystem::path& file);
+
+/// One line on cluster, layout, model and run length ("64 × H100, TP 8 × PP 4 × DP 2, model …"), from what the
+/// document has; empty when it has none of them.
+std::string describe_setup(const results::ResultDocument& doc);
 
 // ---- sweep.json (schema edgc.sweep/1) + results.jsonl ----
 
@@ -76,17 +46,20 @@ struct ParamValue {
   bool operator==(const ParamValue& o) const { return number && o.number ? *number == *o.number : label == o.label; }
 };
 
-struct SweepAxis {
+/// Strings as such; numbers labelled exactly when integral, else with 4 significant digits (random sweeps
+/// draw values like 0.4807023266571021); anything else (booleans, bundles of settings) by its JSON text.
+ParamValue param_value(const nlohmann::ordered_json& value);
+
+/// A sweep axis with its values labelled.
+struct LabelledAxis {
   std::string key;
   std::vector<ParamValue> values;  ///< as listed in sweep.json; may be empty (e.g. random ranges)
 };
 
-/// One policy's outcome at a sweep point.
-struct SweepRun : RunFigures {
-  double training_time_s_ci95 = 0.0;  ///< half-width of the 95 % interval over repeats
-};
+using results::SweepRun;
 
-struct SweepPoint {
+/// A sweep point with its parameters labelled.
+struct LabelledPoint {
   std::int64_t point = 0;
   std::vector<std::pair<std::string, ParamValue>> params;
   std::vector<SweepRun> runs;  ///< empty for a failed point
@@ -97,13 +70,13 @@ struct SweepPoint {
 struct Sweep {
   std::string base;
   std::string mode;
-  std::vector<SweepAxis> axes;
+  std::vector<LabelledAxis> axes;
   std::int64_t planned_points = 0;  ///< "points" in sweep.json; 0 when absent
   std::int64_t repeats = 1;
   std::vector<std::string> policies;
-  bool has_results = false;          ///< results.jsonl exists
-  std::vector<SweepPoint> points;    ///< by point number; a point listed twice keeps its last line
-  bool truncated_last_line = false;  ///< an unterminated, unparsable last line was ignored (a sweep still running)
+  bool has_results = false;           ///< results.jsonl exists
+  std::vector<LabelledPoint> points;  ///< by point number
+  bool truncated_last_line = false;   ///< an unterminated, unparsable last line was ignored (a sweep still running)
 };
 
 /// Reads DIR/sweep.json and, when present, DIR/results.jsonl.
@@ -111,16 +84,7 @@ Sweep read_sweep(const std::filesystem::path& dir);
 
 // ---- plan.json (schema edgc.plan/1) ----
 
-struct PlanOption {
-  std::string label;
-  std::string gpu;                                ///< empty when absent
-  std::string policy;                             ///< empty when absent
-  std::int64_t gpus = 0, tp = 0, pp = 0, dp = 0;  ///< 0 when absent
-  double training_time_s = 0.0;
-  double cost_usd = 0.0;
-  double speedup_vs_none = 0.0;  ///< NaN when absent
-  bool pareto = false;
-};
+using PlanOption = results::PlanDocument::Option;
 
 struct Plan {
   std::string target;  ///< e.g. "100k iterations"; empty when absent

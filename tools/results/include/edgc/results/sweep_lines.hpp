@@ -25,5 +25,6 @@ SweepLines read_sweep_lines(const std::filesystem::path& file);
 
 /// One CSV cell of a JSON value: strings bare, other values as JSON, quoted where they hold , " or a newline.
 std::string csv_cell(const nlohmann::json& value);
+std::string csv_cell(const nlohmann::ordered_json& value);
 
 }  // namespace edgc::results

@@ -1,0 +1,357 @@
+// The typed output documents (result.json, results.jsonl lines, sweep.json, plan.json): every field through its
+// writer and its strict reader and back, repeats averaged to their closed form, the CSV and console reporters, and
+// the reader's rejections naming the file and the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "edgc/core/error.hpp"
+#include "edgc/results/plan_document.hpp"
+#include "edgc/results/result_console.hpp"
+#include "edgc/results/result_document.hpp"
+#include "edgc/results/sweep_document.hpp"
+#include "trace_test_util.hpp"
+
+namespace edgc::results {
+namespace {
+
+using nlohmann::ordered_json;
+using traces::test::TempDir;
+using traces::test::write_file;
+
+ResultRun sample_run(const std::string& policy, double train_s) {
+  ResultRun r;
+  r.policy = policy;
+  r.iteration_time_s = train_s / 100.0;
+  r.comm_latency_s = 0.125;
+  r.training_time_s = train_s;
+  r.speedup_vs_none = 1000.0 / train_s;
+  r.comm_latency_reduction_vs_none = 0.25;
+  r.training_time_reduction_vs_none = 1.0 - train_s / 1000.0;
+  r.gpu_hours = train_s / 3600.0 * 64;
+  r.cost_usd = r.gpu_hours * 2.5;
+  r.compressed_iterations = 90;
+  r.stage_comm_latency_s = {0.1, 0.125};
+  r.breakdown = sim::IterationBreakdown{1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125};
+  r.warmup_end_iteration = 10;
+  r.rank_schedule = {{0, 10, {0, 0}}, {10, 100, {32, 16}}};
+  r.detail["windows"] = 10;
+  r.detail["note"] = "kept as written";
+  return r;
+}
+
+ResultDocument sample_document() {
+  ResultDocument d;
+  d.scenario = "scenarios/small.json";
+  d.cluster = ResultCluster{"dgx", 64, 8, 8, "H100", 2.5};
+  d.model_name = "gpt";
+  d.model_parameters = 1.5e9;
+  d.parallelism = ResultParallelism{2, 2, 16, 8, "1f1b", 1, "tp-dp-pp"};
+  d.run = ResultRunSettings{100, 10, 0.1, 0.25, 8, 64, 8};
+  d.sections["simgrid"] = "3.32";
+  d.sections["dac"] = {{"eta_s_per_rank", 1e-6}};
+  d.simulations = 3;
+  d.composition = "stage-separable";
+  d.simulated_iterations = 2;
+  d.runs = {sample_run("none", 1000.0), sample_run("edgc", 800.0)};
+  d.runs[0].warmup_end_iteration.reset();
+  d.entropy_series = EntropySeries{{0, 50, 99}, {{0, {1.0, std::nan(""), 3.0}, {1.5, 2.5, 3.5}}}};
+  return d;
+}
+
+void expect_same_runs(const ResultRun& a, const ResultRun& b) {
+  EXPECT_EQ(a.policy, b.policy);
+  for (double RunFigures::*f :
+       {&RunFigures::iteration_time_s, &RunFigures::comm_latency_s, &RunFigures::training_time_s,
+        &RunFigures::speedup_vs_none, &RunFigures::comm_latency_reduction_vs_none,
+        &RunFigures::training_time_reduction_vs_none, &RunFigures::gpu_hours, &RunFigures::cost_usd})
+    EXPECT_EQ(a.*f, b.*f);
+  EXPECT_EQ(a.compressed_iterations, b.compressed_iterations);
+  EXPECT_EQ(a.stage_comm_latency_s, b.stage_comm_latency_s);
+  ASSERT_EQ(a.breakdown.has_value(), b.breakdown.has_value());
+  if (a.breakdown) {
+    EXPECT_EQ(a.breakdown->compute_s, b.breakdown->compute_s);
+    EXPECT_EQ(a.breakdown->compression_s, b.breakdown->compression_s);
+  }
+  EXPECT_EQ(a.warmup_end_iteration, b.warmup_end_iteration);
+  EXPECT_EQ(a.rank_schedule, b.rank_schedule);
+  EXPECT_EQ(a.detail, b.detail);
+}
+
+ResultDocument round_trip(const ResultDocument& d) {
+  const ordered_json j = ordered_json::parse(to_json(d).dump());
+  return parse_result_document(JsonNode(j, "result.json"));
+}
+
+TEST(ResultDocument, EveryFieldSurvivesWriterAndReader) {
+  const ResultDocument d = sample_document();
+  const ResultDocument back = round_trip(d);
+  EXPECT_EQ(back.source, "simulate");
+  EXPECT_EQ(back.scenario, d.scenario);
+  ASSERT_TRUE(back.cluster);
+  EXPECT_EQ(back.cluster->gpus, 64);
+  EXPECT_EQ(back.cluster->gpu, "H100");
+  EXPECT_EQ(back.cluster->price_per_gpu_hour_usd, 2.5);
+  EXPECT_EQ(back.model_name, d.model_name);
+  EXPECT_EQ(back.model_parameters, d.model_parameters);
+  ASSERT_TRUE(back.parallelism);
+  EXPECT_EQ(back.parallelism->dp, 16);
+  EXPECT_EQ(back.parallelism->schedule, "1f1b");
+  EXPECT_EQ(back.parallelism->order, "tp-dp-pp");
+  ASSERT_TRUE(back.run);
+  EXPECT_EQ(back.run->iterations, 100);
+  EXPECT_EQ(back.run->beta, 0.25);
+  EXPECT_EQ(back.run->r_max, 64);
+  EXPECT_EQ(back.simulations, 3);
+  EXPECT_EQ(back.composition, "stage-separable");
+  EXPECT_EQ(back.simulated_iterations, 2);
+  EXPECT_EQ(back.sections, d.sections);
+  ASSERT_EQ(back.runs.size(), 2U);
+  for (std::size_t i = 0; i < 2; ++i) expect_same_runs(back.runs[i], d.runs[i]);
+  ASSERT_TRUE(back.entropy_series);
+  EXPECT_EQ(back.entropy_series->iterations, d.entropy_series->iterations);
+  EXPECT_TRUE(std::isnan(back.entropy_series->stages[0].gaussian_nats[1]));  // null in the file
+  EXPECT_EQ(back.entropy_series->stages[0].histogram_nats, d.entropy_series->stages[0].histogram_nats);
+  // A second round trip is a fixed point of the text.
+  EXPECT_EQ(to_json(back).dump(), to_json(d).dump());
+}
+
+TEST(ResultDocument, LiveDocumentsCarryTheirSourceAndOnlyTheLayoutTheyHave) {
+  ResultDocument d;
+  d.source = "live";
+  d.scenario = "s.json";
+  d.parallelism = ResultParallelism{1, 2, 2, 0, "", 0, ""};
+  ResultRun r = sample_run("none", 10.0);
+  r.gpu_hours = RunFigures::kAbsent;
+  r.cost_usd = RunFigures::kAbsent;
+  r.breakdown.reset();
+  d.runs = {r};
+  const ordered_json j = to_json(d);
+  EXPECT_EQ(j.at("source"), "live");
+  EXPECT_EQ(j.at("parallelism"), ordered_json({{"tp", 1}, {"pp", 2}, {"dp", 2}}));
+  EXPECT_FALSE(j.at("runs")[0].contains("gpu_hours"));  // absent, not NaN or null
+  EXPECT_FALSE(j.at("runs")[0].contains("breakdown"));
+  const ResultDocument back = round_trip(d);
+  EXPECT_EQ(back.source, "live");
+  EXPECT_TRUE(std::isnan(back.runs[0].gpu_hours));
+  EXPECT_FALSE(back.cluster);
+  EXPECT_FALSE(back.entropy_series);
+}
+
+void expect_rejected(const ordered_json& j, const std::string& expected) {
+  try {
+    (void)parse_result_document(JsonNode(j, "out/result.json"));
+    ADD_FAILURE() << "accepted; expected: " << expected;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+TEST(ResultDocument, ReaderNamesTheFileAndTheField) {
+  const ordered_json good = to_json(sample_document());
+  ordered_json j = good;
+  j["schema"] = "edgc.result/2";
+  expect_rejected(j, "out/result.json");
+  j = good;
+  j["runs"] = ordered_json::array();
+  expect_rejected(j, "runs: is empty");
+  j = good;
+  j["runs"][1]["speedup_vs_none"] = "fast";
+  expect_rejected(j, "runs[1].speedup_vs_none");
+  j = good;
+  j["runs"][0]["rank_schedule"][1]["ranks"][0] = -1;
+  expect_rejected(j, "runs[0].rank_schedule[1].ranks[0]");
+  j = good;
+  j["runs"][0]["rank_schedule"][1]["end"] = 5;
+  expect_rejected(j, "before its begin");
+  j = good;
+  j["composition"] = "approximate";
+  expect_rejected(j, "composition");
+  j = good;
+  j["entropy_series"]["stages"][0]["gaussian_nats"].erase(0);
+  expect_rejected(j, "expected 3");
+  j = good;
+  j.erase("runs");
+  expect_rejected(j, "runs");
+}
+
+TEST(ResultDocument, ReadFromFileAndMissingFile) {
+  TempDir dir;
+  write_file(dir.path() / "result.json", to_json(sample_document()).dump(2));
+  EXPECT_EQ(read_result_document(dir.path() / "result.json").runs.size(), 2U);
+  EXPECT_THROW((void)read_result_document(dir.path() / "absent.json"), ConfigError);
+}
+
+TEST(ResultConsole, PrintsOneRowPerPolicyInBothTables) {
+  std::ostringstream os;
+  print_result_summary(os, sample_document());
+  const std::string out = os.str();
+  EXPECT_NE(out.find("scenarios/small.json: 64 x H100, tp 2 pp 2 dp 16, 100 iterations, 3 distinct rank vectors "
+                     "composed from 2 simulated uniform-rank iterations"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("per iteration (mean over the run)"), std::string::npos);
+  // Policy edgc: 800 s = 0.2222 h of training, speedup 1.25, warm-up ends at 10; none never leaves warm-up.
+  EXPECT_NE(out.find("0.2222"), std::string::npos) << out;
+  EXPECT_NE(out.find("1.250"), std::string::npos) << out;
+  std::size_t rows = 0;
+  for (std::size_t at = out.find("\n  edgc"); at != std::string::npos; at = out.find("\n  edgc", at + 1)) ++rows;
+  EXPECT_EQ(rows, 2U);
+  ResultDocument bare;
+  bare.runs = {sample_run("none", 1.0)};
+  EXPECT_THROW(print_result_summary(os, bare), InternalError);
+}
+
+SweepRecord sample_record() {
+  SweepRecord r;
+  r.point = 4;
+  r.params = {{"compression.r_min", 8}, {"cluster", "dgx"}};
+  r.gpus = 64;
+  r.gpu = "H100";
+  r.repeats = 2;
+  r.simulations = 6;
+  SweepRun run;
+  static_cast<RunFigures&>(run) = sample_run("edgc", 800.0);
+  run.warmup_end_iteration = 10;
+  run.compressed_iterations = 90;
+  run.training_time_s_ci95 = 12.5;
+  r.runs = {run};
+  r.wall_s = 1.5;
+  return r;
+}
+
+SweepRecord record_round_trip(const SweepRecord& r) {
+  const ordered_json j = ordered_json::parse(to_json(r).dump());
+  return parse_sweep_record(JsonNode(j, "results.jsonl", "line 1"));
+}
+
+TEST(SweepRecord, FinishedAndFailedPointsSurviveWriterAndReader) {
+  const SweepRecord r = sample_record();
+  const SweepRecord back = record_round_trip(r);
+  EXPECT_EQ(back.point, 4);
+  EXPECT_EQ(back.params, r.params);
+  EXPECT_FALSE(back.failed());
+  EXPECT_EQ(back.gpus, 64);
+  EXPECT_EQ(back.repeats, 2);
+  EXPECT_EQ(back.simulations, 6);
+  EXPECT_EQ(back.wall_s, 1.5);
+  ASSERT_EQ(back.runs.size(), 1U);
+  EXPECT_EQ(back.runs[0].training_time_s, 800.0);
+  EXPECT_EQ(back.runs[0].training_time_s_ci95, 12.5);
+  EXPECT_TRUE(std::isnan(back.runs[0].cost_usd_ci95));  // not written
+  EXPECT_FALSE(to_json(r)["runs"][0].contains("cost_usd_ci95"));
+  EXPECT_EQ(back.runs[0].warmup_end_iteration, 10);
+  EXPECT_EQ(run_figure(back.runs[0], "training_time_s_ci95"), 12.5);
+  EXPECT_EQ(run_figure(back.runs[0], "compressed_iterations"), 90.0);
+  EXPECT_FALSE(run_figure(back.runs[0], "nonsense"));
+
+  SweepRecord failed;
+  failed.point = 7;
+  failed.params = {{"k", 1}};
+  failed.error = "s.json: model.layers: must be >= 1";
+  const ordered_json fj = to_json(failed);
+  EXPECT_EQ(fj, ordered_json({{"point", 7}, {"params", {{"k", 1}}}, {"error", failed.error}}));
+  EXPECT_EQ(record_round_trip(failed).error, failed.error);
+}
+
+TEST(SweepRecord, ReaderNamesTheLine) {
+  ordered_json j = to_json(sample_record());
+  j["runs"][0]["training_time_s"] = nullptr;
+  try {
+    (void)parse_sweep_record(JsonNode(j, "out/results.jsonl", "line 3"));
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("out/results.jsonl: line 3: runs[0].training_time_s"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SweepRecord, RepeatsAverageToTheMeanWithTheStudentTHalfWidth) {
+  std::vector<ResultDocument> reps(2, sample_document());
+  reps[0].runs[1].training_time_s = 700.0;
+  reps[1].runs[1].training_time_s = 900.0;
+  reps[1].runs[1].warmup_end_iteration = 99;  // the first repeat's is kept
+  const std::vector<SweepRun> runs = average_runs(reps);
+  ASSERT_EQ(runs.size(), 2U);
+  EXPECT_EQ(runs[1].policy, "edgc");
+  EXPECT_DOUBLE_EQ(runs[1].training_time_s, 800.0);
+  // Two repeats: sd = 100·√2, half-width = t(0.975, 1) · sd / √2 = 12.706 · 100.
+  EXPECT_NEAR(runs[1].training_time_s_ci95, 1270.6, 1e-9);
+  EXPECT_EQ(runs[1].iteration_time_s_ci95, 0.0);  // identical repeats
+  EXPECT_EQ(runs[1].warmup_end_iteration, 10);
+  const std::vector<SweepRun> single = average_runs({reps[0]});
+  EXPECT_TRUE(std::isnan(single[1].training_time_s_ci95));
+  EXPECT_EQ(single[1].training_time_s, 700.0);
+}
+
+TEST(SweepCsv, OneColumnPerAxisAndFigureAndOneRowPerPoint) {
+  SweepRecord failed;
+  failed.point = 5;
+  failed.params = {{"compression.r_min", 16}, {"cluster", "a,b"}};
+  failed.error = "bad \"value\"";
+  const std::string csv = summary_csv({"compression.r_min", "cluster"}, {sample_record(), failed}, true);
+  std::istringstream in(csv);
+  std::string header, row1, row2;
+  std::getline(in, header);
+  std::getline(in, row1);
+  std::getline(in, row2);
+  EXPECT_EQ(header.rfind("point,compression.r_min,cluster,gpus,gpu,edgc.iteration_time_s,", 0), 0U) << header;
+  EXPECT_NE(header.find(",edgc.cost_usd,edgc.iteration_time_s_ci95,"), std::string::npos) << header;
+  EXPECT_EQ(header.substr(header.size() - 6), ",error");
+  EXPECT_EQ(row1.rfind("4,8,dgx,64,H100,8.0,0.125,800.0,1.25,", 0), 0U) << row1;
+  EXPECT_EQ(row2.rfind("5,16,\"a,b\",,,", 0), 0U) << row2;
+  const std::string quoted_error = ",\"bad \"\"value\"\"\"";
+  EXPECT_EQ(row2.substr(row2.size() - quoted_error.size()), quoted_error) << row2;
+  const std::size_t columns = static_cast<std::size_t>(std::count(header.begin(), header.end(), ','));
+  EXPECT_EQ(static_cast<std::size_t>(std::count(row1.begin(), row1.end(), ',')), columns);
+}
+
+TEST(SweepDocument, EveryFieldSurvivesWriterAndReader) {
+  SweepDocument d;
+  d.spec_file = "s.json";
+  d.base = "base.json";
+  d.description = "r_min";
+  d.mode = "random";
+  d.axes = {{"compression.r_min", {8, 16}, std::pair{4.0, 32.0}}, {"cluster", {"a", "b"}, std::nullopt}};
+  d.points = 4;
+  d.repeats = 3;
+  d.policies = {"none", "edgc"};
+  d.spec = {{"base", "base.json"}};
+  const ordered_json j = ordered_json::parse(to_json(d).dump());
+  const SweepDocument back = parse_sweep_document(JsonNode(j, "sweep.json"));
+  EXPECT_EQ(to_json(back), to_json(d));
+  ASSERT_TRUE(back.axes[0].range);
+  EXPECT_EQ(back.axes[0].range->second, 32.0);
+  ordered_json bad = j;
+  bad["mode"] = "exhaustive";
+  EXPECT_THROW((void)parse_sweep_document(JsonNode(bad, "sweep.json")), ConfigError);
+}
+
+TEST(PlanDocument, EveryFieldSurvivesWriterAndReader) {
+  PlanDocument d;
+  d.spec = "plan.json";
+  d.base = "base.json";
+  d.target_iterations = 1000;
+  d.target_tokens = 2e9;
+  d.pays_threshold = 0.05;
+  d.options = {{"A edgc", "H100", "edgc", 64, 8, 2, 4, 3600.0, 100.0, 1.2, true},
+               {"B none", "A100", "none", 32, 4, 2, 4, 7200.0, 90.0, 1.0, true}};
+  d.infeasible = {"C: does not fit"};
+  d.verdicts = {"Fastest: A edgc"};
+  const ordered_json j = ordered_json::parse(to_json(d).dump());
+  const PlanDocument back = parse_plan_document(JsonNode(j, "plan.json"));
+  EXPECT_EQ(to_json(back), to_json(d));
+  ordered_json bad = j;
+  bad["options"][1].erase("cost_usd");
+  try {
+    (void)parse_plan_document(JsonNode(bad, "out/plan.json"));
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("options[1].cost_usd"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace edgc::results

@@ -1,0 +1,93 @@
+#pragma once
+// A sweep's documents: sweep.json (schema edgc.sweep/1, the spec and its expanded axes) and the lines of
+// results.jsonl (one per finished point), typed, with one writer (to_json) and one strict reader each; plus the
+// sweep's CSV reporter (summary.csv).
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "edgc/results/json_reader.hpp"
+#include "edgc/results/result_document.hpp"
+
+namespace edgc::results {
+
+inline constexpr const char* kSweepSchema = "edgc.sweep/1";
+
+/// One policy's figures at a sweep point: the mean over the point's repeats, with the half-width of the 95 %
+/// Student-t interval of the main figures when it ran more than once (NaN otherwise, and not written).
+struct SweepRun : RunFigures {
+  std::optional<std::int64_t> warmup_end_iteration;   ///< of the first repeat
+  std::optional<std::int64_t> compressed_iterations;  ///< of the first repeat
+  double iteration_time_s_ci95 = kAbsent;
+  double comm_latency_s_ci95 = kAbsent;
+  double training_time_s_ci95 = kAbsent;
+  double speedup_vs_none_ci95 = kAbsent;
+  double cost_usd_ci95 = kAbsent;
+};
+
+/// One line of results.jsonl: a finished point, or (non-empty `error`) a point whose scenario was rejected.
+struct SweepRecord {
+  std::int64_t point = 0;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();  ///< axis key → value, as the spec gave it
+  std::string error;
+  std::int64_t gpus = 0;  ///< 0 when absent
+  std::string gpu;
+  std::int64_t repeats = 1;
+  std::int64_t simulations = 0;
+  std::vector<SweepRun> runs;  ///< empty for a failed point
+  double wall_s = RunFigures::kAbsent;
+
+  bool failed() const { return !error.empty(); }
+  const SweepRun* find_run(const std::string& policy) const;
+};
+
+/// The line, without its newline.
+nlohmann::ordered_json to_json(const SweepRecord& record);
+/// One line: an integer point, an object of params, then an error or runs (each with a policy, a training
+/// time and a speedup; the other figures optional).
+SweepRecord parse_sweep_record(const JsonNode& line);
+
+/// Every complete line of `file` (results.jsonl) through read_sweep_lines and parse_sweep_record, by point; a
+/// missing file is empty. `truncated` (when given) says whether an unterminated last line was left out.
+std::vector<SweepRecord> read_sweep_records(const std::filesystem::path& file, bool* truncated = nullptr);
+
+/// The averaged runs of one point over its repeats (each a result document of the same policies): the mean of
+/// every figure and, with several repeats, the 95 % half-widths.
+std::vector<SweepRun> average_runs(const std::vector<ResultDocument>& repeats);
+
+/// sweep.json.
+struct SweepDocument {
+  struct Axis {
+    std::string key;
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();  ///< the values points take, as written
+    std::optional<std::pair<double, double>> range;                   ///< random sweeps: the drawn range
+  };
+  std::string spec_file;
+  std::string base;
+  std::string description;
+  std::string mode = "grid";  ///< "grid" or "random"
+  std::vector<Axis> axes;
+  std::int64_t points = 0;
+  std::int64_t repeats = 1;
+  std::vector<std::string> policies;
+  nlohmann::ordered_json spec;  ///< the spec as read (what --resume compares)
+};
+
+nlohmann::ordered_json to_json(const SweepDocument& doc);
+/// Needs the schema and the axes (each with a key); the rest is optional.
+SweepDocument parse_sweep_document(const JsonNode& root);
+SweepDocument read_sweep_document(const std::filesystem::path& file);
+
+/// summary.csv: one row per record, the axes (in `axis_keys` order), GPUs and GPU, then every figure per
+/// policy (policies in first-seen order; the *_ci95 columns when `with_ci`), then the error.
+std::string summary_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRecord>& records,
+                        bool with_ci);
+
+/// A run figure by its results.jsonl name ("training_time_s", "cost_usd_ci95", …); nullopt for an unknown name.
+std::optional<double> run_figure(const SweepRun& run, const std::string& name);
+
+}  // namespace edgc::results

@@ -1,0 +1,77 @@
+#include "edgc/results/plan_document.hpp"
+
+#include "edgc/core/atomic_file.hpp"
+#include "edgc/core/error.hpp"
+
+namespace edgc::results {
+
+using nlohmann::ordered_json;
+
+ordered_json to_json(const PlanDocument& doc) {
+  ordered_json target = {{"iterations", doc.target_iterations}};
+  if (doc.target_tokens) target = {{"tokens", *doc.target_tokens}, {"iterations", doc.target_iterations}};
+  ordered_json options = ordered_json::array();
+  for (const PlanDocument::Option& o : doc.options)
+    options.push_back({{"label", o.label},
+                       {"gpu", o.gpu},
+                       {"gpus", o.gpus},
+                       {"tp", o.tp},
+                       {"pp", o.pp},
+                       {"dp", o.dp},
+                       {"policy", o.policy},
+                       {"training_time_s", o.training_time_s},
+                       {"cost_usd", o.cost_usd},
+                       {"speedup_vs_none", o.speedup_vs_none},
+                       {"pareto", o.pareto}});
+  return {{"schema", kPlanSchema},
+          {"spec", doc.spec},
+          {"base", doc.base},
+          {"target", target},
+          {"pays_threshold", doc.pays_threshold},
+          {"options", options},
+          {"infeasible", doc.infeasible},
+          {"verdicts", doc.verdicts}};
+}
+
+PlanDocument parse_plan_document(const JsonNode& root) {
+  root.check_schema(kPlanSchema);
+  PlanDocument out;
+  out.spec = root.optional_string("spec");
+  out.base = root.optional_string("base");
+  if (const auto t = root.find("target")) {
+    out.target_iterations = t->optional_integer("iterations");
+    if (const auto tok = t->find("tokens")) out.target_tokens = tok->non_negative();
+  }
+  if (const auto p = root.find("pays_threshold")) out.pays_threshold = p->number();
+  const JsonNode options = root.at("options");
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const JsonNode o = options[i];
+    PlanDocument::Option p;
+    p.label = o.at("label").string();
+    p.training_time_s = o.number_at("training_time_s");
+    p.cost_usd = o.number_at("cost_usd");
+    p.speedup_vs_none = o.optional_number("speedup_vs_none");
+    p.gpu = o.optional_string("gpu");
+    p.policy = o.optional_string("policy");
+    p.gpus = o.optional_integer("gpus");
+    p.tp = o.optional_integer("tp");
+    p.pp = o.optional_integer("pp");
+    p.dp = o.optional_integer("dp");
+    if (const auto pareto = o.find("pareto")) p.pareto = pareto->boolean();
+    out.options.push_back(std::move(p));
+  }
+  for (auto [key, list] : {std::pair{"infeasible", &out.infeasible}, {"verdicts", &out.verdicts}})
+    if (const auto v = root.find(key))
+      for (std::size_t i = 0; i < v->size(); ++i) list->push_back((*v)[i].string());
+  return out;
+}
+
+PlanDocument read_plan_document(const std::filesystem::path& file) {
+  const std::string where = file.string();
+  const std::optional<std::string> text = read_file_if_present(file);
+  if (!text) throw ConfigError(where, "", "cannot be read");
+  const ordered_json j = parse_json(*text, where);
+  return parse_plan_document(JsonNode(j, where));
+}
+
+}  // namespace edgc::results

@@ -1,0 +1,281 @@
+#include "edgc/results/result_document.hpp"
+
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "edgc/core/atomic_file.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/results/run_figures.hpp"
+
+namespace edgc::results {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json optional_int(const std::optional<std::int64_t>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+
+ordered_json nan_as_null(double v) { return std::isnan(v) ? ordered_json(nullptr) : ordered_json(v); }
+
+ordered_json cluster_json(const ResultCluster& c) {
+  return {{"name", c.name},   {"gpus", c.gpus},
+          {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
+          {"gpu", c.gpu},     {"price_per_gpu_hour_usd", c.price_per_gpu_hour_usd}};
+}
+
+ordered_json parallelism_json(const ResultParallelism& p) {
+  ordered_json j = {{"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}};
+  if (p.microbatches > 0) j["microbatches"] = p.microbatches;
+  if (!p.schedule.empty()) j["schedule"] = p.schedule;
+  if (p.virtual_stages > 0) j["virtual_stages"] = p.virtual_stages;
+  if (!p.order.empty()) j["order"] = p.order;
+  return j;
+}
+
+ordered_json run_settings_json(const ResultRunSettings& r) {
+  return {{"iterations", r.iterations}, {"window", r.window}, {"alpha", r.alpha}, {"beta", r.beta},
+          {"r_min", r.r_min},           {"r_max", r.r_max},   {"step", r.step}};
+}
+
+ordered_json entropy_json(const EntropySeries& e) {
+  ordered_json stages = ordered_json::array();
+  for (const StageEntropy& s : e.stages) {
+    ordered_json g = ordered_json::array();
+    ordered_json h = ordered_json::array();
+    for (const double v : s.gaussian_nats) g.push_back(nan_as_null(v));
+    for (const double v : s.histogram_nats) h.push_back(nan_as_null(v));
+    stages.push_back({{"stage", s.stage}, {"gaussian_nats", std::move(g)}, {"histogram_nats", std::move(h)}});
+  }
+  return {{"iterations", e.iterations}, {"stages", std::move(stages)}};
+}
+
+ordered_json run_json(const ResultRun& run) {
+  ordered_json j;
+  write_figures(run, j);
+  if (run.compressed_iterations) j["compressed_iterations"] = *run.compressed_iterations;
+  if (!run.stage_comm_latency_s.empty()) j["stage_comm_latency_s"] = run.stage_comm_latency_s;
+  if (run.breakdown) j["breakdown"] = breakdown_json(*run.breakdown);
+  j["warmup_end_iteration"] = optional_int(run.warmup_end_iteration);
+  j["rank_schedule"] = rank_schedule_json(run.rank_schedule);
+  for (const auto& [key, value] : run.detail.items()) j[key] = value;
+  return j;
+}
+
+// ---- reading ----
+
+sim::IterationBreakdown read_breakdown(const JsonNode& b) {
+  return {b.number_at("compute_s"),
+          b.number_at("tp_comm_s"),
+          b.number_at("bubble_s"),
+          b.number_at("exposed_dp_comm_s"),
+          b.number_at("exposed_compression_s"),
+          b.optional_number("compression_s")};
+}
+
+std::vector<RankSegment> read_rank_schedule(const JsonNode& s) {
+  std::vector<RankSegment> out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const JsonNode seg = s[i];
+    RankSegment rs{seg.at("begin").integer(), seg.at("end").integer(), {}};
+    if (rs.end < rs.begin)
+      seg.at("end").fail("ends at " + std::to_string(rs.end) + ", before its begin " + std::to_string(rs.begin));
+    const JsonNode ranks = seg.at("ranks");
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      rs.ranks.push_back(ranks[k].integer());
+      if (rs.ranks.back() < 0) ranks[k].fail("a rank must be >= 0 (0 = uncompressed)");
+    }
+    out.push_back(std::move(rs));
+  }
+  return out;
+}
+
+const std::set<std::string> kFigureKeys = {"policy",
+                                           "iteration_time_s",
+                                           "comm_latency_s",
+                                           "training_time_s",
+                                           "speedup_vs_none",
+                                           "comm_latency_reduction_vs_none",
+                                           "training_time_reduction_vs_none",
+                                           "gpu_hours",
+                                           "cost_usd"};
+
+ResultRun read_run(const JsonNode& r) {
+  ResultRun run;
+  read_figures(r, true, run);
+  if (const auto c = r.find("compressed_iterations")) run.compressed_iterations = c->integer(0);
+  if (const auto s = r.find("stage_comm_latency_s"))
+    for (std::size_t i = 0; i < s->size(); ++i) run.stage_comm_latency_s.push_back((*s)[i].number());
+  if (const auto b = r.find("breakdown")) run.breakdown = read_breakdown(*b);
+  if (const auto w = r.find("warmup_end_iteration")) run.warmup_end_iteration = w->integer();
+  if (const auto s = r.find("rank_schedule")) run.rank_schedule = read_rank_schedule(*s);
+  const std::set<std::string> typed = {"compressed_iterations", "stage_comm_latency_s", "breakdown",
+                                       "warmup_end_iteration", "rank_schedule"};
+  for (const std::string& key : r.member_keys())
+    if (kFigureKeys.count(key) == 0 && typed.count(key) == 0) run.detail[key] = r.at(key).raw();
+  return run;
+}
+
+EntropySeries read_entropy(const JsonNode& e) {
+  EntropySeries out;
+  const JsonNode its = e.at("iterations");
+  for (std::size_t i = 0; i < its.size(); ++i) out.iterations.push_back(its[i].integer());
+  const JsonNode stages = e.at("stages");
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const JsonNode st = stages[s];
+    StageEntropy se;
+    se.stage = st.at("stage").integer();
+    for (auto [key, values] : {std::pair{"gaussian_nats", &se.gaussian_nats}, {"histogram_nats", &se.histogram_nats}}) {
+      const JsonNode arr = st.at(key);
+      if (arr.size() != out.iterations.size())
+        arr.fail("has " + std::to_string(arr.size()) + " values, expected " + std::to_string(out.iterations.size()) +
+                 " (one per entry of entropy_series.iterations)");
+      for (std::size_t i = 0; i < arr.size(); ++i) values->push_back(arr[i].number_or_nan());
+    }
+    out.stages.push_back(std::move(se));
+  }
+  return out;
+}
+
+ResultCluster read_cluster(const JsonNode& c) {
+  ResultCluster out;
+  out.name = c.optional_string("name");
+  out.gpus = c.at("gpus").integer(0);
+  out.nodes = c.optional_integer("nodes");
+  out.gpus_per_node = c.optional_integer("gpus_per_node");
+  out.gpu = c.at("gpu").string();
+  if (const auto p = c.find("price_per_gpu_hour_usd")) out.price_per_gpu_hour_usd = p->non_negative();
+  return out;
+}
+
+ResultParallelism read_parallelism(const JsonNode& p) {
+  ResultParallelism out;
+  out.tp = p.at("tp").integer(1);
+  out.pp = p.at("pp").integer(1);
+  out.dp = p.at("dp").integer(1);
+  out.microbatches = p.optional_integer("microbatches");
+  out.schedule = p.optional_string("schedule");
+  out.virtual_stages = p.optional_integer("virtual_stages");
+  out.order = p.optional_string("order");
+  return out;
+}
+
+ResultRunSettings read_run_settings(const JsonNode& r) {
+  ResultRunSettings out;
+  out.iterations = r.at("iterations").integer(0);
+  out.window = r.optional_integer("window");
+  if (const auto a = r.find("alpha")) out.alpha = a->number();
+  if (const auto b = r.find("beta")) out.beta = b->number();
+  out.r_min = r.optional_integer("r_min");
+  out.r_max = r.optional_integer("r_max");
+  out.step = r.optional_integer("step");
+  return out;
+}
+
+// Reads the member `key` of `root` into `doc` when it is one of the typed ones; false for any other key.
+bool read_typed_member(const JsonNode& root, const std::string& key, ResultDocument& doc) {
+  const std::optional<JsonNode> n = root.find(key);
+  if (key == "schema") return true;
+  if (key == "source") return (doc.source = root.at(key).one_of({"simulate", "live"}), true);
+  if (key == "scenario") return (doc.scenario = root.at(key).string(), true);
+  if (key == "runs") {
+    const JsonNode runs = root.at(key);
+    if (runs.size() == 0) runs.fail("is empty: nothing was compared");
+    for (std::size_t i = 0; i < runs.size(); ++i) doc.runs.push_back(read_run(runs[i]));
+    return true;
+  }
+  if (!n)
+    return key == "cluster" || key == "model" || key == "parallelism" || key == "run" || key == "simulations" ||
+           key == "composition" || key == "simulated_iterations" || key == "entropy_series";
+  if (key == "cluster") return (doc.cluster = read_cluster(*n), true);
+  if (key == "model") {
+    doc.model_name = n->at("name").string();
+    if (const auto p = n->find("parameters")) doc.model_parameters = p->non_negative();
+    return true;
+  }
+  if (key == "parallelism") return (doc.parallelism = read_parallelism(*n), true);
+  if (key == "run") return (doc.run = read_run_settings(*n), true);
+  if (key == "simulations") return (doc.simulations = n->integer(0), true);
+  if (key == "composition") return (doc.composition = n->one_of({"stage-separable", "exact"}), true);
+  if (key == "simulated_iterations") return (doc.simulated_iterations = n->integer(0), true);
+  if (key == "entropy_series") return (doc.entropy_series = read_entropy(*n), true);
+  return false;
+}
+
+}  // namespace
+
+const ResultRun* ResultDocument::find_run(const std::string& policy) const {
+  for (const ResultRun& r : runs)
+    if (r.policy == policy) return &r;
+  return nullptr;
+}
+
+void write_figures(const RunFigures& f, ordered_json& out) {
+  out["policy"] = f.policy;
+  out["iteration_time_s"] = f.iteration_time_s;
+  out["comm_latency_s"] = f.comm_latency_s;
+  out["training_time_s"] = f.training_time_s;
+  out["speedup_vs_none"] = f.speedup_vs_none;
+  for (const auto& [key, value] : {std::pair{"comm_latency_reduction_vs_none", f.comm_latency_reduction_vs_none},
+                                   {"training_time_reduction_vs_none", f.training_time_reduction_vs_none},
+                                   {"gpu_hours", f.gpu_hours},
+                                   {"cost_usd", f.cost_usd}})
+    if (std::isfinite(value)) out[key] = value;
+}
+
+ordered_json rank_schedule_json(const std::vector<RankSegment>& schedule) {
+  ordered_json out = ordered_json::array();
+  for (const RankSegment& s : schedule) out.push_back({{"begin", s.begin}, {"end", s.end}, {"ranks", s.ranks}});
+  return out;
+}
+
+ordered_json to_json(const ResultDocument& doc) {
+  ordered_json j = {{"schema", kResultSchema}};
+  if (doc.source != "simulate") j["source"] = doc.source;
+  j["scenario"] = doc.scenario;
+  if (doc.cluster) j["cluster"] = cluster_json(*doc.cluster);
+  if (doc.model_name) {
+    j["model"] = {{"name", *doc.model_name}};
+    if (doc.model_parameters) j["model"]["parameters"] = *doc.model_parameters;
+  }
+  if (doc.parallelism) j["parallelism"] = parallelism_json(*doc.parallelism);
+  if (doc.run) j["run"] = run_settings_json(*doc.run);
+  for (const auto& [key, value] : doc.sections.items()) j[key] = value;
+  if (doc.simulations) j["simulations"] = *doc.simulations;
+  if (!doc.composition.empty()) j["composition"] = doc.composition;
+  if (doc.simulated_iterations) j["simulated_iterations"] = *doc.simulated_iterations;
+  j["runs"] = ordered_json::array();
+  for (const ResultRun& r : doc.runs) j["runs"].push_back(run_json(r));
+  if (doc.entropy_series) j["entropy_series"] = entropy_json(*doc.entropy_series);
+  return j;
+}
+
+void read_figures(const JsonNode& r, bool times_required, RunFigures& f) {
+  f.policy = r.at("policy").string();
+  f.training_time_s = r.number_at("training_time_s");
+  f.speedup_vs_none = r.number_at("speedup_vs_none");
+  f.iteration_time_s = times_required ? r.number_at("iteration_time_s") : r.optional_number("iteration_time_s");
+  f.comm_latency_s = times_required ? r.number_at("comm_latency_s") : r.optional_number("comm_latency_s");
+  f.comm_latency_reduction_vs_none = r.optional_number("comm_latency_reduction_vs_none");
+  f.training_time_reduction_vs_none = r.optional_number("training_time_reduction_vs_none");
+  f.gpu_hours = r.optional_number("gpu_hours");
+  f.cost_usd = r.optional_number("cost_usd");
+}
+
+ResultDocument parse_result_document(const JsonNode& root) {
+  root.check_schema(kResultSchema);
+  ResultDocument doc;
+  (void)root.at("runs");  // required: named before any optional member is looked at
+  for (const std::string& key : root.member_keys())
+    if (!read_typed_member(root, key, doc)) doc.sections[key] = root.at(key).raw();
+  return doc;
+}
+
+ResultDocument read_result_document(const std::filesystem::path& file) {
+  const std::string where = file.string();
+  const std::optional<std::string> text = read_file_if_present(file);
+  if (!text) throw ConfigError(where, "", "cannot be read");
+  const ordered_json j = parse_json(*text, where);
+  return parse_result_document(JsonNode(j, where));
+}
+
+}  // namespace edgc::results
