@@ -65,7 +65,7 @@ TEST(Memoisation, EqualsSimulatingEveryIteration) {
   curve.stage_step_nats = -0.2;
   curve.noise_nats = 0.05;
   curve.seed = 7;
-  const auto source = engine::make_synthetic_source(curve, "test");
+  const auto source = std::make_unique<sim::SyntheticCurve>(curve, "test");
   const engine::PolicyRun run = engine::plan_policy(cc, s.compression.gds, s.iterations, *source);
   const auto plans = distinct_plans({&run.schedule});
   ASSERT_GE(plans.size(), 3U) << "the test needs ranks that move";

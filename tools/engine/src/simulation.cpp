@@ -134,9 +134,10 @@ struct Inputs {
   scenario::CompressionSettings compression;
   std::int64_t iterations = 0;
   std::vector<std::string> policies;
-  std::unique_ptr<EntropySource> source;
-  std::string setup_key;  ///< the sections that determine one iteration's simulation, as read (cache key)
-  bool compose = false;   ///< simulate.composition allows it and the layout is stage-separable
+  std::unique_ptr<sim::EntropyCurve> source;
+  ordered_json source_description;  ///< result.json's "entropy": how the curve was made
+  std::string setup_key;            ///< the sections that determine one iteration's simulation, as read (cache key)
+  bool compose = false;             ///< simulate.composition allows it and the layout is stage-separable
 };
 
 Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets, const std::string& policies_arg,
@@ -217,7 +218,14 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     if (sc.json().contains(section)) key[section] = sc.json()[section];
   in.setup_key = key.dump();
   if (!from_trace) {
-    in.source = make_synthetic_source(curve, w);
+    in.source = std::make_unique<SyntheticCurve>(curve, w);
+    in.source_description = {{"source", "synthetic"},
+                             {"start_nats", curve.start_nats},
+                             {"end_nats", curve.end_nats},
+                             {"decay_fraction", curve.decay_fraction},
+                             {"stage_step_nats", curve.stage_step_nats},
+                             {"noise_nats", curve.noise_nats},
+                             {"seed", curve.seed}};
     return in;
   }
   std::vector<double> params;
@@ -226,7 +234,14 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     params.push_back(static_cast<double>(sp.sharded_per_shard) * st.parallel.tp + static_cast<double>(sp.replicated));
   }
   const std::string dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
-  in.source = make_trace_source(cached_trace_entropy(dir, in.compression.gds, bins, backend, cache_dir), params);
+  auto trace =
+      std::make_unique<TraceCurve>(cached_trace_entropy(dir, in.compression.gds, bins, backend, cache_dir), params);
+  in.source_description = {{"source", "trace"},
+                           {"path", trace->trace().path},
+                           {"trace_iterations", trace->trace().steps},
+                           {"captured_iterations", trace->trace().points.size()},
+                           {"stage_map", trace->stage_map()}};
+  in.source = std::move(trace);
   return in;
 }
 
@@ -337,7 +352,7 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
 }
 
 // Both estimators per simulated stage at `points` evenly spaced iterations of the run, for charts.
-results::EntropySeries entropy_series(const EntropySource& source, int stages, std::int64_t iterations,
+results::EntropySeries entropy_series(const sim::EntropyCurve& source, int stages, std::int64_t iterations,
                                       int points = 200) {
   constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   results::EntropySeries out;
@@ -390,7 +405,7 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   results::ResultDocument& result = out.result;
   result.scenario = in.scenario_path;
   set_setup(result, in.setup, in.iterations, in.compression);
-  result.sections["entropy"] = in.source->describe();
+  result.sections["entropy"] = in.source_description;
   result.sections["dac"] = dac;
   result.sections["configurations"] = ordered_json::array();
   for (std::size_t p = 0; p < cache.plans.size(); ++p)

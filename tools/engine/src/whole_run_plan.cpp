@@ -1,122 +1,19 @@
 #include "edgc/engine/whole_run_plan.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <string>
 #include <utility>
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/isolated.hpp"
-#include "edgc/core/random.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/platform.hpp"
 
 namespace edgc::engine {
-namespace {
 
 using nlohmann::ordered_json;
-
-class SyntheticSource final : public EntropySource {
- public:
-  explicit SyntheticSource(SyntheticEntropy s) : s_(s) {}
-
-  core::StageObservation at(int stage, double f) const override {
-    double h =
-        s_.end_nats + (s_.start_nats - s_.end_nats) * std::exp(-f / s_.decay_fraction) + stage * s_.stage_step_nats;
-    if (s_.noise_nats > 0.0) {
-      const std::uint64_t bits = std::bit_cast<std::uint64_t>(f);
-      const std::uint64_t x = mix64(s_.seed ^ mix64(bits + static_cast<std::uint64_t>(stage) * 0x9e37ULL));
-      const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // [0, 1)
-      h += s_.noise_nats * std::sqrt(3.0) * (2.0 * u - 1.0);      // uniform, standard deviation noise_nats
-    }
-    core::StageObservation o;
-    o.entropy_gaussian = h;
-    o.entropy_histogram = h;
-    return o;
-  }
-  std::optional<double> loss(double) const override { return std::nullopt; }
-  ordered_json describe() const override {
-    return {{"source", "synthetic"},
-            {"start_nats", s_.start_nats},
-            {"end_nats", s_.end_nats},
-            {"decay_fraction", s_.decay_fraction},
-            {"stage_step_nats", s_.stage_step_nats},
-            {"noise_nats", s_.noise_nats},
-            {"seed", s_.seed}};
-  }
-
- private:
-  SyntheticEntropy s_;
-};
-
-std::optional<double> lerp(const std::optional<double>& a, const std::optional<double>& b, double t) {
-  if (a && b) return *a + (*b - *a) * t;
-  return t < 0.5 ? a : b;
-}
-
-class TraceSource final : public EntropySource {
- public:
-  TraceSource(TraceEntropy t, std::vector<int> map) : t_(std::move(t)), map_(std::move(map)) {}
-
-  core::StageObservation at(int stage, double f) const override {
-    const int ts = map_[static_cast<std::size_t>(stage)];
-    const auto [a, b, w] = bracket(f);
-    const auto& x = a->stages[static_cast<std::size_t>(ts)];
-    const auto& y = b->stages[static_cast<std::size_t>(ts)];
-    core::StageObservation o;
-    o.entropy_gaussian = lerp(x.entropy_gaussian, y.entropy_gaussian, w);
-    o.entropy_histogram = lerp(x.entropy_histogram, y.entropy_histogram, w);
-    o.excess_kurtosis = lerp(x.excess_kurtosis, y.excess_kurtosis, w);
-    o.elements = x.elements;
-    return o;
-  }
-  std::optional<double> loss(double f) const override {
-    const auto [a, b, w] = bracket(f);
-    return lerp(a->loss, b->loss, w);
-  }
-  ordered_json describe() const override {
-    return {{"source", "trace"},
-            {"path", t_.path},
-            {"trace_iterations", t_.steps},
-            {"captured_iterations", t_.points.size()},
-            {"stage_map", map_}};
-  }
-
- private:
-  // The captured points around trace iteration f·steps and the interpolation weight between them.
-  std::tuple<const TraceEntropyPoint*, const TraceEntropyPoint*, double> bracket(double f) const {
-    const double it = f * static_cast<double>(t_.steps);
-    const auto& p = t_.points;
-    const auto hi = std::lower_bound(p.begin(), p.end(), it, [](const TraceEntropyPoint& q, double v) {
-      return static_cast<double>(q.iteration) < v;
-    });
-    if (hi == p.begin()) return {&p.front(), &p.front(), 0.0};
-    if (hi == p.end()) return {&p.back(), &p.back(), 0.0};
-    const auto lo = hi - 1;
-    const double span = static_cast<double>(hi->iteration - lo->iteration);
-    return {&*lo, &*hi, (it - static_cast<double>(lo->iteration)) / span};
-  }
-
-  TraceEntropy t_;
-  std::vector<int> map_;
-};
-
-}  // namespace
-
-std::unique_ptr<EntropySource> make_synthetic_source(const SyntheticEntropy& s, const std::string& where) {
-  if (!(s.decay_fraction > 0.0)) throw ConfigError(where, "entropy.synthetic.decay_fraction", "must be > 0");
-  if (!(s.noise_nats >= 0.0)) throw ConfigError(where, "entropy.synthetic.noise_nats", "must be >= 0");
-  return std::make_unique<SyntheticSource>(s);
-}
-
-std::unique_ptr<EntropySource> make_trace_source(TraceEntropy trace, const std::vector<double>& stage_parameters) {
-  if (trace.points.empty()) throw TraceFormatError(trace.path, "iterations", "the trace has no captured iteration");
-  if (trace.steps < 1) throw TraceFormatError(trace.path, "iterations", "the trace has no training length");
-  std::vector<int> map = map_stages(trace.stage_elements, stage_parameters);
-  return std::make_unique<TraceSource>(std::move(trace), std::move(map));
-}
 
 ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline) {
   ordered_json j = {

@@ -15,7 +15,7 @@
 namespace edgc::sim {
 
 /// Entropy (and loss) of simulated pipeline stage `stage` at run fraction f ∈ [0, 1]: a recorded trace mapped
-/// onto the run, or a synthetic curve (their builders live with the scenario readers).
+/// onto the run, or a synthetic curve (entropy_curves.hpp).
 class EntropyCurve {
  public:
   virtual ~EntropyCurve() = default;
