@@ -40,13 +40,8 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
 results::ResultRun result_run(const PolicyRun& run, const sim::RunTotals& t, const sim::RunTotals& base,
                               double gpu_hours, double price_per_gpu_hour_usd) {
   results::ResultRun r;
-  r.policy = run.policy;
-  r.iteration_time_s = t.iteration_time_s;
-  r.comm_latency_s = t.comm_latency_s;
-  r.training_time_s = t.training_time_s;
-  r.speedup_vs_none = t.training_time_s > 0 ? base.training_time_s / t.training_time_s : 0.0;
-  r.comm_latency_reduction_vs_none = reduction(base.comm_latency_s, t.comm_latency_s);
-  r.training_time_reduction_vs_none = reduction(base.training_time_s, t.training_time_s);
+  static_cast<results::RunFigures&>(r) = results::figures_vs_baseline(
+      run.policy, t.iteration_time_s, t.comm_latency_s, t.training_time_s, base.comm_latency_s, base.training_time_s);
   r.gpu_hours = gpu_hours;
   r.cost_usd = gpu_hours * price_per_gpu_hour_usd;
   r.compressed_iterations = t.compressed_iterations;

@@ -63,13 +63,8 @@ results::ResultRun result_run(const results::PolicyRun& run, const RunTotals& t,
   for (const auto& s : run.steps)
     for (const auto& st : s.stages) wire += st.wire_bytes, dense += st.dense_bytes;
   results::ResultRun r;
-  r.policy = run.policy;
-  r.iteration_time_s = t.iter;
-  r.comm_latency_s = t.comm;
-  r.training_time_s = t.train;
-  r.speedup_vs_none = t.train > 0 ? base.train / t.train : 0.0;
-  r.comm_latency_reduction_vs_none = results::reduction(base.comm, t.comm);
-  r.training_time_reduction_vs_none = results::reduction(base.train, t.train);
+  static_cast<results::RunFigures&>(r) =
+      results::figures_vs_baseline(run.policy, t.iter, t.comm, t.train, base.comm, base.train);
   r.stage_comm_latency_s = t.stage;
   r.warmup_end_iteration = replay.warmup_end;
   r.rank_schedule = rank_schedule(replay);

@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 
 namespace edgc::results {
@@ -92,6 +93,12 @@ std::string without_exception_id(const std::string& what) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json read_json_file(const std::filesystem::path& file) {
+  const std::optional<std::string> text = read_file_if_present(file);
+  if (!text) throw ConfigError(file.string(), "", "cannot be read");
+  return parse_json(*text, file.string());
+}
 
 std::string line_label(std::size_t line_number) { return "line " + std::to_string(line_number); }
 

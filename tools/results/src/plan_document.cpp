@@ -67,11 +67,8 @@ PlanDocument parse_plan_document(const JsonNode& root) {
 }
 
 PlanDocument read_plan_document(const std::filesystem::path& file) {
-  const std::string where = file.string();
-  const std::optional<std::string> text = read_file_if_present(file);
-  if (!text) throw ConfigError(where, "", "cannot be read");
-  const ordered_json j = parse_json(*text, where);
-  return parse_plan_document(JsonNode(j, where));
+  const ordered_json j = read_json_file(file);
+  return parse_plan_document(JsonNode(j, file.string()));
 }
 
 }  // namespace edgc::results

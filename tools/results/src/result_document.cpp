@@ -209,6 +209,19 @@ const ResultRun* ResultDocument::find_run(const std::string& policy) const {
   return nullptr;
 }
 
+RunFigures figures_vs_baseline(std::string policy, double iteration_time_s, double comm_latency_s,
+                               double training_time_s, double base_comm_latency_s, double base_training_time_s) {
+  RunFigures f;
+  f.policy = std::move(policy);
+  f.iteration_time_s = iteration_time_s;
+  f.comm_latency_s = comm_latency_s;
+  f.training_time_s = training_time_s;
+  f.speedup_vs_none = training_time_s > 0 ? base_training_time_s / training_time_s : 0.0;
+  f.comm_latency_reduction_vs_none = reduction(base_comm_latency_s, comm_latency_s);
+  f.training_time_reduction_vs_none = reduction(base_training_time_s, training_time_s);
+  return f;
+}
+
 void write_figures(const RunFigures& f, ordered_json& out) {
   out["policy"] = f.policy;
   out["iteration_time_s"] = f.iteration_time_s;
@@ -271,11 +284,8 @@ ResultDocument parse_result_document(const JsonNode& root) {
 }
 
 ResultDocument read_result_document(const std::filesystem::path& file) {
-  const std::string where = file.string();
-  const std::optional<std::string> text = read_file_if_present(file);
-  if (!text) throw ConfigError(where, "", "cannot be read");
-  const ordered_json j = parse_json(*text, where);
-  return parse_result_document(JsonNode(j, where));
+  const ordered_json j = read_json_file(file);
+  return parse_result_document(JsonNode(j, file.string()));
 }
 
 }  // namespace edgc::results

@@ -206,11 +206,8 @@ SweepDocument parse_sweep_document(const JsonNode& root) {
 }
 
 SweepDocument read_sweep_document(const std::filesystem::path& file) {
-  const std::string where = file.string();
-  const std::optional<std::string> text = read_file_if_present(file);
-  if (!text) throw ConfigError(where, "", "cannot be read");
-  const ordered_json j = parse_json(*text, where);
-  return parse_sweep_document(JsonNode(j, where));
+  const ordered_json j = read_json_file(file);
+  return parse_sweep_document(JsonNode(j, file.string()));
 }
 
 // ---- summary.csv ----
@@ -239,8 +236,9 @@ std::string summary_csv(const std::vector<std::string>& axis_keys, const std::ve
     for (const std::string& p : policies) {
       const SweepRun* run = r.find_run(p);
       for (const std::string& f : fields) {
-        const std::optional<double> v = run != nullptr ? run_figure(*run, f) : std::nullopt;
-        os << ',' << (v && std::isfinite(*v) ? csv_cell(json(*v)) : "");
+        os << ',';
+        if (run == nullptr) continue;
+        if (const std::optional<double> v = run_figure(*run, f); v && std::isfinite(*v)) os << csv_cell(json(*v));
       }
     }
     os << ',' << csv_cell(r.failed() ? json(r.error) : json()) << '\n';

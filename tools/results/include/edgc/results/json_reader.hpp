@@ -5,6 +5,7 @@
 // "out/results.jsonl: line 3: runs[0].speedup_vs_none: expected a number".
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,9 @@ extern template nlohmann::json parse_json<nlohmann::json>(const std::string&, co
                                                           const std::string&);
 extern template nlohmann::ordered_json parse_json<nlohmann::ordered_json>(const std::string&, const std::string&,
                                                                           const std::string&, const std::string&);
+
+/// The whole of `file` parsed (ordered); ConfigError(file, "", "cannot be read") when it cannot be opened.
+nlohmann::ordered_json read_json_file(const std::filesystem::path& file);
 
 /// One JSON value with its file, line label and dotted path ("runs[2].breakdown.compute_s"). Cheap to copy;
 /// it points into the document, which must outlive it. Ordered, so that objects read in the order of the file.

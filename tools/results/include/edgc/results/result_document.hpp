@@ -44,6 +44,11 @@ struct RunFigures {
   double cost_usd = kAbsent;
 };
 
+/// A run's figures against the baseline run (policy none) of the same comparison: speedup = baseline training
+/// time / training time (0 for a zero training time), reductions 1 − x / baseline; GPU-hours and cost absent.
+RunFigures figures_vs_baseline(std::string policy, double iteration_time_s, double comm_latency_s,
+                               double training_time_s, double base_comm_latency_s, double base_training_time_s);
+
 /// One compared policy of a result.
 struct ResultRun : RunFigures {
   std::optional<std::int64_t> compressed_iterations;  ///< iterations with any stage compressed
