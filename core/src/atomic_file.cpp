@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -21,6 +22,18 @@ std::string unique_suffix() {
 }
 
 }  // namespace
+
+void check_output_file(const fs::path& path, const std::string& option) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError(path.string(), "", "is a directory (" + option + " names a file)");
+  const std::string probe = path.string() + unique_suffix();
+  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  if (f == nullptr)
+    throw InputError(path.string(), "",
+                     "cannot be written (" + option + "): " + std::generic_category().message(errno));
+  std::fclose(f);
+  fs::remove(probe, ec);
+}
 
 AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
   tmp_ = path_.string() + unique_suffix();
@@ -69,10 +82,10 @@ StagingDir::StagingDir(fs::path final_path) : final_(std::move(final_path)) {
   }
   fs::path parent = final_.has_parent_path() ? final_.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
-  if (ec) throw IoError(parent.string(), "cannot create directory: " + ec.message());
+  if (ec) throw InputError(final_.string(), "", "cannot create the output directory: " + ec.message());
   tmp_ = parent / ("." + final_.filename().string() + unique_suffix());
   fs::create_directory(tmp_, ec);
-  if (ec) throw IoError(tmp_.string(), "cannot create directory: " + ec.message());
+  if (ec) throw InputError(final_.string(), "", "cannot create the output directory: " + ec.message());
 }
 
 StagingDir::~StagingDir() {

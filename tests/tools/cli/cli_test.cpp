@@ -194,4 +194,50 @@ TEST(Cli, CalibrateFitsNcclTestsLogsAndRejectsMalformedOnes) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "x.json"));
 }
 
+// User mistakes that used to crash, exit 1 or pass silently: each is exit 2, one line naming the file or option and
+// the reason, nothing on stdout and no output left behind.
+TEST(Cli, UserMistakesExitTwoNamingWhatIsWrongAndLeaveNothing) {
+  TempDir tmp;
+  const std::string small = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json";
+  const std::string grid = std::string(EDGC_SOURCE_DIR) + "/tests/data/sweep/small-grid.json";
+  const std::string trace = std::string(EDGC_SOURCE_DIR) + "/traces/bundled/tinygpt-licenses";
+  const std::string cluster = std::string(EDGC_SOURCE_DIR) + "/scenarios/clusters/dgx-h100.json";
+  const std::string log = std::string(EDGC_SOURCE_DIR) + "/tests/data/nccl/h100-1node-8gpu.log";
+  const std::string out = (tmp / "out").string();
+  std::filesystem::create_directories(tmp / "adir");
+  const std::string adir = (tmp / "adir").string();
+  struct Case {
+    std::string args;
+    std::string expected;  // in the one line on stderr
+  };
+  const Case cases[] = {
+      {"trace inspect " + trace + " --rows -1", "--rows: must be >= 0"},
+      {"simulate --scenario " + adir + " --out " + out, "is a directory, not a scenario file"},
+      {"simulate --scenario " + small + " --out /proc/edgc-x", "/proc/edgc-x: cannot create the output directory"},
+      {"simulate --scenario " + small + " --out " + out + " --timeline /proc/edgc-x/t.json",
+       "/proc/edgc-x/t.json: cannot be written (--timeline)"},
+      {"simulate --scenario " + small + " --out " + out + " --timeline " + adir, "is a directory (--timeline"},
+      {"simulate --scenario " + small + " --set compression.policy= --out " + out,
+       "compression.policy: unknown policy ''"},
+      {"simulate --scenario " + small + " --policies '' --out " + out, "--policies: is empty"},
+      {"simulate --scenario " + small + " --policies none,,edgc --out " + out,
+       "--policies: 'none,,edgc' has an empty policy name"},
+      {"sweep --spec " + grid + " --out " + out + " --best-by nonsense", "--best-by: 'nonsense' is not a run figure"},
+      {"sweep --spec " + grid + " --out " + out + " --best-by training_time_s_ci95",
+       "'training_time_s_ci95' is not a run figure of this sweep"},  // one repeat: no interval
+      {"calibrate --nccl-tests " + log + " --cluster " + cluster + " --out " + adir, "is a directory (--out"},
+      {"report " + std::string(EDGC_SOURCE_DIR) + "/tests/data/report/simulate --out /proc/edgc-x/r.html",
+       "/proc/edgc-x/r.html: cannot create its folder (--out)"},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = edgc(c.args, tmp);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
+    EXPECT_TRUE(std::filesystem::is_empty(adir)) << c.args;
+  }
+}
+
 }  // namespace

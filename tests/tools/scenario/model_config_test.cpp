@@ -119,6 +119,44 @@ TEST_F(ModelConfigFile, IncludeByPathAndWithLocalOverrides) {
   EXPECT_EQ(cb.model.global_batch_size, 16);
 }
 
+TEST_F(ModelConfigFile, AnIncludedFileMayIncludeAnotherRelativeToItself) {
+  write("models/base.json", R"({"model": {"include": "m.json", "layers": 6}})");  // models/m.json, beside it
+  write("c.json", R"({"model": {"include": "models/base.json", "global_batch_size": 32}})");
+  Scenario c = Scenario::load(path("c.json"));
+  c.splice_include("model");
+  const ModelConfig mc = read_model_config(c);
+  EXPECT_EQ(mc.model.hidden, 64);             // from models/m.json
+  EXPECT_EQ(mc.model.layers, 6);              // models/base.json over models/m.json
+  EXPECT_EQ(mc.model.global_batch_size, 32);  // c.json over both
+  EXPECT_FALSE(c.json()["model"].contains("include"));
+}
+
+TEST_F(ModelConfigFile, IncludeCyclesAndDirectoriesAreErrorsNamingTheChain) {
+  write("models/x.json", R"({"model": "y.json"})");
+  write("models/y.json", R"({"model": {"include": "x.json", "layers": 2}})");
+  write("d.json", R"({"model": "models/x.json"})");
+  Scenario d = Scenario::load(path("d.json"));
+  try {
+    d.splice_include("model");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cycle"), std::string::npos) << m;
+    EXPECT_NE(m.find("x.json -> "), std::string::npos) << m;
+    EXPECT_NE(m.find("y.json -> "), std::string::npos) << m;
+  }
+  fs::create_directories(dir_ / "models" / "dir.json");
+  write("e.json", R"({"model": "models/dir.json"})");
+  Scenario e = Scenario::load(path("e.json"));
+  try {
+    e.splice_include("model");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("is a directory"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW((void)Scenario::load((dir_ / "models").string()), ConfigError);
+}
+
 TEST_F(ModelConfigFile, ErrorsNameTheKey) {
   EXPECT_EQ(failing_field(R"({"model": "models/m.json"})"), "");
   EXPECT_EQ(failing_field(R"({"model": 3})"), "model");

@@ -114,6 +114,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   if (!parse("calibrate", "--nccl-tests LOG... --cluster F [--ranks-per-node N] [--ranks N] --out FILE", opts, {}, args,
              vm))
     return 0;
+  check_output_file(out, "--out");
   scenario::Scenario scenario = scenario::load_scenario(cluster_path, overrides);
   const sim::ClusterSpec spec = scenario::read_cluster(scenario);
   scenario.reject_unknown({"cluster"});

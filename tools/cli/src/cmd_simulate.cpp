@@ -44,8 +44,9 @@ int run_simulate_command(const std::vector<std::string>& args) {
           opts, {}, args, vm))
     return 0;
   if (jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(jobs));
-  if (!timeline.empty() && fs::is_directory(timeline))
-    throw UsageError("--timeline", "'" + timeline + "' is a directory");
+  if (vm.count("policies") != 0U && policies.empty())
+    throw UsageError("--policies", "is empty: name the compared policies, e.g. none,static,edgc");
+  if (!timeline.empty()) check_output_file(timeline, "--timeline");  // before the simulations, not after
 
   StagingDir staging(out);  // before the simulations: a busy --out fails fast
   engine::SimulateRequest request;

@@ -1,6 +1,7 @@
 // `edgc trace inspect` and `edgc trace synth`.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -210,7 +211,7 @@ std::string inspect_text(const std::string& dir, const InspectResult& r, std::si
 int run_inspect(const std::vector<std::string>& args) {
   po::options_description opts;
   std::string dir;
-  std::size_t rows = 3;
+  std::int64_t rows = 3;
   opts.add_options()("trace", po::value(&dir)->required(), "trace directory (holds trace.json)")(
       "json", "print one JSON document: statistics keyed by iteration and tensor name")(
       "rows", po::value(&rows)->default_value(3), "iterations shown in the per-tensor table (0 = all)");
@@ -218,9 +219,10 @@ int run_inspect(const std::vector<std::string>& args) {
   pos.add("trace", 1);
   po::variables_map vm;
   if (!parse("trace inspect", "DIR [--json] [--rows N]", opts, pos, args, vm)) return 0;
+  if (rows < 0) throw UsageError("--rows", "must be >= 0 (0 shows every iteration), got " + std::to_string(rows));
   // Everything is read and checked before anything is printed: bad input gives an error and no partial output.
   const InspectResult r = collect(dir);
-  std::cout << (vm.count("json") != 0U ? inspect_json(dir, r) : inspect_text(dir, r, rows));
+  std::cout << (vm.count("json") != 0U ? inspect_json(dir, r) : inspect_text(dir, r, static_cast<std::size_t>(rows)));
   return 0;
 }
 

@@ -181,7 +181,8 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     else
       list = "none,static," + cc.policy;
   }
-  in.policies = scenario::policies_with_baseline(list, w, "simulate.policies");
+  in.policies = policies_arg.empty() ? scenario::policies_with_baseline(list, w, "simulate.policies")
+                                     : scenario::policies_with_baseline(list, "--policies", "");
 
   const std::string trace_key = sc.string("trace.path", "");
   const std::string source = sc.string("entropy.source", trace_key.empty() ? "synthetic" : "trace");

@@ -339,6 +339,14 @@ std::vector<results::SweepRecord> read_results(const std::string& dir) {
 
 SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, MpiSession* mpi) {
   if (o.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(o.jobs));
+  if (!o.best_by.empty()) {  // before any point runs, not after the last
+    const std::vector<std::string> names = results::run_figure_names(spec.repeats > 1);
+    if (std::find(names.begin(), names.end(), o.best_by) == names.end()) {
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw UsageError("--best-by", "'" + o.best_by + "' is not a run figure of this sweep (" + known + ")");
+    }
+  }
   const std::vector<scenario::SweepPoint> points = scenario::expand_points(spec);
   SweepOutcome outcome;
   outcome.points = static_cast<std::int64_t>(points.size());

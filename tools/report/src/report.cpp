@@ -54,13 +54,20 @@ void write_report(const ReportFiles& files, const fs::path& html, const fs::path
   if (fs::exists(svg_dir, ec) && !fs::is_directory(svg_dir, ec))
     throw InputError(svg_dir.string(), "", "exists and is not a directory (--svg-dir)");
   if (fs::is_directory(html, ec)) throw InputError(html.string(), "", "is a directory (--out names the HTML file)");
-  fs::create_directories(svg_dir, ec);
-  if (ec) throw IoError(svg_dir.string(), "cannot create directory: " + ec.message());
   if (html.has_parent_path()) {
     fs::create_directories(html.parent_path(), ec);
-    if (ec) throw IoError(html.parent_path().string(), "cannot create directory: " + ec.message());
+    if (ec) throw InputError(html.string(), "", "cannot create its folder (--out): " + ec.message());
   }
-  for (const auto& [name, svg] : files.svgs) write_file_atomic(svg_dir / name, svg);
+  check_output_file(html, "--out");  // before the SVG folder is made: a page that cannot be written leaves nothing
+  const bool svg_dir_existed = fs::exists(svg_dir, ec);
+  fs::create_directories(svg_dir, ec);
+  if (ec) throw InputError(svg_dir.string(), "", "cannot create the chart folder (--svg-dir): " + ec.message());
+  try {
+    for (const auto& [name, svg] : files.svgs) write_file_atomic(svg_dir / name, svg);
+  } catch (...) {
+    if (!svg_dir_existed) fs::remove_all(svg_dir, ec);
+    throw;
+  }
   write_file_atomic(html, files.html);
 }
 

@@ -152,6 +152,16 @@ std::vector<SweepRun> average_runs(const std::vector<ResultDocument>& reps) {
   return out;
 }
 
+std::vector<std::string> run_figure_names(bool with_ci) {
+  std::vector<std::string> names;
+  for (const auto& [name, field] : kFigures) names.emplace_back(name);
+  if (with_ci)
+    for (const auto& [name, field] : kCiFields) names.push_back(std::string(name) + "_ci95");
+  names.emplace_back("warmup_end_iteration");
+  names.emplace_back("compressed_iterations");
+  return names;
+}
+
 std::optional<double> run_figure(const SweepRun& run, const std::string& name) {
   for (const auto& [n, field] : kFigures)
     if (name == n) return run.*field;
@@ -218,10 +228,8 @@ std::string summary_csv(const std::vector<std::string>& axis_keys, const std::ve
   for (const SweepRecord& r : records)
     for (const SweepRun& run : r.runs)
       if (std::find(policies.begin(), policies.end(), run.policy) == policies.end()) policies.push_back(run.policy);
-  std::vector<std::string> fields;
-  for (const auto& [name, field] : kFigures) fields.emplace_back(name);
-  if (with_ci)
-    for (const auto& [name, field] : kCiFields) fields.push_back(std::string(name) + "_ci95");
+  std::vector<std::string> fields = run_figure_names(with_ci);
+  fields.resize(fields.size() - 2);  // the iteration counts are not averaged: not in the summary
   std::ostringstream os;
   os << "point";
   for (const std::string& k : axis_keys) os << ',' << csv_cell(json(k));

@@ -8,12 +8,23 @@
 #include "edgc/core/error.hpp"
 
 namespace edgc::scenario {
+namespace {
+
+std::string known_policies() {
+  std::string known;
+  for (const std::string& name : core::policy_names()) known += (known.empty() ? "" : ", ") + name;
+  return known;
+}
+
+}  // namespace
 
 CompressionSettings read_compression(Scenario& sc) {
   CompressionSettings o;
   const std::string w = sc.where();
   auto& c = o.controller;
   c.policy = sc.string("compression.policy", "edgc");
+  if (!core::is_policy(c.policy))
+    throw ConfigError(w, "compression.policy", "unknown policy '" + c.policy + "' (" + known_policies() + ")");
   c.estimator =
       core::parse_entropy_estimator(sc.string("compression.estimator", "gaussian"), w, "compression.estimator");
   o.gds.window_iters = sc.integer("compression.window", 1000);
@@ -65,13 +76,13 @@ std::vector<std::string> split_list(const std::string& text) {
 
 std::vector<std::string> policies_with_baseline(const std::string& list, const std::string& where,
                                                 const std::string& key) {
+  const std::string known = known_policies();
+  if (list.empty()) throw ConfigError(where, key, "is empty: name at least one policy (" + known + ")");
   std::vector<std::string> out{"none"};
-  for (const std::string& p : split_list(list)) {
-    if (!core::is_policy(p)) {
-      std::string known;
-      for (const std::string& name : core::policy_names()) known += (known.empty() ? "" : ", ") + name;
-      throw ConfigError(where, key, "unknown policy '" + p + "' (" + known + ")");
-    }
+  std::stringstream ss(list + ",");  // the trailing comma makes "a," end in an empty name
+  for (std::string p; std::getline(ss, p, ',');) {
+    if (p.empty()) throw ConfigError(where, key, "'" + list + "' has an empty policy name");
+    if (!core::is_policy(p)) throw ConfigError(where, key, "unknown policy '" + p + "' (" + known + ")");
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   }
   return out;

@@ -1,5 +1,6 @@
 #include "edgc/scenario/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,8 @@ void collect_leaves(const nlohmann::json& j, const std::string& prefix, std::vec
 }  // namespace
 
 Scenario Scenario::load(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, "", "is a directory, not a scenario file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the scenario file");
   Scenario s;
@@ -84,6 +87,11 @@ std::string Scenario::resolve(const std::string& path) const {
 }
 
 void Scenario::splice_include(const std::string& key) {
+  std::vector<std::string> chain;
+  splice_include(key, chain);
+}
+
+void Scenario::splice_include(const std::string& key, std::vector<std::string>& chain) {
   const auto it = doc_.find(key);
   if (it == doc_.end()) return;
   std::string file;
@@ -101,7 +109,22 @@ void Scenario::splice_include(const std::string& key) {
   } else {
     throw ConfigError(where_, key, "expected an object or a file path, got " + it->dump());
   }
-  const Scenario included = load(resolve(file));
+  const std::string path = resolve(file);
+  const std::string id = std::filesystem::weakly_canonical(path).string();
+  chain.push_back(std::filesystem::weakly_canonical(where_).string());
+  const auto seen = std::find(chain.begin(), chain.end(), id);
+  if (seen != chain.end() || static_cast<int>(chain.size()) > kMaxIncludeDepth) {
+    std::string trail;
+    for (auto c = seen == chain.end() ? chain.begin() : seen; c != chain.end(); ++c) trail += *c + " -> ";
+    throw ConfigError(
+        where_, key + (it->is_string() ? "" : ".include"),
+        (seen != chain.end() ? "includes form a cycle: "
+                             : "includes nest deeper than " + std::to_string(kMaxIncludeDepth) + " files: ") +
+            trail + id);
+  }
+  Scenario included = load(path);
+  included.splice_include(key, chain);  // an include inside the included file, relative to that file
+  chain.pop_back();
   const auto section = included.doc_.find(key);
   if (section == included.doc_.end() || !section->is_object())
     throw ConfigError(included.where_, key, "an included " + key + " file must hold a \"" + key + "\" object");

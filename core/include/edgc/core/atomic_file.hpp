@@ -32,6 +32,12 @@ class AtomicFileWriter {
 /// Throws IoError when the directory cannot be written.
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
+/// Checks, before any work, that a file can be written at `path` the way write_file_atomic writes it (a
+/// temporary file beside it, created and removed here). Throws InputError naming `path`, the option the user gave
+/// it with (`option`, e.g. "--timeline") and the OS reason when `path` is a directory or its folder is missing or
+/// not writable.
+void check_output_file(const std::filesystem::path& path, const std::string& option);
+
 /// The whole contents of `path`, or nullopt when it cannot be opened (absent). Throws IoError when a read fails.
 std::optional<std::string> read_file_if_present(const std::filesystem::path& path);
 
@@ -39,7 +45,8 @@ std::optional<std::string> read_file_if_present(const std::filesystem::path& pat
 /// when not committed. Gives "no partial output" to commands that write a whole directory.
 class StagingDir {
  public:
-  /// Throws InputError when `final_path` exists and is not an empty directory, IoError when it cannot be made.
+  /// Throws InputError when `final_path` exists and is not an empty directory, or when it cannot be made there
+  /// (a missing or read-only parent; the message names the path and the OS reason): it is made before any work.
   explicit StagingDir(std::filesystem::path final_path);
   ~StagingDir();
   StagingDir(const StagingDir&) = delete;

@@ -87,6 +87,10 @@ SweepDocument read_sweep_document(const std::filesystem::path& file);
 std::string summary_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRecord>& records,
                         bool with_ci);
 
+/// The names run_figure() knows, in column order: the figures, their *_ci95 half-widths (`with_ci`), then
+/// warmup_end_iteration and compressed_iterations.
+std::vector<std::string> run_figure_names(bool with_ci);
+
 /// A run figure by its results.jsonl name ("training_time_s", "cost_usd_ci95", …); nullopt for an unknown name.
 std::optional<double> run_figure(const SweepRun& run, const std::string& name);
 

@@ -15,7 +15,8 @@ class Scenario {
  public:
   /// Empty scenario (defaults only), named `where` in errors.
   Scenario() = default;
-  /// Reads `path`; throws ConfigError naming the file on unreadable or invalid JSON, or a non-object top level.
+  /// Reads `path`; throws ConfigError naming the file when it is missing, a directory, unreadable, invalid JSON or
+  /// not a JSON object at the top level.
   static Scenario load(const std::string& path);
 
   /// Applies "a.b.c=value" (value parsed as JSON when it is valid JSON, else taken as a string).
@@ -33,8 +34,11 @@ class Scenario {
   /// keys} by the named file's `key` object (local keys patched over it), so later reads and `--set key.x=…`
   /// see one plain object. Does nothing when the section is absent or an object without "include". Throws
   /// ConfigError naming the included file when it cannot be read or holds no `key` object, or naming `key` /
-  /// `key.include` when the value has the wrong type.
+  /// `key.include` when the value has the wrong type. An included file's `key` section may include another file
+  /// in turn (followed the same way, relative to that file); a cycle or more than kMaxIncludeDepth levels is a
+  /// ConfigError naming the chain.
   void splice_include(const std::string& key);
+  static constexpr int kMaxIncludeDepth = 8;
 
   double number(const std::string& key, double fallback);
   std::int64_t integer(const std::string& key, std::int64_t fallback);
@@ -51,6 +55,7 @@ class Scenario {
 
  private:
   const nlohmann::json* find(const std::string& key) const;
+  void splice_include(const std::string& key, std::vector<std::string>& chain);
   std::string where_ = "(defaults)";
   nlohmann::json doc_ = nlohmann::json::object();
   std::set<std::string> read_;
