@@ -13,6 +13,20 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
   if (iterations < 1) throw ConfigError(where, "run.iterations", "must be >= 1");
   const auto controller = core::make_controller(cc, where.c_str());
   const core::GradientDataSampler sampler(gds);
+  // The planner visits every window and every sampled iteration of the run: bound both before starting.
+  const std::int64_t windows = (iterations + gds.window_iters - 1) / gds.window_iters;
+  if (windows > kMaxPlannedWindows)
+    throw ConfigError(where, "run.iterations",
+                      std::to_string(iterations) + " iterations in windows of " + std::to_string(gds.window_iters) +
+                          " make " + std::to_string(windows) + " controller windows, more than " +
+                          std::to_string(kMaxPlannedWindows) + ": shorten the run or lengthen compression.window");
+  const std::int64_t samples = iterations / std::max<std::int64_t>(1, sampler.period()) * std::max(1, cc.stages);
+  if (samples > kMaxPlannedSamples)
+    throw ConfigError(where, "run.iterations",
+                      std::to_string(iterations) + " iterations sampled every " + std::to_string(sampler.period()) +
+                          " over " + std::to_string(cc.stages) + " stages make " + std::to_string(samples) +
+                          " entropy samples, more than " + std::to_string(kMaxPlannedSamples) +
+                          ": shorten the run or lower compression.alpha");
   PolicyRun run;
   run.policy = cc.policy;
   const auto stages = static_cast<std::size_t>(cc.stages);

@@ -225,6 +225,13 @@ TEST(Cli, UserMistakesExitTwoNamingWhatIsWrongAndLeaveNothing) {
       {"sweep --spec " + grid + " --out " + out + " --best-by nonsense", "--best-by: 'nonsense' is not a run figure"},
       {"sweep --spec " + grid + " --out " + out + " --best-by training_time_s_ci95",
        "'training_time_s_ci95' is not a run figure of this sweep"},  // one repeat: no interval
+      {"sweep --spec " + grid + " --out " + out + " --max-points 3", "has 12 points, more than 3: raise --max-points"},
+      {"simulate --scenario " + small + " --set model.hidden=2000000000 --out " + out,
+       "model.hidden: 2000000000 is beyond the supported maximum"},
+      {"simulate --scenario " + small + " --set model.layers=1000000000 --out " + out,
+       "model.layers: 1000000000 is beyond the supported maximum"},
+      {"simulate --scenario " + small + " --set run.iterations=1000000000000000 --out " + out,
+       "run.iterations: 1000000000000000 iterations in windows of"},
       {"calibrate --nccl-tests " + log + " --cluster " + cluster + " --out " + adir, "is a directory (--out"},
       {"report " + std::string(EDGC_SOURCE_DIR) + "/tests/data/report/simulate --out /proc/edgc-x/r.html",
        "/proc/edgc-x/r.html: cannot create its folder (--out)"},

@@ -347,6 +347,9 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
       throw UsageError("--best-by", "'" + o.best_by + "' is not a run figure of this sweep (" + known + ")");
     }
   }
+  if (const std::int64_t n = scenario::point_count(spec); n > o.max_points)
+    throw UsageError("--max-points", spec.path + " has " + std::to_string(n) + " points, more than " +
+                                         std::to_string(o.max_points) + ": raise --max-points to run them all");
   const std::vector<scenario::SweepPoint> points = scenario::expand_points(spec);
   SweepOutcome outcome;
   outcome.points = static_cast<std::int64_t>(points.size());

@@ -1,5 +1,7 @@
 #include "edgc/scenario/model_config.hpp"
 
+#include <tuple>
+
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -43,6 +45,19 @@ ModelConfig read_model_config(Scenario& sc) {
   m.vocab = sc.int32("model.vocab", 0);
   m.micro_batch_size = sc.int32("model.micro_batch_size", 0);
   m.global_batch_size = sc.int32("model.global_batch_size", 0);
+  // Sizes far beyond any model (the largest published dense transformers have ~100 layers, hidden 25,600,
+  // sequences of a few 100k tokens): a typo such as 2e9 is named here instead of running away later.
+  for (const auto& [key, value, limit] : {std::tuple{"model.layers", m.layers, 1 << 16},
+                                          {"model.hidden", m.hidden, 1 << 20},
+                                          {"model.heads", m.heads, 1 << 16},
+                                          {"model.seq_len", m.seq_len, 1 << 24},
+                                          {"model.vocab", m.vocab, 1 << 24},
+                                          {"model.micro_batch_size", m.micro_batch_size, 1 << 24},
+                                          {"model.global_batch_size", m.global_batch_size, 1 << 30}})
+    if (value > limit)
+      throw ConfigError(sc.where(), key,
+                        std::to_string(value) + " is beyond the supported maximum " + std::to_string(limit) +
+                            " (far past any published model: check the value)");
   m.dtype = sc.string("model.dtype", "fp16");
   if (m.dtype != "fp16" && m.dtype != "bf16" && m.dtype != "fp32")
     throw ConfigError(sc.where(), "model.dtype", "expected fp16, bf16 or fp32, got '" + m.dtype + "'");

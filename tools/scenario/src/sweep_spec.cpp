@@ -191,14 +191,20 @@ SweepSpec read_sweep_spec(const std::string& path) {
   return spec;
 }
 
+std::int64_t point_count(const SweepSpec& spec) {
+  if (spec.random) return spec.samples;
+  std::int64_t n = 1;
+  for (const SweepAxis& a : spec.axes) n *= static_cast<std::int64_t>(a.values.size());
+  return n;
+}
+
 std::vector<SweepPoint> expand_points(const SweepSpec& spec) {
   std::vector<SweepPoint> out;
   const auto label_of = [](const SweepAxis& a, std::size_t j) {
     return a.labels.empty() ? std::string() : a.labels[j];
   };
   if (!spec.random) {
-    std::int64_t n = 1;
-    for (const SweepAxis& a : spec.axes) n *= static_cast<std::int64_t>(a.values.size());
+    const std::int64_t n = point_count(spec);
     for (std::int64_t k = 0; k < n; ++k) {
       SweepPoint p;
       p.index = k;

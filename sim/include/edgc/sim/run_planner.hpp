@@ -36,6 +36,10 @@ struct PolicyRun {
 /// gds.window_iters: a window's observation averages the curve at the GDS's sampled iterations (every
 /// round(1/α)-th); its decision holds for the next window. Rank 0 and warm-up windows are uncompressed.
 /// `where` (the scenario file) prefixes configuration errors.
+/// Bounds on what plan_policy() visits (a few seconds of planning at most); beyond them it refuses the run.
+inline constexpr std::int64_t kMaxPlannedWindows = 10'000'000;
+inline constexpr std::int64_t kMaxPlannedSamples = 200'000'000;
+
 PolicyRun plan_policy(const core::ControllerConfig& controller, const core::GdsConfig& gds, std::int64_t iterations,
                       const EntropyCurve& curve, const std::string& where = "simulate");
 

@@ -28,6 +28,8 @@ struct SweepOptions {
   bool resume = false;  ///< continue a sweep in DIR (else DIR must be new or empty)
   bool quiet = false;   ///< no progress, no tables: only the paths
   std::string best_by;  ///< summary ranking: a run field, default training_time_s
+  /// A spec with more points is refused before anything runs (a typo in a grid can make millions).
+  std::int64_t max_points = 100'000;
 };
 
 struct SweepOutcome {

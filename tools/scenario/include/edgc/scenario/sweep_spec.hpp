@@ -65,6 +65,9 @@ struct SweepPoint {
 /// Reads and checks a spec. Throws ConfigError naming the file and the field (axes[i].values[j], …).
 SweepSpec read_sweep_spec(const std::string& path);
 
+/// How many points expand_points() gives, without making them: the grid's product or the random samples.
+std::int64_t point_count(const SweepSpec& spec);
+
 /// All points of the spec, in a fixed order (grid: row-major over the axes; random: draw k uses Rng(seed, k)).
 std::vector<SweepPoint> expand_points(const SweepSpec& spec);
 
