@@ -194,6 +194,46 @@ TEST(Cli, CalibrateFitsNcclTestsLogsAndRejectsMalformedOnes) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "x.json"));
 }
 
+TEST(Cli, CalibrateSkipsNcclDebugLinesAndRefusesABandwidthAboveTheLineRate) {
+  TempDir tmp;
+  const std::string src = EDGC_SOURCE_DIR;
+  const std::string cluster = " --cluster " + src + "/scenarios/clusters/dgx-h100.json";
+  const std::string log = read_file(src + "/tests/data/nccl/h100-1node-8gpu.log");
+  // The same log as NCCL_DEBUG=INFO prints it: debug lines before and between the rows.
+  std::string noisy = "node0:1000:1000 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n";
+  for (std::size_t at = 0, next; at < log.size(); at = next + 1) {
+    next = log.find('\n', at);
+    noisy += log.substr(at, next - at + 1);
+    if (log[at] != '#') noisy += "node0:1003:1003 [3] NCCL WARN Cuda failure 'out of memory' (retrying)\n";
+  }
+  edgc::traces::test::write_file(tmp / "noisy.log", noisy);
+  ASSERT_EQ(edgc("calibrate" + cluster + " --nccl-tests " + src + "/tests/data/nccl/h100-1node-8gpu.log" + " --out " +
+                     (tmp / "a.json").string(),
+                 tmp)
+                .code,
+            0);
+  const CliRun r = edgc(
+      "calibrate" + cluster + " --nccl-tests " + (tmp / "noisy.log").string() + " --out " + (tmp / "b.json").string(),
+      tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("skipped 9 NCCL INFO/WARN lines"), std::string::npos) << r.out;
+  const auto a = nlohmann::json::parse(read_file(tmp / "a.json"));
+  const auto b = nlohmann::json::parse(read_file(tmp / "b.json"));
+  EXPECT_EQ(a["intra"]["points"], b["intra"]["points"]);  // the same fit as the clean log
+
+  // 220 GB/s at 16 MiB against a cluster whose NVLink is set to 100 GB/s, 175 GB/s with in-switch reduction over 8
+  // GPUs: another machine's log.
+  const CliRun fast = edgc("calibrate" + cluster + " --set cluster.intra_node.bandwidth_GBps=100 --nccl-tests " +
+                               (tmp / "noisy.log").string() + " --out " + (tmp / "c.json").string(),
+                           tmp);
+  EXPECT_EQ(fast.code, 2) << fast.err;
+  EXPECT_EQ(count_lines(fast.err), 1) << fast.err;
+  EXPECT_NE(fast.err.find("noisy.log: busbw: measured "), std::string::npos) << fast.err;
+  EXPECT_NE(fast.err.find("219.9 GB/s at 1.678e+07 bytes"), std::string::npos) << fast.err;  // the first such row
+  EXPECT_NE(fast.err.find("above the cluster's line rate 100 GB/s x 1.75"), std::string::npos) << fast.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "c.json"));
+}
+
 // User mistakes that used to crash, exit 1 or pass silently: each is exit 2, one line naming the file or option and
 // the reason, nothing on stdout and no output left behind.
 TEST(Cli, UserMistakesExitTwoNamingWhatIsWrongAndLeaveNothing) {

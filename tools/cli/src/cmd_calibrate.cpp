@@ -17,6 +17,7 @@
 #include "cli.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/results/table.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 
 namespace edgc::cli {
@@ -32,7 +33,13 @@ struct Log {
   std::string path;
   int ranks = 0;  // "#  Rank" lines
   std::vector<Row> rows;
+  int skipped = 0;  // NCCL_DEBUG INFO/WARN lines between the rows
 };
+
+// "host:pid:tid [rank] NCCL INFO …" and "… NCCL WARN …": what NCCL_DEBUG=INFO interleaves with the table.
+bool nccl_debug_line(const std::string& line) {
+  return line.find(" NCCL INFO ") != std::string::npos || line.find(" NCCL WARN ") != std::string::npos;
+}
 
 bool number(const std::string& s, double& out) {
   std::istringstream in(s);
@@ -56,6 +63,10 @@ Log read_log(const std::string& path) {
       if (w.size() >= 2 && w[0] == "#" && w[1] == "Rank") ++log.ranks;
       continue;
     }
+    if (nccl_debug_line(line)) {
+      ++log.skipped;
+      continue;
+    }
     const std::string at = path + ":" + std::to_string(no);
     if (w.size() != 13)
       throw ConfigError(at, "", "expected 13 columns of an all_reduce_perf row, got " + std::to_string(w.size()));
@@ -76,13 +87,22 @@ Log read_log(const std::string& path) {
   return log;
 }
 
-nlohmann::ordered_json fit(const Log& log, int n, double ceiling_Bps, double route_latency_s) {
+// `headroom`: how far busbw may exceed `ceiling_Bps` on this link class (NVSwitch reduces in the switch, NVLS, so
+// each GPU sends and receives a buffer once: busbw up to 2(n-1)/n × the link rate).
+nlohmann::ordered_json fit(const Log& log, int n, double ceiling_Bps, double route_latency_s, double headroom) {
   const double steps = 2.0 * (n - 1);
   const Row& small = log.rows.front();
   const double lat_factor =
       route_latency_s > 0 ? std::max(1e-3, small.time_us * 1e-6 / (steps * route_latency_s)) : 1.0;
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
   for (const Row& r : log.rows) {
+    // 2 % beyond what the links can carry is measurement noise (timer granularity); more is another machine's log.
+    if (r.busbw_GBps * 1e9 > 1.02 * headroom * ceiling_Bps)
+      throw ConfigError(log.path, "busbw",
+                        "measured " + results::fmt_g(r.busbw_GBps, 4) + " GB/s at " + results::fmt_g(r.bytes, 4) +
+                            " bytes, above the cluster's line rate " + results::fmt_g(ceiling_Bps / 1e9, 4) + " GB/s" +
+                            (headroom > 1 ? " x " + results::fmt_g(headroom, 3) + " (in-switch reduction)" : "") +
+                            ": is --cluster the machine the log was taken on?");
     const double ideal_s = steps / n * r.bytes / ceiling_Bps;
     const double transfer_s = r.time_us * 1e-6 - steps * route_latency_s * lat_factor;
     const double eff = transfer_s > 0 ? std::clamp(ideal_s / transfer_s, 1e-3, 1.0) : 1.0;
@@ -126,22 +146,27 @@ int run_calibrate(const std::vector<std::string>& args) {
   const double nvlink_Bps = lanes * spec.intra_bandwidth_GBps * 1e9;
   const double nic_Bps = spec.nics_per_node * spec.nic_bandwidth_GBps * 1e9;
   nlohmann::ordered_json j = {{"schema", "edgc.calibration/1"}, {"cluster", spec.name}};
+  int skipped = 0;
   for (const auto& path : logs) {
     const Log log = read_log(path);
+    skipped += log.skipped;
     const int n = ranks > 0 ? ranks : log.ranks;
     if (n < 2) throw ConfigError(path, "", "cannot tell the number of ranks (no '# Rank' lines): give --ranks");
     const bool intra = n <= ranks_per_node;
     const char* kind = intra ? "intra" : "inter";
     if (j.contains(kind)) throw UsageError("--nccl-tests", std::string("two logs for the ") + kind + "-node curve");
-    j[kind] = intra ? fit(log, n, nvlink_Bps, spec.intra_latency_us * 1e-6)
-                    : fit(log, n, std::min(nic_Bps, nvlink_Bps), spec.inter_latency_us * 1e-6);
+    const double nvls = spec.intra_topology == sim::IntraNodeTopology::kSwitch ? 2.0 * (n - 1) / n : 1.0;
+    j[kind] = intra ? fit(log, n, nvlink_Bps, spec.intra_latency_us * 1e-6, nvls)
+                    : fit(log, n, std::min(nic_Bps, nvlink_Bps), spec.inter_latency_us * 1e-6, 1.0);
   }
   for (const char* kind : {"intra", "inter"}) {
     if (!j.contains(kind))
       j[kind] = {{"points", {{1, 1.0}}}, {"latency_factor", 1.0}, {"note", "no log given: line rate"}};
   }
   write_file_atomic(out, j.dump(1) + "\n");
-  std::cout << "wrote " << out << " (" << logs.size() << " log" << (logs.size() == 1 ? "" : "s") << ")\n";
+  std::cout << "wrote " << out << " (" << logs.size() << " log" << (logs.size() == 1 ? "" : "s");
+  if (skipped > 0) std::cout << "; skipped " << skipped << " NCCL INFO/WARN line" << (skipped == 1 ? "" : "s");
+  std::cout << ")\n";
   return 0;
 }
 
