@@ -12,6 +12,8 @@ namespace impl {
 // edgc CLI) resolves it to null and so never loads cudart and cuBLAS, which would add ~0.1 s to every process
 // start and to every fork of a sweep. Programs that want "cuda" link edgc::kernels_cuda whole.
 __attribute__((weak)) std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
+// Empty when a CUDA device is usable, else why not (cuda_backend.cu); weak for the same reason.
+__attribute__((weak)) std::string cuda_unavailable_reason();
 }  // namespace impl
 #endif
 
@@ -31,6 +33,22 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOption
   constexpr const char* kKnown = "cpu, cpu-generic, cpu-avx2 (this build has no CUDA)";
 #endif
   throw ConfigError("", "backend", "unknown backend '" + std::string(name) + "' (known: " + kKnown + ")");
+}
+
+std::string backend_unavailable_reason(std::string_view name) {
+  if (name == "cpu" || name == "cpu-generic") return "";
+  if (name == "cpu-avx2")
+    return impl::cpu_avx2_available() ? "" : "needs a build with the AVX2 kernels and a CPU with AVX2 and FMA";
+#if EDGC_KERNELS_HAVE_CUDA
+  if (name == "cuda") {
+    if (impl::make_cuda_backend == nullptr || impl::cuda_unavailable_reason == nullptr)
+      return "this program does not link the CUDA backend (edgc::kernels_cuda)";
+    return impl::cuda_unavailable_reason();
+  }
+#else
+  if (name == "cuda") return "this build has no CUDA (no CUDA compiler was found, or EDGC_ENABLE_CUDA=OFF)";
+#endif
+  return "unknown backend '" + std::string(name) + "'";
 }
 
 }  // namespace edgc::kernels

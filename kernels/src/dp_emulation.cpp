@@ -68,13 +68,13 @@ void replica_gradient(std::span<const float> g, double scale, std::uint64_t seed
 
 DataParallelEmulator::DataParallelEmulator(std::string_view backend, std::vector<std::vector<std::int64_t>> shapes,
                                            int world_size, const PowerSgdConfig& config, double perturbation,
-                                           std::uint64_t seed)
+                                           std::uint64_t seed, const BackendOptions& options)
     : shapes_(std::move(shapes)), world_size_(world_size), perturbation_(perturbation), seed_(seed) {
   if (world_size < 1) throw ConfigError("", "world_size", "must be at least 1, got " + std::to_string(world_size));
   if (!(perturbation >= 0.0) || !std::isfinite(perturbation))
     throw ConfigError("", "perturbation", "must be finite and >= 0, got " + std::to_string(perturbation));
   for (int d = 0; d < world_size; ++d) {
-    backends_.push_back(make_backend(backend));
+    backends_.push_back(make_backend(backend, options));
     ranks_.push_back(std::make_unique<PowerSgd>(*backends_.back(), shapes_, config));
   }
   for (std::size_t i = 0; i < shapes_.size(); ++i) {
@@ -92,6 +92,16 @@ DataParallelEmulator::DataParallelEmulator(std::string_view backend, std::vector
   }
   average_.resize(static_cast<std::size_t>(total_));
   stddev_.resize(shapes_.size());
+  if (backends_[0]->device_memory()) {
+    host_backend_ = make_backend("cpu");
+    device_views_.resize(static_cast<std::size_t>(world_size));
+    for (int d = 0; d < world_size; ++d) {
+      const auto du = static_cast<std::size_t>(d);
+      device_.emplace_back(*backends_[du], static_cast<std::size_t>(total_));
+      for (std::size_t i = 0; i < shapes_.size(); ++i)
+        device_views_[du].emplace_back(device_[du].data() + offsets_[i], static_cast<std::size_t>(ranks_[0]->numel(i)));
+    }
+  }
 }
 
 DataParallelEmulator::~DataParallelEmulator() = default;
@@ -114,6 +124,27 @@ void DataParallelEmulator::perturb(int d, std::span<const std::span<const float>
     replica_gradient(grads[i], perturbation_ * stddev_[i], seed_, steps_, d, i, views_[static_cast<std::size_t>(d)][i]);
 }
 
+// Tensor i's outcome: rank 0's stats and its reconstruction against the true average.
+EmulatedTensor DataParallelEmulator::outcome(std::size_t i, const TensorStepStats& ts) const {
+  EmulatedTensor et;
+  et.rank = ts.rank;
+  et.compressed = ts.compressed;
+  et.compression_error = ts.compressed ? ts.relative_error : 0.0;
+  et.wire_floats = ts.wire_floats;
+  const float* ghat = views_[0][i].data();
+  const float* avg = average_.data() + offsets_[i];
+  double diff = 0.0;
+  double ref = 0.0;
+  for (std::int64_t k = 0; k < ranks_[0]->numel(i); ++k) {
+    const double a = avg[k];
+    const double dk = static_cast<double>(ghat[k]) - a;
+    diff += dk * dk;
+    ref += a * a;
+  }
+  et.relative_error = diff == 0.0 ? 0.0 : std::sqrt(diff) / std::sqrt(ref);
+  return et;
+}
+
 EmulatedStep DataParallelEmulator::step(std::span<const std::span<const float>> grads, std::span<const int> ranks) {
   if (failed_) throw InternalError("DataParallelEmulator: an earlier step failed; the ranks' states disagree");
   const auto t_step = Clock::now();
@@ -132,7 +163,8 @@ EmulatedStep DataParallelEmulator::step(std::span<const std::span<const float>> 
   for (std::size_t i = 0; i < ranks.size(); ++i)
     for (auto& r : ranks_) r->set_rank(i, ranks[i]);
 
-  for (std::size_t i = 0; i < grads.size(); ++i) stddev_[i] = gradient_stddev(*backends_[0], grads[i]);
+  const Backend& host = host_backend_ ? *host_backend_ : *backends_[0];
+  for (std::size_t i = 0; i < grads.size(); ++i) stddev_[i] = gradient_stddev(host, grads[i]);
   run_ranks(
       world_size_, [&](int d) { perturb(d, grads); }, [] {});
   // The true average of the D raw copies, in double, ranks added in order.
@@ -155,7 +187,13 @@ EmulatedStep DataParallelEmulator::step(std::span<const std::span<const float>> 
         world_size_,
         [&](int d) {
           const auto du = static_cast<std::size_t>(d);
-          stats[du] = ranks_[du]->step(views_[du], group_->communicator(d));
+          if (device_.empty()) {
+            stats[du] = ranks_[du]->step(views_[du], group_->communicator(d));
+            return;
+          }
+          device_[du].upload(buffers_[du]);
+          stats[du] = ranks_[du]->step(device_views_[du], group_->communicator(d));
+          device_[du].download(buffers_[du]);
         },
         [this] { group_->abort(); });
   } catch (...) {
@@ -177,25 +215,7 @@ EmulatedStep DataParallelEmulator::step(std::span<const std::span<const float>> 
 
   const StepStats& s0 = stats[0];
   out.tensors.resize(shapes_.size());
-  for (std::size_t i = 0; i < shapes_.size(); ++i) {
-    const TensorStepStats& ts = s0.tensors[i];
-    EmulatedTensor& et = out.tensors[i];
-    et.rank = ts.rank;
-    et.compressed = ts.compressed;
-    et.compression_error = ts.compressed ? ts.relative_error : 0.0;
-    et.wire_floats = ts.wire_floats;
-    const float* ghat = views_[0][i].data();
-    const float* avg = average_.data() + offsets_[i];
-    double diff = 0.0;
-    double ref = 0.0;
-    for (std::int64_t k = 0; k < ranks_[0]->numel(i); ++k) {
-      const double a = avg[k];
-      const double dk = static_cast<double>(ghat[k]) - a;
-      diff += dk * dk;
-      ref += a * a;
-    }
-    et.relative_error = diff == 0.0 ? 0.0 : std::sqrt(diff) / std::sqrt(ref);
-  }
+  for (std::size_t i = 0; i < shapes_.size(); ++i) out.tensors[i] = outcome(i, s0.tensors[i]);
   out.wire_floats = s0.wire_floats;
   out.dense_floats = s0.dense_floats;
   out.rank0_compute_seconds = s0.compute_seconds;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
@@ -24,6 +25,24 @@ double ratio(double num_sq, double den_sq) {
   if (num_sq == 0.0) return 0.0;
   return std::sqrt(num_sq) / std::sqrt(den_sq);
 }
+
+// Compute time of a stretch of work: the wall clock on host backends, CUDA events around what a device backend
+// queued in between (stop_timer waits for it, so the work is done when seconds() returns).
+class PhaseClock {
+ public:
+  explicit PhaseClock(Backend& b) : b_(b), t0_(Clock::now()) { b_.start_timer(); }
+  double seconds() {
+    const std::optional<double> device = b_.stop_timer();
+    return device ? *device : since(t0_);
+  }
+
+ private:
+  Backend& b_;
+  Clock::time_point t0_;
+};
+
+template <class T>
+constexpr bool kFloat = std::is_same_v<T, float>;
 
 }  // namespace
 
@@ -95,7 +114,7 @@ void PowerSgd::set_rank(std::size_t tensor, int r) {
         what + ": rank " + std::to_string(r) + " exceeds min(m, n) = " + std::to_string(std::min(t.m, t.n)));
   if (r == t.rank) return;
   t.rank = r;
-  t.q.clear();  // P and Q change shape; E (the gradient the compressor still owes) stays
+  t.q.reset();  // P and Q change shape; E (the gradient the compressor still owes) stays
   planned_ = false;
 }
 
@@ -110,17 +129,22 @@ bool PowerSgd::will_compress(std::size_t tensor) const {
 
 std::span<const float> PowerSgd::error(std::size_t tensor) const {
   check_index(tensor);
-  return tensors_[tensor].error;
+  return tensors_[tensor].error.span();
+}
+
+std::vector<float> PowerSgd::error_copy(std::size_t tensor) const {
+  check_index(tensor);
+  return tensors_[tensor].error.to_host();
 }
 
 void PowerSgd::reset_error(std::size_t tensor) {
   check_index(tensor);
-  std::fill(tensors_[tensor].error.begin(), tensors_[tensor].error.end(), 0.0F);
+  tensors_[tensor].error.zero();
 }
 
 std::span<const float> PowerSgd::warm_start_q(std::size_t tensor) const {
   check_index(tensor);
-  return tensors_[tensor].q;
+  return tensors_[tensor].q.span();
 }
 
 void PowerSgd::draw_q(std::size_t tensor, std::span<float> q) const {
@@ -158,12 +182,13 @@ void PowerSgd::plan() {
     p_size += count * g.m * g.r;
     q_size += count * g.n * g.r;
   }
-  p_all_.assign(static_cast<std::size_t>(p_size), 0.0F);
-  q_all_.assign(static_cast<std::size_t>(q_size), 0.0F);
+  p_all_ = Buffer<float>(backend_, static_cast<std::size_t>(p_size));
+  q_all_ = Buffer<float>(backend_, static_cast<std::size_t>(q_size));
   planned_ = true;
 }
 
-void PowerSgd::check_grads(std::span<const std::span<float>> grads) const {
+template <class T>
+void PowerSgd::check_grads(std::span<const std::span<T>> grads) const {
   if (grads.size() != tensors_.size())
     throw InputError("PowerSgd::step", "grads",
                      std::to_string(grads.size()) + " gradients for " + std::to_string(tensors_.size()) + " tensors");
@@ -171,41 +196,61 @@ void PowerSgd::check_grads(std::span<const std::span<float>> grads) const {
     const std::int64_t want = tensors_[i].m * tensors_[i].n;
     if (static_cast<std::int64_t>(grads[i].size()) != want)
       throw InputError("PowerSgd::step", "grads[" + std::to_string(i) + "]",
-                       std::to_string(grads[i].size()) + " floats, tensor has " + std::to_string(want));
+                       std::to_string(grads[i].size()) + " values, tensor has " + std::to_string(want));
   }
 }
 
-// Everything sent uncompressed: one fused all-reduce of G (+ any error left from compressed steps).
-void PowerSgd::dense_step(std::span<const std::span<float>> grads, Communicator& comm, float world, StepStats& st) {
-  auto t0 = Clock::now();
+// A buffer of the backend's memory summed over the ranks: straight through when the communicator takes that memory
+// (host backends; NCCL for a device backend, once the queued kernels are done), else staged through host memory.
+void PowerSgd::all_reduce(std::span<float> buf, Communicator& comm, StepStats& st) {
+  backend_.synchronize();
+  const auto t0 = Clock::now();
+  if (!backend_.device_memory() || comm.device_buffers()) {
+    comm.all_reduce_sum(buf);
+  } else {
+    staging_.resize(buf.size());
+    backend_.copy_to_host(staging_.data(), buf.data(), buf.size_bytes());
+    comm.all_reduce_sum(staging_);
+    backend_.copy_to_device(buf.data(), staging_.data(), buf.size_bytes());
+  }
+  st.communication_seconds += since(t0);
+}
+
+// Everything sent uncompressed: one fused all-reduce of G (+ any error left from compressed steps), in float32.
+template <class T>
+void PowerSgd::dense_step(std::span<const std::span<T>> grads, Communicator& comm, float world, StepStats& st) {
+  PhaseClock pack(backend_);
   std::size_t total = 0;
   for (const std::size_t i : dense_) total += grads[i].size();
-  dense_buf_.resize(total);
+  if (dense_buf_.size() < total) dense_buf_ = Buffer<float>(backend_, total);
   std::size_t off = 0;
   for (const std::size_t i : dense_) {
-    const std::span<float> g = grads[i];
-    std::vector<float>& e = tensors_[i].error;
+    const std::span<T> g = grads[i];
+    Buffer<float>& e = tensors_[i].error;
     float* dst = dense_buf_.data() + off;
+    const auto n = static_cast<std::int64_t>(g.size());
     if (e.empty()) {
-      std::copy(g.begin(), g.end(), dst);
+      if constexpr (kFloat<T>) {
+        backend_.copy(dst, g.data(), g.size_bytes());
+      } else {
+        backend_.add_divide(n, g.data(), nullptr, 1.0F, dst);  // widens exactly
+      }
     } else {
-      for (std::size_t k = 0; k < g.size(); ++k) dst[k] = g[k] + e[k];
-      std::fill(e.begin(), e.end(), 0.0F);
+      backend_.add_divide(n, g.data(), e.data(), 1.0F, dst);  // G + E, exactly
+      e.zero();
     }
     off += g.size();
   }
-  double copy_s = since(t0);
-  t0 = Clock::now();
-  comm.all_reduce_sum(dense_buf_);
-  st.communication_seconds += since(t0);
-  t0 = Clock::now();
+  double copy_s = pack.seconds();
+  all_reduce(dense_buf_.span().first(total), comm, st);
+  PhaseClock unpack(backend_);
   off = 0;
   for (const std::size_t i : dense_) {
-    const std::span<float> g = grads[i];
-    for (std::size_t k = 0; k < g.size(); ++k) g[k] = dense_buf_[off + k] / world;
+    const std::span<T> g = grads[i];
+    backend_.add_divide(static_cast<std::int64_t>(g.size()), dense_buf_.data() + off, nullptr, world, g.data());
     off += g.size();
   }
-  copy_s += since(t0);
+  copy_s += unpack.seconds();
   for (const std::size_t i : dense_) {
     TensorStepStats& ts = st.tensors[i];
     ts.wire_floats = static_cast<std::int64_t>(grads[i].size());
@@ -214,11 +259,24 @@ void PowerSgd::dense_step(std::span<const std::span<float>> grads, Communicator&
   st.compute_seconds += copy_s;
 }
 
-void PowerSgd::bind_pointers(const Group& g, std::span<const std::span<float>> grads) {
+template <class T>
+PowerSgd::GradPointers<T>& PowerSgd::grad_pointers() {
+  if constexpr (kFloat<T>) {
+    return g32_;
+  } else {
+    return g16_;
+  }
+}
+
+template <class T>
+void PowerSgd::bind_pointers(const Group& g, std::span<const std::span<T>> grads) {
   const std::size_t count = g.members.size();
-  ptr_g_.resize(count);
-  ptr_g_out_.resize(count);
-  ptr_e_.resize(config_.error_feedback ? count : 0);
+  // bf16 gradients always go through float32 storage for M: E, or m32 without error feedback.
+  const bool with_e = config_.error_feedback || !kFloat<T>;
+  GradPointers<T>& gp = grad_pointers<T>();
+  gp.in.resize(count);
+  gp.out.resize(count);
+  ptr_e_.resize(with_e ? count : 0);
   ptr_m_.resize(count);
   ptr_q_.resize(count);
   ptr_q_out_.resize(count);
@@ -229,10 +287,15 @@ void PowerSgd::bind_pointers(const Group& g, std::span<const std::span<float>> g
   for (std::size_t j = 0; j < count; ++j) {
     const std::size_t i = g.members[j];
     Tensor& t = tensors_[i];
-    ptr_g_[j] = grads[i].data();
-    ptr_g_out_[j] = grads[i].data();
-    if (config_.error_feedback) ptr_e_[j] = t.error.data();
-    ptr_m_[j] = config_.error_feedback ? t.error.data() : grads[i].data();
+    gp.in[j] = grads[i].data();
+    gp.out[j] = grads[i].data();
+    float* m = config_.error_feedback ? t.error.data() : t.m32.data();
+    if (with_e) ptr_e_[j] = m;
+    if constexpr (kFloat<T>) {
+      ptr_m_[j] = config_.error_feedback ? m : grads[i].data();
+    } else {
+      ptr_m_[j] = m;
+    }
     ptr_q_[j] = t.q.data();
     ptr_q_out_[j] = q_all_.data() + g.q_offset + static_cast<std::int64_t>(j) * g.n * g.r;
     ptr_p_[j] = p_all_.data() + g.p_offset + static_cast<std::int64_t>(j) * g.m * g.r;
@@ -241,50 +304,63 @@ void PowerSgd::bind_pointers(const Group& g, std::span<const std::span<float>> g
 }
 
 // Phase 1: M = G + E and P = M·Q.
-void PowerSgd::project_phase(std::span<const std::span<float>> grads) {
+template <class T>
+void PowerSgd::project_phase(std::span<const std::span<T>> grads) {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const Group& g = groups_[gi];
-    const auto t0 = Clock::now();
+    PhaseClock clock(backend_);
     for (const std::size_t i : g.members) {
       Tensor& t = tensors_[i];
-      if (config_.error_feedback && t.error.empty()) t.error.assign(static_cast<std::size_t>(t.m * t.n), 0.0F);
+      const auto numel = static_cast<std::size_t>(t.m * t.n);
+      if (config_.error_feedback && t.error.empty()) {
+        t.error = Buffer<float>(backend_, numel);
+        t.error.zero();
+      }
+      if (!kFloat<T> && !config_.error_feedback) {
+        if (t.m32.empty()) t.m32 = Buffer<float>(backend_, numel);
+        t.m32.zero();  // M = G + 0
+      }
       if (t.q.empty() || !config_.warm_start) {
-        t.q.resize(static_cast<std::size_t>(t.n * t.rank));
-        draw_q(i, t.q);
+        if (t.q.empty()) t.q = Buffer<float>(backend_, static_cast<std::size_t>(t.n * t.rank));
+        q_host_.resize(t.q.size());
+        draw_q(i, q_host_);
+        t.q.upload(q_host_);
       }
     }
     bind_pointers(g, grads);
-    backend_.project_batched(g.m, g.n, g.r, ptr_g_, ptr_e_, ptr_q_, ptr_p_, norms_m_);
+    backend_.project_batched(g.m, g.n, g.r, grad_pointers<T>().in, ptr_e_, ptr_q_, ptr_p_, norms_m_);
     for (std::size_t j = 0; j < g.members.size(); ++j) m_sq_[g.members[j]] = norms_m_[j];
-    group_seconds_[gi] += since(t0);
+    group_seconds_[gi] += clock.seconds();
   }
 }
 
 // Phase 2: orthogonalise P; Q = Mᵀ·P.
-void PowerSgd::orthogonalize_phase(std::span<const std::span<float>> grads) {
+template <class T>
+void PowerSgd::orthogonalize_phase(std::span<const std::span<T>> grads) {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const Group& g = groups_[gi];
-    const auto t0 = Clock::now();
+    PhaseClock clock(backend_);
     bind_pointers(g, grads);
     backend_.orthogonalize_batched(g.m, g.r, ptr_p_, config_.orthogonalization_eps);
     backend_.gemm_batched(Transpose::kYes, Transpose::kNo, g.n, g.r, g.m, 1.0F, ptr_m_, ptr_p_in_, 0.0F, ptr_q_out_);
-    group_seconds_[gi] += since(t0);
+    group_seconds_[gi] += clock.seconds();
   }
 }
 
 // Phase 3: Ĝ = P·Qᵀ, E = M − Ĝ, and keep Q for the warm start.
-void PowerSgd::reconstruct_phase(std::span<const std::span<float>> grads, double scale_s, StepStats& st) {
+template <class T>
+void PowerSgd::reconstruct_phase(std::span<const std::span<T>> grads, double scale_s, StepStats& st) {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const Group& g = groups_[gi];
-    const auto t0 = Clock::now();
+    PhaseClock clock(backend_);
     bind_pointers(g, grads);
     std::vector<const float*>& q_in = ptr_q_;
     for (std::size_t j = 0; j < g.members.size(); ++j) q_in[j] = ptr_q_out_[j];
-    backend_.reconstruct_batched(g.m, g.n, g.r, ptr_p_in_, q_in, ptr_e_, ptr_g_out_, norms_err_);
+    backend_.reconstruct_batched(g.m, g.n, g.r, ptr_p_in_, q_in, ptr_e_, grad_pointers<T>().out, norms_err_);
     for (std::size_t j = 0; j < g.members.size(); ++j) {
       const std::size_t i = g.members[j];
       Tensor& t = tensors_[i];
-      if (config_.warm_start) std::copy(q_in[j], q_in[j] + g.n * g.r, t.q.begin());
+      if (config_.warm_start) backend_.copy(t.q.data(), q_in[j], t.q.bytes());
       TensorStepStats& ts = st.tensors[i];
       ts.compressed = true;
       ts.rank = g.r;
@@ -292,14 +368,15 @@ void PowerSgd::reconstruct_phase(std::span<const std::span<float>> grads, double
       ts.relative_error = ratio(norms_err_[j], m_sq_[i]);
       ts.error_norm = config_.error_feedback ? std::sqrt(norms_err_[j]) : 0.0;
     }
-    group_seconds_[gi] += since(t0) + scale_s / static_cast<double>(groups_.size());
+    group_seconds_[gi] += clock.seconds() + scale_s / static_cast<double>(groups_.size());
     for (const std::size_t i : g.members)
       st.tensors[i].compute_seconds = group_seconds_[gi] / static_cast<double>(g.members.size());
     st.compute_seconds += group_seconds_[gi];
   }
 }
 
-StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& comm) {
+template <class T>
+StepStats PowerSgd::step_impl(std::span<const std::span<T>> grads, Communicator& comm) {
   const auto t_step = Clock::now();
   check_grads(grads);
   if (!planned_) plan();
@@ -313,16 +390,12 @@ StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& 
   group_seconds_.assign(groups_.size(), 0.0);
   project_phase(grads);
   if (!groups_.empty()) {
-    auto t0 = Clock::now();
-    comm.all_reduce_sum(p_all_);  // a sum: P's scale does not matter to the orthogonalisation
-    st.communication_seconds += since(t0);
+    all_reduce(p_all_.span(), comm, st);  // a sum: P's scale does not matter to the orthogonalisation
     orthogonalize_phase(grads);
-    t0 = Clock::now();
-    comm.all_reduce_sum(q_all_);
-    st.communication_seconds += since(t0);
-    t0 = Clock::now();
-    for (float& v : q_all_) v /= world;
-    reconstruct_phase(grads, since(t0), st);
+    all_reduce(q_all_.span(), comm, st);
+    PhaseClock scale(backend_);
+    backend_.add_divide(static_cast<std::int64_t>(q_all_.size()), q_all_.data(), nullptr, world, q_all_.data());
+    reconstruct_phase(grads, scale.seconds(), st);
   }
 
   for (const TensorStepStats& ts : st.tensors) {
@@ -333,6 +406,12 @@ StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& 
   ++steps_;
   st.wall_seconds = since(t_step);
   return st;
+}
+
+StepStats PowerSgd::step(std::span<const std::span<float>> grads, Communicator& comm) { return step_impl(grads, comm); }
+
+StepStats PowerSgd::step(std::span<const std::span<std::uint16_t>> grads, Communicator& comm) {
+  return step_impl(grads, comm);
 }
 
 }  // namespace edgc::kernels

@@ -20,7 +20,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_backend.hpp"
@@ -174,6 +176,8 @@ class CudaBackend final : public Backend {
     EDGC_CUBLAS_CHECK(cublasSetPointerMode(blas_, CUBLAS_POINTER_MODE_HOST));
     EDGC_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
     for (cudaEvent_t& ev : slot_free_) EDGC_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    EDGC_CUDA_CHECK(cudaEventCreate(&timer_start_));
+    EDGC_CUDA_CHECK(cudaEventCreate(&timer_stop_));
   }
 
   CudaBackend(const CudaBackend&) = delete;
@@ -183,6 +187,8 @@ class CudaBackend final : public Backend {
     // Errors are ignored here: a destructor cannot report them, and the device may already be in an error state.
     cudaStreamSynchronize(stream_);
     for (cudaEvent_t ev : slot_free_) cudaEventDestroy(ev);
+    cudaEventDestroy(timer_start_);
+    cudaEventDestroy(timer_stop_);
     cublasDestroy(blas_);
     cudaStreamDestroy(stream_);
   }
@@ -326,44 +332,14 @@ class CudaBackend final : public Backend {
   void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> g,
                        std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
                        std::span<double> m_sqnorm) override {
-    check_project_args(m, n, r, g, e, q, p, m_sqnorm);
-    check_int_dims("project_batched", m, n, r);
-    check_batch_size("project_batched", g.size());
-    if (g.empty()) return;
-    set_device();
-    const int batch = static_cast<int>(g.size());
-    staging_.clear();
-    const std::size_t ig = staging_.add(g);
-    const std::size_t ie = e.empty() ? 0 : staging_.add(e);
-    const std::size_t iq = staging_.add(q);
-    const std::size_t ip = staging_.add(p);
-    auto* d = upload();
-    const auto* d_g = reinterpret_cast<const float* const*>(d + ig);
-    auto* const* d_e = e.empty() ? nullptr : reinterpret_cast<float* const*>(d + ie);
-    // Pass 1: M = G + E in place in E, with ‖M‖² (reads G and E, writes E).
-    const std::int64_t count = m * n;
-    const int ctas = ctas_per_matrix(count, batch);
-    auto* partials =
-        static_cast<double*>(partials_.grow(sizeof(double) * (static_cast<std::size_t>(batch) * (ctas + 1)), stream_));
-    double* norms = partials + static_cast<std::size_t>(batch) * ctas;
-    if (count > 0) {
-      cuda::launch_add_norm(batch, count, d_g, d_e, ctas, partials, stream_);
-      EDGC_CUDA_CHECK_LAUNCH();
-      cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
-      EDGC_CUDA_CHECK_LAUNCH();
-    } else {
-      EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
-    }
-    // Pass 2: P = M·Q through cuBLAS (reads M once more; at PowerSGD ranks the product is bound by that read).
-    if (m > 0 && r > 0) {
-      if (n == 0) {
-        for (float* pb : p) EDGC_CUDA_CHECK(cudaMemsetAsync(pb, 0, sizeof(float) * m * r, stream_));
-      } else {
-        const Operand om = e.empty() ? operand_of(g, d + ig) : operand_of<float>(e, d + ie);
-        gemm(false, false, m, r, n, 1.0F, om, operand_of(q, d + iq), 0.0F, operand_of(p, d + ip), batch);
-      }
-    }
-    read_norms(norms, m_sqnorm);
+    project(m, n, r, g, e, q, p, m_sqnorm);
+  }
+
+  void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const std::uint16_t* const> g,
+                       std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
+                       std::span<double> m_sqnorm) override {
+    check_bf16_feedback("project_batched", g.size(), e.size());
+    project(m, n, r, g, e, q, p, m_sqnorm);
   }
 
   void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
@@ -376,53 +352,113 @@ class CudaBackend final : public Backend {
     set_device();
     const int batch = static_cast<int>(g.size());
     const std::int64_t count = m * n;
-    staging_.clear();
-    const std::size_t ip = staging_.add(p);
-    const std::size_t iq = staging_.add(q);
-    const std::size_t ie = e.empty() ? 0 : staging_.add(e);
-    const std::size_t ig = staging_.add(g);
-    // Without error feedback M is G itself, so Ĝ goes to workspace first: one matrix at a time.
-    std::vector<float*> ghat_ptrs;
-    float* ghat = nullptr;
-    if (e.empty() && count > 0) {
-      ghat = static_cast<float*>(ghat_.grow(sizeof(float) * static_cast<std::size_t>(count), stream_));
-      ghat_ptrs.assign(1, ghat);
-    }
-    const std::size_t ih = staging_.add(std::span<float* const>(ghat_ptrs));
-    auto* d = upload();
+    const Staged d = stage_reconstruct(count, p, q, e, g);
     const int ctas = ctas_per_matrix(count, batch);
-    auto* partials =
-        static_cast<double*>(partials_.grow(sizeof(double) * (static_cast<std::size_t>(batch) * (ctas + 1)), stream_));
-    double* norms = partials + static_cast<std::size_t>(batch) * ctas;
+    double* partials = nullptr;
+    double* norms = norm_workspace(batch, ctas, partials);
     if (count == 0) {
       EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
-      read_norms(norms, err_sqnorm);
-      return;
-    }
-    if (!e.empty()) {
+    } else if (!e.empty()) {
       // Ĝ = P·Qᵀ straight into G (k = r; r = 0 gives zeros), then E = M − Ĝ with ‖E‖² in one pass over E and G.
-      gemm_or_zero(m, n, r, operand_of(p, d + ip), operand_of(q, d + iq), operand_of(g, d + ig), g, batch);
-      cuda::launch_subtract_norm(batch, count, reinterpret_cast<const float* const*>(d + ie),
-                                 reinterpret_cast<const float* const*>(d + ig), reinterpret_cast<float* const*>(d + ie),
-                                 nullptr, ctas, partials, stream_);
+      gemm_or_zero(m, n, r, operand_of(p, d.p), operand_of(q, d.q), operand_of(g, d.g), g, batch);
+      cuda::launch_subtract_norm(batch, count, d.e_in(), reinterpret_cast<const float* const*>(d.g), d.e_out(),
+                                 static_cast<float* const*>(nullptr), ctas, partials, stream_);
       EDGC_CUDA_CHECK_LAUNCH();
       cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
       EDGC_CUDA_CHECK_LAUNCH();
     } else {
-      const int one_ctas = ctas_per_matrix(count, 1);
-      for (int b = 0; b < batch; ++b) {
-        gemm_or_zero(m, n, r, operand_of(p.subspan(b, 1), d + ip + b), operand_of(q.subspan(b, 1), d + iq + b),
-                     strided_operand(ghat, 0), std::span<float* const>(ghat_ptrs), 1);
-        // G − Ĝ into the norm, then G = Ĝ.
-        cuda::launch_subtract_norm(1, count, reinterpret_cast<const float* const*>(d + ig + b),
-                                   reinterpret_cast<const float* const*>(d + ih), nullptr,
-                                   reinterpret_cast<float* const*>(d + ig + b), one_ctas, partials, stream_);
-        EDGC_CUDA_CHECK_LAUNCH();
-        cuda::launch_sum_partials(1, one_ctas, partials, norms + b, stream_);
-        EDGC_CUDA_CHECK_LAUNCH();
-      }
+      // Without error feedback M is G itself: G − Ĝ into the norm, then G = Ĝ.
+      reconstruct_through_workspace(m, n, r, p, q, d, reinterpret_cast<const float* const*>(d.g), nullptr,
+                                    reinterpret_cast<float* const*>(d.g), partials, norms);
     }
     read_norms(norms, err_sqnorm);
+  }
+
+  void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                           std::span<const float* const> q, std::span<float* const> e,
+                           std::span<std::uint16_t* const> g, std::span<double> err_sqnorm) override {
+    check_reconstruct_args(m, n, r, p, q, e, g, err_sqnorm);
+    check_bf16_feedback("reconstruct_batched", g.size(), e.size());
+    check_int_dims("reconstruct_batched", m, n, r);
+    check_batch_size("reconstruct_batched", g.size());
+    if (g.empty()) return;
+    set_device();
+    const int batch = static_cast<int>(g.size());
+    const std::int64_t count = m * n;
+    const Staged d = stage_reconstruct(count, p, q, e, g);
+    const int ctas = ctas_per_matrix(count, batch);
+    double* partials = nullptr;
+    double* norms = norm_workspace(batch, ctas, partials);
+    if (count == 0) {
+      EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
+    } else {
+      // Ĝ in float32 through workspace, then E = M − Ĝ with ‖E‖² and G = bf16(Ĝ) in one pass.
+      reconstruct_through_workspace(m, n, r, p, q, d, d.e_in(), d.e_out(), reinterpret_cast<std::uint16_t* const*>(d.g),
+                                    partials, norms);
+    }
+    read_norms(norms, err_sqnorm);
+  }
+
+  // ---- memory, timing, element-wise ----
+
+  void* allocate(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    set_device();
+    void* p = nullptr;
+    EDGC_CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  void deallocate(void* p) noexcept override {
+    if (p == nullptr) return;
+    (void)cudaSetDevice(device_);
+    (void)cudaFree(p);  // waits for the device; an error here cannot be handled by a destructor anyway
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    set_device();
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `src` (pageable) may be reused on return
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    set_device();
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    set_device();
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void memset(void* dst, int value, std::size_t bytes) override {
+    if (bytes == 0) return;
+    set_device();
+    EDGC_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, stream_));
+  }
+
+  void start_timer() override {
+    set_device();
+    EDGC_CUDA_CHECK(cudaEventRecord(timer_start_, stream_));
+    timing_ = true;
+  }
+  std::optional<double> stop_timer() override {
+    if (!timing_) throw InternalError("cuda stop_timer: no start_timer before it");
+    timing_ = false;
+    EDGC_CUDA_CHECK(cudaEventRecord(timer_stop_, stream_));
+    EDGC_CUDA_CHECK(cudaEventSynchronize(timer_stop_));
+    float ms = 0.0F;
+    EDGC_CUDA_CHECK(cudaEventElapsedTime(&ms, timer_start_, timer_stop_));
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  void add_divide(std::int64_t n, const float* a, const float* b, float divisor, float* out) override {
+    add_divide_impl(n, a, b, divisor, out);
+  }
+  void add_divide(std::int64_t n, const std::uint16_t* a, const float* b, float divisor, float* out) override {
+    add_divide_impl(n, a, b, divisor, out);
+  }
+  void add_divide(std::int64_t n, const float* a, const float* b, float divisor, std::uint16_t* out) override {
+    add_divide_impl(n, a, b, divisor, out);
   }
 
  private:
@@ -441,6 +477,124 @@ class CudaBackend final : public Backend {
     }
     if (!pieces.empty() && x.data() == nullptr) throw InternalError(std::string(what) + ": x is null");
     return pieces;
+  }
+
+  // The per-matrix part of project_batched for float32 or bf16 gradients (the overloads check what differs).
+  template <class G>
+  void project(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const G* const> g, std::span<float* const> e,
+               std::span<const float* const> q, std::span<float* const> p, std::span<double> m_sqnorm) {
+    check_project_args(m, n, r, g, e, q, p, m_sqnorm);
+    check_int_dims("project_batched", m, n, r);
+    check_batch_size("project_batched", g.size());
+    if (g.empty()) return;
+    set_device();
+    const int batch = static_cast<int>(g.size());
+    staging_.clear();
+    const std::size_t ig = staging_.add(g);
+    const std::size_t ie = e.empty() ? 0 : staging_.add(e);
+    const std::size_t iq = staging_.add(q);
+    const std::size_t ip = staging_.add(p);
+    auto* d = upload();
+    const auto* d_g = reinterpret_cast<const G* const*>(d + ig);
+    auto* const* d_e = e.empty() ? nullptr : reinterpret_cast<float* const*>(d + ie);
+    // Pass 1: M = G + E in place in E, with ‖M‖² (reads G and E, writes E).
+    const std::int64_t count = m * n;
+    const int ctas = ctas_per_matrix(count, batch);
+    double* partials = nullptr;
+    double* norms = norm_workspace(batch, ctas, partials);
+    if (count > 0) {
+      cuda::launch_add_norm(batch, count, d_g, d_e, ctas, partials, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+      cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+    } else {
+      EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
+    }
+    // Pass 2: P = M·Q through cuBLAS (reads M once more; at PowerSGD ranks the product is bound by that read).
+    if (m > 0 && r > 0) {
+      if (n == 0) {
+        for (float* pb : p) EDGC_CUDA_CHECK(cudaMemsetAsync(pb, 0, sizeof(float) * m * r, stream_));
+      } else {
+        Operand om = operand_of<float>(e, d + ie);  // bf16: E holds M (required)
+        if constexpr (std::is_same_v<G, float>) {
+          if (e.empty()) om = operand_of(g, d + ig);
+        }
+        gemm(false, false, m, r, n, 1.0F, om, operand_of(q, d + iq), 0.0F, operand_of(p, d + ip), batch);
+      }
+    }
+    read_norms(norms, m_sqnorm);
+  }
+
+  // Device copies of one reconstruct call's pointer arrays (word offsets into the uploaded staging), and the Ĝ
+  // workspace of one matrix when the call needs it.
+  struct Staged {
+    std::uint64_t* p = nullptr;
+    std::uint64_t* q = nullptr;
+    std::uint64_t* e = nullptr;  // null without error feedback
+    std::uint64_t* g = nullptr;  // float* or std::uint16_t* entries
+    std::uint64_t* h = nullptr;  // one entry: ghat
+    float* ghat = nullptr;
+    const float* const* e_in() const { return reinterpret_cast<const float* const*>(e); }
+    float* const* e_out() const { return reinterpret_cast<float* const*>(e); }
+  };
+
+  // Ĝ goes through workspace, one matrix at a time, unless it can go straight into float32 G while E holds M.
+  template <class G>
+  Staged stage_reconstruct(std::int64_t count, std::span<const float* const> p, std::span<const float* const> q,
+                           std::span<float* const> e, std::span<G* const> g) {
+    const bool workspace = count > 0 && (!std::is_same_v<G, float> || e.empty());
+    Staged s;
+    if (workspace) s.ghat = static_cast<float*>(ghat_.grow(sizeof(float) * static_cast<std::size_t>(count), stream_));
+    float* const one[1] = {s.ghat};
+    staging_.clear();
+    const std::size_t ip = staging_.add(p);
+    const std::size_t iq = staging_.add(q);
+    const std::size_t ie = e.empty() ? 0 : staging_.add(e);
+    const std::size_t ig = staging_.add(g);
+    const std::size_t ih = staging_.add(std::span<float* const>(one, workspace ? 1 : 0));
+    std::uint64_t* d = upload();
+    s.p = d + ip;
+    s.q = d + iq;
+    s.e = e.empty() ? nullptr : d + ie;
+    s.g = d + ig;
+    s.h = d + ih;
+    return s;
+  }
+
+  // Per matrix b: Ĝ = P_b·Q_bᵀ into the workspace, then one pass d = M_b − Ĝ into the norm, diff_out_b ← d (when
+  // given) and copy_to_b ← Ĝ (float32 or rounded to bf16).
+  template <class C>
+  void reconstruct_through_workspace(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                                     std::span<const float* const> q, const Staged& d, const float* const* d_m,
+                                     float* const* d_diff, C* const* d_copy, double* partials, double* norms) {
+    const std::int64_t count = m * n;
+    const int one_ctas = ctas_per_matrix(count, 1);
+    float* const ghat_ptrs[1] = {d.ghat};
+    for (std::size_t b = 0; b < p.size(); ++b) {
+      gemm_or_zero(m, n, r, operand_of(p.subspan(b, 1), d.p + b), operand_of(q.subspan(b, 1), d.q + b),
+                   strided_operand(d.ghat, 0), std::span<float* const>(ghat_ptrs), 1);
+      cuda::launch_subtract_norm(1, count, d_m + b, reinterpret_cast<const float* const*>(d.h),
+                                 d_diff == nullptr ? nullptr : d_diff + b, d_copy + b, one_ctas, partials, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+      cuda::launch_sum_partials(1, one_ctas, partials, norms + b, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  // Per-CTA partial sums (batch × ctas) and the batch's norms after them, in one growing device buffer.
+  double* norm_workspace(int batch, int ctas, double*& partials) {
+    const std::size_t per = static_cast<std::size_t>(batch) * static_cast<std::size_t>(ctas);
+    partials = static_cast<double*>(partials_.grow(sizeof(double) * (per + static_cast<std::size_t>(batch)), stream_));
+    return partials + per;
+  }
+
+  template <class A, class O>
+  void add_divide_impl(std::int64_t n, const A* a, const float* b, float divisor, O* out) {
+    check_add_divide_args(n, a, out, divisor);
+    if (n == 0) return;
+    set_device();
+    cuda::launch_add_divide(n, a, b, divisor, out, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
   }
 
   int grid_for(std::size_t pieces) const {
@@ -538,6 +692,9 @@ class CudaBackend final : public Backend {
   mutable DeviceBuffer args_;
   mutable DeviceBuffer partials_;
   mutable PinnedBuffer host_result_;
+  cudaEvent_t timer_start_ = nullptr;  // start_timer / stop_timer
+  cudaEvent_t timer_stop_ = nullptr;
+  bool timing_ = false;
   DeviceBuffer fwork_;
   DeviceBuffer dwork_;
   DeviceBuffer flags_;
@@ -545,6 +702,16 @@ class CudaBackend final : public Backend {
 };
 
 }  // namespace
+
+std::string cuda_unavailable_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);  // initialises the driver, creates no context
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("no usable CUDA device (") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status) + ")";
+  }
+  return count > 0 ? "" : "no CUDA device";
+}
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
   int count = 0;

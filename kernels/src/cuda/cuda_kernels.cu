@@ -1,13 +1,14 @@
 // Device kernels of the CUDA backend: sampled statistics, the streaming passes of the fused PowerSGD halves,
 // and the small per-matrix steps of the orthogonalisation. The large products go through cuBLAS (backend).
 //
-// Streaming kernels read 16-byte vectors when every pointer of a matrix is 16-byte aligned (the usual case:
-// cudaMalloc'd buffers of whole matrices) and fall back to single floats otherwise. Every reduction runs in
-// double, per CTA, and is finished in a fixed order, so results repeat bit for bit between runs.
+// Streaming kernels read 16-byte vectors (8-byte ones of four bf16) when every pointer of a matrix is aligned to
+// that (the usual case: cudaMalloc'd buffers of whole matrices) and fall back to single elements otherwise. Every
+// reduction runs in double, per CTA, and is finished in a fixed order, so results repeat bit for bit between runs.
 #include <cub/block/block_reduce.cuh>
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_kernels.hpp"
 
@@ -130,21 +131,53 @@ __device__ __forceinline__ void write_partial(double s, double* partials) {
   if (threadIdx.x == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = total;
 }
 
-// One matrix per blockIdx.y; its CTAs (blockIdx.x) stride through it together.
+// Element access for float32 and bf16 (std::uint16_t bit patterns) storage: bf16 widens exactly on load and
+// rounds to nearest even on store, as the CPU twin (buffer.hpp) does. Vector loads take four elements (16 bytes of
+// float, 8 of bf16) when the pointer is aligned to that.
+__device__ __forceinline__ float widen(std::uint16_t h) { return __uint_as_float(static_cast<unsigned int>(h) << 16); }
+__device__ __forceinline__ std::uint16_t narrow(float f) {
+  const unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffU) > 0x7f800000U) return static_cast<std::uint16_t>((u >> 16) | 0x0040U);
+  return static_cast<std::uint16_t>((u + 0x7fffU + ((u >> 16) & 1U)) >> 16);
+}
+__device__ __forceinline__ float load1(const float* p, std::int64_t i) { return __ldg(p + i); }
+__device__ __forceinline__ float load1(const std::uint16_t* p, std::int64_t i) { return widen(__ldg(p + i)); }
+__device__ __forceinline__ void store1(float* p, std::int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store1(std::uint16_t* p, std::int64_t i, float v) { p[i] = narrow(v); }
+__device__ __forceinline__ float4 load4(const float* p, std::int64_t i) {
+  return __ldg(reinterpret_cast<const float4*>(p) + i);
+}
+__device__ __forceinline__ float4 load4(const std::uint16_t* p, std::int64_t i) {
+  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + i);
+  return {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000U), __uint_as_float(v.y << 16),
+          __uint_as_float(v.y & 0xffff0000U)};
+}
+__device__ __forceinline__ void store4(float* p, std::int64_t i, float4 v) { reinterpret_cast<float4*>(p)[i] = v; }
+__device__ __forceinline__ void store4(std::uint16_t* p, std::int64_t i, float4 v) {
+  const uint2 w{static_cast<unsigned int>(narrow(v.x)) | (static_cast<unsigned int>(narrow(v.y)) << 16),
+                static_cast<unsigned int>(narrow(v.z)) | (static_cast<unsigned int>(narrow(v.w)) << 16)};
+  reinterpret_cast<uint2*>(p)[i] = w;
+}
+template <class T>
+__device__ __forceinline__ bool aligned4(const T* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T))) == 0;
+}
+
+// One matrix per blockIdx.y; its CTAs (blockIdx.x) stride through it together. G is float32 or bf16.
+template <class G>
 __global__ void __launch_bounds__(kThreads)
-    add_norm_kernel(std::int64_t count, const float* const* g, float* const* e, double* partials) {
-  const float* gb = g[blockIdx.y];
+    add_norm_kernel(std::int64_t count, const G* const* g, float* const* e, double* partials) {
+  const G* gb = g[blockIdx.y];
   float* eb = e != nullptr ? e[blockIdx.y] : nullptr;
   const std::int64_t start = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   double s = 0.0;
   std::int64_t done = 0;
-  if (aligned16(gb) && (eb == nullptr || aligned16(eb))) {
+  if (aligned4(gb) && (eb == nullptr || aligned16(eb))) {
     const std::int64_t n4 = count / 4;
-    const auto* g4 = reinterpret_cast<const float4*>(gb);
     auto* e4 = reinterpret_cast<float4*>(eb);
     for (std::int64_t i = start; i < n4; i += stride) {
-      float4 v = __ldg(g4 + i);
+      float4 v = load4(gb, i);
       if (eb != nullptr) {
         const float4 w = e4[i];
         v.x += w.x;
@@ -159,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
     done = n4 * 4;
   }
   for (std::int64_t i = done + start; i < count; i += stride) {
-    float v = __ldg(gb + i);
+    float v = load1(gb, i);
     if (eb != nullptr) {
       v += eb[i];
       eb[i] = v;
@@ -169,25 +202,27 @@ __global__ void __launch_bounds__(kThreads)
   write_partial(s, partials);
 }
 
+// C, the storage Ĝ is copied to, is float32 or bf16.
+template <class C>
 __global__ void __launch_bounds__(kThreads)
     subtract_norm_kernel(std::int64_t count, const float* const* m, const float* const* gh, float* const* diff_out,
-                         float* const* copy_to, double* partials) {
+                         C* const* copy_to, double* partials) {
   const float* mb = m[blockIdx.y];
   const float* gb = gh[blockIdx.y];
   float* db = diff_out != nullptr ? diff_out[blockIdx.y] : nullptr;
-  float* cb = copy_to != nullptr ? copy_to[blockIdx.y] : nullptr;
+  C* cb = copy_to != nullptr ? copy_to[blockIdx.y] : nullptr;
   const std::int64_t start = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   double s = 0.0;
   std::int64_t done = 0;
-  if (aligned16(mb) && aligned16(gb) && (db == nullptr || aligned16(db)) && (cb == nullptr || aligned16(cb))) {
+  if (aligned16(mb) && aligned16(gb) && (db == nullptr || aligned16(db)) && (cb == nullptr || aligned4(cb))) {
     const std::int64_t n4 = count / 4;
     for (std::int64_t i = start; i < n4; i += stride) {
       const float4 a = reinterpret_cast<const float4*>(mb)[i];
       const float4 b = __ldg(reinterpret_cast<const float4*>(gb) + i);
       const float4 d{a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w};
       if (db != nullptr) reinterpret_cast<float4*>(db)[i] = d;
-      if (cb != nullptr) reinterpret_cast<float4*>(cb)[i] = b;
+      if (cb != nullptr) store4(cb, i, b);
       s += static_cast<double>(d.x) * d.x + static_cast<double>(d.y) * d.y + static_cast<double>(d.z) * d.z +
            static_cast<double>(d.w) * d.w;
     }
@@ -197,10 +232,28 @@ __global__ void __launch_bounds__(kThreads)
     const float b = gb[i];
     const float d = mb[i] - b;
     if (db != nullptr) db[i] = d;
-    if (cb != nullptr) cb[i] = b;
+    if (cb != nullptr) store1(cb, i, b);
     s += static_cast<double>(d) * d;
   }
   write_partial(s, partials);
+}
+
+// out = (a + b) / divisor, or a / divisor without b: one element per thread and grid stride (plain loads: `out`
+// may alias `a` or `b`, so no read-only cache path).
+template <class A, class O>
+__global__ void __launch_bounds__(kThreads)
+    add_divide_kernel(std::int64_t n, const A* a, const float* b, float divisor, O* out) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    float v;
+    if constexpr (std::is_same_v<A, float>) {
+      v = a[i];
+    } else {
+      v = widen(a[i]);
+    }
+    if (b != nullptr) v += b[i];
+    store1(out, i, v / divisor);
+  }
 }
 
 __global__ void sum_partials_kernel(int batch, int ctas, const double* partials, double* out) {
@@ -372,6 +425,8 @@ __global__ void __launch_bounds__(kThreads)
     dst[i] = src[i];
 }
 
+dim3 batch_grid(int ctas, int batch) { return dim3(static_cast<unsigned int>(ctas), static_cast<unsigned int>(batch)); }
+
 unsigned int ctas_for(std::int64_t count) {
   const std::int64_t c = (count + kThreads * 4 - 1) / (kThreads * 4);
   return static_cast<unsigned int>(c < 1 ? 1 : (c > 1024 ? 1024 : c));
@@ -399,15 +454,40 @@ void launch_histogram(const float* x, const Piece* pieces, std::int64_t num_piec
 
 void launch_add_norm(int batch, std::int64_t count, const float* const* g, float* const* e, int ctas, double* partials,
                      cudaStream_t stream) {
-  add_norm_kernel<<<dim3(static_cast<unsigned int>(ctas), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(
-      count, g, e, partials);
+  add_norm_kernel<float><<<batch_grid(ctas, batch), kThreads, 0, stream>>>(count, g, e, partials);
+}
+
+void launch_add_norm(int batch, std::int64_t count, const std::uint16_t* const* g, float* const* e, int ctas,
+                     double* partials, cudaStream_t stream) {
+  add_norm_kernel<std::uint16_t><<<batch_grid(ctas, batch), kThreads, 0, stream>>>(count, g, e, partials);
 }
 
 void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, const float* const* gh,
                           float* const* diff_out, float* const* copy_to, int ctas, double* partials,
                           cudaStream_t stream) {
-  subtract_norm_kernel<<<dim3(static_cast<unsigned int>(ctas), static_cast<unsigned int>(batch)), kThreads, 0,
-                         stream>>>(count, m, gh, diff_out, copy_to, partials);
+  subtract_norm_kernel<float>
+      <<<batch_grid(ctas, batch), kThreads, 0, stream>>>(count, m, gh, diff_out, copy_to, partials);
+}
+
+void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, const float* const* gh,
+                          float* const* diff_out, std::uint16_t* const* copy_to, int ctas, double* partials,
+                          cudaStream_t stream) {
+  subtract_norm_kernel<std::uint16_t>
+      <<<batch_grid(ctas, batch), kThreads, 0, stream>>>(count, m, gh, diff_out, copy_to, partials);
+}
+
+void launch_add_divide(std::int64_t n, const float* a, const float* b, float divisor, float* out, cudaStream_t stream) {
+  add_divide_kernel<<<ctas_for(n), kThreads, 0, stream>>>(n, a, b, divisor, out);
+}
+
+void launch_add_divide(std::int64_t n, const std::uint16_t* a, const float* b, float divisor, float* out,
+                       cudaStream_t stream) {
+  add_divide_kernel<<<ctas_for(n), kThreads, 0, stream>>>(n, a, b, divisor, out);
+}
+
+void launch_add_divide(std::int64_t n, const float* a, const float* b, float divisor, std::uint16_t* out,
+                       cudaStream_t stream) {
+  add_divide_kernel<<<ctas_for(n), kThreads, 0, stream>>>(n, a, b, divisor, out);
 }
 
 void launch_sum_partials(int batch, int ctas, const double* partials, double* out, cudaStream_t stream) {

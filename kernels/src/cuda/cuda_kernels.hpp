@@ -38,12 +38,27 @@ void launch_histogram(const float* x, const Piece* pieces, std::int64_t num_piec
 /// ‖g[b]‖². partials is batch × ctas, CTA-major per matrix.
 void launch_add_norm(int batch, std::int64_t count, const float* const* g, float* const* e, int ctas, double* partials,
                      cudaStream_t stream);
+/// The same with bf16 gradients (widened exactly on load).
+void launch_add_norm(int batch, std::int64_t count, const std::uint16_t* const* g, float* const* e, int ctas,
+                     double* partials, cudaStream_t stream);
 
 /// For each matrix b: d = m[b] − gh[b]; partials ← ‖d‖²; diff_out[b] ← d when diff_out is not null; copy_to[b]
 /// ← gh[b] when copy_to is not null. (m and diff_out may alias.)
 void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, const float* const* gh,
                           float* const* diff_out, float* const* copy_to, int ctas, double* partials,
                           cudaStream_t stream);
+/// The same copying Ĝ into bf16 gradients (rounded to nearest even).
+void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, const float* const* gh,
+                          float* const* diff_out, std::uint16_t* const* copy_to, int ctas, double* partials,
+                          cudaStream_t stream);
+
+/// out[k] ← (a[k] + b[k]) / divisor, or a[k] / divisor when b is null (Backend::add_divide); float32 or bf16 `a`
+/// and `out`; `out` may alias `a` or `b`.
+void launch_add_divide(std::int64_t n, const float* a, const float* b, float divisor, float* out, cudaStream_t stream);
+void launch_add_divide(std::int64_t n, const std::uint16_t* a, const float* b, float divisor, float* out,
+                       cudaStream_t stream);
+void launch_add_divide(std::int64_t n, const float* a, const float* b, float divisor, std::uint16_t* out,
+                       cudaStream_t stream);
 
 /// out[b] ← Σ_c partials[b·ctas + c] in order c = 0, 1, …
 void launch_sum_partials(int batch, int ctas, const double* partials, double* out, cudaStream_t stream);

@@ -64,10 +64,11 @@ inline void check_gemm_args(std::int64_t m, std::int64_t n, std::int64_t k, std:
   check_pointers("gemm_batched", c, "c");
 }
 
-/// project_batched: sizes ≥ 0; q, p, m_sqnorm (and e when given) as long as g; no null matrix.
-inline void check_project_args(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> g,
-                               std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
-                               std::span<double> m_sqnorm) {
+/// project_batched (G float32 or bf16): sizes ≥ 0; q, p, m_sqnorm (and e when given) as long as g; no null matrix.
+template <class G>
+void check_project_args(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const G* const> g,
+                        std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
+                        std::span<double> m_sqnorm) {
   check_dims("project_batched", m, n, r);
   check_batch("project_batched", g.size(), q.size(), "q");
   check_batch("project_batched", g.size(), p.size(), "p");
@@ -79,10 +80,12 @@ inline void check_project_args(std::int64_t m, std::int64_t n, std::int64_t r, s
   check_pointers("project_batched", p, "p");
 }
 
-/// reconstruct_batched: sizes ≥ 0; p, q, err_sqnorm (and e when given) as long as g; no null matrix.
-inline void check_reconstruct_args(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
-                                   std::span<const float* const> q, std::span<float* const> e,
-                                   std::span<float* const> g, std::span<double> err_sqnorm) {
+/// reconstruct_batched (G float32 or bf16): sizes ≥ 0; p, q, err_sqnorm (and e when given) as long as g; no null
+/// matrix.
+template <class G>
+void check_reconstruct_args(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                            std::span<const float* const> q, std::span<float* const> e, std::span<G* const> g,
+                            std::span<double> err_sqnorm) {
   check_dims("reconstruct_batched", m, n, r);
   check_batch("reconstruct_batched", g.size(), p.size(), "p");
   check_batch("reconstruct_batched", g.size(), q.size(), "q");
@@ -92,6 +95,20 @@ inline void check_reconstruct_args(std::int64_t m, std::int64_t n, std::int64_t 
   check_pointers("reconstruct_batched", q, "q");
   check_pointers("reconstruct_batched", e, "e");
   check_pointers("reconstruct_batched", g, "g");
+}
+
+/// The bf16 overloads need float32 error-feedback storage for M (backend.hpp).
+inline void check_bf16_feedback(const char* what, std::size_t batch, std::size_t e_size) {
+  if (batch > 0 && e_size == 0)
+    throw InternalError(std::string(what) + ": bf16 gradients need float32 error-feedback buffers `e` for M");
+}
+
+/// add_divide: n ≥ 0, a finite non-zero divisor, no null pointer where elements are read or written.
+inline void check_add_divide_args(std::int64_t n, const void* a, const void* out, float divisor) {
+  if (n < 0) throw InternalError("add_divide: negative length " + std::to_string(n));
+  if (!(divisor != 0.0F) || !std::isfinite(divisor))
+    throw InternalError("add_divide: divisor must be finite and non-zero, got " + std::to_string(divisor));
+  if (n > 0 && (a == nullptr || out == nullptr)) throw InternalError("add_divide: null a or out");
 }
 
 }  // namespace edgc::kernels::impl

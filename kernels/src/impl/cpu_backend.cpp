@@ -1,7 +1,10 @@
 // CpuBackend: argument checks, scratch and threading around the CPU kernel table of the chosen instruction set.
 #include "cpu_backend.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -9,9 +12,36 @@
 #include "../thread_pool.hpp"
 #include "backend_checks.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/kernels/buffer.hpp"
 
 namespace edgc::kernels::impl {
 namespace {
+
+constexpr std::align_val_t kAlign{256};
+// bf16 rows are widened into float32 chunks of about this many floats per thread (L2-resident), then go through
+// the float32 kernels.
+constexpr std::int64_t kConvertFloats = std::int64_t{1} << 16;
+
+void widen(const std::uint16_t* src, std::int64_t n, float* dst) {
+  for (std::int64_t k = 0; k < n; ++k) dst[k] = bf16_to_float(src[k]);
+}
+void narrow(const float* src, std::int64_t n, std::uint16_t* dst) {
+  for (std::int64_t k = 0; k < n; ++k) dst[k] = float_to_bf16(src[k]);
+}
+
+// out = (a + b) / divisor, or a / divisor without b; A and O are float or bf16 storage.
+float load(const float* p, std::int64_t k) { return p[k]; }
+float load(const std::uint16_t* p, std::int64_t k) { return bf16_to_float(p[k]); }
+void store(float* p, std::int64_t k, float v) { p[k] = v; }
+void store(std::uint16_t* p, std::int64_t k, float v) { p[k] = float_to_bf16(v); }
+template <class A, class O>
+void add_divide_loop(std::int64_t n, const A* a, const float* b, float divisor, O* out) {
+  if (b == nullptr) {
+    for (std::int64_t k = 0; k < n; ++k) store(out, k, load(a, k) / divisor);
+  } else {
+    for (std::int64_t k = 0; k < n; ++k) store(out, k, (load(a, k) + b[k]) / divisor);
+  }
+}
 
 const cpu::KernelTable* avx2_table() {
 #if EDGC_KERNELS_HAVE_AVX2
@@ -28,6 +58,33 @@ class CpuBackend final : public Backend {
   std::string_view name() const noexcept override { return name_; }
   std::string_view isa() const noexcept override { return k_->isa; }
   int threads() const noexcept override { return pool_.size(); }
+
+  // Host memory: the "device" is the host.
+  void* allocate(std::size_t bytes) override { return bytes == 0 ? nullptr : ::operator new(bytes, kAlign); }
+  void deallocate(void* p) noexcept override {
+    if (p != nullptr) ::operator delete(p, kAlign);
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { copy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { copy(dst, src, bytes); }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
+  void memset(void* dst, int value, std::size_t bytes) override {
+    if (bytes > 0) std::memset(dst, value, bytes);
+  }
+
+  void add_divide(std::int64_t n, const float* a, const float* b, float divisor, float* out) override {
+    check_add_divide_args(n, a, out, divisor);
+    add_divide_loop(n, a, b, divisor, out);
+  }
+  void add_divide(std::int64_t n, const std::uint16_t* a, const float* b, float divisor, float* out) override {
+    check_add_divide_args(n, a, out, divisor);
+    add_divide_loop(n, a, b, divisor, out);
+  }
+  void add_divide(std::int64_t n, const float* a, const float* b, float divisor, std::uint16_t* out) override {
+    check_add_divide_args(n, a, out, divisor);
+    add_divide_loop(n, a, b, divisor, out);
+  }
 
   MomentSums moments(std::span<const float> x, std::span<const Block> blocks) const override {
     const Block whole{0, static_cast<std::int64_t>(x.size())};
@@ -149,7 +206,86 @@ class CpuBackend final : public Backend {
     sum_partials(err_sqnorm, parts);
   }
 
+  // bf16: each thread's band of rows is widened into float32 chunks that go through the float32 kernels.
+  void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const std::uint16_t* const> g,
+                       std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
+                       std::span<double> m_sqnorm) override {
+    check_project_args(m, n, r, g, e, q, p, m_sqnorm);
+    check_bf16_feedback("project_batched", g.size(), e.size());
+    const int parts = pool_.size();
+    const std::int64_t chunk = chunk_rows(n);
+    grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
+    grow(scratch_, cpu::kScratchFloats * parts);
+    grow(convert_, chunk * n * parts);
+    pool_.run([&](int part) {
+      const auto [row0, row1] = split_range(m, parts, part);
+      float* tmp = convert_.data() + part * chunk * n;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        double sum = 0.0;
+        for (std::int64_t row = row0; row < row1; row += chunk) {
+          cpu::ProjectArgs a;
+          a.scratch = scratch_.data() + part * cpu::kScratchFloats;
+          a.rows = std::min(chunk, row1 - row);
+          a.n = n;
+          a.r = r;
+          widen(g[i] + row * n, a.rows * n, tmp);
+          a.g = tmp;
+          a.e = e[i] + row * n;
+          a.q = q[i];
+          a.p = p[i] + row * r;
+          double s = 0.0;
+          a.m_sqnorm = &s;
+          k_->project(a);
+          sum += s;
+        }
+        partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(part)] = sum;
+      }
+    });
+    sum_partials(m_sqnorm, parts);
+  }
+
+  void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                           std::span<const float* const> q, std::span<float* const> e,
+                           std::span<std::uint16_t* const> g, std::span<double> err_sqnorm) override {
+    check_reconstruct_args(m, n, r, p, q, e, g, err_sqnorm);
+    check_bf16_feedback("reconstruct_batched", g.size(), e.size());
+    const int parts = pool_.size();
+    const std::int64_t chunk = chunk_rows(n);
+    grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
+    grow(scratch_, cpu::kScratchFloats * parts);
+    grow(convert_, chunk * n * parts);
+    pool_.run([&](int part) {
+      const auto [row0, row1] = split_range(m, parts, part);
+      float* tmp = convert_.data() + part * chunk * n;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        double sum = 0.0;
+        for (std::int64_t row = row0; row < row1; row += chunk) {
+          cpu::ReconstructArgs a;
+          a.rows = std::min(chunk, row1 - row);
+          a.n = n;
+          a.r = r;
+          a.p = p[i] + row * r;
+          a.q = q[i];
+          a.e = e[i] + row * n;
+          a.g = tmp;  // receives Ĝ in float32, then rounded into G
+          a.scratch = scratch_.data() + part * cpu::kScratchFloats;
+          double s = 0.0;
+          a.err_sqnorm = &s;
+          k_->reconstruct(a);
+          narrow(tmp, a.rows * n, g[i] + row * n);
+          sum += s;
+        }
+        partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(part)] = sum;
+      }
+    });
+    sum_partials(err_sqnorm, parts);
+  }
+
  private:
+  static std::int64_t chunk_rows(std::int64_t n) {
+    return std::max<std::int64_t>(1, kConvertFloats / std::max<std::int64_t>(n, 1));
+  }
+
   template <class T>
   static void grow(std::vector<T>& v, std::int64_t n) {
     if (static_cast<std::int64_t>(v.size()) < n) v.resize(static_cast<std::size_t>(n));
@@ -171,6 +307,7 @@ class CpuBackend final : public Backend {
   std::vector<double> dwork_;
   std::vector<float> scratch_;  // kScratchFloats per thread
   std::vector<double> partial_;
+  std::vector<float> convert_;  // bf16 rows widened, per thread
 };
 
 }  // namespace

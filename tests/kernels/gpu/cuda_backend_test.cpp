@@ -17,29 +17,16 @@
 #include "edgc/core/block_sampling.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/kernels/backend.hpp"
+#include "gpu_test_util.hpp"
 #include "kernel_test_util.hpp"
 
 namespace edgc::kernels {
 namespace {
 
+using testing::no_device_reason;
 using testing::random_normal;
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
-
-// Why the GPU tests cannot run here, or empty when they can.
-std::string no_device_reason() {
-  int count = 0;
-  const cudaError_t st = cudaGetDeviceCount(&count);
-  if (st != cudaSuccess) return std::string("no usable CUDA device (") + cudaGetErrorName(st) + ")";
-  if (count == 0) return "no CUDA device";
-  return "";
-}
-
-#define SKIP_WITHOUT_GPU()                                               \
-  do {                                                                   \
-    const std::string reason = no_device_reason();                       \
-    if (!reason.empty()) GTEST_SKIP() << "GPU test skipped: " << reason; \
-  } while (0)
 
 /// A device copy of a host vector of floats, freed on scope exit.
 class DeviceFloats {

@@ -202,7 +202,8 @@ void print_summary(std::ostream& os, const engine::ReplayOptions& o, const engin
   os << "replay      " << o.trace_dir << " · policy " << o.controller.policy << " · estimator "
      << core::entropy_estimator_name(o.controller.estimator) << " · window " << o.gds.window_iters << " it · alpha "
      << o.gds.alpha << " · beta " << o.gds.beta << " · ranks " << o.controller.cqm.r_min << ".."
-     << o.controller.cqm.r_max << " step " << o.controller.cqm.step << " · " << o.world_size << " emulated DP ranks\n";
+     << o.controller.cqm.r_max << " step " << o.controller.cqm.step << " · " << o.world_size << " emulated DP ranks"
+     << (o.backend == "cpu" ? "" : " · backend " + o.backend) << "\n";
   os << "warm-up     " << (r.warmup_end ? "ended at iteration " + std::to_string(*r.warmup_end) : "never ended")
      << "\n\n";
   std::vector<std::string> head = {"window", "iterations", "loss"};
@@ -259,27 +260,38 @@ int run_replay_command(const std::vector<std::string>& args) {
   std::string trace;
   std::string scenario;
   std::string out;
+  std::string backend;
   std::vector<std::string> sets;
   po::options_description opts;
   opts.add_options()("trace", po::value(&trace), "trace directory (default: the scenario's trace.path)")(
       "scenario", po::value(&scenario), "scenario JSON (compression and replay sections are used)")(
       "set", po::value(&sets)->composing(), "override a scenario key: dotted.key=value (repeatable)")(
       "out", po::value(&out)->required(), "output directory (must not exist or be empty)")(
+      "backend", po::value(&backend),
+      "kernels: cpu | cuda (default: replay.backend, else cpu; cuda needs edgc-nccl and a GPU)")(
       "quiet", "print only the output paths");
   po::variables_map vm;
-  if (!parse("replay", "--trace DIR [--scenario F] [--set k=v]... --out DIR", opts, {}, args, vm)) return 0;
+  if (!parse("replay", "--trace DIR [--scenario F] [--set k=v]... [--backend cpu|cuda] --out DIR", opts, {}, args, vm))
+    return 0;
   scenario::Scenario sc;
   if (scenario.empty()) {
     for (const auto& s : sets) sc.set(s);
   } else {
     sc = scenario::load_scenario(scenario, sets);
   }
+  // --backend is replay.backend given on the command line; set in the scenario, result files record it.
+  if (!backend.empty()) sc.set("replay.backend=" + ordered_json(backend).dump());
   engine::ReplayOptions o = read_options(sc);
   const std::string trace_key = sc.string("trace.path", "");
   if (trace.empty() && !trace_key.empty()) trace = fs::path(sc.resolve(trace_key)).lexically_normal().string();
   if (trace.empty()) throw UsageError("--trace", "no trace given (use --trace DIR or trace.path in the scenario)");
   o.trace_dir = trace;
   sc.reject_unknown({"compression", "replay", "trace"});
+  if (backend.empty()) {
+    engine::require_backend(o.backend, sc.where(), "replay.backend");
+  } else {
+    engine::require_backend(o.backend, "", "--backend");
+  }
 
   StagingDir staging(out);  // before the run: a busy --out fails fast
   const engine::ReplayResult r = engine::run_replay(o);

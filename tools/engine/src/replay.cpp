@@ -1,7 +1,5 @@
 #include "edgc/engine/replay.hpp"
 
-#include "edgc/scenario/compression_config.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,6 +11,7 @@
 #include "edgc/core/window_accumulator.hpp"
 #include "edgc/kernels/kernels.hpp"
 #include "edgc/kernels/stage_entropy.hpp"
+#include "edgc/scenario/compression_config.hpp"
 #include "edgc/traces/reader.hpp"
 
 namespace edgc::engine {
@@ -95,10 +94,35 @@ TraceLayout analyse(const traces::Manifest& m, const std::vector<int>& stage_of,
 
 TraceLayout analyse(const traces::Manifest& m) { return analyse(m, stage_of_tensors(m, 0), m.num_stages); }
 
+// An iteration's tensor values where the backend's kernels read them: the trace's own host vectors for host
+// backends, a device copy otherwise (uploaded once per iteration into buffers kept from one to the next).
+class ValueMirror {
+ public:
+  std::span<const std::span<const float>> of(kernels::Backend& backend, const traces::IterationData& d) {
+    views_.resize(d.tensors.size());
+    if (!backend.device_memory()) {
+      for (std::size_t i = 0; i < d.tensors.size(); ++i) views_[i] = d.tensors[i].values;
+      return views_;
+    }
+    buffers_.resize(d.tensors.size());
+    for (std::size_t i = 0; i < d.tensors.size(); ++i) {
+      const std::vector<float>& v = d.tensors[i].values;
+      if (buffers_[i].size() != v.size()) buffers_[i] = kernels::Buffer<float>(backend, v.size());
+      buffers_[i].upload(v);
+      views_[i] = buffers_[i].span();
+    }
+    return views_;
+  }
+
+ private:
+  std::vector<kernels::Buffer<float>> buffers_;
+  std::vector<std::span<const float>> views_;
+};
+
 // One sampled iteration of every stage: the stage entropy kernels on the blocks the sampler picks (or on every
-// value for the full-sampling track), added to the window.
-void measure(Track& t, const traces::IterationData& d, const TraceLayout& layout, const kernels::Backend& backend,
-             double bins_per_sigma) {
+// value for the full-sampling track), added to the window. `values[k]`: tensor k's values in the backend's memory.
+void measure(Track& t, const traces::IterationData& d, std::span<const std::span<const float>> values,
+             const TraceLayout& layout, const kernels::Backend& backend, double bins_per_sigma) {
   ++t.sampled_iterations;
   std::vector<std::vector<Block>> blocks;
   std::vector<kernels::StageTensor> tensors;
@@ -108,9 +132,9 @@ void measure(Track& t, const traces::IterationData& d, const TraceLayout& layout
     blocks.assign(members.size(), {});
     tensors.assign(members.size(), {});
     for (std::size_t i = 0; i < members.size(); ++i) {
-      const auto& values = d.tensors[members[i]].values;
-      if (!t.full) blocks[i] = t.gds.blocks(members[i], static_cast<std::int64_t>(values.size()), d.info->iteration);
-      tensors[i] = {values, blocks[i]};
+      const std::span<const float> v = values[members[i]];
+      if (!t.full) blocks[i] = t.gds.blocks(members[i], static_cast<std::int64_t>(v.size()), d.info->iteration);
+      tensors[i] = {v, blocks[i]};
     }
     const core::StageObservation sample =
         kernels::measure_stage_entropy(backend, tensors, t.full, t.layouts[s], bins_per_sigma);
@@ -213,8 +237,12 @@ class ReplayRun {
       loss_sum_ += *data.info->loss;
       ++loss_n_;
     }
-    if (sampled_.gds.samples_iteration(it)) measure(sampled_, data, layout_, *backend_, o_.bins_per_sigma);
-    if (full_) measure(*full_, data, layout_, *backend_, o_.bins_per_sigma);
+    const bool sample = sampled_.gds.samples_iteration(it);
+    if (sample || full_) {
+      const auto values = mirror_.of(*backend_, data);
+      if (sample) measure(sampled_, data, values, layout_, *backend_, o_.bins_per_sigma);
+      if (full_) measure(*full_, data, values, layout_, *backend_, o_.bins_per_sigma);
+    }
     if (o_.on_iteration) {
       for (std::size_t s = 0; s < stage_ranks_.size(); ++s) stage_ranks_[s] = rank_in_force(sampled_, s);
       o_.on_iteration(data, stage_ranks_);
@@ -309,6 +337,7 @@ class ReplayRun {
   std::vector<int> stage_of_;
   const TraceLayout& layout_;
   std::unique_ptr<kernels::Backend> backend_;
+  ValueMirror mirror_;
   Track sampled_;
   std::optional<Track> full_;
   std::unique_ptr<kernels::DataParallelEmulator> emulator_;
@@ -345,6 +374,15 @@ ReplayResult run_replay(ReplayOptions& o) {
   return run.run(reader, captured);
 }
 
+void require_backend(const std::string& backend, const std::string& where, const std::string& field) {
+  const std::string why = kernels::backend_unavailable_reason(backend);
+  if (why.empty()) return;
+  std::string hint;
+  if (backend == "cuda" && why.find("does not link") != std::string::npos)
+    hint = "; use edgc-nccl, which does (built next to edgc where CUDA, MPI and NCCL are found)";
+  throw ConfigError(where, field, backend + ": " + why + hint);
+}
+
 TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
                                    const std::string& backend_name) {
   if (!(bins_per_sigma > 0.0)) throw ConfigError(trace_dir, "entropy.bins_per_sigma", "must be > 0");
@@ -361,6 +399,7 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
   none.stage_shapes = layout.stage_shapes;
   Track track(every, none, m.num_stages, gds.beta >= 1.0, trace_dir);
   const auto backend = kernels::make_backend(backend_name);
+  ValueMirror mirror;
 
   TraceEntropy out;
   out.path = trace_dir;
@@ -371,7 +410,7 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
   WindowRow row;
   while (reader.next(data)) {
     reset_window(track);
-    measure(track, data, layout, *backend, bins_per_sigma);
+    measure(track, data, mirror.of(*backend, data), layout, *backend, bins_per_sigma);
     row.window = row.first_iteration = data.info->iteration;
     row.end_iteration = row.first_iteration + 1;
     TraceEntropyPoint p;

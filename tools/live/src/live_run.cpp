@@ -34,15 +34,22 @@ void LiveRun::run() {
   for (const std::string& p : o_.policies) run_policy(p);
 }
 
+// The communicator first: with NCCL it has chosen this rank's GPU, and a cuda backend goes on the same one
+// (without NCCL: the rank's index on its host, one GPU per rank).
 void LiveRun::open_communicators() {
-  kernels::BackendOptions bo;
-  bo.threads = 1;
-  backend_ = kernels::make_backend(o_.backend, bo);
+  const int host_rank = w_.host_rank();  // collective: every rank calls it
   if (o_.comm == "nccl")
     inner_ = kernels::make_nccl_communicator(w_.group);
   else
     inner_ = std::make_unique<kernels::MpiCommunicator>(w_.group);
   comm_ = std::make_unique<TimedCommunicator>(*inner_);
+  device_ = inner_->device() >= 0 ? inner_->device() : host_rank;
+  kernels::BackendOptions bo;
+  bo.threads = 1;
+  bo.device = device_;
+  backend_ = kernels::make_backend(o_.backend, bo);
+  if (backend_->device_memory()) host_backend_ = kernels::make_backend("cpu", {.threads = 1, .device = 0});
+  attach_device(tensors_, *backend_);
 }
 
 // Dense all-reduces over every DP group at once (so the network is loaded as in a step); stage 0's group's
@@ -86,15 +93,18 @@ std::unique_ptr<kernels::PowerSgd> LiveRun::make_psgd(int initial_rank) const {
   return p;
 }
 
-// Timed step of every stage at once: barrier, step, record. `ranks` per tensor.
+// Timed step of every stage at once: barrier, step, record. `ranks` per tensor. With a device backend the
+// replica's gradients go to the GPU before the barrier and come back only for --verify.
 LocalStep LiveRun::timed_step(kernels::PowerSgd& psgd, const std::vector<int>& ranks, int stage_rank,
                               Verifier* verify) {
   for (std::size_t i = 0; i < ranks.size(); ++i) psgd.set_rank(i, ranks[i]);
   if (verify) verify->before(tensors_, psgd);
+  upload_mine(tensors_);
   w_.barrier();
   const double t0 = MPI_Wtime();
-  const kernels::StepStats st = psgd.step(tensors_.views, *comm_);
+  const kernels::StepStats st = psgd.step(step_views(tensors_), *comm_);
   const double sync = MPI_Wtime() - t0;
+  if (verify) download_mine(tensors_);
   LocalStep s = describe(st, psgd, comm_->take());
   s.rank = stage_rank;
   s.sync_s = sync;
@@ -123,7 +133,7 @@ std::optional<std::pair<double, double> > LiveRun::probe_rank(int r) {
   auto psgd = make_psgd(r);
   std::vector<LocalStep> steps;
   for (int rep = -1; rep < o_.probe_repeats; ++rep) {  // rep -1 warms up
-    make_replica(tensors_, *backend_, o_.perturbation, o_.seed, 0, w_.replica);
+    make_replica(tensors_, host_backend(), o_.perturbation, o_.seed, 0, w_.replica);
     LocalStep s = timed_step(*psgd, ranks, r, nullptr);
     if (rep >= 0) steps.push_back(std::move(s));
   }

@@ -43,7 +43,9 @@ engine::ReplayOptions LiveRun::replay_options(const std::string& policy) const {
   ro.gds = o_.compression.gds;
   ro.warmup_floor_fraction = o_.compression.warmup_floor_fraction;
   ro.warmup_ceiling_fraction = o_.compression.warmup_ceiling_fraction;
-  ro.backend = o_.backend;
+  // The controller's entropy kernels run on the host whatever PowerSGD runs on: every rank must take the same
+  // decisions, and the CPU kernels give the same bits on every host (GPUs of other models might not).
+  ro.backend = "cpu";
   ro.bins_per_sigma = o_.bins_per_sigma;
   ro.compare_full = false;
   ro.seed = o_.seed;
@@ -58,8 +60,13 @@ Verifier LiveRun::make_verifier() const {
   kernels::PowerSgdConfig cfg;
   cfg.rank = 0;
   cfg.seed = o_.seed;
-  return Verifier(
-      std::make_unique<kernels::DataParallelEmulator>("cpu", tensors_.shapes, w_.dp, cfg, o_.perturbation, o_.seed));
+  // The emulation runs on this rank's backend (a device one on this rank's GPU): bit for bit on the host, within
+  // a tolerance on a device (verify.hpp).
+  kernels::BackendOptions bo;
+  bo.device = device_;
+  return Verifier(std::make_unique<kernels::DataParallelEmulator>(o_.backend, tensors_.shapes, w_.dp, cfg,
+                                                                  o_.perturbation, o_.seed, bo),
+                  !backend_->device_memory());
 }
 
 // One captured iteration, the controller having chosen `stage_ranks`: this replica's gradients, one timed step.
@@ -73,7 +80,7 @@ LocalStep LiveRun::replay_step(const traces::IterationData& data, std::span<cons
   if (lo != hi)
     throw InternalError("live: the ranks' controllers disagree at iteration " + std::to_string(data.info->iteration));
   load_raw(tensors_, data);
-  make_replica(tensors_, *backend_, o_.perturbation, o_.seed, step, w_.replica);
+  make_replica(tensors_, host_backend(), o_.perturbation, o_.seed, step, w_.replica);
   const int r = stage_ranks[static_cast<std::size_t>(w_.stage)];
   LocalStep s = timed_step(psgd, tensor_ranks(tensors_, r), r, verify);
   s.iteration = data.info->iteration;

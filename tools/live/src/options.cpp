@@ -71,7 +71,11 @@ void read_live_options(scenario::Scenario& sc, LiveOptions& o) {
   o.seed = static_cast<std::uint64_t>(sc.integer("live.seed", 0));
   const std::string backend = sc.string("live.backend", "cpu");  // read even when the command line wins
   const std::string comm = sc.string("live.comm", "mpi");
-  if (o.backend.empty()) o.backend = backend;
+  if (o.backend.empty()) {
+    o.backend = backend;
+    o.backend_where = w;
+    o.backend_field = "live.backend";
+  }
   if (o.comm.empty()) o.comm = comm;
   o.bins_per_sigma = sc.number("live.bins_per_sigma", 8.0);
   if (!(o.bins_per_sigma > 0.0)) throw ConfigError(w, "live.bins_per_sigma", "must be > 0");
@@ -80,7 +84,7 @@ void read_live_options(scenario::Scenario& sc, LiveOptions& o) {
   if (o.comm != "mpi" && o.comm != "nccl")
     throw ConfigError(w, "live.comm", "expected mpi or nccl, got '" + o.comm + "'");
   if (o.backend != "cpu" && o.backend != "cuda")
-    throw ConfigError(w, "live.backend", "expected cpu or cuda, got '" + o.backend + "'");
+    throw ConfigError(o.backend_where, o.backend_field, "expected cpu or cuda, got '" + o.backend + "'");
 }
 
 }  // namespace edgc::live

@@ -10,6 +10,7 @@
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/engine/replay.hpp"
 #include "edgc/kernels/mpi_communicator.hpp"
 #include "edgc/live/live.hpp"
 #include "edgc/traces/reader.hpp"
@@ -23,8 +24,8 @@ namespace {
 void check_options(const LiveOptions& o) {
   if (o.comm == "nccl" && !kernels::nccl_available())
     throw UsageError("--comm", "nccl needs the edgc-nccl binary (a build with CUDA, MPI and NCCL); this is plain edgc");
-  if (o.backend != "cpu")
-    throw UsageError("--backend", "live mode runs PowerSGD on host buffers; only the cpu backend is supported");
+  // Before MPI starts, on every rank alike: a cuda backend in plain edgc or without a usable GPU is one clear line.
+  engine::require_backend(o.backend, o.backend_where, o.backend_field);
   if (o.out_dir.empty()) throw UsageError("--out", "is required");
 }
 

@@ -10,10 +10,15 @@
 //    shape seen), so one Backend object is used by one thread at a time; its const members are thread-safe;
 //  * a violated precondition (mismatched batch spans, a block outside the data) is a caller bug and throws
 //    edgc::InternalError; the kernels themselves never throw;
-//  * NaN and Inf inputs are counted by the statistics kernels; the linear-algebra kernels propagate them.
+//  * NaN and Inf inputs are counted by the statistics kernels; the linear-algebra kernels propagate them;
+//  * bf16 gradients are std::uint16_t bit patterns (the high half of a float32): converted exactly on load,
+//    rounded to nearest even on store; factors (P, Q), error buffers and norms stay float32/double.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "edgc/core/block_sampling.hpp"
@@ -29,7 +34,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  /// Name the backend was created by ("cpu", "cpu-generic", "cpu-avx2", later "cuda").
+  /// Name the backend was created by ("cpu", "cpu-generic", "cpu-avx2", "cuda").
   virtual std::string_view name() const noexcept = 0;
   /// Instruction set or device the kernels run on ("sse2", "avx2+fma", ...), for reports.
   virtual std::string_view isa() const noexcept = 0;
@@ -42,11 +47,49 @@ class Backend {
   /// outputs — stay in host memory.
   virtual bool device_memory() const noexcept { return false; }
   /// Blocks until all work this backend has queued is done. Host backends finish every call before returning;
-  /// a device backend returns from gemm_batched and orthogonalize_batched once the work is queued on its stream.
+  /// a device backend returns from gemm_batched, orthogonalize_batched, copy, memset and add_divide once the work
+  /// is queued on its stream.
   virtual void synchronize() {}
   /// The stream a device backend queues its work on (a cudaStream_t for "cuda"), null for host backends. For
   /// ordering the caller's own work after the backend's (events), never for destroying it.
   virtual void* native_stream() const noexcept { return nullptr; }
+
+  // ---- memory of the kind device_memory() names (Buffer in buffer.hpp owns it) ----
+
+  /// `bytes` of backend memory, 256-byte aligned, contents undefined; nullptr for 0 bytes. Host backends: host
+  /// memory. Device backends: device memory of the backend's GPU (cudaMalloc). Throws std::bad_alloc (host) or
+  /// CudaError (device) when none is left.
+  virtual void* allocate(std::size_t bytes) = 0;
+  /// Frees what allocate() returned (null is ignored). A device backend's free waits for the work using it.
+  virtual void deallocate(void* p) noexcept = 0;
+  /// Copies `bytes` from host memory `src` into backend memory `dst`, after the work queued before it; `src` may be
+  /// reused on return (a device backend waits for the copy).
+  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Copies `bytes` from backend memory `src` into host memory `dst`, after the work queued before it; the data is
+  /// in `dst` on return (a device backend waits for its stream).
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Copies `bytes` within backend memory (queued on a device backend's stream). No overlap.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Sets `bytes` of backend memory to the byte `value` (queued on a device backend's stream).
+  virtual void memset(void* dst, int value, std::size_t bytes) = 0;
+
+  // ---- timing ----
+
+  /// Device-side timing of the work this backend queues between the two calls: start_timer() marks the backend's
+  /// stream, stop_timer() marks it again, waits for that mark and returns the seconds between the marks (CUDA
+  /// events). Host backends return nullopt: their work is done when a call returns, so the caller's clock is
+  /// the measure. Not nested: a start_timer() replaces the previous one.
+  virtual void start_timer() {}
+  virtual std::optional<double> stop_timer() { return std::nullopt; }
+
+  // ---- element-wise (the uncompressed path of PowerSGD) ----
+
+  /// out[k] = (a[k] + b[k]) / divisor for k < n in float32, or a[k] / divisor when `b` is null (no addition, so
+  /// −0 stays −0; a divisor of 1 is exact). All three in backend memory; `out` may be `a` or `b`, no other
+  /// overlap. Queued on a device backend's stream. The overloads read a bf16 `a` or write a bf16 `out`.
+  virtual void add_divide(std::int64_t n, const float* a, const float* b, float divisor, float* out) = 0;
+  virtual void add_divide(std::int64_t n, const std::uint16_t* a, const float* b, float divisor, float* out) = 0;
+  virtual void add_divide(std::int64_t n, const float* a, const float* b, float divisor, std::uint16_t* out) = 0;
 
   // ---- sampled statistics ----
 
@@ -96,6 +139,20 @@ class Backend {
   virtual void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
                                    std::span<const float* const> q, std::span<float* const> e,
                                    std::span<float* const> g, std::span<double> err_sqnorm) = 0;
+
+  /// project_batched with bf16 gradients G (converted exactly on load) and float32 E, Q, P. Error feedback
+  /// storage is required (`e` has one float32 matrix per gradient): M = G + E must be float32 for the products
+  /// (PowerSgd without error feedback passes zeroed buffers). Otherwise as the float32 overload.
+  virtual void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const std::uint16_t* const> g,
+                               std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
+                               std::span<double> m_sqnorm) = 0;
+
+  /// reconstruct_batched into bf16 gradients: Ĝ_b = P_b·Q_bᵀ in float32, E_b = M_b − Ĝ_b (float32, `e` required
+  /// as above), G_b = Ĝ_b rounded to nearest even, err_sqnorm[b] = ‖M_b − Ĝ_b‖²_F of the unrounded Ĝ (the
+  /// rounding is the gradient's own storage precision and is not fed back into E).
+  virtual void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
+                                   std::span<const float* const> q, std::span<float* const> e,
+                                   std::span<std::uint16_t* const> g, std::span<double> err_sqnorm) = 0;
 };
 
 /// Options of make_backend.
@@ -114,5 +171,10 @@ struct BackendOptions {
 /// Throws ConfigError for an unknown name, a variant this build, CPU or machine lacks (no CUDA device), or
 /// threads < 1.
 std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options = {});
+
+/// Why make_backend(name) cannot work in this program on this machine, or an empty string when it can (as far
+/// as can be told without creating it): "cuda" in a program that does not link edgc::kernels_cuda, or on a
+/// machine without a usable CUDA device; "cpu-avx2" without AVX2; an unknown name. Creates no CUDA context.
+std::string backend_unavailable_reason(std::string_view name);
 
 }  // namespace edgc::kernels

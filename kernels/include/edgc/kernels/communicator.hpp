@@ -22,6 +22,13 @@ class Communicator {
   /// Device time of the last all_reduce_sum where the implementation measures one (NCCL: CUDA events around
   /// the collective, staging copies excluded); nullopt where only the caller's wall clock can tell.
   virtual std::optional<double> last_device_seconds() const noexcept { return std::nullopt; }
+  /// Whether all_reduce_sum sums device memory in place (NCCL), so a caller keeping its data on the GPU passes
+  /// device pointers straight through. false (the default): it takes host memory, and a device caller stages
+  /// through host buffers.
+  virtual bool device_buffers() const noexcept { return false; }
+  /// The CUDA device its collectives run on, or −1 for a communicator without one. A caller putting its own
+  /// GPU work next to the collectives uses this device.
+  virtual int device() const noexcept { return -1; }
 };
 
 /// A group of one: the sum over one rank is the data itself.

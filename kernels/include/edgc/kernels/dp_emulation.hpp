@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "edgc/kernels/backend.hpp"
+#include "edgc/kernels/buffer.hpp"
 #include "edgc/kernels/powersgd.hpp"
 
 namespace edgc::kernels {
@@ -49,11 +50,17 @@ void replica_gradient(std::span<const float> g, double scale, std::uint64_t seed
 
 class DataParallelEmulator {
  public:
-  /// `backend`: a name for make_backend (each rank gets its own, single-threaded). `shapes` as for PowerSgd.
-  /// `world_size` D ≥ 1. `perturbation` ≥ 0: copy d of a gradient g is g + perturbation·std(g)·N(0, 1) noise
-  /// drawn from (seed, step, d, tensor); 0 gives D identical copies. Throws ConfigError for bad values.
+  /// `backend`: a name for make_backend (each rank gets its own, single-threaded, made with `options`; for a
+  /// device backend all D share its GPU). `shapes` as for PowerSgd. `world_size` D ≥ 1. `perturbation` ≥ 0: copy d
+  /// of a gradient g is g + perturbation·std(g)·N(0, 1) noise drawn from (seed, step, d, tensor); 0 gives D
+  /// identical copies. Throws ConfigError for bad values.
+  ///
+  /// With a device backend each rank's perturbed copy is uploaded to its own device buffer, PowerSgd runs there
+  /// (P and Q staged through host memory for the in-process all-reduces), and the reconstructions come back to
+  /// the host for the checks and error figures; std(g) is taken with the "cpu" backend (as `edgc live` does).
   DataParallelEmulator(std::string_view backend, std::vector<std::vector<std::int64_t>> shapes, int world_size,
-                       const PowerSgdConfig& config, double perturbation, std::uint64_t seed);
+                       const PowerSgdConfig& config, double perturbation, std::uint64_t seed,
+                       const BackendOptions& options = {});
   ~DataParallelEmulator();
   DataParallelEmulator(const DataParallelEmulator&) = delete;
   DataParallelEmulator& operator=(const DataParallelEmulator&) = delete;
@@ -69,11 +76,12 @@ class DataParallelEmulator {
   std::int64_t steps() const noexcept { return steps_; }
   /// Rank d's compressor (error buffers, ranks) for inspection.
   const PowerSgd& rank_state(int d) const;
-  /// Rank 0's reconstruction of tensor i after the last step (identical on every rank).
+  /// Rank 0's reconstruction of tensor i after the last step (identical on every rank), in host memory.
   std::span<const float> reconstruction(std::size_t tensor) const;
 
  private:
   void perturb(int d, std::span<const std::span<const float>> grads);
+  EmulatedTensor outcome(std::size_t tensor, const TensorStepStats& rank0) const;
 
   std::vector<std::vector<std::int64_t>> shapes_;
   std::vector<std::int64_t> offsets_;  // of each tensor in a rank's flat buffer
@@ -84,12 +92,15 @@ class DataParallelEmulator {
   std::int64_t steps_ = 0;
   bool failed_ = false;
   std::vector<std::unique_ptr<Backend>> backends_;
+  std::unique_ptr<Backend> host_backend_;  // std(g) of host gradients when the ranks' backend is a device one
   std::vector<std::unique_ptr<PowerSgd>> ranks_;
   std::unique_ptr<InProcessGroup> group_;
   std::vector<std::vector<float>> buffers_;           // per rank: all tensors, flat
   std::vector<std::vector<std::span<float>>> views_;  // per rank: one span per tensor into buffers_
-  std::vector<float> average_;                        // Ḡ, flat
-  std::vector<double> stddev_;                        // std(g) per tensor of the current step
+  std::vector<Buffer<float>> device_;                 // device backends: per rank, buffers_ on the device
+  std::vector<std::vector<std::span<float>>> device_views_;
+  std::vector<float> average_;  // Ḡ, flat
+  std::vector<double> stddev_;  // std(g) per tensor of the current step
 };
 
 }  // namespace edgc::kernels

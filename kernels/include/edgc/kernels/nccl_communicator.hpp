@@ -92,8 +92,10 @@ class NcclCommunicator final : public Communicator {
   /// Wall seconds of the whole last all_reduce_sum: count agreement, copies, collective and synchronisation.
   double last_call_seconds() const noexcept { return last_call_seconds_; }
 
+  /// Device memory of device() is summed in place: PowerSgd on a device backend passes its buffers straight in.
+  bool device_buffers() const noexcept override { return true; }
   /// The CUDA device this rank's NCCL communicator runs on, as this process numbers its devices.
-  int device() const noexcept { return device_; }
+  int device() const noexcept override { return device_; }
   /// This rank's index among the ranks of its host, and their number.
   int local_rank() const noexcept { return local_rank_; }
   int local_size() const noexcept { return local_size_; }

@@ -7,12 +7,19 @@
 //   Ĝ = P·Qᵀ;  E = M − Ĝ;  Q is kept for the next step (warm start).
 // Ĝ replaces the gradient; it is the same on every rank because P and Q are. Tensors of equal (m, n, r) are
 // batched: one backend call per group and phase, one all-reduce for all P's and one for all Q's.
+//
+// Memory: P, Q, the error buffers and the fused uncompressed buffer are allocated through the backend (Buffer),
+// so on a device backend ("cuda") the gradients, E, P and Q stay on the GPU for the whole step. Only what the
+// communicator needs crosses to the host: nothing when it sums device memory (Communicator::device_buffers(),
+// NCCL), else the P, Q and uncompressed all-reduce buffers through host staging. Gradients may be float32 or bf16
+// (std::uint16_t bit patterns); factors and error buffers are float32 either way.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "edgc/kernels/backend.hpp"
+#include "edgc/kernels/buffer.hpp"
 #include "edgc/kernels/communicator.hpp"
 
 namespace edgc::kernels {
@@ -51,16 +58,21 @@ struct StepStats {
   std::int64_t wire_floats = 0;          ///< Σ tensors[i].wire_floats
   std::int64_t dense_floats = 0;         ///< Σ numel: what an uncompressed all-reduce would send
   int compressed_tensors = 0;
-  double compute_seconds = 0.0;        ///< kernels and packing, this rank
-  double communication_seconds = 0.0;  ///< inside all_reduce_sum (includes waiting for other ranks)
-  double wall_seconds = 0.0;           ///< the whole step
+  /// Kernels and packing, this rank: the wall clock on host backends, CUDA events around the queued work on a
+  /// device backend.
+  double compute_seconds = 0.0;
+  /// Inside all_reduce_sum (includes waiting for other ranks), plus a device backend's staging copies of the
+  /// all-reduce buffers through host memory when the communicator takes host memory.
+  double communication_seconds = 0.0;
+  double wall_seconds = 0.0;  ///< the whole step
 };
 
 class PowerSgd {
  public:
   /// `shapes[i]` are the dims of tensor i (each ≥ 1; an empty shape is a scalar). ≥2-D tensors are m×n
   /// matrices; 0-D and 1-D tensors are never compressed. `backend` must outlive this object and is used by
-  /// this rank's thread only. Throws ConfigError naming the field for a bad config or a dim < 1.
+  /// this rank's thread only; its memory (Backend::device_memory) holds the gradients given to step() and every
+  /// buffer this object keeps. Throws ConfigError naming the field for a bad config or a dim < 1.
   PowerSgd(Backend& backend, std::vector<std::vector<std::int64_t>> shapes, const PowerSgdConfig& config);
 
   std::size_t num_tensors() const noexcept { return tensors_.size(); }
@@ -79,15 +91,22 @@ class PowerSgd {
   /// One synchronous step: replaces each gradient in place with the averaged reconstruction Ĝ (compressed
   /// tensors) or the exact average over ranks of G + E (the others: an uncompressed tensor also delivers and
   /// clears any error left from compressed steps). `grads[i]` must hold numel(i) floats. All ranks of `comm`
-  /// call step() together with the same tensor list and ranks. Throws InputError for wrong gradient sizes;
-  /// communicator errors propagate. Non-finite gradient values propagate into Ĝ and E (check them first).
+  /// call step() together with the same tensor list and ranks. The gradients live in the backend's memory (device
+  /// memory of its GPU for "cuda"). Throws InputError for wrong gradient sizes; communicator errors propagate.
+  /// Non-finite gradient values propagate into Ĝ and E (check them first).
   StepStats step(std::span<const std::span<float>> grads, Communicator& comm);
+  /// The same with bf16 gradients (std::uint16_t bit patterns): read exactly, M = G + E and everything after it in
+  /// float32, the result Ĝ (or the uncompressed average) rounded to nearest even into the gradient.
+  StepStats step(std::span<const std::span<std::uint16_t>> grads, Communicator& comm);
 
-  /// Error buffer E of a tensor (numel floats, row-major); empty until the tensor is first compressed.
+  /// Error buffer E of a tensor (numel floats, row-major) in the backend's memory; empty until the tensor is
+  /// first compressed (and always without error feedback).
   std::span<const float> error(std::size_t tensor) const;
+  /// A host copy of error(tensor), for any backend.
+  std::vector<float> error_copy(std::size_t tensor) const;
   /// Sets a tensor's error buffer to zero (e.g. after its gradient held NaN, or a change of layout).
   void reset_error(std::size_t tensor);
-  /// Warm-start factor Q of a compressed tensor (n×r), empty when it has none yet.
+  /// Warm-start factor Q of a compressed tensor (n×r) in the backend's memory, empty when it has none yet.
   std::span<const float> warm_start_q(std::size_t tensor) const;
   std::int64_t steps() const noexcept { return steps_; }
   const PowerSgdConfig& config() const noexcept { return config_; }
@@ -98,8 +117,9 @@ class PowerSgd {
     std::int64_t n = 1;
     bool matrix = false;
     int rank = 0;
-    std::vector<float> error;  // numel once compressed; M between the two halves of a step
-    std::vector<float> q;      // n×rank warm-start factor, empty when it must be (re)drawn
+    Buffer<float> error;  // numel once compressed; M between the two halves of a step
+    Buffer<float> q;      // n×rank warm-start factor, empty when it must be (re)drawn
+    Buffer<float> m32;    // bf16 gradients without error feedback: M in float32 (zeroed every step)
   };
   struct Group {
     std::int64_t m = 0;
@@ -109,17 +129,35 @@ class PowerSgd {
     std::int64_t p_offset = 0;  // into p_all_
     std::int64_t q_offset = 0;  // into q_all_
   };
+  // The gradient pointers of one batch, for float32 (T = float) or bf16 (T = std::uint16_t) gradients.
+  template <class T>
+  struct GradPointers {
+    std::vector<const T*> in;
+    std::vector<T*> out;
+  };
 
   void check_index(std::size_t tensor) const;
   void plan();
   void draw_q(std::size_t tensor, std::span<float> q) const;
-  // The steps of step(): argument checks; the fused dense all-reduce; the three phases of the compressed groups.
-  void check_grads(std::span<const std::span<float>> grads) const;
-  void dense_step(std::span<const std::span<float>> grads, Communicator& comm, float world, StepStats& st);
-  void bind_pointers(const Group& g, std::span<const std::span<float>> grads);
-  void project_phase(std::span<const std::span<float>> grads);
-  void orthogonalize_phase(std::span<const std::span<float>> grads);
-  void reconstruct_phase(std::span<const std::span<float>> grads, double scale_s, StepStats& st);
+  // The steps of step(), for either gradient type: argument checks; the fused dense all-reduce; the three phases
+  // of the compressed groups; an all-reduce of a buffer in the backend's memory.
+  template <class T>
+  StepStats step_impl(std::span<const std::span<T>> grads, Communicator& comm);
+  template <class T>
+  void check_grads(std::span<const std::span<T>> grads) const;
+  template <class T>
+  void dense_step(std::span<const std::span<T>> grads, Communicator& comm, float world, StepStats& st);
+  template <class T>
+  GradPointers<T>& grad_pointers();
+  template <class T>
+  void bind_pointers(const Group& g, std::span<const std::span<T>> grads);
+  template <class T>
+  void project_phase(std::span<const std::span<T>> grads);
+  template <class T>
+  void orthogonalize_phase(std::span<const std::span<T>> grads);
+  template <class T>
+  void reconstruct_phase(std::span<const std::span<T>> grads, double scale_s, StepStats& st);
+  void all_reduce(std::span<float> buf, Communicator& comm, StepStats& st);
 
   Backend& backend_;
   PowerSgdConfig config_;
@@ -129,14 +167,17 @@ class PowerSgd {
   // Plan of the current ranks: batches of equal (m, n, r) and the uncompressed rest.
   std::vector<Group> groups_;
   std::vector<std::size_t> dense_;
-  // Reused buffers: all P's and all Q's of a step contiguous (one all-reduce each), the fused dense buffer,
-  // and the per-batch pointer and norm arrays.
-  std::vector<float> p_all_;
-  std::vector<float> q_all_;
-  std::vector<float> dense_buf_;
-  std::vector<const float*> ptr_g_;
+  // Reused buffers in the backend's memory: all P's and all Q's of a step contiguous (one all-reduce each) and
+  // the fused dense buffer; host staging for them (device backend, host communicator) and for drawing Q; the
+  // per-batch pointer and norm arrays (host).
+  Buffer<float> p_all_;
+  Buffer<float> q_all_;
+  Buffer<float> dense_buf_;
+  std::vector<float> staging_;
+  std::vector<float> q_host_;
+  GradPointers<float> g32_;
+  GradPointers<std::uint16_t> g16_;
   std::vector<float*> ptr_e_;
-  std::vector<float*> ptr_g_out_;
   std::vector<const float*> ptr_q_;
   std::vector<float*> ptr_q_out_;
   std::vector<float*> ptr_p_;

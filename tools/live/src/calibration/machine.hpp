@@ -12,7 +12,7 @@ struct Rates {
   double copy_Bps = 0.0;    // memory copy, bytes read + written per second
 };
 
-/// Times a 384^3 GEMM on `backend` and a 32 MiB memory copy, best of 5 each.
+/// Times a 384^3 GEMM on `backend` and a 32 MiB copy in its memory (host, or device to device), best of 5 each.
 Rates measure_rates(kernels::Backend& backend);
 
 /// The "model name" of /proc/cpuinfo, or "cpu" when there is none.

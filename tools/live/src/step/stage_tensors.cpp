@@ -57,6 +57,28 @@ void make_replica(StageTensors& t, const kernels::Backend& backend, double pertu
   }
 }
 
+void attach_device(StageTensors& t, kernels::Backend& backend) {
+  if (!backend.device_memory()) return;
+  t.device.clear();
+  t.device_views.clear();
+  for (const auto& m : t.mine) {
+    t.device.emplace_back(backend, m.size());
+    t.device_views.push_back(t.device.back().span());
+  }
+}
+
+std::span<const std::span<float> > step_views(const StageTensors& t) {
+  return t.device.empty() ? std::span<const std::span<float> >(t.views) : t.device_views;
+}
+
+void upload_mine(StageTensors& t) {
+  for (std::size_t i = 0; i < t.device.size(); ++i) t.device[i].upload(t.mine[i]);
+}
+
+void download_mine(StageTensors& t) {
+  for (std::size_t i = 0; i < t.device.size(); ++i) t.device[i].download(t.mine[i]);
+}
+
 std::vector<int> tensor_ranks(const StageTensors& t, int stage_rank) {
   std::vector<int> r(t.shapes.size(), 0);
   for (std::size_t i = 0; i < r.size(); ++i)

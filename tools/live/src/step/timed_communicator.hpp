@@ -24,6 +24,8 @@ class TimedCommunicator final : public kernels::Communicator {
 
   int rank() const noexcept override { return inner_.rank(); }
   int size() const noexcept override { return inner_.size(); }
+  bool device_buffers() const noexcept override { return inner_.device_buffers(); }
+  int device() const noexcept override { return inner_.device(); }
   void all_reduce_sum(std::span<float> data) override {
     const double t0 = MPI_Wtime();
     inner_.all_reduce_sum(data);

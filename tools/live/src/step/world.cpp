@@ -70,6 +70,16 @@ std::vector<std::string> World::gather(const std::string& mine) const {
   return out;
 }
 
+int World::host_rank() const {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int r = 0;
+  check_mpi(MPI_Comm_rank(node, &r), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free");
+  return r;
+}
+
 std::string processor_name() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;

@@ -26,6 +26,9 @@ struct ReplayOptions {
   double warmup_ceiling_fraction = 0.3;  ///< warm-up ceiling, same (assumed)
   int world_size = 4;                    ///< emulated data-parallel ranks
   double perturbation = 0.1;             ///< rank d's gradient = trace gradient + perturbation·σ·noise_d
+  /// Kernels of the entropy measurement and of the emulated ranks' PowerSGD ("cpu", "cuda", …). With "cuda" every
+  /// captured iteration's tensors are uploaded to the GPU once and measured there, and each emulated rank runs
+  /// PowerSgd on its own device copy (kernels::DataParallelEmulator).
   std::string backend = "cpu";
   double bins_per_sigma = 8.0;  ///< histogram bin width = σ(first sample) / bins_per_sigma
   bool compare_full = true;     ///< run the full-sampling shadow controller
@@ -83,6 +86,12 @@ struct ReplayResult {
 
 /// Runs the replay. Throws InputError subclasses for bad traces or configs.
 ReplayResult run_replay(ReplayOptions& options);
+
+/// Throws ConfigError(where, field, "<backend>: <why>") when kernels::make_backend(backend) cannot work in this
+/// program on this machine — "cuda" in a binary without the CUDA backend (plain edgc; edgc-nccl links it) or on a
+/// machine without a usable GPU, an unknown name — so a bad --backend fails before any work, in one line that
+/// names the option (`field`: "--backend", or the scenario key it came from).
+void require_backend(const std::string& backend, const std::string& where, const std::string& field);
 
 /// Entropy of every captured iteration of a trace, per pipeline stage, GDS-sampled at rate β (the iteration
 /// sampling α is left to the reader of the curve: `simulate` samples it at its own simulated iterations).

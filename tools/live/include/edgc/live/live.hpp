@@ -33,7 +33,12 @@ struct LiveOptions {
   std::int64_t max_iterations = 0;  ///< captured iterations to replay per policy (0 = all)
   double perturbation = 0.1;        ///< replica noise, × std of the gradient
   std::uint64_t seed = 0;
+  /// PowerSGD's kernels: cpu | cuda. With cuda each rank keeps its gradients, E, P and Q on its GPU (the
+  /// communicator's with nccl, else the rank's index on its host) and times compression compute with CUDA events.
   std::string backend = "cpu";
+  /// Where `backend` was set, for errors: "--backend" (where empty) or the scenario's live.backend.
+  std::string backend_where;
+  std::string backend_field = "--backend";
   std::string comm = "mpi";  ///< mpi | nccl
   double bins_per_sigma = 8.0;
   std::int64_t calibration_min_bytes = 4;
