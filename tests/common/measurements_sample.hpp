@@ -21,7 +21,7 @@ inline Measurements sample() {
   m.calibration.rows = {{1024, 1.25e-5}, {1 << 20, 3.0000000000000004e-4}};
   m.calibration.latency_s = 6.1e-6;
   m.calibration.bandwidth_Bps = 9.87654321e9;
-  PolicyRun run;
+  MeasuredRun run;
   run.policy = "edgc";
   Step step;
   step.step = 3;

@@ -152,7 +152,7 @@ void print_rows(std::ostream& os, const std::vector<Row>& rows) {
 Patterns extract_patterns(const results::Measurements& m) {
   Patterns out;
   std::map<StepPattern, std::size_t> seen;
-  for (const results::PolicyRun& run : m.runs) {
+  for (const results::MeasuredRun& run : m.runs) {
     std::vector<std::size_t>& of_step = out.of_step.emplace_back();
     for (const results::Step& step : run.steps) {
       StepPattern sp;

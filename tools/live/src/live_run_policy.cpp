@@ -87,7 +87,7 @@ LocalStep LiveRun::replay_step(const traces::IterationData& data, std::span<cons
   return s;
 }
 
-// The group-reduced steps of every stage, assembled at rank 0 into one PolicyRun of measurements.json; a step
+// The group-reduced steps of every stage, assembled at rank 0 into one MeasuredRun of measurements.json; a step
 // takes as long as its slowest stage. Collective.
 void LiveRun::record_run(const std::string& policy, const std::vector<LocalStep>& local) {
   const auto reduced = reduce_steps(w_, local);
@@ -95,7 +95,7 @@ void LiveRun::record_run(const std::string& policy, const std::vector<LocalStep>
   for (const auto& s : reduced) mine.push_back(results::to_json(s));
   const auto all = w_.gather(mine.dump());
   if (w_.rank != 0) return;
-  results::PolicyRun run;
+  results::MeasuredRun run;
   run.policy = policy;
   for (std::size_t k = 0; k < local.size(); ++k) {
     results::Step st;

@@ -22,7 +22,7 @@ struct RunTotals {
   std::vector<double> stage;  // each stage's sync per step
 };
 
-RunTotals totals_of(const results::PolicyRun& run, int pp) {
+RunTotals totals_of(const results::MeasuredRun& run, int pp) {
   RunTotals t;
   t.stage.assign(static_cast<std::size_t>(pp), 0.0);
   for (const auto& s : run.steps) {
@@ -56,7 +56,7 @@ std::vector<results::RankSegment> rank_schedule(const engine::ReplayResult& repl
   return schedule;
 }
 
-results::ResultRun result_run(const results::PolicyRun& run, const RunTotals& t, const RunTotals& base,
+results::ResultRun result_run(const results::MeasuredRun& run, const RunTotals& t, const RunTotals& base,
                               const engine::ReplayResult& replay) {
   std::int64_t wire = 0;
   std::int64_t dense = 0;

@@ -130,7 +130,7 @@ ordered_json to_json(const Measurements& m) {
                       {"latency_s", m.calibration.latency_s},
                       {"bandwidth_Bps", m.calibration.bandwidth_Bps}};
   ordered_json runs = ordered_json::array();
-  for (const PolicyRun& run : m.runs) {
+  for (const MeasuredRun& run : m.runs) {
     ordered_json steps = ordered_json::array();
     for (const Step& s : run.steps) {
       ordered_json stages = ordered_json::array();
@@ -203,7 +203,7 @@ Measurements read_measurements(const std::string& path) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const JsonNode r = runs[i];
     r.keys({"policy", "steps"});
-    PolicyRun run;
+    MeasuredRun run;
     run.policy = r.at("policy").string();
     if (run.policy.empty()) r.at("policy").fail("must not be empty");
     if (!policies.insert(run.policy).second) r.at("policy").fail("\"" + run.policy + "\" has two runs");

@@ -55,8 +55,8 @@ struct Step {
   std::vector<StageStep> stages;  ///< one per pipeline stage, stage 0 first
 };
 
-/// One policy's run over the trace.
-struct PolicyRun {
+/// One policy's measured run over the trace (live mode; the simulated counterpart is sim::PolicyRun).
+struct MeasuredRun {
   std::string policy;
   std::vector<Step> steps;
 };
@@ -112,7 +112,7 @@ struct Measurements {
   std::string trace;                          ///< trace directory replayed ("synthetic" when none)
   std::vector<RankPlace> placement;           ///< one per global rank, by rank
   Calibration calibration;
-  std::vector<PolicyRun> runs;
+  std::vector<MeasuredRun> runs;
   std::vector<TcomPoint> tcom_points;
   std::vector<TcomFit> tcom_fit;
 };
