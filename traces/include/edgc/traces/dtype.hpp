@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "edgc/core/bf16.hpp"
+
 namespace edgc::traces {
 
 enum class Dtype { kF32, kF16, kBF16, kI64 };
@@ -20,22 +22,8 @@ std::string_view safetensors_name(Dtype d) noexcept;
 std::optional<Dtype> parse_manifest_dtype(std::string_view s) noexcept;
 std::optional<Dtype> parse_safetensors_dtype(std::string_view s) noexcept;
 
-/// bfloat16 → f32 is exact: the 16 bits are the high half of the f32.
-inline float bf16_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/// f32 → bfloat16 rounding to nearest even; NaN stays NaN (quiet).
-inline std::uint16_t float_to_bf16(float f) noexcept {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
-  const std::uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>((u + rounding) >> 16);
-}
+using edgc::bf16_to_float;  // core/bf16.hpp
+using edgc::float_to_bf16;
 
 /// IEEE half → f32 (exact, subnormals included).
 float half_to_float(std::uint16_t h) noexcept;
