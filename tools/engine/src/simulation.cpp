@@ -21,6 +21,7 @@
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/layout.hpp"
+#include "edgc/sim/memory.hpp"
 #include "edgc/sim/whole_run.hpp"
 #include "simulation_result.hpp"
 
@@ -128,6 +129,47 @@ std::vector<std::pair<std::int64_t, std::int64_t>> cqm_shapes(const sim::ModelSp
   return out;
 }
 
+// result.json's "memory": the peak per GPU of every stage (sim/memory.hpp) and, when the cluster gives its
+// capacity, the check: a layout that does not fit is a ConfigError naming the scenario (exit 2; sweep and plan
+// record the point as infeasible with the message).
+ordered_json memory_section(const SimulationSetup& st, const std::optional<double>& capacity_GiB) {
+  const std::vector<sim::StageMemory> stages = sim::stage_memory(st.model, st.parallel);
+  if (capacity_GiB) sim::check_fits(stages, *capacity_GiB, st.where);
+  ordered_json out = {{"capacity_GiB", capacity_GiB ? ordered_json(*capacity_GiB) : ordered_json(nullptr)},
+                      {"checked", capacity_GiB.has_value()}};
+  if (!capacity_GiB) out["note"] = "cluster.gpu.memory_GiB is not given: memory was not checked";
+  out["optimizer"] = "Adam, fp32 master weights and two moments, not sharded (no distributed optimizer)";
+  ordered_json list = ordered_json::array();
+  std::size_t peak = 0;
+  for (const sim::StageMemory& m : stages) {
+    if (m.total_bytes() > stages[peak].total_bytes()) peak = static_cast<std::size_t>(m.stage);
+    list.push_back({{"stage", m.stage},
+                    {"parameters", m.parameters},
+                    {"peak_GiB", sim::to_GiB(m.total_bytes())},
+                    {"weights_GiB", sim::to_GiB(m.weights_bytes)},
+                    {"gradients_GiB", sim::to_GiB(m.gradients_bytes)},
+                    {"optimizer_GiB", sim::to_GiB(m.optimizer_bytes)},
+                    {"activations_GiB", sim::to_GiB(m.activations_bytes)},
+                    {"recompute_GiB", sim::to_GiB(m.recompute_bytes)},
+                    {"inflight_passes", m.inflight_passes}});
+  }
+  out["peak_GiB"] = sim::to_GiB(stages[peak].total_bytes());
+  out["peak_stage"] = stages[peak].stage;
+  out["stages"] = list;
+  return out;
+}
+
+SyntheticEntropy read_synthetic_curve(scenario::Scenario& sc) {
+  SyntheticEntropy curve;
+  curve.start_nats = sc.number("entropy.synthetic.start_nats", curve.start_nats);
+  curve.end_nats = sc.number("entropy.synthetic.end_nats", curve.end_nats);
+  curve.decay_fraction = sc.number("entropy.synthetic.decay_fraction", curve.decay_fraction);
+  curve.stage_step_nats = sc.number("entropy.synthetic.stage_step_nats", curve.stage_step_nats);
+  curve.noise_nats = sc.number("entropy.synthetic.noise_nats", curve.noise_nats);
+  curve.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
+  return curve;
+}
+
 struct Inputs {
   std::string scenario_path;
   SimulationSetup setup;
@@ -136,6 +178,7 @@ struct Inputs {
   std::vector<std::string> policies;
   std::unique_ptr<sim::EntropyCurve> source;
   ordered_json source_description;  ///< result.json's "entropy": how the curve was made
+  ordered_json memory;              ///< result.json's "memory"
   std::string setup_key;            ///< the sections that determine one iteration's simulation, as read (cache key)
   bool compose = false;             ///< simulate.composition allows it and the layout is stage-separable
 };
@@ -193,18 +236,11 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     throw ConfigError(w, "trace.path", "entropy.source is trace but no trace.path is given");
   double bins = 8.0;
   std::string backend = "cpu";
-  SyntheticEntropy curve;
+  const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
   if (from_trace) {
     bins = sc.number("entropy.bins_per_sigma", bins);
     if (!(bins > 0.0)) throw ConfigError(w, "entropy.bins_per_sigma", "must be > 0");
     backend = sc.string("entropy.backend", backend);
-  } else {
-    curve.start_nats = sc.number("entropy.synthetic.start_nats", curve.start_nats);
-    curve.end_nats = sc.number("entropy.synthetic.end_nats", curve.end_nats);
-    curve.decay_fraction = sc.number("entropy.synthetic.decay_fraction", curve.decay_fraction);
-    curve.stage_step_nats = sc.number("entropy.synthetic.stage_step_nats", curve.stage_step_nats);
-    curve.noise_nats = sc.number("entropy.synthetic.noise_nats", curve.noise_nats);
-    curve.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
   }
   // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
   sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace", "entropy",
@@ -214,6 +250,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     probe.policy = p;
     core::make_controller(probe, w.c_str());
   }
+  in.memory = memory_section(st, scenario::read_gpu_memory_GiB(sc));  // a layout that does not fit fails here
   nlohmann::json key = nlohmann::json::object();
   for (const char* section : {"cluster", "network", "model", "parallelism", "compute", "variability"})
     if (sc.json().contains(section)) key[section] = sc.json()[section];
@@ -408,6 +445,7 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   set_setup(result, in.setup, in.iterations, in.compression);
   result.sections["entropy"] = in.source_description;
   result.sections["dac"] = dac;
+  result.sections["memory"] = in.memory;
   result.sections["configurations"] = ordered_json::array();
   for (std::size_t p = 0; p < cache.plans.size(); ++p)
     result.sections["configurations"].push_back(configuration_json(cache.plans[p], cache.results[p]));

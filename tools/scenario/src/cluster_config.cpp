@@ -4,6 +4,8 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/platform.hpp"
@@ -54,6 +56,7 @@ sim::ClusterSpec read_cluster(Scenario& s) {
   c.gpu.name = s.string("cluster.gpu.name", "");
   c.gpu.peak_tflops = s.number("cluster.gpu.peak_tflops", 0.0);
   c.gpu.hbm_GBps = s.number("cluster.gpu.hbm_GBps", 0.0);
+  read_gpu_memory_GiB(s);  // checked here so that every command accepts the key; simulate uses it
   const std::string topo = s.string("cluster.intra_node.topology", "switch");
   if (topo == "switch")
     c.intra_topology = sim::IntraNodeTopology::kSwitch;
@@ -80,6 +83,14 @@ sim::ClusterSpec read_cluster(Scenario& s) {
   c.price_per_gpu_hour_usd = s.number("cluster.price_per_gpu_hour_usd", 0.0);
   sim::validate(c, s.where());
   return c;
+}
+
+std::optional<double> read_gpu_memory_GiB(Scenario& s) {
+  constexpr const char* kKey = "cluster.gpu.memory_GiB";
+  if (!s.has(kKey)) return std::nullopt;
+  const double gib = s.number(kKey, 0.0);
+  if (!(gib > 0.0)) throw ConfigError(s.where(), kKey, "must be a positive number of GiB, got " + std::to_string(gib));
+  return gib;
 }
 
 sim::NetworkProfile read_network(Scenario& s, const std::string& profile_override) {

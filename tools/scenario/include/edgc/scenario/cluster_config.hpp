@@ -6,13 +6,14 @@
 // whose only section is "cluster", plus the free-text top-level keys "description" and "sources" that no reader
 // looks at. Keys (units in the names; all under "cluster."):
 //   name, gpus_per_node, nodes, price_per_gpu_hour_usd,
-//   gpu.{name, peak_tflops, hbm_GBps},
+//   gpu.{name, peak_tflops, hbm_GBps, memory_GiB (capacity per GPU; absent = memory not checked)},
 //   intra_node.{topology: "switch" | "dgx1-cube-mesh", bandwidth_GBps (per GPU link, or per NVLink lane on the
 //               cube-mesh), latency_us (per GPU-to-GPU hop)},
 //   inter_node.{nics_per_node, nic_bandwidth_GBps, latency_us (NIC to NIC), fabric: "star" | "fat-tree",
 //               nodes_per_leaf, oversubscription}.
 // Network: network.profile = "ideal" | "calibrated"; network.calibration = efficiency file written by
 // `edgc calibrate` (relative to the scenario's folder), required for "calibrated".
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ namespace edgc::scenario {
 
 /// Reads and validates the cluster section; throws ConfigError naming the scenario and the dotted key.
 sim::ClusterSpec read_cluster(Scenario& scenario);
+
+/// cluster.gpu.memory_GiB: one GPU's memory capacity in GiB (2^30 bytes), or nullopt when the cluster does not give
+/// it (simulate then reports memory without checking it). Throws ConfigError naming the key when it is not a
+/// positive number. read_cluster() checks it too, so every command accepts the key.
+std::optional<double> read_gpu_memory_GiB(Scenario& scenario);
 
 /// Reads the network section; `profile_override` (e.g. from --network) wins over network.profile when not empty.
 /// Calibration paths are relative to the folder of `scenario.where()`.

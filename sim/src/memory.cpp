@@ -1,0 +1,134 @@
+#include "edgc/sim/memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/layout.hpp"
+#include "edgc/sim/pipeline_schedule.hpp"
+
+namespace edgc::sim {
+namespace {
+
+// Adam's state per parameter besides the weights (Rajbhandari et al. 2020, §3.1): an fp32 master copy (none when
+// training in fp32) and the two fp32 moments.
+constexpr double kMasterWeightBytes = 4.0;
+constexpr double kMomentBytes = 8.0;
+// Embedding terms of Korthikanti et al. §4.3 / Megatron's theoretical_memory_usage.py: a 1-byte dropout mask
+// per element of the embedding output, and the int64 token ids.
+constexpr double kDropoutMaskBytes = 1.0;
+constexpr double kTokenIdBytes = 8.0;
+// Output layer: the 16-bit inputs of the final LayerNorm and of the output projection (2 + 2 bytes per element of
+// s·b·h), and the fp32 logits kept by the cross-entropy (4 bytes per element of s·b·V/t).
+constexpr double kOutputInputsBytes = 4.0;
+constexpr double kLogitBytes = 4.0;
+
+int chunks_of(const ParallelSpec& parallel) {
+  return parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
+}
+
+// s·b·h: elements of one micro-batch's hidden states.
+double sbh(const ModelSpec& m) {
+  return static_cast<double>(m.seq_len) * m.micro_batch_size * static_cast<double>(m.hidden);
+}
+
+// Activations at the schedule's peak: walk the stage's passes, adding a forward's bytes and releasing them at its
+// backward. Returns the peak bytes and the passes held then.
+std::pair<double, int> schedule_peak(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  std::vector<double> per_chunk;
+  for (int c = 0; c < chunks_of(parallel); ++c) per_chunk.push_back(pass_activation_bytes(model, parallel, stage, c));
+  double held = 0.0, peak = 0.0;
+  int passes = 0, peak_passes = 0;
+  for (const Pass& p : pass_order(parallel.schedule, parallel.pp, stage, parallel.microbatches, chunks_of(parallel))) {
+    const double bytes = per_chunk[static_cast<std::size_t>(p.chunk)];
+    if (p.kind == PassKind::kForward) {
+      held += bytes;
+      ++passes;
+      if (held > peak) {
+        peak = held;
+        peak_passes = passes;
+      }
+    } else {
+      held -= bytes;
+      --passes;
+    }
+  }
+  return {peak, peak_passes};
+}
+
+std::string gib_text(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", to_GiB(bytes));
+  return buf;
+}
+
+}  // namespace
+
+double layer_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
+  const double t = parallel.tp, s = model.seq_len, h = model.hidden, a = model.heads;
+  const double scale = bytes_per_element(model.dtype) / 2.0;  // the equation counts 16-bit tensors
+  return sbh(model) * (10.0 + 24.0 / t + 5.0 * a * s / (h * t)) * scale;
+}
+
+double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
+  const int chunks = chunks_of(parallel);
+  if (stage < 0 || stage >= parallel.pp || chunk < 0 || chunk >= chunks)
+    throw InternalError("pass_activation_bytes: stage " + std::to_string(stage) + ", chunk " + std::to_string(chunk) +
+                        " out of range");
+  const double e = bytes_per_element(model.dtype);
+  const double per_layer = model.activation_recompute ? sbh(model) * e : layer_activation_bytes(model, parallel);
+  double bytes = layers_per_chunk(model, parallel) * per_layer;
+  if (stage == 0 && chunk == 0)
+    bytes +=
+        sbh(model) * kDropoutMaskBytes + static_cast<double>(model.seq_len) * model.micro_batch_size * kTokenIdBytes;
+  if (stage == parallel.pp - 1 && chunk == chunks - 1) {
+    const double sb = static_cast<double>(model.seq_len) * model.micro_batch_size;
+    bytes += sbh(model) * kOutputInputsBytes * (e / 2.0) +
+             sb * static_cast<double>(padded_vocab(model, parallel.tp)) / parallel.tp * kLogitBytes;
+  }
+  return bytes;
+}
+
+std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec& parallel,
+                                      const MemoryOptions& options) {
+  const double e = bytes_per_element(model.dtype);
+  const double master = model.dtype == "fp32" ? 0.0 : kMasterWeightBytes;
+  std::vector<StageMemory> out;
+  for (int s = 0; s < parallel.pp; ++s) {
+    StageMemory m;
+    m.stage = s;
+    m.parameters = stage_params(model, parallel, s).per_gpu();
+    const double p = static_cast<double>(m.parameters);
+    m.weights_bytes = p * e;
+    m.gradients_bytes = p * e;
+    m.optimizer_bytes = p * (master + kMomentBytes) / (options.distributed_optimizer ? parallel.dp : 1);
+    const auto [peak, passes] = schedule_peak(model, parallel, s);
+    m.activations_bytes = peak;
+    m.inflight_passes = passes;
+    m.recompute_bytes = model.activation_recompute ? layer_activation_bytes(model, parallel) : 0.0;
+    out.push_back(m);
+  }
+  return out;
+}
+
+void check_fits(const std::vector<StageMemory>& stages, double capacity_GiB, const std::string& where) {
+  if (!(capacity_GiB > 0.0)) throw InternalError("check_fits: capacity must be > 0 GiB");
+  if (stages.empty()) return;
+  const auto worst = std::max_element(stages.begin(), stages.end(), [](const StageMemory& x, const StageMemory& y) {
+    return x.total_bytes() < y.total_bytes();
+  });
+  if (to_GiB(worst->total_bytes()) <= capacity_GiB) return;
+  char cap[32];
+  std::snprintf(cap, sizeof cap, "%g", capacity_GiB);
+  throw ConfigError(where, "cluster.gpu.memory_GiB",
+                    "the layout does not fit: needs " + gib_text(worst->total_bytes()) + " GiB per GPU on stage " +
+                        std::to_string(worst->stage) + " (weights " + gib_text(worst->weights_bytes) + ", gradients " +
+                        gib_text(worst->gradients_bytes) + ", optimizer " + gib_text(worst->optimizer_bytes) +
+                        ", activations " + gib_text(worst->activations_bytes + worst->recompute_bytes) +
+                        "), the GPU has " + cap + " GiB");
+}
+
+}  // namespace edgc::sim

@@ -1,0 +1,286 @@
+// Benchmark and validation: one simulated iteration of every row of Narayanan et al. 2021, Table 1 (the suite in
+// scenarios/validation/narayanan2021/, one scenario per row), against the published iteration time.
+//
+//   edgc_bench_validation [--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--band LO,HI] [--json FILE]
+//
+// Per row: the scenario is read as `simulate` reads it (cluster, network, model, parallelism, compute), its layout
+// validated and its peak memory per GPU checked against cluster.gpu.memory_GiB (sim/memory.hpp); then one
+// uncompressed iteration runs in a forked child (SimGrid cannot reset its engine): sg4::Engine, Platform::build and
+// simulate_iteration, timed. The published figure is the file's `published.iteration_time_s` (derived from the
+// published TFLOP/s per GPU with the paper's FLOP count; the file shows the derivation). Printed per row:
+// published and predicted iteration time, the signed error (predicted − published) / published, published and
+// predicted TFLOP/s per GPU (the same FLOPs over each time), the peak memory of the neediest stage, and the wall time
+// of the simulation; then the mean absolute and the largest absolute error over the rows run.
+//
+// --band LO,HI makes the benchmark check its own result: exit 1 when a row's predicted / published lies outside
+// [LO, HI] (the CTest sanity check; not an accuracy assertion). A row that fails to simulate also gives exit 1;
+// a malformed scenario or flag gives 2.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+#include "edgc/scenario/cluster_config.hpp"
+#include "edgc/scenario/config.hpp"
+#include "edgc/scenario/model_config.hpp"
+#include "edgc/sim/engine_info.hpp"
+#include "edgc/sim/iteration.hpp"
+#include "edgc/sim/layout.hpp"
+#include "edgc/sim/memory.hpp"
+#include "edgc/sim/platform.hpp"
+#include "harness.hpp"
+
+namespace sg4 = simgrid::s4u;
+namespace fs = std::filesystem;
+using edgc::bench::Clock;
+using edgc::bench::seconds_since;
+
+namespace {
+
+struct Options {
+  std::string suite = EDGC_VALIDATION_SUITE;
+  std::string rows = "all";
+  std::string band;
+  std::string json_out = "edgc_bench_validation.json";
+};
+
+// One row as read in the parent.
+struct Row {
+  int number = 0;  // 1-based, the file's NN- prefix
+  std::string file;
+  std::string model;
+  int gpus = 0, tp = 0, pp = 0, dp = 0, chunks = 1, microbatches = 0;
+  double published_s = 0.0;
+  double published_tflops = 0.0;
+  double peak_GiB = 0.0;
+  int peak_stage = 0;
+  std::optional<double> capacity_GiB;
+};
+
+// What the child sends back.
+struct Sample {
+  double build_wall_s = 0.0;
+  double simulate_wall_s = 0.0;
+  double iteration_s = 0.0;
+  double peak_rss_mib = 0.0;
+};
+
+// Reads one row's settings the way `simulate` does (unknown keys in its sections are errors) and checks memory.
+Row read_row(const fs::path& file, int number) {
+  Row r;
+  r.number = number;
+  r.file = file.string();
+  edgc::scenario::Scenario sc = edgc::scenario::load_scenario(r.file, {});
+  const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
+  edgc::scenario::read_network(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
+  const edgc::sim::ParallelSpec p = edgc::sim::validate(mc.model, mc.parallel, cluster, sc.where());
+  r.model = mc.model.name;
+  r.gpus = cluster.total_gpus();
+  r.tp = p.tp;
+  r.pp = p.pp;
+  r.dp = p.dp;
+  r.chunks = p.schedule == edgc::sim::PipelineSchedule::kInterleaved ? p.virtual_stages : 1;
+  r.microbatches = p.microbatches;
+  const std::vector<edgc::sim::StageMemory> memory = edgc::sim::stage_memory(mc.model, p);
+  for (const edgc::sim::StageMemory& m : memory)
+    if (edgc::sim::to_GiB(m.total_bytes()) > r.peak_GiB) {
+      r.peak_GiB = edgc::sim::to_GiB(m.total_bytes());
+      r.peak_stage = m.stage;
+    }
+  r.capacity_GiB = edgc::scenario::read_gpu_memory_GiB(sc);
+  if (r.capacity_GiB) edgc::sim::check_fits(memory, *r.capacity_GiB, sc.where());
+  sc.reject_unknown({"cluster", "network", "compute"});
+  const nlohmann::json pub = sc.json().value("published", nlohmann::json::object());
+  if (!pub.is_object() || !pub.contains("iteration_time_s") || !pub["iteration_time_s"].is_number() ||
+      !(pub["iteration_time_s"].get<double>() > 0.0))
+    throw edgc::ConfigError(r.file, "published.iteration_time_s", "expected the published iteration time, s > 0");
+  r.published_s = pub["iteration_time_s"].get<double>();
+  r.published_tflops = pub.value("tflops_per_gpu", 0.0);
+  return r;
+}
+
+// Runs in the child: one uncompressed iteration.
+Sample measure(const std::string& file) {
+  edgc::scenario::Scenario sc = edgc::scenario::load_scenario(file, {});
+  const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
+  const edgc::sim::NetworkProfile profile = edgc::scenario::read_network(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
+  std::string name = "edgc_bench_validation";
+  std::vector<char*> argv = {name.data(), nullptr};
+  int argc = 1;
+  Sample s;
+  const auto t0 = Clock::now();
+  sg4::Engine engine(&argc, argv.data());
+  const edgc::sim::Platform platform = edgc::sim::Platform::build(engine, cluster, profile);
+  s.build_wall_s = seconds_since(t0);
+  edgc::sim::IterationOptions options;
+  options.where = file;
+  const auto t1 = Clock::now();
+  const edgc::sim::IterationResult r = edgc::sim::simulate_iteration(
+      engine, platform, mc.model, mc.parallel, mc.cost, edgc::sim::uncompressed_plan(mc.parallel.pp), options);
+  s.simulate_wall_s = seconds_since(t1);
+  s.iteration_s = r.iteration_s;
+  s.peak_rss_mib = edgc::bench::process_usage().peak_rss_mib;
+  return s;
+}
+
+// The suite's row files (NN-*.json), sorted, filtered by --rows (numbers or model sizes such as 39.1B).
+std::vector<Row> select_rows(const Options& opt) {
+  std::vector<fs::path> files;
+  if (!fs::is_directory(opt.suite)) throw edgc::UsageError("--suite", "'" + opt.suite + "' is not a directory");
+  for (const auto& e : fs::directory_iterator(opt.suite)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 8 && std::isdigit(static_cast<unsigned char>(n[0])) &&
+        std::isdigit(static_cast<unsigned char>(n[1])) && n[2] == '-' && e.path().extension() == ".json")
+      files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  const std::vector<std::string> wanted = edgc::bench::split(opt.rows, ',');
+  const bool all = wanted.size() == 1 && wanted[0] == "all";
+  std::vector<Row> out;
+  std::vector<bool> used(wanted.size(), false);
+  for (const fs::path& f : files) {
+    const int number = std::stoi(f.filename().string().substr(0, 2));
+    Row r = read_row(f, number);
+    bool pick = all;
+    for (std::size_t i = 0; i < wanted.size(); ++i)
+      if (wanted[i] == std::to_string(number) || r.model == "GPT-" + wanted[i] || r.model == wanted[i])
+        pick = used[i] = true;
+    if (pick) out.push_back(r);
+  }
+  for (std::size_t i = 0; i < wanted.size() && !all; ++i)
+    if (!used[i]) throw edgc::UsageError("--rows", "'" + wanted[i] + "' names no row of " + opt.suite);
+  if (out.empty()) throw edgc::UsageError("--rows", "no row selected in " + opt.suite);
+  return out;
+}
+
+// --band LO,HI; [0, +inf) when not given.
+struct Band {
+  bool given = false;
+  double lo = 0.0;
+  double hi = HUGE_VAL;
+  bool contains(double ratio) const { return ratio >= lo && ratio <= hi; }
+};
+
+Band parse_band(const std::string& text) {
+  if (text.empty()) return {};
+  const std::vector<std::string> parts = edgc::bench::split(text, ',');
+  try {
+    if (parts.size() == 2) {
+      const double lo = std::stod(parts[0]), hi = std::stod(parts[1]);
+      if (lo > 0.0 && hi >= lo) return {true, lo, hi};
+    }
+  } catch (const std::exception&) {
+  }
+  throw edgc::UsageError("--band", "expected LO,HI with 0 < LO <= HI, got '" + text + "'");
+}
+
+void print_header(const Options& opt, const std::vector<Row>& rows) {
+  std::printf("edgc_bench_validation: Narayanan et al. 2021 Table 1 (SimGrid %s), suite %s, %zu row(s)\n",
+              edgc::sim::simgrid_version().c_str(), opt.suite.c_str(), rows.size());
+  std::printf("one uncompressed iteration per row; error = (predicted - published) / published\n\n");
+  std::printf("  %3s %-11s %5s %3s %3s %3s %2s %4s %9s %9s %8s %8s %8s %8s %8s\n", "row", "model", "GPUs", "tp", "pp",
+              "dp", "v", "m", "pub_s", "pred_s", "error", "pub_TF", "pred_TF", "mem_GiB", "wall_s");
+}
+
+nlohmann::ordered_json row_json(const Row& r, const Sample& s) {
+  const double error = (s.iteration_s - r.published_s) / r.published_s;
+  return {{"row", r.number},
+          {"file", fs::path(r.file).filename().string()},
+          {"model", r.model},
+          {"gpus", r.gpus},
+          {"tp", r.tp},
+          {"pp", r.pp},
+          {"dp", r.dp},
+          {"virtual_stages", r.chunks},
+          {"microbatches", r.microbatches},
+          {"published_iteration_s", r.published_s},
+          {"predicted_iteration_s", s.iteration_s},
+          {"error", error},
+          {"ratio", s.iteration_s / r.published_s},
+          {"published_tflops_per_gpu", r.published_tflops},
+          {"predicted_tflops_per_gpu", r.published_tflops * r.published_s / s.iteration_s},
+          {"peak_memory_GiB", r.peak_GiB},
+          {"peak_memory_stage", r.peak_stage},
+          {"memory_capacity_GiB", r.capacity_GiB ? nlohmann::ordered_json(*r.capacity_GiB) : nlohmann::ordered_json()},
+          {"build_wall_s", s.build_wall_s},
+          {"simulate_wall_s", s.simulate_wall_s},
+          {"wall_s", s.build_wall_s + s.simulate_wall_s},
+          {"peak_rss_MiB", s.peak_rss_mib}};
+}
+
+int run(int argc, char** argv) {
+  Options opt;
+  edgc::bench::Args args("[--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--band LO,HI] [--json FILE]");
+  args.text("--suite", opt.suite).text("--rows", opt.rows).text("--band", opt.band).json_path("--json", opt.json_out);
+  if (const auto code = args.parse(argc, argv)) return *code;
+  const Band band = parse_band(opt.band);
+  const std::vector<Row> rows = select_rows(opt);
+  print_header(opt, rows);
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  double sum_abs = 0.0, max_abs = 0.0, wall = 0.0;
+  int done = 0, max_row = 0;
+  bool ok = true;
+  for (const Row& r : rows) {
+    Sample s;
+    try {
+      s = edgc::bench::from_bytes<Sample>(
+          edgc::bench::run_in_child(r.file, [&] { return edgc::bench::to_bytes(measure(r.file)); }));
+    } catch (const std::exception& e) {
+      std::printf("  %3d %-11s FAILED: %s\n", r.number, r.model.c_str(), e.what());
+      out.push_back({{"row", r.number}, {"model", r.model}, {"error_message", e.what()}});
+      ok = false;
+      continue;
+    }
+    const nlohmann::ordered_json j = row_json(r, s);
+    const double error = j["error"].get<double>();
+    const bool inside = band.contains(j["ratio"].get<double>());
+    ok = ok && inside;
+    std::printf("  %3d %-11s %5d %3d %3d %3d %2d %4d %9.3f %9.3f %+7.1f%% %8.1f %8.1f %8.1f %8.2f%s\n", r.number,
+                r.model.c_str(), r.gpus, r.tp, r.pp, r.dp, r.chunks, r.microbatches, r.published_s, s.iteration_s,
+                100.0 * error, r.published_tflops, j["predicted_tflops_per_gpu"].get<double>(), r.peak_GiB,
+                j["wall_s"].get<double>(), inside ? "" : "  OUTSIDE THE BAND");
+    std::fflush(stdout);
+    sum_abs += std::abs(error);
+    if (std::abs(error) > max_abs) {
+      max_abs = std::abs(error);
+      max_row = r.number;
+    }
+    wall += j["wall_s"].get<double>();
+    ++done;
+    out.push_back(j);
+  }
+  const double mean_abs = done > 0 ? sum_abs / done : 0.0;
+  std::printf("\n  %d row(s): mean |error| %.1f %%, max |error| %.1f %% (row %d), simulation wall %.1f s\n", done,
+              100.0 * mean_abs, 100.0 * max_abs, max_row, wall);
+  if (band.given)
+    std::printf("  band check [%g, %g] on predicted / published: %s\n", band.lo, band.hi, ok ? "pass" : "FAIL");
+  edgc::bench::write_json(opt.json_out,
+                          {{"schema", "edgc.bench.validation/1"},
+                           {"suite", opt.suite},
+                           {"simgrid", edgc::sim::simgrid_version()},
+                           {"error_definition", "(predicted - published) / published iteration time"},
+                           {"rows", out},
+                           {"mean_abs_error", mean_abs},
+                           {"max_abs_error", max_abs},
+                           {"max_abs_error_row", max_row},
+                           {"simulation_wall_s", wall},
+                           {"band", band.given ? nlohmann::ordered_json({band.lo, band.hi}) : nlohmann::ordered_json()},
+                           {"pass", ok}});
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return edgc::bench::run_main("edgc_bench_validation", [&] { return run(argc, argv); });
+}
