@@ -157,6 +157,30 @@ TEST_F(ModelConfigFile, IncludeCyclesAndDirectoriesAreErrorsNamingTheChain) {
   EXPECT_THROW((void)Scenario::load((dir_ / "models").string()), ConfigError);
 }
 
+TEST_F(ModelConfigFile, ClusterFactsWithoutADefaultAreRequiredNamingTheKey) {
+  const std::string full = std::string(EDGC_SOURCE_DIR) + "/scenarios/clusters/dgx-h100.json";
+  for (const char* key : {"intra_node.latency_us", "inter_node.latency_us", "price_per_gpu_hour_usd"}) {
+    Scenario sc = load_scenario(full, {});
+    nlohmann::json doc = sc.json();
+    nlohmann::json* node = &doc["cluster"];
+    const std::string k = key;
+    const auto dot = k.find('.');
+    if (dot != std::string::npos) node = &(*node)[k.substr(0, dot)];
+    node->erase(dot == std::string::npos ? k : k.substr(dot + 1));
+    write("c.json", doc.dump());
+    Scenario without = Scenario::load(path("c.json"));
+    try {
+      (void)read_cluster(without);
+      ADD_FAILURE() << key << " accepted when missing";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), std::string("cluster.") + key);
+      EXPECT_NE(std::string(e.what()).find("missing: "), std::string::npos) << e.what();
+    }
+  }
+  Scenario sc = load_scenario(full, {"cluster.price_per_gpu_hour_usd=0"});  // zero, when given, is a value
+  EXPECT_EQ(read_cluster(sc).price_per_gpu_hour_usd, 0.0);
+}
+
 TEST_F(ModelConfigFile, ErrorsNameTheKey) {
   EXPECT_EQ(failing_field(R"({"model": "models/m.json"})"), "");
   EXPECT_EQ(failing_field(R"({"model": 3})"), "model");

@@ -13,6 +13,13 @@
 namespace edgc::scenario {
 namespace {
 
+// A fact with no sensible default (a latency, a price): its absence is an error naming the key and what it means,
+// not a silent 0.
+double required_number(Scenario& s, const std::string& key, const std::string& meaning) {
+  if (!s.has(key)) throw ConfigError(s.where(), key, "missing: " + meaning);
+  return s.number(key, 0.0);
+}
+
 namespace fs = std::filesystem;
 
 sim::EfficiencyCurve read_curve(const nlohmann::json& doc, const std::string& path, const std::string& key) {
@@ -66,10 +73,12 @@ sim::ClusterSpec read_cluster(Scenario& s) {
     throw ConfigError(s.where(), "cluster.intra_node.topology",
                       "expected \"switch\" or \"dgx1-cube-mesh\", got \"" + topo + "\"");
   c.intra_bandwidth_GBps = s.number("cluster.intra_node.bandwidth_GBps", 0.0);
-  c.intra_latency_us = s.number("cluster.intra_node.latency_us", 0.0);
+  c.intra_latency_us = required_number(s, "cluster.intra_node.latency_us",
+                                       "the per-hop latency of the GPU links in microseconds, e.g. 0.6 for NVLink");
   c.nics_per_node = s.int32("cluster.inter_node.nics_per_node", c.nics_per_node);
   c.nic_bandwidth_GBps = s.number("cluster.inter_node.nic_bandwidth_GBps", 0.0);
-  c.inter_latency_us = s.number("cluster.inter_node.latency_us", 0.0);
+  c.inter_latency_us = required_number(s, "cluster.inter_node.latency_us",
+                                       "the per-hop latency between nodes in microseconds, e.g. 2 for InfiniBand");
   const std::string fabric = s.string("cluster.inter_node.fabric", "star");
   if (fabric == "star")
     c.fabric = sim::Fabric::kStar;
@@ -80,7 +89,8 @@ sim::ClusterSpec read_cluster(Scenario& s) {
                       "expected \"star\" or \"fat-tree\", got \"" + fabric + "\"");
   c.fat_tree_nodes_per_leaf = s.int32("cluster.inter_node.nodes_per_leaf", c.fat_tree_nodes_per_leaf);
   c.oversubscription = s.number("cluster.inter_node.oversubscription", c.oversubscription);
-  c.price_per_gpu_hour_usd = s.number("cluster.price_per_gpu_hour_usd", 0.0);
+  c.price_per_gpu_hour_usd = required_number(s, "cluster.price_per_gpu_hour_usd",
+                                             "the price of one GPU-hour in USD (0 when cost does not matter)");
   sim::validate(c, s.where());
   return c;
 }
