@@ -206,42 +206,30 @@ class CpuBackend final : public Backend {
     sum_partials(err_sqnorm, parts);
   }
 
-  // bf16: each thread's band of rows is widened into float32 chunks that go through the float32 kernels.
+  // bf16: each thread's band of rows goes through the float32 kernels in chunks widened into (or narrowed from)
+  // a float32 buffer.
   void project_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const std::uint16_t* const> g,
                        std::span<float* const> e, std::span<const float* const> q, std::span<float* const> p,
                        std::span<double> m_sqnorm) override {
     check_project_args(m, n, r, g, e, q, p, m_sqnorm);
     check_bf16_feedback("project_batched", g.size(), e.size());
-    const int parts = pool_.size();
-    const std::int64_t chunk = chunk_rows(n);
-    grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
-    grow(scratch_, cpu::kScratchFloats * parts);
-    grow(convert_, chunk * n * parts);
-    pool_.run([&](int part) {
-      const auto [row0, row1] = split_range(m, parts, part);
-      float* tmp = convert_.data() + part * chunk * n;
-      for (std::size_t i = 0; i < g.size(); ++i) {
-        double sum = 0.0;
-        for (std::int64_t row = row0; row < row1; row += chunk) {
-          cpu::ProjectArgs a;
-          a.scratch = scratch_.data() + part * cpu::kScratchFloats;
-          a.rows = std::min(chunk, row1 - row);
-          a.n = n;
-          a.r = r;
-          widen(g[i] + row * n, a.rows * n, tmp);
-          a.g = tmp;
-          a.e = e[i] + row * n;
-          a.q = q[i];
-          a.p = p[i] + row * r;
-          double s = 0.0;
-          a.m_sqnorm = &s;
-          k_->project(a);
-          sum += s;
-        }
-        partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(part)] = sum;
-      }
-    });
-    sum_partials(m_sqnorm, parts);
+    for_each_bf16_chunk(m, n, m_sqnorm,
+                        [&](std::size_t i, std::int64_t row, std::int64_t rows, float* tmp, float* scratch) {
+                          widen(g[i] + row * n, rows * n, tmp);
+                          cpu::ProjectArgs a;
+                          a.scratch = scratch;
+                          a.rows = rows;
+                          a.n = n;
+                          a.r = r;
+                          a.g = tmp;
+                          a.e = e[i] + row * n;
+                          a.q = q[i];
+                          a.p = p[i] + row * r;
+                          double s = 0.0;
+                          a.m_sqnorm = &s;
+                          k_->project(a);
+                          return s;
+                        });
   }
 
   void reconstruct_batched(std::int64_t m, std::int64_t n, std::int64_t r, std::span<const float* const> p,
@@ -249,41 +237,52 @@ class CpuBackend final : public Backend {
                            std::span<std::uint16_t* const> g, std::span<double> err_sqnorm) override {
     check_reconstruct_args(m, n, r, p, q, e, g, err_sqnorm);
     check_bf16_feedback("reconstruct_batched", g.size(), e.size());
-    const int parts = pool_.size();
-    const std::int64_t chunk = chunk_rows(n);
-    grow(partial_, static_cast<std::int64_t>(g.size()) * parts);
-    grow(scratch_, cpu::kScratchFloats * parts);
-    grow(convert_, chunk * n * parts);
-    pool_.run([&](int part) {
-      const auto [row0, row1] = split_range(m, parts, part);
-      float* tmp = convert_.data() + part * chunk * n;
-      for (std::size_t i = 0; i < g.size(); ++i) {
-        double sum = 0.0;
-        for (std::int64_t row = row0; row < row1; row += chunk) {
-          cpu::ReconstructArgs a;
-          a.rows = std::min(chunk, row1 - row);
-          a.n = n;
-          a.r = r;
-          a.p = p[i] + row * r;
-          a.q = q[i];
-          a.e = e[i] + row * n;
-          a.g = tmp;  // receives Ĝ in float32, then rounded into G
-          a.scratch = scratch_.data() + part * cpu::kScratchFloats;
-          double s = 0.0;
-          a.err_sqnorm = &s;
-          k_->reconstruct(a);
-          narrow(tmp, a.rows * n, g[i] + row * n);
-          sum += s;
-        }
-        partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(part)] = sum;
-      }
-    });
-    sum_partials(err_sqnorm, parts);
+    for_each_bf16_chunk(m, n, err_sqnorm,
+                        [&](std::size_t i, std::int64_t row, std::int64_t rows, float* tmp, float* scratch) {
+                          cpu::ReconstructArgs a;
+                          a.rows = rows;
+                          a.n = n;
+                          a.r = r;
+                          a.p = p[i] + row * r;
+                          a.q = q[i];
+                          a.e = e[i] + row * n;
+                          a.g = tmp;  // receives Ĝ in float32, then rounded into G
+                          a.scratch = scratch;
+                          double s = 0.0;
+                          a.err_sqnorm = &s;
+                          k_->reconstruct(a);
+                          narrow(tmp, rows * n, g[i] + row * n);
+                          return s;
+                        });
   }
 
  private:
   static std::int64_t chunk_rows(std::int64_t n) {
     return std::max<std::int64_t>(1, kConvertFloats / std::max<std::int64_t>(n, 1));
+  }
+
+  // Runs `chunk(i, row, rows, tmp, scratch) -> norm` over every matrix i of the batch in chunks of each thread's
+  // band of rows (tmp: that thread's float32 conversion buffer), and adds the norms per matrix into `norms` in band
+  // order.
+  template <class Chunk>
+  void for_each_bf16_chunk(std::int64_t m, std::int64_t n, std::span<double> norms, Chunk&& chunk) {
+    const int parts = pool_.size();
+    const std::int64_t rows_per_chunk = chunk_rows(n);
+    grow(partial_, static_cast<std::int64_t>(norms.size()) * parts);
+    grow(scratch_, cpu::kScratchFloats * parts);
+    grow(convert_, rows_per_chunk * n * parts);
+    pool_.run([&](int part) {
+      const auto [row0, row1] = split_range(m, parts, part);
+      float* tmp = convert_.data() + part * rows_per_chunk * n;
+      float* scratch = scratch_.data() + part * cpu::kScratchFloats;
+      for (std::size_t i = 0; i < norms.size(); ++i) {
+        double sum = 0.0;
+        for (std::int64_t row = row0; row < row1; row += rows_per_chunk)
+          sum += chunk(i, row, std::min(rows_per_chunk, row1 - row), tmp, scratch);
+        partial_[i * static_cast<std::size_t>(parts) + static_cast<std::size_t>(part)] = sum;
+      }
+    });
+    sum_partials(norms, parts);
   }
 
   template <class T>
