@@ -20,18 +20,9 @@ using testing::cpu_variants;
 using testing::frobenius;
 using testing::frobenius_diff;
 using testing::random_normal;
-
-std::vector<std::uint16_t> to_bf16(const std::vector<float>& v) {
-  std::vector<std::uint16_t> h(v.size());
-  std::transform(v.begin(), v.end(), h.begin(), float_to_bf16);
-  return h;
-}
-
-std::vector<float> widen(const std::vector<std::uint16_t>& h) {
-  std::vector<float> v(h.size());
-  std::transform(h.begin(), h.end(), v.begin(), bf16_to_float);
-  return v;
-}
+using testing::spans;
+using testing::to_bf16;
+using testing::widen;
 
 double relative(double got, double want) { return std::abs(got - want) / std::max(std::abs(want), 1e-300); }
 
@@ -119,17 +110,6 @@ TEST(Bf16Kernels, NeedFloat32ErrorBuffers) {
   EXPECT_THROW(backend->reconstruct_batched(4, 4, 1, {&cp, 1}, {&cq, 1}, {}, {&mg, 1}, {&norm, 1}), InternalError);
 }
 
-std::vector<std::span<std::uint16_t>> spans16(std::vector<std::vector<std::uint16_t>>& v) {
-  std::vector<std::span<std::uint16_t>> s;
-  for (auto& x : v) s.emplace_back(x);
-  return s;
-}
-std::vector<std::span<float>> spans32(std::vector<std::vector<float>>& v) {
-  std::vector<std::span<float>> s;
-  for (auto& x : v) s.emplace_back(x);
-  return s;
-}
-
 TEST(PowerSgdBf16, RecoversAnExactlyLowRankMatrixToBf16Precision) {
   const auto backend = make_backend("cpu");
   const std::int64_t m = 300;
@@ -149,7 +129,7 @@ TEST(PowerSgdBf16, RecoversAnExactlyLowRankMatrixToBf16Precision) {
     PowerSgd psgd(*backend, {{m, n}}, {.rank = r, .error_feedback = feedback, .seed = 3});
     for (int step = 0; step < 3; ++step) {
       std::vector<std::vector<std::uint16_t>> grads{g};
-      const StepStats st = psgd.step(spans16(grads), comm);
+      const StepStats st = psgd.step(spans(grads), comm);
       ASSERT_TRUE(st.tensors[0].compressed);
       const std::vector<float> got = widen(grads[0]);
       const double rel = frobenius_diff(got.data(), exact.data(), exact.size()) / frobenius(exact);
@@ -162,7 +142,7 @@ TEST(PowerSgdBf16, RecoversAnExactlyLowRankMatrixToBf16Precision) {
   // The same matrix at rank 2 loses a real share of it: the bound above does not pass just anything.
   PowerSgd low(*backend, {{m, n}}, {.rank = 2, .error_feedback = false, .seed = 3});
   std::vector<std::vector<std::uint16_t>> grads{g};
-  EXPECT_GT(low.step(spans16(grads), comm).tensors[0].relative_error, 0.1);
+  EXPECT_GT(low.step(spans(grads), comm).tensors[0].relative_error, 0.1);
 }
 
 TEST(PowerSgdBf16, StepsLikeFloat32OnTheWidenedGradients) {
@@ -180,8 +160,8 @@ TEST(PowerSgdBf16, StepsLikeFloat32OnTheWidenedGradients) {
       g16.push_back(to_bf16(random_normal(static_cast<std::size_t>(numel), 100 * step + i, 0.01)));
       g32.push_back(widen(g16.back()));
     }
-    const StepStats s16 = p16.step(spans16(g16), one.communicator(0));
-    const StepStats s32 = p32.step(spans32(g32), one.communicator(0));
+    const StepStats s16 = p16.step(spans(g16), one.communicator(0));
+    const StepStats s32 = p32.step(spans(g32), one.communicator(0));
     ASSERT_EQ(s16.compressed_tensors, 3);
     EXPECT_EQ(s16.wire_floats, s32.wire_floats);
     for (std::size_t i = 0; i < shapes.size(); ++i) {

@@ -16,6 +16,7 @@ namespace edgc::kernels {
 namespace {
 
 using testing::random_normal;
+using testing::spans;
 using Shapes = std::vector<std::vector<std::int64_t>>;
 
 // A CPU backend that claims to keep its data on a device. Counts the host↔"device" copies PowerSgd asks for.
@@ -114,12 +115,6 @@ std::vector<std::vector<float>> gradients(std::uint64_t seed) {
     g.push_back(random_normal(static_cast<std::size_t>(n), seed * 100 + i, 0.01));
   }
   return g;
-}
-
-std::vector<std::span<float>> spans(std::vector<std::vector<float>>& v) {
-  std::vector<std::span<float>> s;
-  for (auto& x : v) s.emplace_back(x);
-  return s;
 }
 
 enum class Mode { kCpu, kStaged, kDeviceComm };

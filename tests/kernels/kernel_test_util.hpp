@@ -1,11 +1,14 @@
 #pragma once
 // Helpers shared by the kernel tests: seeded random data, double-precision references, backend variants.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "edgc/core/bf16.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/kernels/backend.hpp"
@@ -45,6 +48,33 @@ inline std::vector<double> reference_gemm(bool ta, bool tb, std::int64_t m, std:
       c[static_cast<std::size_t>(i * n + j)] = s;
     }
   return c;
+}
+
+/// Elements of a tensor of this shape.
+inline std::int64_t numel(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) n *= d;
+  return n;
+}
+
+/// Every element rounded to bf16 (nearest even), and back (exact).
+inline std::vector<std::uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<std::uint16_t> h(v.size());
+  std::transform(v.begin(), v.end(), h.begin(), float_to_bf16);
+  return h;
+}
+inline std::vector<float> widen(const std::vector<std::uint16_t>& h) {
+  std::vector<float> v(h.size());
+  std::transform(h.begin(), h.end(), v.begin(), bf16_to_float);
+  return v;
+}
+
+/// Spans over each vector, for the span-of-spans arguments of PowerSgd::step.
+template <class T>
+std::vector<std::span<T>> spans(std::vector<std::vector<T>>& v) {
+  std::vector<std::span<T>> s;
+  for (auto& x : v) s.emplace_back(x);
+  return s;
 }
 
 inline double frobenius(const std::vector<float>& v) {

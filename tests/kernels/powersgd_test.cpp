@@ -14,15 +14,11 @@ namespace {
 using testing::cpu_variants;
 using testing::frobenius;
 using testing::frobenius_diff;
+using testing::numel;
 using testing::random_normal;
+using testing::spans;
 
 using Shapes = std::vector<std::vector<std::int64_t>>;
-
-std::int64_t numel(const std::vector<std::int64_t>& s) {
-  std::int64_t n = 1;
-  for (const std::int64_t d : s) n *= d;
-  return n;
-}
 
 // Random gradients for `shapes`, different for every (seed, step).
 std::vector<std::vector<float>> random_grads(const Shapes& shapes, std::uint64_t seed) {
@@ -30,12 +26,6 @@ std::vector<std::vector<float>> random_grads(const Shapes& shapes, std::uint64_t
   for (std::size_t i = 0; i < shapes.size(); ++i)
     g.push_back(random_normal(static_cast<std::size_t>(numel(shapes[i])), seed * 1000 + i, 0.01));
   return g;
-}
-
-std::vector<std::span<float>> spans(std::vector<std::vector<float>>& v) {
-  std::vector<std::span<float>> s;
-  for (auto& x : v) s.emplace_back(x);
-  return s;
 }
 
 TEST(PowerSgd, RecoversAnExactlyLowRankMatrix) {

@@ -26,14 +26,12 @@ namespace {
 
 using testing::frobenius;
 using testing::frobenius_diff;
+using testing::numel;
 using testing::random_normal;
+using testing::spans;
+using testing::to_bf16;
+using testing::widen;
 using Shapes = std::vector<std::vector<std::int64_t>>;
-
-std::int64_t numel(const std::vector<std::int64_t>& s) {
-  std::int64_t n = 1;
-  for (const std::int64_t d : s) n *= d;
-  return n;
-}
 
 // Gradients with a decaying spectrum (rank 8 with σ_k = 2^-k, plus 1 % noise), as real gradients have, so the
 // rank-4 subspace PowerSGD tracks is well separated and both backends follow the same one.
@@ -51,17 +49,6 @@ std::vector<float> gradient(const std::vector<std::int64_t>& shape, std::uint64_
   std::vector<float> g = random_normal(static_cast<std::size_t>(m * n), seed + 2, 1e-4);
   for (std::size_t i = 0; i < g.size(); ++i) g[i] += static_cast<float>(prod[i]);
   return g;
-}
-
-std::vector<std::uint16_t> to_bf16(const std::vector<float>& v) {
-  std::vector<std::uint16_t> h(v.size());
-  std::transform(v.begin(), v.end(), h.begin(), float_to_bf16);
-  return h;
-}
-std::vector<float> widen(const std::vector<std::uint16_t>& h) {
-  std::vector<float> v(h.size());
-  std::transform(h.begin(), h.end(), v.begin(), bf16_to_float);
-  return v;
 }
 
 double rel_diff(const std::vector<float>& got, const std::vector<float>& want) {
@@ -92,13 +79,6 @@ class DeviceGrads {
   std::vector<Buffer<T>> buffers_;
   std::vector<std::span<T>> views_;
 };
-
-template <class T>
-std::vector<std::span<T>> host_spans(std::vector<std::vector<T>>& v) {
-  std::vector<std::span<T>> s;
-  for (auto& x : v) s.emplace_back(x);
-  return s;
-}
 
 template <class T>
 std::vector<std::vector<T>> step_gradients(const Shapes& shapes, std::uint64_t seed) {
@@ -132,7 +112,7 @@ void compare_single_rank(const PowerSgdConfig& cfg, int steps) {
     std::vector<std::vector<T>> hc = step_gradients<T>(kShapes, static_cast<std::uint64_t>(step + 1));
     dg.upload(hc);
     const StepStats sg = pg.step(dg.views(), comm);
-    const StepStats sc = pc.step(host_spans(hc), comm);
+    const StepStats sc = pc.step(spans(hc), comm);
     const std::vector<std::vector<T>> hg = dg.download();
     EXPECT_EQ(sg.compressed_tensors, sc.compressed_tensors);
     EXPECT_EQ(sg.wire_floats, sc.wire_floats);
@@ -186,7 +166,7 @@ TEST_F(CudaPowerSgd, TwoRanksStagedThroughHostMatchTheCpu) {
             psgd.step(dg.views(), group.communicator(d));
             g = dg.download();
           } else {
-            psgd.step(host_spans(g), group.communicator(d));
+            psgd.step(spans(g), group.communicator(d));
           }
           (on_gpu ? out_gpu : out_cpu)[static_cast<std::size_t>(d)] = g;
         }
