@@ -115,13 +115,10 @@ TEST(PowerSgdBf16, RecoversAnExactlyLowRankMatrixToBf16Precision) {
   const std::int64_t m = 300;
   const std::int64_t n = 200;
   const int r = 4;
-  const std::vector<float> a = random_normal(static_cast<std::size_t>(m * r), 1);
-  const std::vector<float> b = random_normal(static_cast<std::size_t>(n * r), 2);
-  const std::vector<double> prod = testing::reference_gemm(false, true, m, n, r, a.data(), b.data());
   // The bf16 matrix is rank 4 up to its own rounding (at most 2^-9 relative per element); one power iteration
   // amplifies that noise by the conditioning of the rank-4 part, and the result is rounded once more. So the
   // bound is a few bf16 steps (2^-8 ≈ 3.9e-3).
-  const std::vector<float> exact(prod.begin(), prod.end());
+  const std::vector<float> exact = testing::exact_low_rank(m, n, r);
   const std::vector<std::uint16_t> g = to_bf16(exact);
   LocalCommunicator comm;
   for (const bool feedback : {false, true}) {

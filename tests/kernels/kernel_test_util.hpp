@@ -77,6 +77,14 @@ std::vector<std::span<T>> spans(std::vector<std::vector<T>>& v) {
   return s;
 }
 
+/// An m×n matrix of exact rank r: A·Bᵀ with A (m×r) and B (n×r) standard normal from seeds 1 and 2, row-major.
+inline std::vector<float> exact_low_rank(std::int64_t m, std::int64_t n, int r) {
+  const std::vector<float> a = random_normal(static_cast<std::size_t>(m * r), 1);
+  const std::vector<float> b = random_normal(static_cast<std::size_t>(n * r), 2);
+  const std::vector<double> prod = reference_gemm(false, true, m, n, r, a.data(), b.data());
+  return {prod.begin(), prod.end()};
+}
+
 inline double frobenius(const std::vector<float>& v) {
   double s = 0.0;
   for (const float x : v) s += static_cast<double>(x) * x;

@@ -35,10 +35,7 @@ TEST(PowerSgd, RecoversAnExactlyLowRankMatrix) {
     const std::int64_t m = 300;
     const std::int64_t n = 200;
     const int r = 4;
-    const std::vector<float> a = random_normal(static_cast<std::size_t>(m * r), 1);
-    const std::vector<float> b = random_normal(static_cast<std::size_t>(n * r), 2);
-    const std::vector<double> prod = testing::reference_gemm(false, true, m, n, r, a.data(), b.data());
-    const std::vector<float> g(prod.begin(), prod.end());
+    const std::vector<float> g = testing::exact_low_rank(m, n, r);
     PowerSgd psgd(*backend, {{m, n}}, {.rank = r, .error_feedback = false, .seed = 3});
     LocalCommunicator comm;
     double rel = 1.0;
