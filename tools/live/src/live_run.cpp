@@ -174,11 +174,11 @@ void LiveRun::write_outputs(const std::filesystem::path& dir) {
   record_placement(hosts);
   const std::string gpu_name = o_.backend == "cpu" ? "cpu: " + cpu_model_name() : std::string(backend_->isa());
   const ordered_json cluster = cluster_json(meas_, med, gpu_name);
-  const ordered_json result = result_json(o_, meas_, outcomes_);
+  results::ResultDocument result = result_document(o_, meas_, outcomes_);
   write_file_atomic(dir / "cluster.json", cluster.dump(1) + "\n");
   write_file_atomic(dir / "measurements.json", to_json(meas_).dump(1) + "\n");
-  write_file_atomic(dir / "result.json", result.dump(1) + "\n");
-  summary_ = result;
+  write_file_atomic(dir / "result.json", results::to_json(result).dump(1) + "\n");
+  summary_ = std::move(result);
 }
 
 // Every rank's machine rates, their medians at rank 0 (zeros elsewhere). Collective.

@@ -82,7 +82,7 @@ class LiveRun {
   Rates rates_;
   results::Measurements meas_;
   std::vector<PolicyOutcome> outcomes_;
-  nlohmann::ordered_json summary_;
+  results::ResultDocument summary_;  ///< result.json at rank 0, for the console summary
   double worst_ef_ = 0.0;
   std::int64_t verified_steps_ = 0;
 };

@@ -114,8 +114,8 @@ ordered_json cluster_json(const results::Measurements& m, const Rates& rates, co
             {"price_per_gpu_hour_usd", 0.0}}}};
 }
 
-ordered_json result_json(const LiveOptions& o, const results::Measurements& m,
-                         const std::vector<PolicyOutcome>& outcomes) {
+results::ResultDocument result_document(const LiveOptions& o, const results::Measurements& m,
+                                        const std::vector<PolicyOutcome>& outcomes) {
   results::ResultDocument doc;
   doc.source = "live";
   doc.scenario = o.scenario_path;
@@ -133,12 +133,10 @@ ordered_json result_json(const LiveOptions& o, const results::Measurements& m,
   for (const auto& run : m.runs) totals.push_back(totals_of(run, m.pp));
   for (std::size_t i = 0; i < m.runs.size(); ++i)
     doc.runs.push_back(result_run(m.runs[i], totals[i], totals.front(), outcomes[i].replay));
-  return results::to_json(doc);
+  return doc;
 }
 
-void print_summary(const results::Measurements& m, const ordered_json& written, const std::string& out_dir) {
-  const results::ResultDocument result =
-      results::parse_result_document(results::JsonNode(written, out_dir + "/result.json"));
+void print_summary(const results::Measurements& m, const results::ResultDocument& result, const std::string& out_dir) {
   std::cout << "# edgc live: " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp << "), " << m.comm
             << " all-reduces, " << m.backend << " backend; trace " << m.trace << "\n";
   std::cout << "# calibration (dense all-reduce over " << m.calibration.ranks << " ranks): latency "

@@ -10,6 +10,7 @@
 #include "edgc/engine/replay.hpp"
 #include "edgc/live/live.hpp"
 #include "edgc/results/measurements.hpp"
+#include "edgc/results/result_document.hpp"
 
 namespace edgc::live {
 
@@ -24,10 +25,10 @@ nlohmann::ordered_json cluster_json(const results::Measurements& m, const Rates&
 
 /// result.json: per policy (m.runs and `outcomes` in the same order, "none" first) the sync time per step, the
 /// reductions against "none" and the rank schedule; then the T_com(r) fits.
-nlohmann::ordered_json result_json(const LiveOptions& o, const results::Measurements& m,
-                                   const std::vector<PolicyOutcome>& outcomes);
+results::ResultDocument result_document(const LiveOptions& o, const results::Measurements& m,
+                                        const std::vector<PolicyOutcome>& outcomes);
 
 /// The console summary: layout, calibration, a table of the runs (from `result`), the T_com(r) fits.
-void print_summary(const results::Measurements& m, const nlohmann::ordered_json& result, const std::string& out_dir);
+void print_summary(const results::Measurements& m, const results::ResultDocument& result, const std::string& out_dir);
 
 }  // namespace edgc::live

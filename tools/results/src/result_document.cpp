@@ -171,35 +171,11 @@ ResultRunSettings read_run_settings(const JsonNode& r) {
   return out;
 }
 
-// Reads the member `key` of `root` into `doc` when it is one of the typed ones; false for any other key.
-bool read_typed_member(const JsonNode& root, const std::string& key, ResultDocument& doc) {
-  const std::optional<JsonNode> n = root.find(key);
-  if (key == "schema") return true;
-  if (key == "source") return (doc.source = root.at(key).one_of({"simulate", "live"}), true);
-  if (key == "scenario") return (doc.scenario = root.at(key).string(), true);
-  if (key == "runs") {
-    const JsonNode runs = root.at(key);
-    if (runs.size() == 0) runs.fail("is empty: nothing was compared");
-    for (std::size_t i = 0; i < runs.size(); ++i) doc.runs.push_back(read_run(runs[i]));
-    return true;
-  }
-  if (!n)
-    return key == "cluster" || key == "model" || key == "parallelism" || key == "run" || key == "simulations" ||
-           key == "composition" || key == "simulated_iterations" || key == "entropy_series";
-  if (key == "cluster") return (doc.cluster = read_cluster(*n), true);
-  if (key == "model") {
-    doc.model_name = n->at("name").string();
-    if (const auto p = n->find("parameters")) doc.model_parameters = p->non_negative();
-    return true;
-  }
-  if (key == "parallelism") return (doc.parallelism = read_parallelism(*n), true);
-  if (key == "run") return (doc.run = read_run_settings(*n), true);
-  if (key == "simulations") return (doc.simulations = n->integer(0), true);
-  if (key == "composition") return (doc.composition = n->one_of({"stage-separable", "exact"}), true);
-  if (key == "simulated_iterations") return (doc.simulated_iterations = n->integer(0), true);
-  if (key == "entropy_series") return (doc.entropy_series = read_entropy(*n), true);
-  return false;
-}
+// The members read into typed fields; every other member is kept in `sections` as written.
+const std::set<std::string> kTypedMembers = {
+    "schema",      "source",        "scenario",    "cluster",     "model",
+    "parallelism", "run",           "simulations", "composition", "simulated_iterations",
+    "runs",        "entropy_series"};
 
 }  // namespace
 
@@ -277,9 +253,24 @@ void read_figures(const JsonNode& r, bool times_required, RunFigures& f) {
 ResultDocument parse_result_document(const JsonNode& root) {
   root.check_schema(kResultSchema);
   ResultDocument doc;
-  (void)root.at("runs");  // required: named before any optional member is looked at
+  const JsonNode runs = root.at("runs");
+  if (runs.size() == 0) runs.fail("is empty: nothing was compared");
+  for (std::size_t i = 0; i < runs.size(); ++i) doc.runs.push_back(read_run(runs[i]));
+  if (const auto n = root.find("source")) doc.source = n->one_of({"simulate", "live"});
+  if (const auto n = root.find("scenario")) doc.scenario = n->string();
+  if (const auto n = root.find("cluster")) doc.cluster = read_cluster(*n);
+  if (const auto n = root.find("model")) {
+    doc.model_name = n->at("name").string();
+    if (const auto p = n->find("parameters")) doc.model_parameters = p->non_negative();
+  }
+  if (const auto n = root.find("parallelism")) doc.parallelism = read_parallelism(*n);
+  if (const auto n = root.find("run")) doc.run = read_run_settings(*n);
+  if (const auto n = root.find("simulations")) doc.simulations = n->integer(0);
+  if (const auto n = root.find("composition")) doc.composition = n->one_of({"stage-separable", "exact"});
+  if (const auto n = root.find("simulated_iterations")) doc.simulated_iterations = n->integer(0);
+  if (const auto n = root.find("entropy_series")) doc.entropy_series = read_entropy(*n);
   for (const std::string& key : root.member_keys())
-    if (!read_typed_member(root, key, doc)) doc.sections[key] = root.at(key).raw();
+    if (kTypedMembers.count(key) == 0) doc.sections[key] = root.at(key).raw();
   return doc;
 }
 

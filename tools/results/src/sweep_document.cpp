@@ -14,13 +14,18 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-// The figures of a run with a 95 % half-width when a point is repeated, in column order.
-constexpr std::pair<const char*, double SweepRun::*> kCiFields[] = {
-    {"iteration_time_s", &SweepRun::iteration_time_s_ci95},
-    {"comm_latency_s", &SweepRun::comm_latency_s_ci95},
-    {"training_time_s", &SweepRun::training_time_s_ci95},
-    {"speedup_vs_none", &SweepRun::speedup_vs_none_ci95},
-    {"cost_usd", &SweepRun::cost_usd_ci95}};
+// The figures of a run that get a 95 % half-width when a point is repeated, in column order: name, the figure,
+// its half-width.
+struct CiField {
+  const char* name;
+  double RunFigures::*figure;
+  double SweepRun::*ci;
+};
+constexpr CiField kCiFields[] = {{"iteration_time_s", &RunFigures::iteration_time_s, &SweepRun::iteration_time_s_ci95},
+                                 {"comm_latency_s", &RunFigures::comm_latency_s, &SweepRun::comm_latency_s_ci95},
+                                 {"training_time_s", &RunFigures::training_time_s, &SweepRun::training_time_s_ci95},
+                                 {"speedup_vs_none", &RunFigures::speedup_vs_none, &SweepRun::speedup_vs_none_ci95},
+                                 {"cost_usd", &RunFigures::cost_usd, &SweepRun::cost_usd_ci95}};
 
 // Every averaged figure, in column order.
 constexpr std::pair<const char*, double RunFigures::*> kFigures[] = {
@@ -50,8 +55,8 @@ ordered_json run_json(const SweepRun& r) {
   write_figures(r, j);
   j["warmup_end_iteration"] = optional_int(r.warmup_end_iteration);
   j["compressed_iterations"] = optional_int(r.compressed_iterations);
-  for (const auto& [name, field] : kCiFields)
-    if (std::isfinite(r.*field)) j[std::string(name) + "_ci95"] = r.*field;
+  for (const CiField& c : kCiFields)
+    if (std::isfinite(r.*c.ci)) j[std::string(c.name) + "_ci95"] = r.*c.ci;
   return j;
 }
 
@@ -60,7 +65,7 @@ SweepRun read_run(const JsonNode& r) {
   read_figures(r, false, run);
   if (const auto w = r.find("warmup_end_iteration")) run.warmup_end_iteration = w->integer();
   if (const auto c = r.find("compressed_iterations")) run.compressed_iterations = c->integer(0);
-  for (const auto& [name, field] : kCiFields) run.*field = r.optional_number(std::string(name) + "_ci95");
+  for (const CiField& c : kCiFields) run.*c.ci = r.optional_number(std::string(c.name) + "_ci95");
   return run;
 }
 
@@ -133,18 +138,15 @@ std::vector<SweepRun> average_runs(const std::vector<ResultDocument>& reps) {
     r.warmup_end_iteration = first.warmup_end_iteration;
     r.compressed_iterations = first.compressed_iterations;
     if (n > 1) {
-      for (const auto& [name, ci] : kCiFields) {
-        const auto figure = std::find_if(std::begin(kFigures), std::end(kFigures), [&](const auto& f) {
-                              return std::string(f.first) == name;
-                            })->second;
-        const double mean = r.*figure;
+      for (const CiField& c : kCiFields) {
+        const double mean = r.*c.figure;
         double ss = 0.0;
         for (const ResultDocument& rep : reps) {
-          const double d = rep.runs.at(i).*figure - mean;
+          const double d = rep.runs.at(i).*c.figure - mean;
           ss += d * d;
         }
         const double sd = std::sqrt(ss / static_cast<double>(n - 1));
-        r.*ci = t95(static_cast<int>(n - 1)) * sd / std::sqrt(static_cast<double>(n));
+        r.*c.ci = t95(static_cast<int>(n - 1)) * sd / std::sqrt(static_cast<double>(n));
       }
     }
     out.push_back(std::move(r));
@@ -156,7 +158,7 @@ std::vector<std::string> run_figure_names(bool with_ci) {
   std::vector<std::string> names;
   for (const auto& [name, field] : kFigures) names.emplace_back(name);
   if (with_ci)
-    for (const auto& [name, field] : kCiFields) names.push_back(std::string(name) + "_ci95");
+    for (const CiField& c : kCiFields) names.push_back(std::string(c.name) + "_ci95");
   names.emplace_back("warmup_end_iteration");
   names.emplace_back("compressed_iterations");
   return names;
@@ -165,8 +167,8 @@ std::vector<std::string> run_figure_names(bool with_ci) {
 std::optional<double> run_figure(const SweepRun& run, const std::string& name) {
   for (const auto& [n, field] : kFigures)
     if (name == n) return run.*field;
-  for (const auto& [n, field] : kCiFields)
-    if (name == std::string(n) + "_ci95") return run.*field;
+  for (const CiField& c : kCiFields)
+    if (name == std::string(c.name) + "_ci95") return run.*c.ci;
   if (name == "warmup_end_iteration" && run.warmup_end_iteration) return static_cast<double>(*run.warmup_end_iteration);
   if (name == "compressed_iterations" && run.compressed_iterations)
     return static_cast<double>(*run.compressed_iterations);
