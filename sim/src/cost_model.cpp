@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/sim/kernel_model.hpp"
 
 namespace edgc::sim {
 namespace {
@@ -74,17 +75,35 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
   const double tp = parallel.tp;
   const double layers = static_cast<double>(model.layers / (parallel.pp * chunks));
   const double layer_fwd = layer_forward_flops(model) / tp;
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
+  const double recomputed = model.recompute == Recompute::kFull        ? layer_fwd
+                            : model.recompute == Recompute::kSelective ? 4.0 * b * s * s * h / tp
+                                                                       : 0.0;
+  const bool head = stage == parallel.pp - 1 && chunk == chunks - 1;
   ComputeCost c;
   c.forward_flops = layers * layer_fwd;
-  c.backward_flops = layers * layer_fwd * (model.activation_recompute ? 3.0 : 2.0);
-  if (stage == parallel.pp - 1 && chunk == chunks - 1) {
+  c.backward_flops = layers * (2.0 * layer_fwd + recomputed);
+  if (head) {
     const double logits = logits_forward_flops(model, parallel.tp) / tp;
     c.forward_flops += logits;
     c.backward_flops += 2.0 * logits;
   }
-  const double rate = gemm_rate_flops(gpu, params);
-  c.forward_s = c.forward_flops / rate;
-  c.backward_s = c.backward_flops / rate;
+  if (params.compute_model == ComputeModel::kEfficiency) {
+    const double rate = gemm_rate_flops(gpu, params);
+    c.forward_s = c.forward_flops / rate;
+    c.backward_s = c.backward_flops / rate;
+    return c;
+  }
+  const PassTime layer = layer_time(model, parallel, gpu, params);
+  c.forward_s = layers * layer.forward_s;
+  c.backward_s = layers * layer.backward_s;
+  std::vector<PassTime> extras;
+  if (head) extras.push_back(head_time(model, parallel, gpu, params));
+  if (stage == 0 && chunk == 0) extras.push_back(embedding_time(model, parallel, gpu, params));
+  for (const PassTime& t : extras) {
+    c.forward_s += t.forward_s;
+    c.backward_s += t.backward_s;
+  }
   return c;
 }
 
@@ -103,16 +122,28 @@ ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, 
 
 TpComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel) {
   TpComm c;
-  c.bytes_per_allreduce = pp_p2p_bytes(model);  // the same b·s·h activation tensor
+  c.bytes_per_allreduce =
+      static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden * bytes_per_element(model.dtype);
   if (parallel.tp > 1) {
     c.forward_allreduces = 2;
-    c.backward_allreduces = model.activation_recompute ? 4 : 2;
+    c.backward_allreduces = model.recompute == Recompute::kFull ? 4 : 2;
   }
   return c;
 }
 
-double pp_p2p_bytes(const ModelSpec& model) {
+double pp_p2p_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
+  const double whole =
+      static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden * bytes_per_element(model.dtype);
+  return parallel.sequence_parallel || parallel.scatter_gather_p2p ? whole / parallel.tp : whole;
+}
+
+double pp_gather_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
+  if (parallel.tp == 1 || parallel.sequence_parallel || !parallel.scatter_gather_p2p) return 0.0;
   return static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden * bytes_per_element(model.dtype);
+}
+
+int grad_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
+  return parallel.grad_reduce_bytes > 0 ? parallel.grad_reduce_bytes : bytes_per_element(model.dtype);
 }
 
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
@@ -137,13 +168,13 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, i
 }
 
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
-  return static_cast<double>(stage_params(model, parallel, stage).per_gpu()) * bytes_per_element(model.dtype);
+  return static_cast<double>(stage_params(model, parallel, stage).per_gpu()) * grad_bytes(model, parallel);
 }
 
 double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
-  if (parallel.pp == 1) return 0.0;
+  if (parallel.pp == 1 || !parallel.embedding_allreduce) return 0.0;
   return static_cast<double>(padded_vocab(model, parallel.tp) / parallel.tp) * model.hidden *
-         bytes_per_element(model.dtype);
+         grad_bytes(model, parallel);
 }
 
 std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
@@ -171,7 +202,7 @@ bool powersgd_compresses(std::int64_t rows, std::int64_t cols, int rank) {
 
 PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank) {
   if (rank < 1) throw InternalError("powersgd_wire: rank must be ≥ 1, got " + std::to_string(rank));
-  const double bytes = bytes_per_element(model.dtype);
+  const double bytes = grad_bytes(model, parallel);
   PowerSgdWire w;
   std::int64_t matrix_elements = 0;
   for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
@@ -193,7 +224,7 @@ PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel,
 double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                            const CostParams& params, int stage, int rank) {
   if (rank < 1) throw InternalError("powersgd_compress_s: rank must be ≥ 1, got " + std::to_string(rank));
-  const int bytes = bytes_per_element(model.dtype);
+  const int bytes = grad_bytes(model, parallel);
   double total_s = 0.0;
   for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
     if (!powersgd_compresses(m.rows, m.cols, rank)) continue;

@@ -10,6 +10,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/collectives.hpp"
+#include "edgc/sim/kernel_model.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/pipeline_schedule.hpp"
 
@@ -31,6 +32,8 @@ struct RankRecord {
   double last_backward_end_s = 0.0;
   double sync_start_s = 0.0;  // after the last backward and the wait for the last pipeline sends
   double sync_end_s = 0.0;
+  double embedding_end_s = 0.0;  // end of the first ↔ last stage embedding all-reduce (0 when none)
+  double optimizer_s = 0.0;
   double finish_s = 0.0;
   std::vector<Interval> dp_comms;
   std::vector<TimelineEvent> events;
@@ -38,7 +41,7 @@ struct RankRecord {
 
 // Per-chunk inputs of the workers (one chunk per GPU except for the interleaved schedule).
 struct ChunkWork {
-  double forward_flops = 0.0;  // already divided by compute_efficiency
+  double forward_flops = 0.0;  // pass seconds × the host's speed (FLOPs / compute_efficiency for kEfficiency)
   double backward_flops = 0.0;
   std::uint64_t tp_forward_bytes = 0;  // all of one pass's TP all-reduces, summed
   std::uint64_t tp_backward_bytes = 0;
@@ -46,6 +49,12 @@ struct ChunkWork {
   double tp_backward_extra_latency_s = 0.0;
   double tp_forward_ring_s = 0.0;  // closed form of the folded ring alone (used when IterationState::tp_closed_form)
   double tp_backward_ring_s = 0.0;
+};
+
+// One all-reduce of the overlapped DP sync: `bytes`, ready once `ready` of the final backward pass has run.
+struct Bucket {
+  std::uint64_t bytes = 0;
+  double ready = 0.0;  // fraction in (0, 1]
 };
 
 // Per-stage inputs of the workers, computed once before the actors start.
@@ -57,6 +66,9 @@ struct StageWork {
   std::uint64_t q_bytes = 0;
   std::uint64_t fused_bytes = 0;
   double compress_s = 0.0;
+  std::vector<Bucket> buckets;        // overlapped uncompressed sync, in backward order (else empty)
+  std::uint64_t embedding_bytes = 0;  // first ↔ last stage embedding all-reduce (first and last stage only)
+  double optimizer_s = 0.0;
 };
 
 // Purposes of pipeline messages.
@@ -71,6 +83,7 @@ struct IterationState {
   ParallelSpec parallel;
   Layout layout;
   std::uint64_t p2p_bytes = 0;
+  double p2p_gather_s = 0.0;  // receiver's TP all-gather after a scattered pipeline message (closed form)
   double t0 = 0.0;
   bool record_timeline = false;
   ComputeVariability variability;
@@ -78,6 +91,7 @@ struct IterationState {
   std::vector<StageWork> stages;
   std::vector<Group> tp_groups;              // index stage · dp + dp_index
   std::vector<Group> dp_groups;              // index stage · tp + tp_index
+  std::vector<Group> embedding_groups;       // index dp_index · tp + tp_index: {stage 0, stage pp − 1}
   std::vector<sg4::BarrierPtr> tp_barriers;  // one per TP group, same index; only with tp_closed_form
   std::vector<int> tp_arrived;               // members of each TP group inside the current all-reduce
   // Pipeline channels, one per purpose (activations, gradients), receiving rank and model chunk (channel()):
@@ -180,10 +194,14 @@ class GpuWorker {
   void operator()() {
     speed_ = sg4::this_actor::get_host()->get_speed();
     const ParallelSpec& par = state_->parallel;
-    for (const Pass& pass : pass_order(par.schedule, par.pp, coord_.pp, par.microbatches, par.virtual_stages)) {
+    const std::vector<Pass> passes = pass_order(par.schedule, par.pp, coord_.pp, par.microbatches, par.virtual_stages);
+    sg4::ActorPtr overlapped;
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      const Pass& pass = passes[i];
       if (pass.kind == PassKind::kForward) {
         forward(pass.microbatch, pass.chunk);
       } else {
+        if (i + 1 == passes.size() && !work().buckets.empty()) overlapped = start_overlapped_sync(pass);
         backward(pass.microbatch, pass.chunk);
       }
     }
@@ -192,9 +210,15 @@ class GpuWorker {
     // gradient sync starts once this GPU's last sends have arrived. It also makes stages separable: after this
     // point only the stage's own DP traffic uses its links (whole_run.hpp, stages_separable).
     for (Outbox& out : outboxes_) sg4::Comm::wait_all(out.pending);
-    record().sync_start_s = now();
-    dp_sync();
+    if (overlapped) {
+      overlapped->join();
+    } else {
+      record().sync_start_s = now();
+      dp_sync();
+    }
     record().sync_end_s = now();
+    embedding_sync();
+    optimizer_step();
     record().finish_s = now();
     XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
   }
@@ -218,6 +242,9 @@ class GpuWorker {
     const std::size_t c = state_->channel(purpose, rank_, chunk);
     state_->p2p_inbox[c]->get<int>();
     ++state_->p2p_taken[c];
+    // Megatron's scatter/gather: the message was this TP rank's slice; the TP group all-gathers the tensor over
+    // NVLink (a closed form, as the TP rings of tp_all_reduce's closed-form path).
+    if (state_->p2p_gather_s > 0) sg4::this_actor::sleep_for(state_->p2p_gather_s);
     if (state_->record_timeline)
       note(std::string("recv ") + p2p_name(purpose) + " " + pass_name(mb, chunk), "p2p", start);
   }
@@ -337,6 +364,47 @@ class GpuWorker {
     note(name, "compress", start);
   }
 
+  // Overlapped uncompressed sync (--overlap-grad-reduce, PyTorch DDP): a second actor on this GPU all-reduces the
+  // stage's gradient buckets (gradient_buckets()) while `last` (the final backward pass) runs; a bucket starts once
+  // its `ready` fraction of that pass's compute has elapsed (gradients appear from the last layer backwards). Every
+  // earlier pass's gradients are taken to land in the same buckets, so no bucket starts before the final pass does.
+  sg4::ActorPtr start_overlapped_sync(const Pass& last) {
+    const ChunkWork& cw = work().chunks[static_cast<std::size_t>(last.chunk)];
+    const double start = now();
+    const double compute_s = varied(cw.backward_flops, last.microbatch, last.chunk, true) / speed_;
+    record().sync_start_s = start;
+    return sg4::Actor::create("dp-overlap" + std::to_string(rank_), sg4::this_actor::get_host(),
+                              [this, start, compute_s] {
+                                const std::vector<Bucket>& buckets = work().buckets;
+                                for (std::size_t i = 0; i < buckets.size(); ++i) {
+                                  const double ready = start + compute_s * buckets[i].ready;
+                                  if (ready > now()) sg4::this_actor::sleep_for(ready - now());
+                                  dp_all_reduce(buckets[i].bytes, "dp bucket " + std::to_string(i));
+                                }
+                              });
+  }
+
+  // The word-embedding gradient all-reduce between the first and the last stage, after their DP syncs (Megatron's
+  // order: DP sync, embedding all-reduce, optimizer step).
+  void embedding_sync() const {
+    const std::uint64_t bytes = work().embedding_bytes;
+    if (bytes == 0) return;
+    const double start = now();
+    const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
+    ring_all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
+    record().embedding_end_s = now();
+    note("embedding allreduce", "dp", start);
+  }
+
+  void optimizer_step() const {
+    const double seconds = work().optimizer_s;
+    if (seconds <= 0) return;
+    const double start = now();
+    sg4::this_actor::sleep_for(seconds);
+    record().optimizer_s = seconds;
+    note("optimizer", "compute", start);
+  }
+
   void dp_sync() const {
     const StageWork& w = work();
     if (state_->parallel.dp == 1) return;
@@ -378,6 +446,39 @@ void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel, const std:
                             " is negative (0 = uncompressed)");
 }
 
+// The stage's gradient split into DP buckets of parallel.grad_bucket_params parameters (Megatron-Core's
+// max(4e7, 1e6·dp) when 0), the last bucket holding the rest; bucket i of n is ready after (i + 1)/n of the final
+// backward pass. To bound the simulated activities, more than kMaxBuckets buckets are coalesced: the last bucket
+// stays alone (it is the one exposed after the backward pass), the others merge into kMaxBuckets − 1 groups, each
+// ready when its last member is (never earlier than the real buckets).
+constexpr std::size_t kMaxBuckets = 8;
+
+std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec& par, int stage) {
+  const double params = static_cast<double>(stage_params(model, par, stage).per_gpu());
+  const double per_bucket =
+      par.grad_bucket_params > 0 ? par.grad_bucket_params : std::max(4e7, 1e6 * static_cast<double>(par.dp));
+  const double bytes = grad_bytes(model, par);
+  const auto n = static_cast<std::size_t>(std::ceil(params / per_bucket));
+  const auto bucket_bytes = [&](std::size_t i) {
+    return std::min(per_bucket, params - static_cast<double>(i) * per_bucket) * bytes;
+  };
+  const auto ready = [&](std::size_t i) { return static_cast<double>(i + 1) / static_cast<double>(n); };
+  std::vector<Bucket> out;
+  if (n <= kMaxBuckets) {
+    for (std::size_t i = 0; i < n; ++i) out.push_back({whole_bytes(bucket_bytes(i)), ready(i)});
+    return out;
+  }
+  const std::size_t groups = kMaxBuckets - 1;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t first = (n - 1) * g / groups, last = (n - 1) * (g + 1) / groups;  // [first, last)
+    double sum = 0.0;
+    for (std::size_t i = first; i < last; ++i) sum += bucket_bytes(i);
+    out.push_back({whole_bytes(sum), ready(last - 1)});
+  }
+  out.push_back({whole_bytes(bucket_bytes(n - 1)), 1.0});
+  return out;
+}
+
 StageWork stage_work(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
                      const CostParams& params, int stage, const StageSync& sync, const Group& tp_group) {
   const ClusterSpec& cluster = platform.spec();
@@ -391,8 +492,14 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
   for (int c = 0; c < chunks; ++c) {
     ChunkWork cw;
     const ComputeCost cost = chunk_compute(model, par, cluster.gpu, params, stage, c);
-    cw.forward_flops = cost.forward_flops / params.compute_efficiency;
-    cw.backward_flops = cost.backward_flops / params.compute_efficiency;
+    if (params.compute_model == ComputeModel::kEfficiency) {
+      cw.forward_flops = cost.forward_flops / params.compute_efficiency;
+      cw.backward_flops = cost.backward_flops / params.compute_efficiency;
+    } else {
+      const double speed = cluster.gpu.peak_tflops * 1e12;  // the host's speed (Platform::build)
+      cw.forward_flops = cost.forward_s * speed;
+      cw.backward_flops = cost.backward_s * speed;
+    }
     cw.tp_forward_bytes = whole_bytes(n_fwd * tp.bytes_per_allreduce);
     cw.tp_backward_bytes = whole_bytes(n_bwd * tp.bytes_per_allreduce);
     cw.tp_forward_extra_latency_s = std::max(0, n_fwd - 1) * lat;
@@ -404,8 +511,11 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
     w.chunks.push_back(cw);
   }
   w.powersgd_rank = sync.powersgd_rank;
+  if (stage == 0 || stage == par.pp - 1) w.embedding_bytes = whole_bytes(embedding_sync_bytes(model, par));
+  w.optimizer_s = optimizer_step_s(model, par, cluster.gpu, params, stage);
   if (sync.powersgd_rank == 0) {
     w.dp_bytes = whole_bytes(dp_gradient_bytes(model, par, stage));
+    if (par.overlap_grad_reduce && par.dp > 1) w.buckets = gradient_buckets(model, par, stage);
   } else {
     const PowerSgdWire wire = powersgd_wire(model, par, stage, sync.powersgd_rank);
     w.p_bytes = whole_bytes(wire.p_bytes);
@@ -441,7 +551,7 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   validate(options.variability, options.where);
 
   IterationState state(par, platform.gpus_per_node());
-  state.p2p_bytes = whole_bytes(pp_p2p_bytes(model));
+  state.p2p_bytes = whole_bytes(pp_p2p_bytes(model, par));
   state.t0 = sg4::Engine::get_clock();
   state.record_timeline = options.record_timeline;
   state.variability = options.variability;
@@ -453,6 +563,16 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
       for (int r : layout.dp_group(layout.rank_of({t, s, 0}))) g.hosts.push_back(platform.gpu(r));
       state.dp_groups.push_back(std::move(g));
     }
+  if (const double gather = pp_gather_bytes(model, par); gather > 0 && par.pp > 1) {
+    const Group& g = state.tp_groups.front();
+    state.p2p_gather_s = (par.tp - 1) * platform.lone_transfer_s(g.hosts[0], g.hosts[1], gather / par.tp);
+  }
+  if (par.pp > 1 && embedding_sync_bytes(model, par) > 0)
+    for (int d = 0; d < par.dp; ++d)
+      for (int t = 0; t < par.tp; ++t)
+        state.embedding_groups.push_back(
+            Group{{platform.gpu(layout.rank_of({t, 0, d})), platform.gpu(layout.rank_of({t, par.pp - 1, d}))},
+                  "emb-d" + std::to_string(d) + "t" + std::to_string(t)});
   state.tp_closed_form =
       par.tp > 1 && !options.force_tp_ring && tp_rings_are_contention_free(platform, layout, state.tp_groups);
   if (state.tp_closed_form)
@@ -501,6 +621,14 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
     st.compute_s = std::max(st.compute_s, rec.compute_s);
     st.tp_comm_s = std::max(st.tp_comm_s, rec.tp_comm_s);
     st.bubble_s = std::max(st.bubble_s, result.pipeline_end_s - rec.compute_s - rec.tp_comm_s);
+    st.sync_end_s = std::max(st.sync_end_s, rec.sync_end_s);
+    st.optimizer_s = std::max(st.optimizer_s, rec.optimizer_s);
+    if (rec.embedding_end_s > 0) {
+      const RankCoord c = layout.coord_of(r);
+      const int partner = layout.rank_of({c.tp, c.pp == 0 ? par.pp - 1 : 0, c.dp});
+      const double meet = std::max(rec.sync_end_s, state.records[static_cast<std::size_t>(partner)].sync_end_s);
+      st.embedding_sync_s = std::max(st.embedding_sync_s, rec.embedding_end_s - meet);
+    }
     if (options.record_timeline) result.timeline.insert(result.timeline.end(), rec.events.begin(), rec.events.end());
   }
   for (StageResult& st : result.stages)

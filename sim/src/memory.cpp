@@ -70,7 +70,11 @@ std::string gib_text(double bytes) {
 double layer_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
   const double t = parallel.tp, s = model.seq_len, h = model.hidden, a = model.heads;
   const double scale = bytes_per_element(model.dtype) / 2.0;  // the equation counts 16-bit tensors
-  return sbh(model) * (10.0 + 24.0 / t + 5.0 * a * s / (h * t)) * scale;
+  // Korthikanti et al. Table 2: the attention core's 5·a·s/h term is dropped by selective recomputation; the
+  // 10 of LayerNorm, dropout and residual inputs is ÷ t with sequence parallelism.
+  const double replicated = parallel.sequence_parallel ? 10.0 / t : 10.0;
+  const double core = model.recompute == Recompute::kSelective ? 0.0 : 5.0 * a * s / (h * t);
+  return sbh(model) * (replicated + 24.0 / t + core) * scale;
 }
 
 double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
@@ -79,7 +83,8 @@ double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& paralle
     throw InternalError("pass_activation_bytes: stage " + std::to_string(stage) + ", chunk " + std::to_string(chunk) +
                         " out of range");
   const double e = bytes_per_element(model.dtype);
-  const double per_layer = model.activation_recompute ? sbh(model) * e : layer_activation_bytes(model, parallel);
+  const double input = parallel.sequence_parallel ? sbh(model) * e / parallel.tp : sbh(model) * e;
+  const double per_layer = model.recompute == Recompute::kFull ? input : layer_activation_bytes(model, parallel);
   double bytes = layers_per_chunk(model, parallel) * per_layer;
   if (stage == 0 && chunk == 0)
     bytes +=
@@ -92,8 +97,7 @@ double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& paralle
   return bytes;
 }
 
-std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec& parallel,
-                                      const MemoryOptions& options) {
+std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec& parallel) {
   const double e = bytes_per_element(model.dtype);
   const double master = model.dtype == "fp32" ? 0.0 : kMasterWeightBytes;
   std::vector<StageMemory> out;
@@ -103,12 +107,12 @@ std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec
     m.parameters = stage_params(model, parallel, s).per_gpu();
     const double p = static_cast<double>(m.parameters);
     m.weights_bytes = p * e;
-    m.gradients_bytes = p * e;
-    m.optimizer_bytes = p * (master + kMomentBytes) / (options.distributed_optimizer ? parallel.dp : 1);
+    m.gradients_bytes = p * grad_bytes(model, parallel);
+    m.optimizer_bytes = p * (master + kMomentBytes) / (parallel.distributed_optimizer ? parallel.dp : 1);
     const auto [peak, passes] = schedule_peak(model, parallel, s);
     m.activations_bytes = peak;
     m.inflight_passes = passes;
-    m.recompute_bytes = model.activation_recompute ? layer_activation_bytes(model, parallel) : 0.0;
+    m.recompute_bytes = model.recompute == Recompute::kFull ? layer_activation_bytes(model, parallel) : 0.0;
     out.push_back(m);
   }
   return out;

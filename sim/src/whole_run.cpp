@@ -53,7 +53,14 @@ IterationBreakdown breakdown(const IterationResult& r) {
   b.bubble_s = std::max(0.0, r.pipeline_end_s - b.compute_s - b.tp_comm_s);
   const double tail = std::max(0.0, r.iteration_s - r.pipeline_end_s);
   b.exposed_dp_comm_s = std::min(tail, last_sync->exposed_comm_s);
-  b.exposed_compression_s = tail - b.exposed_dp_comm_s;
+  const StageResult* last_finish =
+      &*std::max_element(r.stages.begin(), r.stages.end(),
+                         [](const StageResult& x, const StageResult& y) { return x.finish_s < y.finish_s; });
+  double rest = tail - b.exposed_dp_comm_s;
+  b.optimizer_s = std::min(rest, last_finish->optimizer_s);
+  rest -= b.optimizer_s;
+  b.embedding_sync_s = std::min(rest, last_finish->embedding_sync_s);
+  b.exposed_compression_s = rest - b.embedding_sync_s;
   return b;
 }
 
@@ -96,6 +103,8 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.breakdown.compute_s += w * b.compute_s;
     t.breakdown.tp_comm_s += w * b.tp_comm_s;
     t.breakdown.bubble_s += w * b.bubble_s;
+    t.breakdown.embedding_sync_s += w * b.embedding_sync_s;
+    t.breakdown.optimizer_s += w * b.optimizer_s;
     t.breakdown.exposed_dp_comm_s += w * b.exposed_dp_comm_s;
     t.breakdown.exposed_compression_s += w * b.exposed_compression_s;
     t.breakdown.compression_s += w * b.compression_s;
@@ -108,6 +117,8 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.breakdown.compute_s /= n;
     t.breakdown.tp_comm_s /= n;
     t.breakdown.bubble_s /= n;
+    t.breakdown.embedding_sync_s /= n;
+    t.breakdown.optimizer_s /= n;
     t.breakdown.exposed_dp_comm_s /= n;
     t.breakdown.exposed_compression_s /= n;
     t.breakdown.compression_s /= n;
@@ -125,6 +136,9 @@ namespace edgc::sim {
 
 bool stages_separable(const ClusterSpec& cluster, const ParallelSpec& parallel) {
   if (cluster.fabric != Fabric::kStar) return false;
+  // An overlapped DP sync runs during the backward passes, beside the pipeline's own transfers on the same NICs:
+  // the pipeline part then depends on the plan (PowerSGD syncs are not overlapped).
+  if (parallel.overlap_grad_reduce && parallel.pp > 1) return false;
   const Layout layout(parallel, cluster.gpus_per_node);
   std::vector<int> stage_of_node(static_cast<std::size_t>(cluster.nodes), -1);
   for (int rank = 0; rank < layout.world_size(); ++rank) {
@@ -167,8 +181,15 @@ IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSy
       throw InternalError("compose_separable: a basis result has the wrong stage count");
     out.stages.push_back(u.stages[s]);
     out.pipeline_end_s = u.pipeline_end_s;
-    out.iteration_s = std::max(out.iteration_s, u.stages[s].finish_s);
   }
+  // The first and last stage meet for the embedding all-reduce once both synced: their finish depends on each
+  // other's sync end, which the uniform plans do not share.
+  if (out.stages.size() > 1 && out.stages.front().embedding_sync_s > 0) {
+    const double meet = std::max(out.stages.front().sync_end_s, out.stages.back().sync_end_s);
+    for (StageResult* st : {&out.stages.front(), &out.stages.back()})
+      st->finish_s = meet + st->embedding_sync_s + st->optimizer_s;
+  }
+  for (const StageResult& st : out.stages) out.iteration_s = std::max(out.iteration_s, st.finish_s);
   return out;
 }
 

@@ -28,7 +28,7 @@ ModelSpec gpt2_2_5b() {
   m.vocab = 50257;
   m.micro_batch_size = 8;
   m.global_batch_size = 512;
-  m.activation_recompute = true;
+  m.recompute = Recompute::kFull;
   return m;
 }
 
@@ -52,7 +52,7 @@ TEST(CostModel, FlopsMatchTheClosedForm) {
   // Recomputation adds one forward of the layers but not of the logits; summed over the pipeline and TP it is
   // Narayanan et al.'s 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per iteration for B = b.
   ModelSpec r = m;
-  r.activation_recompute = true;
+  r.recompute = Recompute::kFull;
   double total = 0;
   for (int stage = 0; stage < p.pp; ++stage) {
     const ComputeCost c = stage_compute(r, p, gpu(), params, stage);
@@ -113,16 +113,30 @@ TEST(CostModel, DpBytesPerStageSumToTheParameters) {
 TEST(CostModel, TensorAndPipelineBytes) {
   ModelSpec m = small_model();
   const double act = 2.0 * 128 * 256 * 2;
-  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m), act);
+  ParallelSpec full = layout(2, 4, 2);
+  full.scatter_gather_p2p = false;
+  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m, full), act);  // every TP rank sends its whole copy
+  EXPECT_DOUBLE_EQ(pp_gather_bytes(m, full), 0.0);
+  // Megatron's scatter/gather: each TP rank sends its 1/tp slice and the receiver all-gathers the whole tensor.
+  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m, layout(2, 4, 2)), act / 2);
+  EXPECT_DOUBLE_EQ(pp_gather_bytes(m, layout(2, 4, 2)), act);
+  // Sequence parallelism: the tensor is already sharded, nothing to gather.
+  ParallelSpec sp = layout(2, 4, 2);
+  sp.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m, sp), act / 2);
+  EXPECT_DOUBLE_EQ(pp_gather_bytes(m, sp), 0.0);
+  EXPECT_DOUBLE_EQ(pp_gather_bytes(m, layout(1, 4, 4)), 0.0);
   TpComm c = tp_comm_per_layer(m, layout(2, 4, 2));
   EXPECT_DOUBLE_EQ(c.bytes_per_allreduce, act);
   EXPECT_EQ(c.forward_allreduces, 2);
   EXPECT_EQ(c.backward_allreduces, 2);
-  m.activation_recompute = true;
+  m.recompute = Recompute::kSelective;  // the recomputed attention core has no TP all-reduce
+  EXPECT_EQ(tp_comm_per_layer(m, layout(2, 4, 2)).backward_allreduces, 2);
+  m.recompute = Recompute::kFull;
   EXPECT_EQ(tp_comm_per_layer(m, layout(2, 4, 2)).backward_allreduces, 4);
   EXPECT_EQ(tp_comm_per_layer(m, layout(1, 4, 4)).forward_allreduces, 0);
   m.dtype = "fp32";
-  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m), 2 * act);
+  EXPECT_DOUBLE_EQ(pp_p2p_bytes(m, full), 2 * act);
   EXPECT_THROW((void)bytes_per_element("int8"), ConfigError);
 }
 

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/sim/collectives.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/iteration.hpp"
 #include "edgc/sim/platform.hpp"
+#include "edgc/sim/whole_run.hpp"
 #include "sim_test_util.hpp"
 
 namespace edgc::sim {
@@ -48,6 +50,8 @@ ModelSpec wide_model(int seq_len, int microbatches) {
   return m;
 }
 
+// The closed forms below cover the pipeline and the DP sync: no first ↔ last stage embedding all-reduce (tested on
+// its own) and no optimizer step (pipeline_only_params()).
 ParallelSpec layout(int tp, int pp, int dp, PipelineSchedule schedule) {
   ParallelSpec p;
   p.tp = tp;
@@ -55,7 +59,14 @@ ParallelSpec layout(int tp, int pp, int dp, PipelineSchedule schedule) {
   p.dp = dp;
   p.schedule = schedule;
   p.microbatches = 0;  // derived from the global batch
+  p.embedding_allreduce = false;
   return p;
+}
+
+CostParams pipeline_only_params() {
+  CostParams c;
+  c.optimizer_step_s = 0.0;
+  return c;
 }
 
 void expect_compute_only_pipeline(PipelineSchedule schedule) {
@@ -65,7 +76,7 @@ void expect_compute_only_pipeline(PipelineSchedule schedule) {
   const ModelSpec model = wide_model(128, m);
   ParallelSpec par = layout(1, p, 1, schedule);
   par.microbatches = m;
-  const CostParams params;
+  const CostParams params = pipeline_only_params();
   IterationOptions options;
   options.record_timeline = true;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(p), options);
@@ -98,7 +109,7 @@ TEST(ComputeOnly, InterleavedMatchesClosedForm) {
   const ModelSpec model = wide_model(128, m);
   ParallelSpec par = layout(1, p, 1, PipelineSchedule::kInterleaved);
   par.virtual_stages = v;
-  const CostParams params;
+  const CostParams params = pipeline_only_params();
   IterationOptions options;
   options.record_timeline = true;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(p), options);
@@ -113,6 +124,54 @@ TEST(ComputeOnly, InterleavedMatchesClosedForm) {
 }
 TEST(ComputeOnly, OneFOneBMatchesClosedForm) { expect_compute_only_pipeline(PipelineSchedule::kOneFOneB); }
 
+// pp = 2, dp = 2: after the syncs the first and last stage all-reduce the word-embedding gradient (a ring of
+// two: 2 steps of half the bytes; the two DP replicas' rings share no NVSwitch link), then the optimizer step.
+TEST(Finish, EmbeddingAllReduceThenOptimizerStep) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(100, 1), NetworkProfile{});
+  const ModelSpec model = wide_model(16, 8);
+  ParallelSpec par = layout(1, 2, 2, PipelineSchedule::kOneFOneB);
+  par.embedding_allreduce = true;
+  CostParams params;
+  params.optimizer_step_s = 0.002;
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(2));
+  const Route hop = route_between(platform.gpu(0), platform.gpu(1));
+  const auto bytes = static_cast<std::uint64_t>(std::ceil(embedding_sync_bytes(model, par)));
+  const double ring = 2 * (hop.latency_s + static_cast<double>((bytes + 1) / 2) / hop.bottleneck_Bps);
+  const double meet = std::max(r.stages[0].sync_end_s, r.stages[1].sync_end_s);
+  for (const StageResult& st : r.stages) {
+    EXPECT_NEAR(st.embedding_sync_s / ring, 1.0, 1e-9);
+    EXPECT_DOUBLE_EQ(st.optimizer_s, 0.002);
+    EXPECT_NEAR(st.finish_s, meet + ring + 0.002, 1e-9);
+  }
+  EXPECT_NEAR(r.iteration_s, meet + ring + 0.002, 1e-9);
+  const IterationBreakdown b = breakdown(r);
+  EXPECT_NEAR(b.optimizer_s, 0.002, 1e-12);
+  EXPECT_NEAR(b.embedding_sync_s, ring, 1e-9);
+}
+
+// pp = 1, dp = 4 with overlap_grad_reduce: the buckets all-reduce while the last backward runs. Here each bucket's
+// ring is shorter than the compute between two buckets, so only the last bucket's ring is left after the backward.
+TEST(Finish, OverlappedBucketsLeaveOnlyTheLastBucketExposed) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(100, 1), NetworkProfile{});
+  const ModelSpec model = wide_model(16384, 4);
+  ParallelSpec par = layout(1, 1, 4, PipelineSchedule::kOneFOneB);
+  const CostParams params = pipeline_only_params();
+  const double stage_params_count = static_cast<double>(stage_params(model, par, 0).per_gpu());
+  par.overlap_grad_reduce = true;
+  par.grad_bucket_params = stage_params_count / 4 + 1;  // four buckets, the last one smaller
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(1));
+  const Route hop = route_between(platform.gpu(0), platform.gpu(1));
+  const double last_params = stage_params_count - 3 * par.grad_bucket_params;
+  const auto last_bytes = static_cast<std::uint64_t>(std::ceil(last_params * 2));
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const double last_ring =
+      ring_steps(op, 4) *
+      (hop.latency_s + static_cast<double>(ring_chunk_bytes(op, 4, last_bytes)) / hop.bottleneck_Bps);
+  EXPECT_NEAR(r.iteration_s - r.pipeline_end_s, last_ring, 1e-9);
+  EXPECT_NEAR(r.stages[0].exposed_comm_s, last_ring, 1e-9);
+  EXPECT_GT(r.stages[0].dp_comm_s, 3 * last_ring);  // the other three buckets ran during the backward pass
+}
+
 // dp = 2, pp = 2 on one NVSwitch node: each stage's DP ring starts after its last backward and takes exactly
 // 2(D − 1)(L + (S/D)/B); the iteration ends with the sync that finishes last.
 TEST(DataParallel, SyncAddsTheRingOfTheLastStageToFinish) {
@@ -120,7 +179,8 @@ TEST(DataParallel, SyncAddsTheRingOfTheLastStageToFinish) {
   const int m = 4;
   const ModelSpec model = wide_model(16, 2 * m);
   const ParallelSpec par = layout(1, 2, 2, PipelineSchedule::kOneFOneB);
-  const IterationResult r = simulate_iteration(engine(), platform, model, par, CostParams{}, uncompressed_plan(2));
+  const IterationResult r =
+      simulate_iteration(engine(), platform, model, par, pipeline_only_params(), uncompressed_plan(2));
   ASSERT_EQ(r.stages.size(), 2u);
   double expected_end = 0.0;
   for (int s = 0; s < 2; ++s) {

@@ -59,7 +59,9 @@ TEST(Memory, ModelStateIsSixteenBytesPerParameterInFp16) {
 }
 
 TEST(Memory, DistributedOptimizerShardsTheOptimizerStateOverDp) {
-  const std::vector<StageMemory> m = stage_memory(small_model(), tp2_pp2_dp2(), {.distributed_optimizer = true});
+  ParallelSpec p = tp2_pp2_dp2();
+  p.distributed_optimizer = true;
+  const std::vector<StageMemory> m = stage_memory(small_model(), p);
   EXPECT_DOUBLE_EQ(m[0].optimizer_bytes, 12 * kStage0Params / 2);
   EXPECT_DOUBLE_EQ(m[0].weights_bytes, 2 * kStage0Params);
 }
@@ -98,7 +100,7 @@ TEST(Memory, GpipeHoldsEveryMicroBatch) {
 
 TEST(Memory, FullRecomputationKeepsLayerInputsAndOneLayerAtATime) {
   ModelSpec model = small_model();
-  model.activation_recompute = true;
+  model.recompute = Recompute::kFull;
   const ParallelSpec p = valid(model, test::layout(2, 2, 2));
   const std::vector<StageMemory> m = stage_memory(model, p);
   const double inputs = 4 * 2 * kSbh;  // 2·s·b·h per layer, 4 layers
@@ -155,7 +157,7 @@ TEST(Memory, TwelveBillionOnSixteenGpusMatchesTheArithmetic) {
   m.micro_batch_size = 4;
   m.global_batch_size = 512;
   m.dtype = "bf16";
-  m.activation_recompute = true;
+  m.recompute = Recompute::kFull;
   ClusterSpec c;
   c.nodes = 4;
   const ParallelSpec p = validate(m, test::layout(4, 4, 2), c);

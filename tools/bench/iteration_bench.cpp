@@ -129,7 +129,7 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, overrides_for(c));
   const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
   const edgc::sim::NetworkProfile profile = edgc::scenario::read_network(sc);
-  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc, cluster.gpu);
   const edgc::sim::DpSyncPlan plan = c.powersgd_rank == 0 ? edgc::sim::uncompressed_plan(mc.parallel.pp)
                                                           : edgc::sim::powersgd_plan(mc.parallel.pp, c.powersgd_rank);
 
@@ -175,7 +175,7 @@ Sample run_child(const Options& opt, const Case& c, bool tp_ring) {
 Base read_base(const std::string& scenario_path) {
   edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, {});
   const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
-  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc, cluster.gpu);
   Base b;
   b.gpus_per_node = cluster.gpus_per_node;
   b.tp = mc.parallel.tp;

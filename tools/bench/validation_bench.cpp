@@ -81,7 +81,7 @@ Row read_row(const fs::path& file, int number) {
   edgc::scenario::Scenario sc = edgc::scenario::load_scenario(r.file, {});
   const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
   edgc::scenario::read_network(sc);
-  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc, cluster.gpu);
   const edgc::sim::ParallelSpec p = edgc::sim::validate(mc.model, mc.parallel, cluster, sc.where());
   r.model = mc.model.name;
   r.gpus = cluster.total_gpus();
@@ -113,7 +113,7 @@ Sample measure(const std::string& file) {
   edgc::scenario::Scenario sc = edgc::scenario::load_scenario(file, {});
   const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
   const edgc::sim::NetworkProfile profile = edgc::scenario::read_network(sc);
-  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc);
+  const edgc::scenario::ModelConfig mc = edgc::scenario::read_model_config(sc, cluster.gpu);
   std::string name = "edgc_bench_validation";
   std::vector<char*> argv = {name.data(), nullptr};
   int argc = 1;

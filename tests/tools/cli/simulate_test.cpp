@@ -111,7 +111,8 @@ TEST_F(Simulate, TotalsAreSegmentWeightedConfigurationTimes) {
     EXPECT_NEAR(run["cost_usd"].get<double>(), 2.5 * gpu_hours, 1e-12 * gpu_hours);
     const auto& b = run["breakdown"];
     EXPECT_NEAR(b["compute_s"].get<double>() + b["tp_comm_s"].get<double>() + b["bubble_s"].get<double>() +
-                    b["exposed_dp_comm_s"].get<double>() + b["exposed_compression_s"].get<double>(),
+                    b["exposed_dp_comm_s"].get<double>() + b["embedding_sync_s"].get<double>() +
+                    b["optimizer_s"].get<double>() + b["exposed_compression_s"].get<double>(),
                 run["iteration_time_s"].get<double>(), 1e-9);
   }
   // Every distinct rank vector simulated exactly once, and nothing simulated that no run uses.

@@ -42,7 +42,7 @@ Small read_small(const std::vector<std::string>& sets = {}) {
   Small s;
   s.setup.cluster = scenario::read_cluster(sc);
   s.setup.network = scenario::read_network(sc);
-  const scenario::ModelConfig mc = scenario::read_model_config(sc);
+  const scenario::ModelConfig mc = scenario::read_model_config(sc, s.setup.cluster.gpu);
   s.setup.model = mc.model;
   s.setup.cost = mc.cost;
   s.setup.parallel = validate(mc.model, mc.parallel, s.setup.cluster, sc.where());
@@ -115,6 +115,9 @@ void expect_same_iteration(const IterationResult& a, const IterationResult& b, c
     close(x.compute_s, y.compute_s, at + "compute_s");
     close(x.tp_comm_s, y.tp_comm_s, at + "tp_comm_s");
     close(x.bubble_s, y.bubble_s, at + "bubble_s");
+    close(x.sync_end_s, y.sync_end_s, at + "sync_end_s");
+    close(x.embedding_sync_s, y.embedding_sync_s, at + "embedding_sync_s");
+    close(x.optimizer_s, y.optimizer_s, at + "optimizer_s");
   }
 }
 

@@ -31,7 +31,8 @@ struct Loaded {
 Loaded load(const std::string& relative) {
   Scenario sc = load_scenario(kScenarios + "/" + relative, {});
   sc.splice_include("model");
-  Loaded l{.config = read_model_config(sc), .cluster = read_cluster(sc), .where = sc.where()};
+  const sim::ClusterSpec cluster = read_cluster(sc);
+  Loaded l{.config = read_model_config(sc, cluster.gpu), .cluster = cluster, .where = sc.where()};
   return l;
 }
 
@@ -42,7 +43,7 @@ TEST(PaperScenarios, Gpt2_2_5bOn32V100LoadsAndValidates) {
   EXPECT_EQ(c.model.name, "GPT2-2.5B");
   EXPECT_EQ(c.model.layers, 52);
   EXPECT_EQ(c.model.micro_batch_size, 8);
-  EXPECT_TRUE(c.model.activation_recompute);
+  EXPECT_EQ(c.model.recompute, sim::Recompute::kFull);
   EXPECT_DOUBLE_EQ(c.cost.compute_efficiency, 0.32);
   const sim::ParallelSpec p = sim::validate(c.model, c.parallel, l.cluster, l.where);
   EXPECT_EQ(p.tp * p.pp * p.dp, 32);
@@ -89,7 +90,7 @@ class ModelConfigFile : public ::testing::Test {
     try {
       Scenario sc = Scenario::load(path("s.json"));
       sc.splice_include("model");
-      (void)read_model_config(sc);
+      (void)read_model_config(sc, sim::GpuSpec{});
     } catch (const ConfigError& e) {
       return e.field();
     }
@@ -103,7 +104,7 @@ TEST_F(ModelConfigFile, IncludeByPathAndWithLocalOverrides) {
   Scenario a = Scenario::load(path("a.json"));
   a.splice_include("model");
   a.set("model.micro_batch_size=2");  // overrides apply to the spliced section
-  const ModelConfig ca = read_model_config(a);
+  const ModelConfig ca = read_model_config(a, sim::GpuSpec{});
   EXPECT_EQ(ca.model.layers, 4);
   EXPECT_EQ(ca.model.micro_batch_size, 2);
   EXPECT_EQ(ca.parallel.tp, 2);
@@ -113,7 +114,7 @@ TEST_F(ModelConfigFile, IncludeByPathAndWithLocalOverrides) {
   write("b.json", R"({"model": {"include": "models/m.json", "layers": 8, "global_batch_size": 16}})");
   Scenario b = Scenario::load(path("b.json"));
   b.splice_include("model");
-  const ModelConfig cb = read_model_config(b);
+  const ModelConfig cb = read_model_config(b, sim::GpuSpec{});
   EXPECT_EQ(cb.model.layers, 8);
   EXPECT_EQ(cb.model.hidden, 64);
   EXPECT_EQ(cb.model.global_batch_size, 16);
@@ -124,7 +125,7 @@ TEST_F(ModelConfigFile, AnIncludedFileMayIncludeAnotherRelativeToItself) {
   write("c.json", R"({"model": {"include": "models/base.json", "global_batch_size": 32}})");
   Scenario c = Scenario::load(path("c.json"));
   c.splice_include("model");
-  const ModelConfig mc = read_model_config(c);
+  const ModelConfig mc = read_model_config(c, sim::GpuSpec{});
   EXPECT_EQ(mc.model.hidden, 64);             // from models/m.json
   EXPECT_EQ(mc.model.layers, 6);              // models/base.json over models/m.json
   EXPECT_EQ(mc.model.global_batch_size, 32);  // c.json over both
@@ -179,6 +180,86 @@ TEST_F(ModelConfigFile, ClusterFactsWithoutADefaultAreRequiredNamingTheKey) {
   }
   Scenario sc = load_scenario(full, {"cluster.price_per_gpu_hour_usd=0"});  // zero, when given, is a value
   EXPECT_EQ(read_cluster(sc).price_per_gpu_hour_usd, 0.0);
+}
+
+TEST_F(ModelConfigFile, GemmFiguresOfTheGpuComeAllOrNone) {
+  const std::string full = std::string(EDGC_SOURCE_DIR) + "/scenarios/clusters/dgx-h100.json";
+  Scenario sc = load_scenario(full, {});
+  const sim::ClusterSpec c = read_cluster(sc);
+  EXPECT_TRUE(c.gpu.has_kernel_model());
+  EXPECT_EQ(c.gpu.sm_count, 132);
+  EXPECT_DOUBLE_EQ(c.gpu.matmul_k, 13312);
+  nlohmann::json doc = sc.json();
+  doc["cluster"]["gpu"].erase("matmul_tflops");
+  write("c.json", doc.dump());
+  Scenario partial = Scenario::load(path("c.json"));
+  try {
+    (void)read_cluster(partial);
+    ADD_FAILURE() << "a partial set of GEMM figures was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "cluster.gpu.matmul_tflops");
+  }
+  for (const char* bad : {"cluster.gpu.matmul_tflops=2000", "cluster.gpu.sm_count=0", "cluster.gpu.matmul_k=-1"}) {
+    Scenario wrong = load_scenario(full, {bad});
+    EXPECT_THROW((void)read_cluster(wrong), ConfigError) << bad;
+  }
+}
+
+TEST_F(ModelConfigFile, MegatronFeatureKeysAndTheirDefaults) {
+  write("d.json", R"({"model": {"include": "models/m.json", "dtype": "bf16"}})");
+  Scenario d = Scenario::load(path("d.json"));
+  d.splice_include("model");
+  const ModelConfig cd = read_model_config(d, sim::GpuSpec{});
+  EXPECT_EQ(cd.model.recompute, sim::Recompute::kNone);
+  EXPECT_FALSE(cd.parallel.sequence_parallel);
+  EXPECT_FALSE(cd.parallel.distributed_optimizer);
+  EXPECT_FALSE(cd.parallel.overlap_grad_reduce);
+  EXPECT_TRUE(cd.parallel.embedding_allreduce);
+  EXPECT_TRUE(cd.parallel.scatter_gather_p2p);
+  EXPECT_EQ(cd.parallel.grad_reduce_bytes, 4);                       // Megatron-Core reduces bf16 gradients in fp32
+  EXPECT_EQ(cd.cost.compute_model, sim::ComputeModel::kEfficiency);  // no GEMM figures for this GPU
+  EXPECT_LT(cd.cost.optimizer_step_s, 0.0);                          // modelled
+
+  write("e.json", R"({"model": {"include": "models/m.json", "recompute": "selective"},
+                      "parallelism": {"sequence_parallel": true, "distributed_optimizer": true,
+                                      "overlap_grad_reduce": true, "grad_bucket_params": 1000,
+                                      "grad_reduce_dtype": "fp16", "embedding_allreduce": false,
+                                      "scatter_gather_p2p": false},
+                      "compute": {"optimizer_step_ms": 2.5}})");
+  Scenario e = Scenario::load(path("e.json"));
+  e.splice_include("model");
+  sim::GpuSpec measured;
+  measured.sm_count = 108;
+  measured.matmul_tflops = 271.2;
+  const ModelConfig ce = read_model_config(e, measured);
+  EXPECT_EQ(ce.model.recompute, sim::Recompute::kSelective);
+  EXPECT_TRUE(ce.parallel.sequence_parallel);
+  EXPECT_TRUE(ce.parallel.distributed_optimizer);
+  EXPECT_TRUE(ce.parallel.overlap_grad_reduce);
+  EXPECT_DOUBLE_EQ(ce.parallel.grad_bucket_params, 1000);
+  EXPECT_EQ(ce.parallel.grad_reduce_bytes, 2);
+  EXPECT_FALSE(ce.parallel.embedding_allreduce);
+  EXPECT_FALSE(ce.parallel.scatter_gather_p2p);
+  EXPECT_DOUBLE_EQ(ce.cost.optimizer_step_s, 2.5e-3);
+  EXPECT_EQ(ce.cost.compute_model, sim::ComputeModel::kKernels);  // auto with measured GEMM figures
+  e.set("compute.efficiency=0.5");                                // an explicit efficiency selects that model
+  EXPECT_EQ(read_model_config(e, measured).cost.compute_model, sim::ComputeModel::kEfficiency);
+}
+
+TEST_F(ModelConfigFile, MegatronFeatureKeysRejectBadValuesNamingTheKey) {
+  const auto with = [](const std::string& section) {
+    return R"({"model": {"include": "models/m.json"}, )" + section + "}";
+  };
+  EXPECT_EQ(failing_field(R"({"model": {"include": "models/m.json", "recompute": "some"}})"), "model.recompute");
+  EXPECT_EQ(failing_field(R"({"model": {"include": "models/m.json", "recompute": "selective",
+                                        "activation_recompute": true}})"),
+            "model.activation_recompute");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"grad_reduce_dtype": "int8"})")), "parallelism.grad_reduce_dtype");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"grad_bucket_params": -1})")), "parallelism.grad_bucket_params");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"sequence_parallel": "yes"})")), "parallelism.sequence_parallel");
+  EXPECT_EQ(failing_field(with(R"("compute": {"optimizer_step_ms": -1})")), "compute.optimizer_step_ms");
+  EXPECT_EQ(failing_field(with(R"("compute": {"model": "fast"})")), "compute.model");
+  EXPECT_EQ(failing_field(with(R"("compute": {"model": "kernels"})")), "compute.model");  // no GEMM figures
 }
 
 TEST_F(ModelConfigFile, ErrorsNameTheKey) {

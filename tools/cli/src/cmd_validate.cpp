@@ -52,7 +52,8 @@ Machine read_machine(const std::string& path, const std::vector<std::string>& se
   mc.where = sc.where();
   mc.cluster = scenario::read_cluster(sc);
   mc.network = scenario::read_network(sc);
-  mc.cost = scenario::read_model_config(sc).cost;  // compute.*; model and parallelism are absent (checked above)
+  mc.cost = scenario::read_model_config(sc, mc.cluster.gpu)
+                .cost;  // compute.*; model and parallelism are absent (checked above)
   sc.reject_unknown({"cluster", "network", "compute"});
   return mc;
 }

@@ -193,7 +193,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.where = w;
   st.cluster = scenario::read_cluster(sc);
   st.network = scenario::read_network(sc);
-  const scenario::ModelConfig mc = scenario::read_model_config(sc);
+  const scenario::ModelConfig mc = scenario::read_model_config(sc, st.cluster.gpu);
   st.model = mc.model;
   st.cost = mc.cost;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);

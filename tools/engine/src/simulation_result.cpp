@@ -31,6 +31,20 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
       cqm.step};
   doc.sections["simgrid"] = sim::simgrid_version();
   doc.sections["network"] = setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
+  // How pass times were computed (scenarios/README.md, `compute.model`), and the Megatron features in force.
+  const sim::ParallelSpec& p = setup.parallel;
+  doc.sections["cost_model"] = {
+      {"compute", setup.cost.compute_model == sim::ComputeModel::kKernels ? "kernels" : "efficiency"},
+      {"efficiency", setup.cost.compute_efficiency},
+      {"recompute", setup.model.recompute == sim::Recompute::kFull        ? "full"
+                    : setup.model.recompute == sim::Recompute::kSelective ? "selective"
+                                                                          : "none"},
+      {"sequence_parallel", p.sequence_parallel},
+      {"distributed_optimizer", p.distributed_optimizer},
+      {"overlap_grad_reduce", p.overlap_grad_reduce},
+      {"grad_reduce_bytes", sim::grad_bytes(setup.model, p)},
+      {"embedding_allreduce", p.embedding_allreduce},
+      {"scatter_gather_p2p", p.scatter_gather_p2p}};
   doc.sections["variability"] = {{"compute_jitter_cv", setup.variability.compute_jitter_cv},
                                  {"straggler_probability", setup.variability.straggler_probability},
                                  {"straggler_slowdown", setup.variability.straggler_slowdown},

@@ -29,7 +29,10 @@ ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline
                            {"compute_s", s.compute_s},
                            {"tp_comm_s", s.tp_comm_s},
                            {"bubble_s", s.bubble_s},
-                           {"bubble_fraction", s.bubble_fraction}});
+                           {"bubble_fraction", s.bubble_fraction},
+                           {"sync_end_s", s.sync_end_s},
+                           {"embedding_sync_s", s.embedding_sync_s},
+                           {"optimizer_s", s.optimizer_s}});
   if (with_timeline) {
     ordered_json ev = ordered_json::array();
     for (const sim::TimelineEvent& e : r.timeline) ev.push_back({e.rank, e.name, e.category, e.start_s, e.end_s});
@@ -55,6 +58,9 @@ sim::IterationResult iteration_from_json(const nlohmann::json& j) {
     x.tp_comm_s = s.at("tp_comm_s").get<double>();
     x.bubble_s = s.at("bubble_s").get<double>();
     x.bubble_fraction = s.at("bubble_fraction").get<double>();
+    x.sync_end_s = s.at("sync_end_s").get<double>();
+    x.embedding_sync_s = s.at("embedding_sync_s").get<double>();
+    x.optimizer_s = s.at("optimizer_s").get<double>();
     r.stages.push_back(x);
   }
   if (j.contains("timeline"))

@@ -62,20 +62,22 @@ void add_breakdown(Section& s, const SimulateResult& r) {
   StackedBarChart c;
   c.title = "Where an iteration's time goes";
   c.y_label = std::string("time per iteration (") + u.name + ")";
-  c.components = {"compute", "TP comm", "pipeline bubble", "exposed DP comm", "exposed compression"};
-  c.colours = {"#4e79a7", "#76b7b2", "#bab0ac", "#e15759", "#f28e2b"};
+  c.components = {"compute",        "TP comm",        "pipeline bubble",    "exposed DP comm",
+                  "embedding sync", "optimizer step", "exposed compression"};
+  c.colours = {"#4e79a7", "#76b7b2", "#bab0ac", "#e15759", "#9c755f", "#59a14f", "#f28e2b"};
   std::string compression;
   for (const SimulatedRun& run : r.runs) {
     const Breakdown& b = *run.breakdown;
     c.categories.push_back(run.policy);
     c.values.push_back({b.compute_s * u.per_second, b.tp_comm_s * u.per_second, b.bubble_s * u.per_second,
-                        b.exposed_dp_comm_s * u.per_second, b.exposed_compression_s * u.per_second});
+                        b.exposed_dp_comm_s * u.per_second, b.embedding_sync_s * u.per_second,
+                        b.optimizer_s * u.per_second, b.exposed_compression_s * u.per_second});
     if (run.policy != "none" && std::isfinite(b.compression_s))
       compression += (compression.empty() ? "" : ", ") + run.policy + " " +
                      fmt_compact(b.compression_s * u.per_second, 3) + " " + u.name;
   }
   s.blocks.emplace_back(FigureGroup{{{"simulate-breakdown", render(c, "simulate-breakdown"),
-                                      "Mean per iteration over the whole run; the five parts add up to the "
+                                      "Mean per iteration over the whole run; the seven parts add up to the "
                                       "iteration time. Only the compression compute that the pipeline cannot "
                                       "hide is stacked."}}});
   if (!compression.empty())

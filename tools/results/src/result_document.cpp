@@ -64,12 +64,19 @@ ordered_json run_json(const ResultRun& run) {
 // ---- reading ----
 
 sim::IterationBreakdown read_breakdown(const JsonNode& b) {
-  return {b.number_at("compute_s"),
-          b.number_at("tp_comm_s"),
-          b.number_at("bubble_s"),
-          b.number_at("exposed_dp_comm_s"),
-          b.number_at("exposed_compression_s"),
-          b.optional_number("compression_s")};
+  // embedding_sync_s and optimizer_s are absent from documents written before they were modelled: 0 there.
+  const auto zero_if_absent = [&](const char* key) {
+    const double v = b.optional_number(key);
+    return std::isfinite(v) ? v : 0.0;
+  };
+  return {.compute_s = b.number_at("compute_s"),
+          .tp_comm_s = b.number_at("tp_comm_s"),
+          .bubble_s = b.number_at("bubble_s"),
+          .exposed_dp_comm_s = b.number_at("exposed_dp_comm_s"),
+          .embedding_sync_s = zero_if_absent("embedding_sync_s"),
+          .optimizer_s = zero_if_absent("optimizer_s"),
+          .exposed_compression_s = b.number_at("exposed_compression_s"),
+          .compression_s = b.optional_number("compression_s")};
 }
 
 std::vector<RankSegment> read_rank_schedule(const JsonNode& s) {

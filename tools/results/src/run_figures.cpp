@@ -9,6 +9,8 @@ nlohmann::ordered_json breakdown_json(const sim::IterationBreakdown& b) {
           {"tp_comm_s", b.tp_comm_s},
           {"bubble_s", b.bubble_s},
           {"exposed_dp_comm_s", b.exposed_dp_comm_s},
+          {"embedding_sync_s", b.embedding_sync_s},
+          {"optimizer_s", b.optimizer_s},
           {"exposed_compression_s", b.exposed_compression_s},
           {"compression_s", b.compression_s}};
 }

@@ -50,6 +50,39 @@ sim::EfficiencyCurve read_curve(const nlohmann::json& doc, const std::string& pa
   return c;
 }
 
+// The measured GEMM figures of the kernel-level compute model (sim/kernel_model.hpp): all or none.
+void read_gpu_gemm(Scenario& s, sim::GpuSpec& gpu) {
+  const char* keys[] = {"cluster.gpu.sm_count", "cluster.gpu.matmul_tflops", "cluster.gpu.matmul_m",
+                        "cluster.gpu.matmul_n", "cluster.gpu.matmul_k",      "cluster.gpu.kernel_overhead_us"};
+  int present = 0;
+  for (const char* k : keys) present += s.has(k) ? 1 : 0;
+  if (present == 0) return;
+  for (const char* k : keys)
+    if (!s.has(k))
+      throw ConfigError(s.where(), k,
+                        "missing: the kernel-level compute model needs all of sm_count, matmul_tflops, matmul_m, "
+                        "matmul_n, matmul_k and kernel_overhead_us (scenarios/SOURCES.md §19), or none of them");
+  gpu.sm_count = s.int32("cluster.gpu.sm_count", 0);
+  if (gpu.sm_count < 1 || gpu.sm_count > 100000)
+    throw ConfigError(s.where(), "cluster.gpu.sm_count", "must be in [1, 100000], got " + std::to_string(gpu.sm_count));
+  const auto positive = [&](const char* key, double limit) {
+    const double v = s.number(key, 0.0);
+    if (!(v > 0.0 && v <= limit))
+      throw ConfigError(s.where(), key, "must be in (0, " + std::to_string(static_cast<long long>(limit)) + "]");
+    return v;
+  };
+  gpu.matmul_tflops = positive("cluster.gpu.matmul_tflops", 1e6);
+  if (gpu.peak_tflops > 0 && gpu.matmul_tflops > gpu.peak_tflops)
+    throw ConfigError(s.where(), "cluster.gpu.matmul_tflops",
+                      "a measured GEMM rate cannot exceed the GPU's peak (cluster.gpu.peak_tflops)");
+  gpu.matmul_m = positive("cluster.gpu.matmul_m", 1e7);
+  gpu.matmul_n = positive("cluster.gpu.matmul_n", 1e7);
+  gpu.matmul_k = positive("cluster.gpu.matmul_k", 1e7);
+  gpu.kernel_overhead_us = s.number("cluster.gpu.kernel_overhead_us", 0.0);
+  if (!(gpu.kernel_overhead_us >= 0.0 && gpu.kernel_overhead_us <= 1e6))
+    throw ConfigError(s.where(), "cluster.gpu.kernel_overhead_us", "must be microseconds in [0, 1e6]");
+}
+
 }  // namespace
 
 sim::ClusterSpec read_cluster(Scenario& s) {
@@ -64,6 +97,7 @@ sim::ClusterSpec read_cluster(Scenario& s) {
   c.gpu.peak_tflops = s.number("cluster.gpu.peak_tflops", 0.0);
   c.gpu.hbm_GBps = s.number("cluster.gpu.hbm_GBps", 0.0);
   read_gpu_memory_GiB(s);  // checked here so that every command accepts the key; simulate uses it
+  read_gpu_gemm(s, c.gpu);
   const std::string topo = s.string("cluster.intra_node.topology", "switch");
   if (topo == "switch")
     c.intra_topology = sim::IntraNodeTopology::kSwitch;

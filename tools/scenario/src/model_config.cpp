@@ -32,9 +32,67 @@ sim::RankOrder parse_order(const Scenario& sc, const std::string& text) {
   throw ConfigError(sc.where(), "parallelism.order", "expected tp-dp-pp or tp-pp-dp, got '" + text + "'");
 }
 
+sim::Recompute read_recompute(Scenario& sc) {
+  const bool legacy = sc.has("model.activation_recompute");
+  const bool full = sc.boolean("model.activation_recompute", false);
+  if (!sc.has("model.recompute")) return full ? sim::Recompute::kFull : sim::Recompute::kNone;
+  const std::string text = sc.string("model.recompute", "none");
+  sim::Recompute r = sim::Recompute::kNone;
+  if (text == "selective")
+    r = sim::Recompute::kSelective;
+  else if (text == "full")
+    r = sim::Recompute::kFull;
+  else if (text != "none")
+    throw ConfigError(sc.where(), "model.recompute", "expected none, selective or full, got '" + text + "'");
+  if (legacy && full != (r == sim::Recompute::kFull))
+    throw ConfigError(sc.where(), "model.activation_recompute",
+                      "contradicts model.recompute = " + text +
+                          " (activation_recompute is the older spelling of "
+                          "recompute = full: keep one)");
+  return r;
+}
+
+int read_grad_reduce_bytes(Scenario& sc) {
+  if (!sc.has("parallelism.grad_reduce_dtype")) return 0;
+  const std::string text = sc.string("parallelism.grad_reduce_dtype", "");
+  if (text == "fp32") return 4;
+  if (text == "fp16" || text == "bf16") return 2;
+  throw ConfigError(sc.where(), "parallelism.grad_reduce_dtype", "expected fp32, fp16 or bf16, got '" + text + "'");
+}
+
+// The Megatron-LM feature keys of `parallelism` (model_config.hpp).
+void read_megatron_features(Scenario& sc, const sim::ModelSpec& m, sim::ParallelSpec& p) {
+  p.sequence_parallel = sc.boolean("parallelism.sequence_parallel", false);
+  p.distributed_optimizer = sc.boolean("parallelism.distributed_optimizer", false);
+  p.overlap_grad_reduce = sc.boolean("parallelism.overlap_grad_reduce", false);
+  p.embedding_allreduce = sc.boolean("parallelism.embedding_allreduce", true);
+  p.scatter_gather_p2p = sc.boolean("parallelism.scatter_gather_p2p", true);
+  p.grad_bucket_params = sc.number("parallelism.grad_bucket_params", 0.0);
+  if (!(p.grad_bucket_params >= 0.0) || !(p.grad_bucket_params <= 1e12))
+    throw ConfigError(sc.where(), "parallelism.grad_bucket_params",
+                      "must be a parameter count in [1, 1e12], or 0 for Megatron-Core's max(4e7, 1e6·dp)");
+  // Megatron-Core reduces bf16 gradients in fp32 (--accumulate-allreduce-grads-in-fp32 is implied by --bf16);
+  // fp16 and fp32 training reduce in their own precision.
+  p.grad_reduce_bytes = read_grad_reduce_bytes(sc);
+  if (p.grad_reduce_bytes == 0 && m.dtype == "bf16") p.grad_reduce_bytes = 4;
+}
+
+sim::ComputeModel read_compute_model(Scenario& sc, const sim::GpuSpec& gpu) {
+  const std::string text = sc.string("compute.model", "auto");
+  if (text != "auto" && text != "kernels" && text != "efficiency")
+    throw ConfigError(sc.where(), "compute.model", "expected auto, kernels or efficiency, got '" + text + "'");
+  if (text == "efficiency" || (text == "auto" && (sc.has("compute.efficiency") || !gpu.has_kernel_model())))
+    return sim::ComputeModel::kEfficiency;
+  if (!gpu.has_kernel_model())
+    throw ConfigError(sc.where(), "compute.model",
+                      "kernels needs the GPU's measured GEMM figures (cluster.gpu.sm_count and "
+                      "cluster.gpu.matmul_tflops), which the cluster does not give");
+  return sim::ComputeModel::kKernels;
+}
+
 }  // namespace
 
-ModelConfig read_model_config(Scenario& sc) {
+ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   ModelConfig c;
   sim::ModelSpec& m = c.model;
   m.name = sc.string("model.name", "");
@@ -61,7 +119,7 @@ ModelConfig read_model_config(Scenario& sc) {
   m.dtype = sc.string("model.dtype", "fp16");
   if (m.dtype != "fp16" && m.dtype != "bf16" && m.dtype != "fp32")
     throw ConfigError(sc.where(), "model.dtype", "expected fp16, bf16 or fp32, got '" + m.dtype + "'");
-  m.activation_recompute = sc.boolean("model.activation_recompute", false);
+  m.recompute = read_recompute(sc);
 
   sim::ParallelSpec& p = c.parallel;
   p.tp = sc.int32("parallelism.tp", 1);
@@ -71,6 +129,7 @@ ModelConfig read_model_config(Scenario& sc) {
   p.schedule = parse_schedule(sc, sc.string("parallelism.schedule", "1f1b"));
   p.virtual_stages = sc.int32("parallelism.virtual_stages", 1);
   p.order = parse_order(sc, sc.string("parallelism.order", "tp-dp-pp"));
+  read_megatron_features(sc, m, p);
 
   const sim::CostParams defaults;
   c.cost.compute_efficiency = read_fraction(sc, "compute.efficiency", defaults.compute_efficiency);
@@ -81,6 +140,13 @@ ModelConfig read_model_config(Scenario& sc) {
   c.cost.orth_column_latency_s = orth_us * 1e-6;
   if (const std::string profile = sc.string("compute.kernel_profile", ""); !profile.empty())
     c.cost.kernel_profile = read_kernel_profile(sc.resolve(profile));
+  c.cost.compute_model = read_compute_model(sc, gpu);
+  if (sc.has("compute.optimizer_step_ms")) {
+    const double ms = sc.number("compute.optimizer_step_ms", 0.0);
+    if (!(ms >= 0.0) || !std::isfinite(ms))
+      throw ConfigError(sc.where(), "compute.optimizer_step_ms", "must be a number of milliseconds ≥ 0");
+    c.cost.optimizer_step_s = ms * 1e-3;
+  }
 
   sc.reject_unknown({"model", "parallelism"});
   return c;
@@ -88,7 +154,8 @@ ModelConfig read_model_config(Scenario& sc) {
 
 std::vector<sim::KernelTime> read_kernel_profile(const std::string& path) {
   const nlohmann::json j = Scenario::load(path).json();  // unreadable or invalid JSON: ConfigError naming the file
-  if (j.value("schema", std::string()) != "edgc.kernel_profile/1")
+  const auto schema = j.find("schema");  // not j.value(): a schema of another type would throw nlohmann's type_error
+  if (schema == j.end() || *schema != "edgc.kernel_profile/1")
     throw ConfigError(path, "schema", "expected \"edgc.kernel_profile/1\" (edgc_bench_powersgd_cuda --out)");
   if (!j.contains("entries") || !j["entries"].is_array()) throw ConfigError(path, "entries", "expected an array");
   std::vector<sim::KernelTime> out;

@@ -36,6 +36,9 @@ struct KernelTime {
   double step_s = 0.0;
 };
 
+/// How pass times are computed: one efficiency for every FLOP, or the kernel-level model (kernel_model.hpp).
+enum class ComputeModel { kEfficiency, kKernels };
+
 struct CostParams {
   /// Fraction of gpu.peak_tflops reached by transformer and PowerSGD GEMMs, in (0, 1]. Default 0.4 sits
   /// between the V100 (0.32) and H100 (0.50) HFU defaults of scenarios/SOURCES.md §6; set it per cluster.
@@ -47,8 +50,13 @@ struct CostParams {
   /// loop). Default 0: the design batches same-shape matrices into one fused orthogonalisation. Unbatched
   /// PyTorch code costs ≈ 25–50 µs per column per matrix (scenarios/SOURCES.md §10).
   double orth_column_latency_s = 0.0;
+  /// kEfficiency: forward/backward seconds = FLOPs / (peak · compute_efficiency). kKernels: the kernel-level model
+  /// of kernel_model.hpp (needs GpuSpec::has_kernel_model()); compute_efficiency then only rates PowerSGD's GEMMs.
+  ComputeModel compute_model = ComputeModel::kEfficiency;
+  /// Seconds of one optimizer step per GPU; < 0 = modelled from HBM traffic (kernel_model.hpp, optimizer_step_s()).
+  double optimizer_step_s = -1.0;
   /// Measured step times; when not empty, powersgd_compress_s() uses them instead of the roofline.
-  std::vector<KernelTime> kernel_profile;
+  std::vector<KernelTime> kernel_profile{};
 };
 
 /// Bytes of one element of `dtype` (fp16 | bf16 → 2, fp32 → 4); throws ConfigError on field "model.dtype".
@@ -66,8 +74,8 @@ double layer_forward_flops(const ModelSpec& model);
 /// FLOPs of the logits GEMM (all TP shards together, padded vocabulary) for one micro-batch, forward only.
 double logits_forward_flops(const ModelSpec& model, int tp);
 
-/// Compute of one micro-batch on one GPU. backward includes the recomputed forward when
-/// model.activation_recompute is set.
+/// Compute of one micro-batch on one GPU. backward includes the recomputation (model.recompute: the whole forward
+/// for kFull, the attention core for kSelective). FLOPs count GEMMs only; seconds follow params.compute_model.
 struct ComputeCost {
   double forward_flops = 0.0;
   double backward_flops = 0.0;
@@ -85,8 +93,9 @@ ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, 
                           const CostParams& params, int stage);
 
 /// Tensor-parallel all-reduces of one transformer layer for one micro-batch: Megatron's f/g operators give two
-/// of b·s·h elements forward and two backward, plus two more in the backward pass when the forward is
-/// recomputed. Counts are 0 when tp == 1.
+/// of b·s·h elements forward and two backward, plus two more in the backward pass with full recomputation (the
+/// attention core that selective recomputation re-runs has none). With sequence parallelism each is a
+/// reduce-scatter + all-gather pair of the same total bytes, modelled as the all-reduce. Counts are 0 when tp == 1.
 struct TpComm {
   double bytes_per_allreduce = 0.0;  ///< payload of each all-reduce, bytes
   int forward_allreduces = 0;
@@ -94,10 +103,16 @@ struct TpComm {
 };
 TpComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel);
 
-/// Bytes sent between adjacent pipeline stages per micro-batch and direction (activations forward, their
-/// gradients backward): b·s·h elements. Megatron's scatter/gather optimisation (÷tp over the wire, then an
-/// NVLink all-gather) is not modelled: each TP rank sends its full copy.
-double pp_p2p_bytes(const ModelSpec& model);
+/// Bytes one GPU sends to the adjacent pipeline stage per micro-batch and direction (activations forward, their
+/// gradients backward): b·s·h elements, ÷ tp with sequence parallelism (the tensor is sequence-sharded) or
+/// Megatron's scatter/gather (each TP rank sends its 1/tp slice; the receiver all-gathers over TP, see
+/// pp_gather_bytes()).
+double pp_p2p_bytes(const ModelSpec& model, const ParallelSpec& parallel);
+/// Bytes of the receiver's TP all-gather after a scattered pipeline message (b·s·h elements, the whole tensor), or
+/// 0 when none is needed (tp == 1, sequence parallelism, or scatter/gather off).
+double pp_gather_bytes(const ModelSpec& model, const ParallelSpec& parallel);
+/// Bytes per gradient element on the DP wire: parallel.grad_reduce_bytes, or model.dtype's when 0.
+int grad_bytes(const ModelSpec& model, const ParallelSpec& parallel);
 
 /// Parameters held by one GPU of pipeline stage `stage` (all its chunks). sharded: split over TP (counted per
 /// shard); replicated: identical on every TP rank (LayerNorm, row-parallel biases, position embedding).
@@ -108,9 +123,10 @@ struct StageParams {
 };
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 
-/// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed.
+/// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed (grad_bytes() each).
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage);
-/// Bytes of the word-embedding gradient all-reduce between the first and last stage (0 when pp == 1).
+/// Bytes of the word-embedding gradient all-reduce between the first and last stage (0 when pp == 1 or
+/// parallel.embedding_allreduce is off), grad_bytes() per element.
 double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel);
 
 /// One 2-D weight gradient per TP shard, viewed as rows × cols, appearing `count` times on the stage.

@@ -26,8 +26,13 @@
 //    model chunk; a transfer starts when both sides have posted;
 //  * after its last backward and once its pipeline sends have arrived (Megatron's p2p is blocking), the DP sync
 //    of its stage over its DP group (see StageSync).
-// Not modelled: the first ↔ last stage word-embedding all-reduce, the optimizer step, and any overlap of the DP
-// sync with the backward pass (the sync starts after the stage's last backward, as with one gradient bucket).
+//  * with parallelism.overlap_grad_reduce and an uncompressed sync, the DP all-reduce runs as gradient buckets on a
+//    second actor of the GPU during the stage's final backward pass (GpuWorker::start_overlapped_sync); PowerSGD
+//    syncs always start after the last backward;
+//  * then, on the first and last stage (pp > 1), the word-embedding gradient all-reduce between them (a ring of two),
+//    and on every GPU the optimizer step (optimizer_step_s(), a sleep).
+// Pipeline messages are pp_p2p_bytes() each; with Megatron's scatter/gather the receiver then waits the closed form
+// of its TP group's all-gather of the whole tensor (contention-free NVLink ring, not simulated as messages).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -97,6 +102,10 @@ struct StageResult {
   double bubble_s = 0.0;             ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s: idle before the
                                      ///< pipeline end (waiting on neighbours, p2p transfers included)
   double bubble_fraction = 0.0;      ///< bubble_s / IterationResult::pipeline_end_s ((p − 1)/(m + p − 1) ideally)
+  double sync_end_s = 0.0;           ///< when the stage's DP sync ended
+  double embedding_sync_s = 0.0;     ///< first and last stage (pp > 1): the word-embedding all-reduce, from the later
+                                     ///< of the two stages' sync ends to its end; 0 elsewhere
+  double optimizer_s = 0.0;          ///< the optimizer step after the syncs
 };
 
 struct IterationResult {

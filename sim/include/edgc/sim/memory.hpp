@@ -6,14 +6,17 @@
 // Per GPU of stage s, with P the stage's parameters on one GPU (stage_params().per_gpu(): its TP shard plus the
 // replicated LayerNorm, biases and position embedding, the word-embedding copy on the first and last stage),
 // e = bytes_per_element(model.dtype), b micro-batch, s sequence, h hidden, a heads, t = tp, V the padded vocabulary:
-//  * weights P·e; gradients P·e (reduced in model.dtype, as the cost model sends them);
+//  * weights P·e; gradients P·g (g = grad_bytes(): the DP reduction's element size, model.dtype's by default);
 //  * optimizer: Adam with fp32 master weights and two fp32 moments, P·12 bytes (P·8 for fp32 training, whose
 //    weights are their own master copy); ÷ dp with a distributed optimizer (ZeRO stage 1, Megatron's
-//    --use-distributed-optimizer). Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054) §3.1: 2 + 2 + 12 bytes;
+//    --use-distributed-optimizer, parallel.distributed_optimizer). Rajbhandari et al. 2020 (ZeRO, arXiv 1910.02054)
+//    §3.1: 2 + 2 + 12 bytes;
 //  * activations of one transformer layer and micro-batch (Korthikanti et al. 2022, arXiv 2205.05198, Table 2,
 //    tensor parallelism without sequence parallelism): s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes for 16-bit training
-//    (× e/2 otherwise); with full recomputation only the layer's input, 2·s·b·h (× e/2), is kept, and one layer's
-//    full activations are rematerialised at a time during the backward pass (`recompute_bytes`);
+//    (× e/2 otherwise); the 10 becomes 10/t with sequence parallelism and the 5·a·s/(h·t) term of the attention
+//    core disappears with selective recomputation (the same table); with full recomputation only the layer's
+//    input, 2·s·b·h (× e/2, ÷ t with sequence parallelism), is kept, and one layer's full activations are
+//    rematerialised at a time during the backward pass (`recompute_bytes`);
 //  * the first stage's first chunk also keeps the embedding's dropout mask s·b·h (1 byte) and its token ids
 //    8·s·b (int64); the last stage's last chunk the inputs of the final LayerNorm and output projection, 4·s·b·h,
 //    and the fp32 logits of the cross-entropy, 4·s·b·V/t (Korthikanti et al. §4.3, Megatron-LM's
@@ -32,13 +35,6 @@
 #include "edgc/sim/spec.hpp"
 
 namespace edgc::sim {
-
-/// What the scenario cannot express yet, with the value every scenario gets today.
-struct MemoryOptions {
-  /// Shard the optimizer state over the DP group (ZeRO stage 1 / Megatron's --use-distributed-optimizer).
-  /// No scenario key sets it yet: off, as in Megatron v2 and the paper scenarios.
-  bool distributed_optimizer = false;
-};
 
 /// Peak bytes of one GPU of one pipeline stage, by part.
 struct StageMemory {
@@ -65,8 +61,7 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelSpec& parall
 double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk);
 
 /// Peak memory of every stage, stage 0 first. `parallel` as returned by validate() (microbatches filled in).
-std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec& parallel,
-                                      const MemoryOptions& options = {});
+std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec& parallel);
 
 /// Throws ConfigError (where `where`, field "cluster.gpu.memory_GiB") when a stage needs more than
 /// `capacity_GiB` per GPU, naming the stage that needs most: "needs X GiB per GPU on stage s (…parts…), the GPU

@@ -12,6 +12,15 @@ struct GpuSpec {
   std::string name;          ///< e.g. "V100-SXM2-32GB"
   double peak_tflops = 0.0;  ///< dense FP16/BF16 tensor-core peak, TFLOP/s
   double hbm_GBps = 0.0;     ///< HBM bandwidth, GB/s (1e9 B/s)
+  // The kernel-level compute model (kernel_model.hpp); all three come from cited measurements of the GPU
+  // (scenarios/SOURCES.md §19). Absent (0) = only the single-efficiency model (compute.efficiency) is available.
+  int sm_count = 0;            ///< streaming multiprocessors (spec)
+  double matmul_tflops = 0.0;  ///< measured maximum achievable dense 16-bit GEMM rate, TFLOP/s
+  double matmul_m = 0.0;       ///< the GEMM shape that rate was measured at: output m × n, inner k
+  double matmul_n = 0.0;
+  double matmul_k = 0.0;
+  double kernel_overhead_us = 0.0;  ///< fixed time of one kernel (launch, ramp-up, tail), measured, µs
+  bool has_kernel_model() const noexcept { return sm_count > 0 && matmul_tflops > 0.0; }
 };
 
 /// How the GPUs of one node are wired.
@@ -65,6 +74,11 @@ struct NetworkProfile {
   EfficiencyCurve inter;  ///< kCalibrated only
 };
 
+/// Activation recomputation (Megatron's --recompute-granularity): none; selective (Korthikanti et al. 2022: only
+/// the attention core — scores, softmax, dropout, softmax·V — is recomputed in the backward pass, its activations
+/// are not kept); full (every layer keeps only its input and re-runs its whole forward in the backward pass).
+enum class Recompute { kNone, kSelective, kFull };
+
 struct ModelSpec {
   std::string name;
   int layers = 0;
@@ -75,7 +89,7 @@ struct ModelSpec {
   int micro_batch_size = 0;    ///< sequences per micro-batch
   int global_batch_size = 0;   ///< sequences per iteration, all data-parallel replicas together
   std::string dtype = "fp16";  ///< training precision of activations and gradients on the wire: fp16 | bf16 | fp32
-  bool activation_recompute = false;
+  Recompute recompute = Recompute::kNone;
 };
 
 enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };
@@ -94,6 +108,17 @@ struct ParallelSpec {
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int virtual_stages = 1;  ///< model chunks per GPU for kInterleaved
   RankOrder order = RankOrder::kTpDpPp;
+
+  // Megatron-LM features (scenario keys parallelism.*, scenarios/README.md); defaults follow Megatron-Core.
+  bool sequence_parallel = false;      ///< --sequence-parallel: LayerNorm/dropout sharded over TP, TP all-reduces
+                                       ///< become reduce-scatter + all-gather (same bytes), p2p tensors ÷ tp
+  bool distributed_optimizer = false;  ///< --use-distributed-optimizer: Adam state and step ÷ dp (ZeRO-1)
+  bool overlap_grad_reduce = false;    ///< --overlap-grad-reduce / PyTorch DDP: uncompressed DP buckets all-reduced
+                                       ///< during the stage's last backward pass
+  double grad_bucket_params = 0.0;     ///< parameters per DP bucket; 0 = Megatron-Core's max(4e7, 1e6·dp)
+  int grad_reduce_bytes = 0;           ///< bytes per gradient element on the DP wire; 0 = model.dtype's
+  bool embedding_allreduce = true;     ///< first ↔ last stage word-embedding gradient all-reduce when pp > 1
+  bool scatter_gather_p2p = true;      ///< pipeline tensors sent ÷ tp, then all-gathered over TP by the receiver
 };
 
 }  // namespace edgc::sim

@@ -42,6 +42,8 @@ std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& sc
 ///  * bubble_s: the rest of that stage's time until the pipeline end (pipeline fill/drain, waiting on
 ///    neighbours, pipeline-parallel transfers);
 ///  * exposed_dp_comm_s: DP all-reduce time after the pipeline end, of the stage whose sync ends last;
+///  * optimizer_s, embedding_sync_s: the optimizer step and the first ↔ last stage embedding all-reduce of the
+///    stage that finishes last, as far as the tail after the pipeline end leaves room for them;
 ///  * exposed_compression_s: the rest of the tail after the pipeline end (PowerSGD compute on that stage);
 ///  * compression_s: PowerSGD compute of the slowest stage, hidden or not (not part of the sum).
 struct IterationBreakdown {
@@ -49,6 +51,8 @@ struct IterationBreakdown {
   double tp_comm_s = 0.0;
   double bubble_s = 0.0;
   double exposed_dp_comm_s = 0.0;
+  double embedding_sync_s = 0.0;
+  double optimizer_s = 0.0;
   double exposed_compression_s = 0.0;
   double compression_s = 0.0;
 };

@@ -6,7 +6,9 @@
 // whose only section is "cluster", plus the free-text top-level keys "description" and "sources" that no reader
 // looks at. Keys (units in the names; all under "cluster."):
 //   name, gpus_per_node, nodes, price_per_gpu_hour_usd,
-//   gpu.{name, peak_tflops, hbm_GBps, memory_GiB (capacity per GPU; absent = memory not checked)},
+//   gpu.{name, peak_tflops, hbm_GBps, memory_GiB (capacity per GPU; absent = memory not checked),
+//        sm_count, matmul_tflops, matmul_m, matmul_n, matmul_k, kernel_overhead_us (measured GEMM figures of the
+//        kernel-level compute model, sim/kernel_model.hpp; all or none)},
 //   intra_node.{topology: "switch" | "dgx1-cube-mesh", bandwidth_GBps (per GPU link, or per NVLink lane on the
 //               cube-mesh), latency_us (per GPU-to-GPU hop)},
 //   inter_node.{nics_per_node, nic_bandwidth_GBps, latency_us (NIC to NIC), fabric: "star" | "fat-tree",

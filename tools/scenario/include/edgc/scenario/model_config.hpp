@@ -3,12 +3,18 @@
 //
 // Keys (units in names; defaults in brackets):
 //   model.{name [""], layers, hidden, heads, seq_len, vocab,
-//          micro_batch_size, global_batch_size (sequences), dtype ["fp16"], activation_recompute [false]}
+//          micro_batch_size, global_batch_size (sequences), dtype ["fp16"],
+//          recompute ["none" | "selective" | "full"], activation_recompute [false; older spelling of full]}
 //          — shape and batch keys have no default: a missing one is read as 0 and rejected by sim::validate.
 //   parallelism.{tp [1], pp [1], dp [1], microbatches [0 = global_batch / (micro_batch·dp)],
 //                schedule ["1f1b"; "gpipe" | "1f1b" | "interleaved"], virtual_stages [1],
-//                order ["tp-dp-pp" (Megatron default) | "tp-pp-dp" (Megatron --use-tp-pp-dp-mapping)]}
-//   compute.{efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0]} (see sim::CostParams)
+//                order ["tp-dp-pp" (Megatron default) | "tp-pp-dp" (Megatron --use-tp-pp-dp-mapping)],
+//                sequence_parallel [false], distributed_optimizer [false], overlap_grad_reduce [false],
+//                grad_bucket_params [0 = max(4e7, 1e6·dp)], grad_reduce_dtype [fp32 for bf16, else model.dtype],
+//                embedding_allreduce [true], scatter_gather_p2p [true]} (see sim::ParallelSpec)
+//   compute.{model ["auto": kernels when the GPU has measured GEMM figures and compute.efficiency is not set,
+//            else efficiency], efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0],
+//            optimizer_step_ms [modelled], kernel_profile} (see sim::CostParams)
 //
 // A scenario may keep the model in a shared file: `"model": "../models/x.json"` takes the whole section from that
 // file, and `"model": {"include": "../models/x.json", "micro_batch_size": 4}` takes it from the file with the
@@ -31,7 +37,8 @@ struct ModelConfig {
 /// a wrongly typed or out-of-range value, an unknown schedule or dtype, a non-positive efficiency, and for any unknown
 /// key under `model` or `parallelism`. Layout rules that need the cluster (divisibility, GPU count) are left to
 /// sim::validate.
-ModelConfig read_model_config(Scenario& scenario);
+/// `gpu` decides compute.model = auto (the kernel model needs GpuSpec::has_kernel_model()).
+ModelConfig read_model_config(Scenario& scenario, const sim::GpuSpec& gpu);
 
 /// A kernel profile written by edgc_bench_powersgd_cuda (schema edgc.kernel_profile/1): its entries with m, n,
 /// r and step_s (entries marked "ok": false are skipped). Throws ConfigError naming the file and the entry's

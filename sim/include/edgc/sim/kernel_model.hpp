@@ -1,0 +1,80 @@
+#pragma once
+// Kernel-level compute time of a Megatron GPT on one GPU (CostParams::compute_model == kKernels): every GEMM of a
+// transformer layer timed by a size-dependent GEMM model, every element-wise pass as memory traffic at HBM
+// bandwidth, each kernel paying a fixed overhead. Used instead of "FLOPs / (peak · compute.efficiency)" when the
+// cluster's GPU carries measured GEMM figures (GpuSpec::has_kernel_model()) and the scenario does not set
+// compute.efficiency. scenarios/SOURCES.md §19 gives every parameter's source; sim/README.md ("Compute") the
+// derivation.
+//
+// GEMM (gemm_s): an output of m × n (batch of them) is cut into 256 × 128, 128 × 256 or 128 × 128 tiles (whichever
+// fills the SMs best; split-K is not modelled), the tiles run in waves over the GPU's SMs, each SM at matmul_rate /
+// sm_count; a wave that is not full still takes a whole wave (wave quantisation), a tile that overhangs the matrix
+// still costs a whole tile (tile quantisation). The full-wave rate is the measured maximum achievable GEMM rate
+// (GpuSpec::matmul_tflops) divided by the model's own tile/wave fill at the shape it was measured at, so the model
+// reproduces that measurement. The time is the larger of that and the memory floor (reading both operands and writing
+// the output once at HBM bandwidth · compute.hbm_efficiency), plus one kernel overhead.
+//
+// One layer, micro-batch b, sequence s, hidden h, heads a, tensor parallel t, element size e (per GPU):
+//  * GEMMs forward: QKV (b·s × 3h/t × h), attention scores (b·a/t batches of s × s × h/a), softmax·V (b·a/t
+//    batches of s × h/a × s), projection (b·s × h × h/t), fc1 (b·s × 4h/t × h), fc2 (b·s × h × 4h/t); backward:
+//    for each, the input gradient (m × k × n) and the weight (or second operand) gradient (k × n × m);
+//  * element-wise forward (bytes moved): LayerNorm ×2 (2e per element of b·s·h), fused scale-mask-softmax (2e per
+//    score), attention dropout (2e + 1 mask byte per score), bias-dropout-add ×2 (3e + 1), bias-GeLU (2e per
+//    element of b·s·4h/t); backward: LayerNorm ×2 (3e), softmax (3e), dropout (2e + 1), bias-dropout-add ×2
+//    (2e + 1), the residual gradient sums ×2 (3e), GeLU (3e per element of b·s·4h/t), bias gradients (e per
+//    element of the four GEMM outputs). Scores are materialised (Megatron v2/v3 attention, no fused
+//    flash-attention kernel). LayerNorm, dropout and residual work is on the full b·s·h on every TP rank, ÷ t
+//    with sequence parallelism;
+//  * recomputation: full adds the whole forward to the backward pass, selective the attention core (scores GEMM,
+//    softmax, dropout, softmax·V GEMM).
+// The LM head (last stage): logits GEMM (b·s × V/t × h) and its two backward GEMMs, the final LayerNorm, and
+// Megatron's vocab-parallel cross-entropy in fp32 over b·s·V/t logits, counted as 22 bytes per logit forward
+// (16-bit → fp32 copy, max, exp, sum) and 14 backward (softmax − one-hot, cast back). The embedding (first stage):
+// lookup, position add and dropout, (7e + 1) bytes per element of b·s·h forward, (5e + 1) backward.
+// The optimizer step (after the DP sync): Adam over the stage's parameters in fp32, 12 bytes per parameter for
+// unscaling, the overflow check and the gradient norm, and 40 + e per parameter of the optimizer's shard (÷ dp
+// with the distributed optimizer) for clipping, Adam (read p, g, m, v, write p, m, v) and the copy back to the
+// e-byte model weights, at HBM bandwidth.
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/spec.hpp"
+
+namespace edgc::sim {
+
+/// One (batched) GEMM: `batch` products of an m × k and a k × n matrix.
+struct GemmShape {
+  double m = 0.0;
+  double n = 0.0;
+  double k = 0.0;
+  double batch = 1.0;
+};
+
+/// Fraction of the tiles' work that is useful for `g` on `sm_count` SMs: output area / (waves · SMs · tile area),
+/// the best of the 256 × 128, 128 × 256 and 128 × 128 tilings. In (0, 1].
+double tile_wave_fill(const GemmShape& g, int sm_count);
+
+/// Seconds of one GEMM with `element_bytes`-byte operands on `gpu` (has_kernel_model() required; InternalError
+/// otherwise): max(compute, memory floor) + kernel overhead, as above.
+double gemm_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, int element_bytes);
+
+/// Seconds of one memory-bound kernel moving `bytes` through HBM: bytes / (hbm_GBps · hbm_efficiency) + overhead.
+double memory_kernel_s(const GpuSpec& gpu, const CostParams& params, double bytes);
+
+/// Seconds of one micro-batch's forward and backward pass (recomputation included in backward_s).
+struct PassTime {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+};
+
+/// One transformer layer on one GPU.
+PassTime layer_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu, const CostParams& params);
+/// The LM head of the last stage: final LayerNorm, logits GEMM, vocab-parallel cross-entropy.
+PassTime head_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu, const CostParams& params);
+/// The embedding of the first stage: lookup, position embedding, dropout.
+PassTime embedding_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                        const CostParams& params);
+
+/// Seconds of the optimizer step on one GPU of `stage`: params.optimizer_step_s when ≥ 0, else the HBM model above.
+double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                        const CostParams& params, int stage);
+
+}  // namespace edgc::sim

@@ -1,0 +1,148 @@
+#include "edgc/sim/kernel_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+
+namespace edgc::sim {
+namespace {
+
+// Thread-block tiles of 16-bit GEMMs on Volta to Hopper: 256 × 128 (either way) for large outputs, 128 × 128 when
+// that fills the SMs better (NVIDIA, "Matrix Multiplication Background User's Guide", tile and wave quantisation
+// sections; scenarios/SOURCES.md §19). All are taken to run at the same per-SM rate.
+constexpr double kTileLong = 256.0;
+constexpr double kTileShort = 128.0;
+// Cross-entropy bytes per fp32 logit (forward / backward), see kernel_model.hpp.
+constexpr double kCrossEntropyForwardBytes = 22.0;
+constexpr double kCrossEntropyBackwardBytes = 14.0;
+// Optimizer step bytes per parameter: unscale + overflow check + gradient norm over every local parameter (fp32),
+// and clipping + Adam + the copy to the model's weights over the optimizer's shard (kernel_model.hpp).
+constexpr double kOptimizerLocalBytes = 12.0;
+constexpr double kOptimizerShardBytes = 40.0;
+// Kernels of one optimizer step (multi-tensor apply launches: unscale, norm, clip, Adam, copy, zero grads).
+constexpr int kOptimizerKernels = 6;
+
+double fill_for(const GemmShape& g, int sms, double tile_m, double tile_n) {
+  const double tiles = g.batch * std::ceil(g.m / tile_m) * std::ceil(g.n / tile_n);
+  const double waves = std::ceil(tiles / sms);
+  return g.batch * g.m * g.n / (waves * sms * tile_m * tile_n);
+}
+
+double overhead_s(const GpuSpec& gpu) { return gpu.kernel_overhead_us * 1e-6; }
+
+double hbm_Bps(const GpuSpec& gpu, const CostParams& params) { return gpu.hbm_GBps * 1e9 * params.hbm_efficiency; }
+
+// The forward GEMMs of one layer on one GPU; attention core (scores, softmax·V) first.
+std::vector<GemmShape> layer_gemms(const ModelSpec& model, const ParallelSpec& parallel) {
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden, t = parallel.tp;
+  const double heads = static_cast<double>(model.heads) / t * b;
+  const double d = h / model.heads;
+  return {{.m = s, .n = s, .k = d, .batch = heads}, {.m = s, .n = d, .k = s, .batch = heads},
+          {.m = b * s, .n = 3 * h / t, .k = h},     {.m = b * s, .n = h, .k = h / t},
+          {.m = b * s, .n = 4 * h / t, .k = h},     {.m = b * s, .n = h, .k = 4 * h / t}};
+}
+
+// Forward time and backward time (input and weight gradients) of `gemms`.
+PassTime gemm_pass(const GpuSpec& gpu, const CostParams& params, const std::vector<GemmShape>& gemms, int e) {
+  PassTime p;
+  for (const GemmShape& g : gemms) {
+    p.forward_s += gemm_s(gpu, params, g, e);
+    p.backward_s += gemm_s(gpu, params, {.m = g.m, .n = g.k, .k = g.n, .batch = g.batch}, e) +
+                    gemm_s(gpu, params, {.m = g.k, .n = g.n, .k = g.m, .batch = g.batch}, e);
+  }
+  return p;
+}
+
+double sum_kernels(const GpuSpec& gpu, const CostParams& params, const std::vector<double>& bytes) {
+  double s = 0.0;
+  for (const double b : bytes) s += memory_kernel_s(gpu, params, b);
+  return s;
+}
+
+}  // namespace
+
+double tile_wave_fill(const GemmShape& g, int sm_count) {
+  if (sm_count < 1 || !(g.m > 0 && g.n > 0 && g.batch > 0)) return 1.0;
+  return std::max({fill_for(g, sm_count, kTileLong, kTileShort), fill_for(g, sm_count, kTileShort, kTileLong),
+                   fill_for(g, sm_count, kTileShort, kTileShort)});
+}
+
+double gemm_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, int element_bytes) {
+  if (!gpu.has_kernel_model()) throw InternalError("gemm_s: the GPU has no measured GEMM figures");
+  if (!(g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0)) return 0.0;
+  const double reference = gpu.matmul_m > 0 && gpu.matmul_n > 0
+                               ? tile_wave_fill({.m = gpu.matmul_m, .n = gpu.matmul_n, .k = gpu.matmul_k}, gpu.sm_count)
+                               : 1.0;
+  const double full_wave_rate = gpu.matmul_tflops * 1e12 / reference;
+  const double compute = 2.0 * g.batch * g.m * g.n * g.k / (full_wave_rate * tile_wave_fill(g, gpu.sm_count));
+  const double memory = g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * element_bytes / hbm_Bps(gpu, params);
+  return std::max(compute, memory) + overhead_s(gpu);
+}
+
+double memory_kernel_s(const GpuSpec& gpu, const CostParams& params, double bytes) {
+  return bytes / hbm_Bps(gpu, params) + overhead_s(gpu);
+}
+
+PassTime layer_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                    const CostParams& params) {
+  const int e_bytes = bytes_per_element(model.dtype);
+  const double e = e_bytes, t = parallel.tp;
+  const double E = static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden;
+  const double A = static_cast<double>(model.micro_batch_size) * model.heads / t * model.seq_len * model.seq_len;
+  const double Er = parallel.sequence_parallel ? E / t : E;  // LayerNorm, dropout and residual work
+  const double mlp = 4.0 * E / t;
+
+  const std::vector<GemmShape> gemms = layer_gemms(model, parallel);
+  const std::vector<GemmShape> core(gemms.begin(), gemms.begin() + 2);
+  const PassTime core_gemm = gemm_pass(gpu, params, core, e_bytes);
+  const PassTime all_gemm = gemm_pass(gpu, params, gemms, e_bytes);
+  const double core_fwd_mem = sum_kernels(gpu, params, {2 * e * A, (2 * e + 1) * A});
+  const double core_bwd_mem = sum_kernels(gpu, params, {3 * e * A, (2 * e + 1) * A});
+  const double rest_fwd_mem =
+      sum_kernels(gpu, params, {2 * e * Er, (3 * e + 1) * Er, 2 * e * Er, 2 * e * mlp, (3 * e + 1) * Er});
+  const double rest_bwd_mem = sum_kernels(gpu, params,
+                                          {3 * e * Er, 3 * e * Er, (2 * e + 1) * Er, (2 * e + 1) * Er, 3 * e * Er,
+                                           3 * e * Er, 3 * e * mlp, e * (2 * Er + 7 * E / t)});
+  PassTime p;
+  p.forward_s = all_gemm.forward_s + core_fwd_mem + rest_fwd_mem;
+  p.backward_s = all_gemm.backward_s + core_bwd_mem + rest_bwd_mem;
+  if (model.recompute == Recompute::kFull) p.backward_s += p.forward_s;
+  if (model.recompute == Recompute::kSelective) p.backward_s += core_gemm.forward_s + core_fwd_mem;
+  return p;
+}
+
+PassTime head_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu, const CostParams& params) {
+  const int e_bytes = bytes_per_element(model.dtype);
+  const double e = e_bytes, t = parallel.tp;
+  const double bs = static_cast<double>(model.micro_batch_size) * model.seq_len;
+  const double E = bs * model.hidden;
+  const double Er = parallel.sequence_parallel ? E / t : E;
+  const double logits = bs * static_cast<double>(padded_vocab(model, parallel.tp)) / t;
+  const PassTime gemm =
+      gemm_pass(gpu, params, {{.m = bs, .n = logits / bs, .k = static_cast<double>(model.hidden)}}, e_bytes);
+  PassTime p;
+  p.forward_s = gemm.forward_s + sum_kernels(gpu, params, {2 * e * Er, kCrossEntropyForwardBytes * logits});
+  p.backward_s = gemm.backward_s + sum_kernels(gpu, params, {3 * e * Er, kCrossEntropyBackwardBytes * logits});
+  return p;
+}
+
+PassTime embedding_time(const ModelSpec& model, const ParallelSpec& /*parallel*/, const GpuSpec& gpu,
+                        const CostParams& params) {
+  const double e = bytes_per_element(model.dtype);
+  const double E = static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden;
+  return {.forward_s = memory_kernel_s(gpu, params, (7 * e + 1) * E),
+          .backward_s = memory_kernel_s(gpu, params, (5 * e + 1) * E)};
+}
+
+double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                        const CostParams& params, int stage) {
+  if (params.optimizer_step_s >= 0.0) return params.optimizer_step_s;
+  const double local = static_cast<double>(stage_params(model, parallel, stage).per_gpu());
+  const double shard = parallel.distributed_optimizer ? local / parallel.dp : local;
+  const double bytes = kOptimizerLocalBytes * local + (kOptimizerShardBytes + bytes_per_element(model.dtype)) * shard;
+  return bytes / hbm_Bps(gpu, params) + kOptimizerKernels * overhead_s(gpu);
+}
+
+}  // namespace edgc::sim
