@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs every Debian package edgc needs, then configures and builds it.
 #
-#   tools/setup.sh [--test] [--deps-only] [--build-dir DIR] [--build-type TYPE]
+#   tools/setup.sh [--test] [--no-sanitize] [--deps-only] [--build-dir DIR] [--build-type TYPE]
 #
-#   --test   after building, run the whole test suite (CTest); the exit code is the suite's
+#   --test         after building, run the whole test suite (CTest); then build DIR-asan with ASan + UBSan
+#                  (-DEDGC_SANITIZE=ON) and run the whole suite again under it; fails when either run fails or
+#                  a sanitizer reported an error
+#   --no-sanitize  with --test: skip the sanitizer build and its run
 #
 # Idempotent: packages already present are not reinstalled and `apt-get update` runs at most once per call
 # (and only when something is missing). Works as root on a brand-new Debian 12 machine; uses sudo otherwise.
@@ -14,24 +17,27 @@ build_dir="$repo/build"
 build_type=Release
 deps_only=0
 run_tests=0
+sanitize=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --deps-only) deps_only=1 ;;
     --test) run_tests=1 ;;
+    --no-sanitize) sanitize=0 ;;
     --build-dir) build_dir=$2; shift ;;
     --build-type) build_type=$2; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 
-# Build tools (clang-format: the test suite checks the tree against .clang-format) and the fixed C++ dependencies; Open MPI for CPU live runs and distributed sweeps;
+# Build tools (clang-format: the test suite checks the tree against .clang-format; Clang with its sanitizer and
+# libFuzzer runtimes for the fuzz targets, tests/fuzz) and the fixed C++ dependencies; Open MPI for CPU live runs and distributed sweeps;
 # Debian's PyTorch (with a threaded OpenBLAS, else its matrix products fall back to reference BLAS) and
 # numpy for trace capture and the cross-language tests; headless Chromium to check `edgc report` pages in a real
 # browser (tools/check_report.py).
 packages=(
-  build-essential cmake ninja-build pkg-config git clang-format
+  build-essential cmake ninja-build pkg-config git clang-format clang libclang-rt-dev
   libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libsimgrid-dev
   libopenmpi-dev openmpi-bin
@@ -63,6 +69,34 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
 fi
 cmake --build "$build_dir" --parallel "$(nproc)"
 
-if [ "$run_tests" -eq 1 ]; then
-  ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)"
+[ "$run_tests" -eq 1 ] || exit 0
+status=0
+ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)" || status=$?
+[ "$sanitize" -eq 1 ] || exit "$status"
+
+# The same suite under ASan + UBSan (tools/README.md, "Sanitizers"; tests/sanitizer/README.md), in its own build
+# directory. -O1 and line tables keep the build short and the reports readable; CUDA is left out (nvcc's objects
+# are not instrumented and the GPU tests skip without a device). ASan and LSan write to DIR-asan/sanitizer-reports/;
+# an error there fails the run even where the process that wrote it exited 0 (files holding only SimGrid's stack
+# warning do not).
+asan_dir="$build_dir-asan"
+if [ ! -f "$asan_dir/CMakeCache.txt" ]; then
+  cmake -S "$repo" -B "$asan_dir" "${generator[@]}" -DEDGC_SANITIZE=ON -DEDGC_ENABLE_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 fi
+start=$(date +%s)
+cmake --build "$asan_dir" --parallel "$(nproc)"
+built=$(date +%s)
+rm -rf "$asan_dir/sanitizer-reports"
+asan_status=0
+ctest --test-dir "$asan_dir" --output-on-failure --parallel "$(nproc)" || asan_status=$?
+reports=$(grep -l -E "ERROR: (Address|Leak)Sanitizer|Sanitizer has encountered a fatal error|runtime error:" \
+  "$asan_dir"/sanitizer-reports/* 2>/dev/null | sort || true)
+if [ -n "$reports" ]; then
+  for r in $reports; do echo "==== $r"; cat "$r"; done
+  echo "setup: sanitizer reports above ($(echo "$reports" | wc -l) files in $asan_dir/sanitizer-reports)" >&2
+  asan_status=1
+fi
+echo "setup: sanitizer build $((built - start)) s, sanitizer tests $(($(date +%s) - built)) s, status $asan_status"
+[ "$status" -ne 0 ] || status=$asan_status
+exit "$status"

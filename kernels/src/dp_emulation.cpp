@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "edgc/core/error.hpp"
@@ -38,7 +39,15 @@ void run_ranks(int n, const Body& body, const OnFailure& on_failure) {
   };
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(n - 1));
-  for (int d = 1; d < n; ++d) threads.emplace_back(guarded, d);
+  try {
+    for (int d = 1; d < n; ++d) threads.emplace_back(guarded, d);
+  } catch (const std::system_error& e) {  // out of threads: wake and join the ranks started, never terminate()
+    on_failure();
+    for (auto& t : threads) t.join();
+    throw IoError("", "cannot start the thread of emulated rank " + std::to_string(threads.size() + 1) + " of " +
+                          std::to_string(n) + ": " + e.what() +
+                          " (emulate fewer data-parallel ranks, or raise the process limit: ulimit -u)");
+  }
   guarded(0);
   for (auto& t : threads) t.join();
   if (first) std::rethrow_exception(first);

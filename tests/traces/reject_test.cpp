@@ -218,6 +218,23 @@ TEST_F(Reject, ManifestFieldErrors) {
   EXPECT_NE(with("\"model\": {\"name\": \"m\", ", "\"model\": {").find("model.name: missing"), std::string::npos);
 }
 
+// Fuzz finding: nesting this deep parsed, then overflowed the stack in the error message that printed the shape
+// (nlohmann's dump() recurses once per level). Refused before parsing, naming the file and where.
+TEST_F(Reject, NestingDeeperThanTheLimit) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string m = kManifest;
+  m.replace(m.find("[2, 3]"), 6, deep);
+  write_file(tmp_ / "trace.json", m);
+  auto e = read_error(tmp_.path());
+  EXPECT_NE(e.find("trace.json: arrays and objects nested deeper than 64 levels (line 3, column 99)"),
+            std::string::npos)
+      << e;
+  write_file(tmp_ / "trace.json", kManifest);
+  write_raw_safetensors(iter_file(), R"({"w": {"dtype": "F32", "shape": )" + deep + "}}", f32_bytes(6));
+  e = read_error(tmp_.path());
+  EXPECT_NE(e.find(iter_name() + ": header: arrays and objects nested deeper than 64 levels"), std::string::npos) << e;
+}
+
 TEST(RejectDir, NotATraceDirectory) {
   TempDir tmp;
   EXPECT_THROW(TraceReader(tmp / "nope"), TraceFormatError);

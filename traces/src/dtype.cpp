@@ -3,6 +3,7 @@
 #include <bit>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -66,6 +67,23 @@ std::optional<Dtype> parse_safetensors_dtype(std::string_view s) noexcept {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// What GCC's __builtin_cpu_supports("f16c") answers, spelt out with cpuid (Clang 14 does not know that feature
+// name): the CPU has F16C and the OS saves the YMM registers its 256-bit results live in (OSXSAVE set, XCR0 with
+// SSE and AVX state), as libgcc only reports F16C when AVX is usable.
+bool cpu_has_f16c() noexcept {
+  unsigned eax = 0;
+  unsigned ebx = 0;
+  unsigned ecx = 0;
+  unsigned edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if ((ecx & bit_OSXSAVE) == 0U || (ecx & bit_F16C) == 0U) return false;
+  unsigned xcr0_low = 0;
+  unsigned xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0U));
+  constexpr unsigned kSseAndYmmState = 0x6U;
+  return (xcr0_low & kSseAndYmmState) == kSseAndYmmState;
+}
+
 // F16C converts eight halves per instruction; used when the CPU has it (every x86-64 CPU since 2012).
 __attribute__((target("f16c"))) void half_block_to_float_f16c(const std::uint16_t* src, float* dst,
                                                               std::size_t n) noexcept {
@@ -80,7 +98,7 @@ __attribute__((target("f16c"))) void half_block_to_float_f16c(const std::uint16_
 
 void half_block_to_float(const std::uint16_t* src, float* dst, std::size_t n) noexcept {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool has_f16c = __builtin_cpu_supports("f16c");
+  static const bool has_f16c = cpu_has_f16c();
   if (has_f16c) {
     half_block_to_float_f16c(src, dst, n);
     return;

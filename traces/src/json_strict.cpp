@@ -4,11 +4,13 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/json_depth.hpp"
 
 namespace edgc::traces::detail {
 
 nlohmann::json parse_json_strict(std::string_view text, const std::string& where, const std::string& field) {
   using nlohmann::json;
+  if (const std::string deep = json_depth_error(text); !deep.empty()) throw TraceFormatError(where, field, deep);
   std::vector<std::set<std::string>> keys;  // one key set per open object
   std::string duplicate;
   auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {

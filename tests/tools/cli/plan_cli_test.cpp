@@ -109,6 +109,8 @@ TEST(PlanCli, RejectsBadSpecsNamingTheField) {
            R"("], "gpus": [6], "layouts": [{"tp": 2, "pp": 2}]})",
        "gpus"},
       {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "budget": 5)" + ok_tail, "budget"},
+      // fuzz finding: a base file name too long for the OS threw std::filesystem's filesystem_error (exit 1)
+      {R"({"base": ")" + std::string(300, 'x') + R"(.json", "target": {"iterations": 10})" + ok_tail, "base"},
   };
   TempDir tmp;
   int n = 0;

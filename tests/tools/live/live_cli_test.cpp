@@ -39,6 +39,8 @@ TEST(LiveCli, RejectsBadLiveSettingsNamingTheKeyWithNoOutput) {
       {"--set live.calibration.repeats=0", "live.calibration.repeats"},
       {"--set live.probe.ranks=4,x", "live.probe.ranks"},
       {"--set live.probe.repeats=0", "live.probe.repeats"},
+      {"--set live.calibration.repeats=100000000", "live.calibration.repeats: must be in [1, 10000]"},
+      {"--set live.bins_per_sigma=1e9", "live.bins_per_sigma: must be in (0, 4096]"},
       {"--set live.max_iterations=-2", "live.max_iterations"},
       {"--set live.colour=1", "live.colour"},
       {"--set compression.r_max=0", "compression"},

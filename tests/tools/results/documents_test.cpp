@@ -268,6 +268,47 @@ TEST(SweepRecord, ReaderNamesTheLine) {
   }
 }
 
+// Fuzz finding: a document nested this deep parsed, then overflowed the stack in the message that printed the
+// value (nlohmann's dump() recurses once per level). Every reader refuses it before parsing, naming the file (and
+// the line of results.jsonl).
+TEST(ResultDocument, NestingDeeperThanTheLimitIsRefusedNamingTheFile) {
+  TempDir dir;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  write_file(dir.path() / "result.json", deep);
+  try {
+    (void)read_result_document(dir.path() / "result.json");
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), (dir.path() / "result.json").string());
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels (column 65)"), std::string::npos) << e.what();
+  }
+  write_file(dir.path() / "results.jsonl",
+             to_json(sample_record()).dump() + "\n{\"point\": 1, \"runs\": " + deep + "}\n");
+  try {
+    (void)read_sweep_records(dir.path() / "results.jsonl");
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("results.jsonl: line 2: arrays and objects nested deeper than 64 levels"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Fuzz finding: a results.jsonl whose folder name is too long for the OS threw std::filesystem's filesystem_error
+// (a missing file is an empty sweep, one that cannot be looked at is an error naming it).
+TEST(SweepRecord, AFileTheOsCannotLookAtIsAConfigError) {
+  TempDir dir;
+  const auto file = dir.path() / std::string(300, 'd') / "results.jsonl";
+  try {
+    (void)read_sweep_records(file);
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), file.string());
+    EXPECT_NE(std::string(e.what()).find("cannot be read: File name too long"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(read_sweep_records(dir.path() / "results.jsonl").empty());
+}
+
 TEST(SweepRecord, RepeatsAverageToTheMeanWithTheStudentTHalfWidth) {
   std::vector<ResultDocument> reps(2, sample_document());
   reps[0].runs[1].training_time_s = 700.0;

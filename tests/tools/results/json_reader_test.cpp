@@ -194,5 +194,15 @@ TEST(JsonReader, NumberTooLargeForADoubleNamesTheField) {
   expect_error([] { parse_json(R"({"n": 1)" + std::string(400, '0') + "}", kFile); }, "n", "too large for a double");
 }
 
+// Fuzz finding: measurements.json and result.json nested 200,000 deep overflowed the stack when the first message
+// printed the value. Refused before parsing (core/json_depth.hpp).
+TEST(JsonReader, NestingDeeperThanTheLimitIsAConfigError) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  expect_error([&] { parse_json(deep, kFile); }, "", "arrays and objects nested deeper than 64 levels (column 65)");
+  expect_error([&] { parse_json<nlohmann::json>(R"({"runs": )" + deep + "}", "r.jsonl", line_label(4)); }, "line 4",
+               "nested deeper than 64 levels (column 73)", "r.jsonl");
+  EXPECT_NO_THROW(parse_json(std::string(64, '[') + std::string(64, ']'), kFile));
+}
+
 }  // namespace
 }  // namespace edgc::results

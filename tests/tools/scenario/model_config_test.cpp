@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "edgc/core/error.hpp"
@@ -156,6 +157,44 @@ TEST_F(ModelConfigFile, IncludeCyclesAndDirectoriesAreErrorsNamingTheChain) {
     EXPECT_NE(std::string(err.what()).find("is a directory"), std::string::npos) << err.what();
   }
   EXPECT_THROW((void)Scenario::load((dir_ / "models").string()), ConfigError);
+}
+
+// Fuzz finding: a scenario, an included file or a calibration file nested this deep parsed, then overflowed the
+// stack in the first message that printed the value (nlohmann's dump() recurses once per level).
+TEST_F(ModelConfigFile, NestingDeeperThanTheLimitIsAnErrorNamingTheFile) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const auto expect_deep = [&](const std::function<void()>& read, const std::string& where) {
+    try {
+      read();
+      ADD_FAILURE() << "accepted " << where;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), where);
+      EXPECT_NE(std::string(e.what()).find("arrays and objects nested deeper than 64 levels"), std::string::npos)
+          << e.what();
+    }
+  };
+  write("deep.json", R"({"cluster": )" + deep + "}");
+  expect_deep([&] { (void)Scenario::load(path("deep.json")); }, path("deep.json"));
+  write("includes-deep.json", R"({"cluster": "deep.json"})");
+  expect_deep([&] { (void)load_scenario(path("includes-deep.json"), {}); }, path("deep.json"));
+  write("calibration.json", R"({"schema": "edgc.calibration/1", "intra": {"points": )" + deep + "}}");
+  expect_deep([&] { (void)load_calibration(path("calibration.json")); }, path("calibration.json"));
+  Scenario s;
+  expect_deep([&] { s.set("cluster.nodes=" + deep); }, "");
+}
+
+// Fuzz finding: an include whose file name is too long for the OS (ENAMETOOLONG) threw std::filesystem's
+// filesystem_error from the cycle check instead of naming the file.
+TEST_F(ModelConfigFile, AnIncludeNameTooLongForTheOsIsAConfigErrorNamingIt) {
+  const std::string name = std::string(300, 'a') + ".json";
+  write("long.json", R"({"cluster": ")" + name + R"("})");
+  try {
+    (void)load_scenario(path("long.json"), {});
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), path(name));
+    EXPECT_NE(std::string(e.what()).find("cannot open the scenario file"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ModelConfigFile, ClusterFactsWithoutADefaultAreRequiredNamingTheKey) {
@@ -321,6 +360,7 @@ TEST(KernelProfileFile, ReadsEntriesSkipsFailedOnesAndRejectsBadFilesNamingTheFi
       {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1, "ok": false}]})",
        "entries"},
       {R"(not json)", ""},
+      {R"({"schema": 1, "entries": []})", "schema"},  // fuzz finding: was nlohmann's type_error, uncaught
   };
   int n = 0;
   for (const auto& [body, field] : bad) {

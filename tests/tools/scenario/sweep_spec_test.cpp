@@ -127,4 +127,20 @@ TEST(SweepSpec, RejectsBadSpecsNamingTheField) {
   }
 }
 
+// Fuzz finding: a base whose file name is too long for the OS (ENAMETOOLONG) threw std::filesystem's
+// filesystem_error instead of naming the field.
+TEST(SweepSpec, ABaseNameTooLongForTheOsIsAConfigErrorNamingBase) {
+  TempDir tmp;
+  const auto path = tmp / "long.json";
+  std::ofstream(path) << R"({"base": ")" + std::string(300, 'x') + R"(.json", "axes": [{"key": "a", "values": [1]}]})";
+  try {
+    (void)read_sweep_spec(path.string());
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), path.string());
+    EXPECT_EQ(e.field(), "base");
+    EXPECT_NE(std::string(e.what()).find("is not a readable file (File name too long)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

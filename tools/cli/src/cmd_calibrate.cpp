@@ -7,95 +7,31 @@
 // cube-mesh), min(node NIC bandwidth, NVLink) across nodes (NCCL runs one ring per NIC).
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/results/nccl_tests_log.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 
 namespace edgc::cli {
 namespace {
 
-struct Row {
-  double bytes = 0;
-  double time_us = 0;  // out-of-place
-  double busbw_GBps = 0;
-};
-
-struct Log {
-  std::string path;
-  int ranks = 0;  // "#  Rank" lines
-  std::vector<Row> rows;
-  int skipped = 0;  // NCCL_DEBUG INFO/WARN lines between the rows
-};
-
-// "host:pid:tid [rank] NCCL INFO …" and "… NCCL WARN …": what NCCL_DEBUG=INFO interleaves with the table.
-bool nccl_debug_line(const std::string& line) {
-  return line.find(" NCCL INFO ") != std::string::npos || line.find(" NCCL WARN ") != std::string::npos;
-}
-
-bool number(const std::string& s, double& out) {
-  std::istringstream in(s);
-  in >> out;
-  return !in.fail() && in.eof() && std::isfinite(out);
-}
-
-// Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong (out-of-place, in-place).
-Log read_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, "", "cannot open the nccl-tests log");
-  Log log;
-  log.path = path;
-  std::string line;
-  for (int no = 1; std::getline(in, line); ++no) {
-    std::istringstream words(line);
-    std::vector<std::string> w;
-    for (std::string x; words >> x;) w.push_back(x);
-    if (w.empty()) continue;
-    if (w[0][0] == '#') {
-      if (w.size() >= 2 && w[0] == "#" && w[1] == "Rank") ++log.ranks;
-      continue;
-    }
-    if (nccl_debug_line(line)) {
-      ++log.skipped;
-      continue;
-    }
-    const std::string at = path + ":" + std::to_string(no);
-    if (w.size() != 13)
-      throw ConfigError(at, "", "expected 13 columns of an all_reduce_perf row, got " + std::to_string(w.size()));
-    Row r;
-    double wrong = 0;
-    if (!number(w[0], r.bytes) || !(r.bytes > 0))
-      throw ConfigError(at, "size", "not a positive number: '" + w[0] + "'");
-    if (!number(w[5], r.time_us) || !(r.time_us > 0))
-      throw ConfigError(at, "time", "not a positive number: '" + w[5] + "'");
-    if (!number(w[7], r.busbw_GBps) || r.busbw_GBps < 0) throw ConfigError(at, "busbw", "not a number: '" + w[7] + "'");
-    if (w[8] != "N/A" && (!number(w[8], wrong) || wrong != 0))
-      throw ConfigError(at, "#wrong", "the run reported wrong results ('" + w[8] + "')");
-    if (!log.rows.empty() && r.bytes <= log.rows.back().bytes)
-      throw ConfigError(at, "size", "sizes must increase down the log");
-    log.rows.push_back(r);
-  }
-  if (log.rows.empty()) throw ConfigError(path, "", "no all_reduce_perf data rows");
-  return log;
-}
-
 // `headroom`: how far busbw may exceed `ceiling_Bps` on this link class (NVSwitch reduces in the switch, NVLS, so
 // each GPU sends and receives a buffer once: busbw up to 2(n-1)/n × the link rate).
-nlohmann::ordered_json fit(const Log& log, int n, double ceiling_Bps, double route_latency_s, double headroom) {
+nlohmann::ordered_json fit(const results::NcclTestsLog& log, int n, double ceiling_Bps, double route_latency_s,
+                           double headroom) {
   const double steps = 2.0 * (n - 1);
-  const Row& small = log.rows.front();
+  const results::NcclTestsRow& small = log.rows.front();
   const double lat_factor =
       route_latency_s > 0 ? std::max(1e-3, small.time_us * 1e-6 / (steps * route_latency_s)) : 1.0;
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
-  for (const Row& r : log.rows) {
+  for (const results::NcclTestsRow& r : log.rows) {
     // 2 % beyond what the links can carry is measurement noise (timer granularity); more is another machine's log.
     if (r.busbw_GBps * 1e9 > 1.02 * headroom * ceiling_Bps)
       throw ConfigError(log.path, "busbw",
@@ -148,7 +84,7 @@ int run_calibrate(const std::vector<std::string>& args) {
   nlohmann::ordered_json j = {{"schema", "edgc.calibration/1"}, {"cluster", spec.name}};
   int skipped = 0;
   for (const auto& path : logs) {
-    const Log log = read_log(path);
+    const results::NcclTestsLog log = results::read_nccl_tests_log(path);
     skipped += log.skipped;
     const int n = ranks > 0 ? ranks : log.ranks;
     if (n < 2) throw ConfigError(path, "", "cannot tell the number of ranks (no '# Rank' lines): give --ranks");

@@ -44,7 +44,7 @@ engine::ReplayOptions read_options(scenario::Scenario& sc) {
   o.perturbation = sc.number("replay.perturbation", 0.1);
   o.backend = sc.string("replay.backend", "cpu");
   o.bins_per_sigma = sc.number("replay.bins_per_sigma", 8.0);
-  if (!(o.bins_per_sigma > 0.0)) throw ConfigError(w, "replay.bins_per_sigma", "must be > 0");
+  engine::check_bins_per_sigma(o.bins_per_sigma, w, "replay.bins_per_sigma");
   o.compare_full = sc.boolean("replay.compare_full", true);
   o.seed = static_cast<std::uint64_t>(sc.integer("replay.seed", 0));
   o.stages = sc.int32("replay.stages", 0);
@@ -295,6 +295,7 @@ int run_replay_command(const std::vector<std::string>& args) {
 
   StagingDir staging(out);  // before the run: a busy --out fails fast
   const engine::ReplayResult r = engine::run_replay(o);
+  for (const std::string& w : r.warnings) std::cerr << "edgc: warning: " << w << "\n";
   const Summary s = summarise(r, r.stage_shapes.size());
   write_file_atomic(staging.path() / "windows.csv", windows_csv(r));
   write_file_atomic(staging.path() / "replay.json", replay_json(o, r, s, sc));

@@ -1,13 +1,14 @@
 // edgc: what-if engine for entropy-driven dynamic gradient compression. main() only dispatches subcommands and
-// turns exceptions into exit codes: 0 success, 2 bad usage or bad input, 1 internal failure.
+// turns exceptions into exit codes (failure.hpp): 0 success, 2 bad usage or bad input, 1 a failure of the system
+// or of edgc itself (then with a bug-report hint).
 #include <exception>
 #include <iostream>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
 #include "edgc/core/error.hpp"
+#include "failure.hpp"
 
 namespace {
 
@@ -69,14 +70,9 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
-  } catch (const edgc::InputError& e) {
-    std::cerr << "edgc: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "edgc: internal error: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "edgc: internal error: " << e.what() << "\n";
-    return 1;
+  } catch (...) {  // the one catch at the edge: typed errors, and whatever else slipped through
+    std::string command_line = "edgc";
+    for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+    return edgc::cli::report_failure(std::current_exception(), command_line, std::cerr);
   }
 }

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/results/table.hpp"
+#include "sweep_keys.hpp"
 
 namespace edgc::engine {
 namespace {
@@ -103,12 +107,30 @@ std::vector<std::string> verdicts(const PlanSpec& plan, const std::vector<PlanEn
   return v;
 }
 
+// The keys the plan sets on its base ("set", each cluster's "set"), checked before DIR is made; the keys the plan
+// generates (cluster, cluster.nodes, parallelism.*, run.iterations) are read by simulate by construction.
+void check_plan_keys(const PlanSpec& plan) {
+  std::vector<SpecSetting> settings;
+  const auto add = [&](const nlohmann::json& sets, const std::string& field) {
+    for (auto it = sets.begin(); it != sets.end(); ++it)
+      settings.push_back({field + "." + it.key(), it.key(), assignment(it.key(), *it)});
+  };
+  const nlohmann::json doc = nlohmann::json::parse(plan.document.dump());
+  if (doc.contains("set") && doc["set"].is_object()) add(doc["set"], "set");
+  if (doc.contains("clusters") && doc["clusters"].is_array())
+    for (std::size_t i = 0; i < doc["clusters"].size(); ++i)
+      if (const nlohmann::json& c = doc["clusters"][i]; c.is_object() && c.contains("set") && c["set"].is_object())
+        add(c["set"], "clusters[" + std::to_string(i) + "].set");
+  check_spec_keys(plan.path, plan.base, settings);
+}
+
 }  // namespace
 
 std::string plan_amount(double x) { return x >= 100.0 ? results::fmt_f(x, 0) : results::fmt_g(x, 4); }
 
 std::optional<PlanOutcome> run_plan(const PlanSpec& plan, const SweepOptions& options, MpiSession* mpi) {
   check_sweep_out(options.out, options.resume, "plan-sweep.json");  // before plan-sweep.json is written into DIR
+  check_plan_keys(plan);                                            // a misspelt "set" key, before DIR is made
   scenario::SweepSpec sweep = plan_sweep(plan, fs::path(options.out));
   sweep.document["plan"] = plan.document;  // a changed plan spec is another sweep for --resume
   PlanOutcome out;

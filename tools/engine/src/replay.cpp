@@ -1,14 +1,18 @@
 #include "edgc/engine/replay.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <span>
+#include <sstream>
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/window_accumulator.hpp"
+#include "edgc/engine/trace_health.hpp"
 #include "edgc/kernels/kernels.hpp"
 #include "edgc/kernels/stage_entropy.hpp"
 #include "edgc/scenario/compression_config.hpp"
@@ -164,13 +168,67 @@ int rank_in_force(const Track& t, std::size_t stage) {
   return t.in_force.stages.empty() ? 0 : t.in_force.stages[stage].rank;
 }
 
+// This machine's physical memory in bytes (0 when unknown).
+double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+std::string gigabytes(double bytes) {
+  std::ostringstream os;
+  os.precision(3);
+  os << bytes / 1e9 << " GB";
+  return os.str();
+}
+
+// replay.world_size against what the emulation of that many ranks does: a thread per rank (kMaxEmulatedRanks), and per
+// rank a copy of the compressible gradients, their error-feedback buffers and P and Q at r_max — checked before any
+// iteration is read, so a typo fails at once instead of after minutes of thread and memory growth.
+void check_world_size(const ReplayOptions& o, const traces::Manifest& m, const TraceLayout& layout) {
+  const std::string key = "replay.world_size";
+  const std::string ws = std::to_string(o.world_size);
+  if (o.world_size < 1) throw ConfigError(o.where, key, "must be >= 1, got " + ws);
+  if (o.on_iteration || layout.compressible.empty()) return;  // no emulated ranks
+  if (o.world_size > kMaxEmulatedRanks)
+    throw ConfigError(o.where, key,
+                      ws + " emulated data-parallel ranks is beyond the supported maximum " +
+                          std::to_string(kMaxEmulatedRanks) +
+                          " (each is a thread with its own PowerSGD state and gradient copy, and every replayed "
+                          "iteration runs that many PowerSGD steps on this machine): set it to at most " +
+                          std::to_string(kMaxEmulatedRanks));
+  double per_rank = 0.0;
+  double values = 0.0;
+  for (const std::size_t k : layout.compressible) {
+    const auto [rows, cols] = as_matrix(m.tensors[k].shape);
+    const auto numel = static_cast<double>(m.tensors[k].numel());
+    const auto r = static_cast<double>(std::min<std::int64_t>({o.controller.cqm.r_max, rows, cols}));
+    per_rank += 4.0 * (2.0 * numel + static_cast<double>(rows + cols) * r);  // float32: copy + error, P + Q
+    values += numel;
+  }
+  const double need = per_rank * o.world_size;
+  const double have = physical_memory_bytes();
+  if (have > 0.0 && need > 0.5 * have) {
+    const auto fits = static_cast<std::int64_t>(0.5 * have / per_rank);
+    throw ConfigError(o.where, key,
+                      ws + " emulated ranks need about " + gigabytes(need) + " (" + gigabytes(per_rank) +
+                          " each: a copy of the trace's " + std::to_string(static_cast<std::int64_t>(values)) +
+                          " compressible gradient values, their error-feedback buffers and P and Q at r_max), more "
+                          "than half of this machine's " +
+                          gigabytes(have) + ": " +
+                          (fits >= 1 ? "set it to at most " + std::to_string(fits)
+                                     : std::string("not even one fits, replay this trace on a larger machine")));
+  }
+}
+
 // Checks the options against the trace and completes the controller's configuration (stages, shapes, warm-up).
-void prepare(ReplayOptions& o, const TraceLayout& layout, int stages, std::int64_t run_iters) {
+void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& layout, int stages,
+             std::int64_t run_iters) {
   core::ControllerConfig& cc = o.controller;
   cc.stages = stages;
   cc.stage_shapes = layout.stage_shapes;
   scenario::apply_warmup_bounds(cc.warmup, o.warmup_floor_fraction, o.warmup_ceiling_fraction, run_iters, o.where);
-  if (o.world_size < 1) throw ConfigError(o.where, "replay.world_size", "must be >= 1");
+  check_world_size(o, m, layout);
   if (!(o.perturbation >= 0.0)) throw ConfigError(o.where, "replay.perturbation", "must be >= 0");
 }
 
@@ -225,6 +283,7 @@ class ReplayRun {
       iteration(data, it);
     }
     close_window();
+    result_.warnings = health_.warnings(o_.trace_dir);
     result_.warmup_end = sampled_.warmup_end;
     if (full_) result_.full_warmup_end = full_->warmup_end;
     return std::move(result_);
@@ -233,6 +292,7 @@ class ReplayRun {
  private:
   void iteration(const traces::IterationData& data, std::int64_t it) {
     ++row_.captured_iterations;
+    health_.add(data);
     if (data.info->loss) {
       loss_sum_ += *data.info->loss;
       ++loss_n_;
@@ -338,6 +398,7 @@ class ReplayRun {
   const TraceLayout& layout_;
   std::unique_ptr<kernels::Backend> backend_;
   ValueMirror mirror_;
+  TraceHealth health_;
   Track sampled_;
   std::optional<Track> full_;
   std::unique_ptr<kernels::DataParallelEmulator> emulator_;
@@ -369,9 +430,18 @@ ReplayResult run_replay(ReplayOptions& o) {
   const std::size_t captured = o.max_iterations > 0
                                    ? std::min(m.iterations.size(), static_cast<std::size_t>(o.max_iterations))
                                    : m.iterations.size();
-  prepare(o, layout, stages, m.iterations[captured - 1].iteration + 1);
+  prepare(o, m, layout, stages, m.iterations[captured - 1].iteration + 1);
   ReplayRun run(o, m, stages, std::move(stage_of), layout);
   return run.run(reader, captured);
+}
+
+void check_bins_per_sigma(double bins_per_sigma, const std::string& where, const std::string& key) {
+  if (!(bins_per_sigma > 0.0 && bins_per_sigma <= kMaxBinsPerSigma)) {
+    std::ostringstream os;
+    os << "must be in (0, " << kMaxBinsPerSigma << "], got " << bins_per_sigma
+       << " (the histogram spans +-64 sigma: finer bins than that outnumber the sampled values)";
+    throw ConfigError(where, key, os.str());
+  }
 }
 
 void require_backend(const std::string& backend, const std::string& where, const std::string& field) {
@@ -385,7 +455,7 @@ void require_backend(const std::string& backend, const std::string& where, const
 
 TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::GdsConfig& gds, double bins_per_sigma,
                                    const std::string& backend_name) {
-  if (!(bins_per_sigma > 0.0)) throw ConfigError(trace_dir, "entropy.bins_per_sigma", "must be > 0");
+  check_bins_per_sigma(bins_per_sigma, trace_dir, "entropy.bins_per_sigma");
   traces::TraceReader reader(trace_dir);
   const traces::Manifest& m = reader.manifest();
   const TraceLayout layout = analyse(m);

@@ -25,6 +25,7 @@
 #include "edgc/results/sweep_document.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/scenario/compression_config.hpp"
+#include "sweep_keys.hpp"
 #include "sweep_summary.hpp"
 
 namespace edgc::engine {
@@ -350,6 +351,7 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   if (const std::int64_t n = scenario::point_count(spec); n > o.max_points)
     throw UsageError("--max-points", spec.path + " has " + std::to_string(n) + " points, more than " +
                                          std::to_string(o.max_points) + ": raise --max-points to run them all");
+  check_sweep_keys(spec);  // a misspelt axis key fails here, not in every point
   const std::vector<scenario::SweepPoint> points = scenario::expand_points(spec);
   SweepOutcome outcome;
   outcome.points = static_cast<std::int64_t>(points.size());

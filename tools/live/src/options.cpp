@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/engine/replay.hpp"
 #include "edgc/live/live.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
@@ -45,12 +46,18 @@ void read_measurement_options(scenario::Scenario& sc, LiveOptions& o) {
   if (o.calibration_min_bytes < 4 || o.calibration_max_bytes < o.calibration_min_bytes ||
       o.calibration_max_bytes > (std::int64_t{1} << 31))
     throw ConfigError(w, "live.calibration.max_bytes", "need 4 <= min_bytes <= max_bytes <= 2 GiB");
+  // Each repeat is one more timed all-reduce per size (or per probed rank); medians settle within a few dozen, so
+  // more than kMaxRepeats is a typo that would keep the ranks busy for hours.
+  constexpr int kMaxRepeats = 10000;
   o.calibration_repeats = sc.int32("live.calibration.repeats", 5);
-  if (o.calibration_repeats < 1) throw ConfigError(w, "live.calibration.repeats", "must be >= 1");
+  if (o.calibration_repeats < 1 || o.calibration_repeats > kMaxRepeats)
+    throw ConfigError(w, "live.calibration.repeats",
+                      "must be in [1, 10000], got " + std::to_string(o.calibration_repeats));
   if (sc.has("live.probe.ranks"))
     o.probe_ranks = parse_rank_list(sc.string("live.probe.ranks", ""), w, "live.probe.ranks");
   o.probe_repeats = sc.int32("live.probe.repeats", 5);
-  if (o.probe_repeats < 1) throw ConfigError(w, "live.probe.repeats", "must be >= 1");
+  if (o.probe_repeats < 1 || o.probe_repeats > kMaxRepeats)
+    throw ConfigError(w, "live.probe.repeats", "must be in [1, 10000], got " + std::to_string(o.probe_repeats));
 }
 
 }  // namespace
@@ -78,7 +85,7 @@ void read_live_options(scenario::Scenario& sc, LiveOptions& o) {
   }
   if (o.comm.empty()) o.comm = comm;
   o.bins_per_sigma = sc.number("live.bins_per_sigma", 8.0);
-  if (!(o.bins_per_sigma > 0.0)) throw ConfigError(w, "live.bins_per_sigma", "must be > 0");
+  engine::check_bins_per_sigma(o.bins_per_sigma, w, "live.bins_per_sigma");
   o.verify = sc.boolean("live.verify", o.verify);
   read_measurement_options(sc, o);
   if (o.comm != "mpi" && o.comm != "nccl")

@@ -7,6 +7,7 @@
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/core/json_depth.hpp"
 
 namespace edgc::results {
 namespace {
@@ -105,6 +106,7 @@ std::string line_label(std::size_t line_number) { return "line " + std::to_strin
 template <class Json>
 Json parse_json(const std::string& text, const std::string& file, const std::string& line,
                 const std::string& not_json) {
+  if (const std::string deep = json_depth_error(text); !deep.empty()) throw ConfigError(file, line, deep);
   try {
     return Json::parse(text);
   } catch (const nlohmann::json::out_of_range& e) {

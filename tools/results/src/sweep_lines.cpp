@@ -14,7 +14,11 @@ using nlohmann::json;
 
 SweepLines read_sweep_lines(const std::filesystem::path& file) {
   SweepLines out;
-  if (!std::filesystem::exists(file)) return out;
+  std::error_code ec;  // not the throwing overload: a name too long for the OS is an input error like any other
+  if (!std::filesystem::exists(file, ec)) {
+    if (!ec) return out;
+    throw ConfigError(file.string(), "", "cannot be read: " + ec.message());
+  }
   const std::string text = read_file_if_present(file).value_or(std::string());
   std::set<std::int64_t> seen;
   std::vector<std::pair<std::int64_t, std::size_t>> order;  // (point, index in out.lines)

@@ -2,12 +2,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/json_depth.hpp"
+#include "edgc/scenario/limits.hpp"
 #include "edgc/sim/platform.hpp"
 
 namespace edgc::scenario {
@@ -93,6 +96,7 @@ sim::ClusterSpec read_cluster(Scenario& s) {
   c.name = s.string("cluster.name", "");
   c.gpus_per_node = s.int32("cluster.gpus_per_node", c.gpus_per_node);
   c.nodes = s.int32("cluster.nodes", c.nodes);
+  check_cluster_size(s, c.nodes, c.gpus_per_node);  // nodes × gpus_per_node is an int: refuse before it overflows
   c.gpu.name = s.string("cluster.gpu.name", "");
   c.gpu.peak_tflops = s.number("cluster.gpu.peak_tflops", 0.0);
   c.gpu.hbm_GBps = s.number("cluster.gpu.hbm_GBps", 0.0);
@@ -155,7 +159,9 @@ sim::NetworkProfile read_network(Scenario& s, const std::string& profile_overrid
 sim::NetworkProfile load_calibration(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the calibration file");
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string deep = json_depth_error(text); !deep.empty()) throw ConfigError(path, "", deep);
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) throw ConfigError(path, "", "not a JSON object");
   const auto schema = doc.find("schema");
   if (schema == doc.end() || *schema != "edgc.calibration/1")

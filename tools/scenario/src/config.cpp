@@ -4,10 +4,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/json_depth.hpp"
 
 namespace edgc::scenario {
 namespace {
@@ -18,6 +20,14 @@ std::vector<std::string> split_key(const std::string& key) {
   std::string p;
   while (std::getline(ss, p, '.')) parts.push_back(p);
   return parts;
+}
+
+// A file's canonical path, to detect include cycles. A path the OS cannot resolve (a name too long, a loop of links)
+// stays as written: reading it fails next with a ConfigError naming it.
+std::string canonical_id(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  return ec ? std::filesystem::path(path).lexically_normal().string() : p.string();
 }
 
 void collect_leaves(const nlohmann::json& j, const std::string& prefix, std::vector<std::string>& out) {
@@ -35,10 +45,12 @@ Scenario Scenario::load(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, "", "is a directory, not a scenario file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the scenario file");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string deep = json_depth_error(text); !deep.empty()) throw ConfigError(path, "", deep);
   Scenario s;
   s.where_ = path;
   try {
-    s.doc_ = nlohmann::json::parse(in);
+    s.doc_ = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     std::string msg = e.what();
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
@@ -54,6 +66,7 @@ void Scenario::set(const std::string& assignment) {
     throw UsageError("--set", "'" + assignment + "' is not of the form dotted.key=value");
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
+  if (const std::string deep = json_depth_error(text); !deep.empty()) throw UsageError("--set", key + ": " + deep);
   nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
   if (value.is_discarded()) value = text;
   nlohmann::json* node = &doc_;
@@ -110,8 +123,8 @@ void Scenario::splice_include(const std::string& key, std::vector<std::string>& 
     throw ConfigError(where_, key, "expected an object or a file path, got " + it->dump());
   }
   const std::string path = resolve(file);
-  const std::string id = std::filesystem::weakly_canonical(path).string();
-  chain.push_back(std::filesystem::weakly_canonical(where_).string());
+  const std::string id = canonical_id(path);
+  chain.push_back(canonical_id(where_));
   const auto seen = std::find(chain.begin(), chain.end(), id);
   if (seen != chain.end() || static_cast<int>(chain.size()) > kMaxIncludeDepth) {
     std::string trail;

@@ -9,6 +9,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/config.hpp"
+#include "edgc/scenario/limits.hpp"
 
 namespace edgc::scenario {
 namespace {
@@ -129,6 +130,7 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   p.schedule = parse_schedule(sc, sc.string("parallelism.schedule", "1f1b"));
   p.virtual_stages = sc.int32("parallelism.virtual_stages", 1);
   p.order = parse_order(sc, sc.string("parallelism.order", "tp-dp-pp"));
+  check_parallel_sizes(sc, m, p);  // before any product of them is formed
   read_megatron_features(sc, m, p);
 
   const sim::CostParams defaults;

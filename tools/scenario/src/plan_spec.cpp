@@ -135,8 +135,9 @@ std::optional<PlanOption> make_option(const PlanSpec& spec, const ClusterChoice&
     why_not = name + ": " + std::to_string(n) + " GPUs are not whole nodes of " + std::to_string(c.gpus_per_node);
     return std::nullopt;
   }
-  if (n % (tp * pp) != 0) {
-    why_not = name + ": tp·pp = " + std::to_string(tp * pp) + " does not divide " + std::to_string(n);
+  const std::int64_t tp_pp = std::int64_t{tp} * pp;  // each is at most 1,000,000: the product needs 64 bits
+  if (n % tp_pp != 0) {
+    why_not = name + ": tp·pp = " + std::to_string(tp_pp) + " does not divide " + std::to_string(n);
     return std::nullopt;
   }
   PlanOption o;
@@ -144,7 +145,7 @@ std::optional<PlanOption> make_option(const PlanSpec& spec, const ClusterChoice&
   o.gpus = n;
   o.tp = tp;
   o.pp = pp;
-  o.dp = n / (tp * pp);
+  o.dp = static_cast<int>(n / tp_pp);
   o.label = name + " dp" + std::to_string(o.dp);
   o.sets = json::object();
   for (auto it = spec.sets.begin(); it != spec.sets.end(); ++it) o.sets[it.key()] = *it;
@@ -166,7 +167,12 @@ void apply_token_target(PlanSpec& spec) {
   const double seq = static_cast<double>(b.integer("model.seq_len", 0));
   if (!(batch > 0 && seq > 0))
     throw ConfigError(spec.base, "model.global_batch_size", "needed (with seq_len) for a token target");
-  const auto iters = static_cast<std::int64_t>(std::ceil(*spec.tokens / (batch * seq)));
+  const double steps = std::ceil(*spec.tokens / (batch * seq));
+  if (!(steps <= 1e15))  // run.iterations' own check then names the plan's options; this keeps the cast defined
+    throw ConfigError(spec.path, "target.tokens",
+                      "needs more than 1e15 iterations of the base scenario's global_batch_size x seq_len tokens: "
+                      "beyond any run that can be planned, check the value");
+  const auto iters = static_cast<std::int64_t>(steps);
   for (PlanOption& o : spec.options) o.sets["run.iterations"] = iters;
   spec.iterations = iters;
 }
@@ -188,7 +194,9 @@ PlanSpec read_plan_spec(const std::string& path) {
   const std::string base = sc.string("base", "");
   if (base.empty()) throw ConfigError(w, "base", "missing: the base scenario file");
   spec.base = fs::absolute(sc.resolve(base)).lexically_normal().string();
-  if (!fs::is_regular_file(spec.base)) throw ConfigError(w, "base", "'" + spec.base + "' is not a readable file");
+  std::error_code ec;  // not the throwing overload: a name too long for the OS is an input error like any other
+  if (!fs::is_regular_file(spec.base, ec))
+    throw ConfigError(w, "base", "'" + spec.base + "' is not a readable file" + (ec ? " (" + ec.message() + ")" : ""));
   spec.pays_threshold = sc.number("pays_threshold", spec.pays_threshold);
   if (!(spec.pays_threshold >= 0.0 && spec.pays_threshold < 1.0))
     throw ConfigError(w, "pays_threshold", "must be in [0, 1)");

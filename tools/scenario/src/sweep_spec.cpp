@@ -136,7 +136,9 @@ SweepSpec read_sweep_spec(const std::string& path) {
   const std::string base = sc.string("base", "");
   if (base.empty()) throw ConfigError(w, "base", "missing: the base scenario file");
   spec.base = sc.resolve(base);
-  if (!fs::is_regular_file(spec.base)) throw ConfigError(w, "base", "'" + spec.base + "' is not a readable file");
+  std::error_code ec;  // not the throwing overload: a name too long for the OS is an input error like any other
+  if (!fs::is_regular_file(spec.base, ec))
+    throw ConfigError(w, "base", "'" + spec.base + "' is not a readable file" + (ec ? " (" + ec.message() + ")" : ""));
   if (d.contains("set")) {
     if (!d["set"].is_object()) throw ConfigError(w, "set", "expected an object of key: value");
     for (auto it = d["set"].begin(); it != d["set"].end(); ++it) {

@@ -20,7 +20,8 @@ std::string line_label(std::size_t line_number);
 
 /// Parses `text` (the whole of `file`, or its line labelled `line`). Text that is not JSON throws
 /// ConfigError(file, line, "<not_json>: <parser message>"); a number too large for a double (1e999) throws
-/// ConfigError naming the field it stands in. `Json` is nlohmann::json or nlohmann::ordered_json.
+/// ConfigError naming the field it stands in; nesting deeper than kMaxJsonDepth (core/json_depth.hpp) throws
+/// ConfigError(file, line, ...) naming where. `Json` is nlohmann::json or nlohmann::ordered_json.
 template <class Json = nlohmann::ordered_json>
 Json parse_json(const std::string& text, const std::string& file, const std::string& line = "",
                 const std::string& not_json = "not valid JSON");

@@ -1,0 +1,18 @@
+#pragma once
+// The nesting limit of every JSON document edgc reads. nlohmann's parser keeps its own stack, but dump(), copies
+// and comparisons recurse once per level: a file of a million '[' parses and then overflows the stack in the
+// first error message that prints a value. Every reader checks the text against this limit before parsing it.
+#include <string>
+#include <string_view>
+
+namespace edgc {
+
+/// Deepest nesting of arrays and objects accepted. The documents edgc reads and writes stay under ten levels.
+inline constexpr int kMaxJsonDepth = 64;
+
+/// "" when JSON `text` nests arrays and objects at most kMaxJsonDepth deep; else the detail of the error, naming
+/// where the first bracket past the limit stands: "arrays and objects nested deeper than 64 levels (line 3,
+/// column 17)". Brackets inside strings do not count; text that is not JSON is left to the parser to reject.
+std::string json_depth_error(std::string_view text);
+
+}  // namespace edgc
