@@ -5,6 +5,8 @@
 
 #include <simgrid/version.h>
 
+#include <fstream>
+
 namespace edgc::sim {
 
 std::string simgrid_version() {
@@ -15,12 +17,40 @@ std::string simgrid_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-std::unique_ptr<simgrid::s4u::Engine> boot_engine() {
+std::unique_ptr<simgrid::s4u::Engine> boot_engine(bool guard_pages) {
   // SimGrid keeps argv[0] as the program name; the arrays outlive the engine.
-  static int argc = 1;
   static char name[] = "edgc";
-  static char* argv[] = {name, nullptr};
+  static char no_guard[] = "--cfg=contexts/guard-size:0";
+  static char* argv[] = {name, nullptr, nullptr};
+  static int argc = 1;
+  if (!guard_pages) {
+    argv[1] = no_guard;
+    argc = 2;
+  }
   return std::make_unique<simgrid::s4u::Engine>(&argc, argv);
+}
+
+std::int64_t iteration_actors(const ParallelSpec& parallel) {
+  const std::int64_t gpus = static_cast<std::int64_t>(parallel.tp) * parallel.pp * parallel.dp;
+  return gpus * (parallel.overlap_grad_reduce ? 2 : 1);
+}
+
+std::int64_t vm_max_map_count() {
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  std::int64_t v = 0;
+  if (in >> v && v > 0) return v;
+  return 65530;
+}
+
+ActorStacks plan_actor_stacks(std::int64_t actors, std::int64_t map_limit) {
+  ActorStacks s;
+  s.actors = actors;
+  s.map_limit = map_limit;
+  s.maps_guarded = kBaseMappings + 2 * actors;
+  s.maps_unguarded = kBaseMappings + actors;
+  s.guard_pages = s.maps_guarded <= map_limit;
+  s.fits = s.maps_unguarded <= map_limit;
+  return s;
 }
 
 }  // namespace edgc::sim

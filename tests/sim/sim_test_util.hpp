@@ -6,25 +6,22 @@
 #include <string>
 #include <vector>
 
+#include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/spec.hpp"
 
 namespace edgc::sim::test {
 
-/// The engine of this test process (argv[0] only). In a sanitizer build (EDGC_SANITIZE) actor stacks get no guard
-/// page as well: SimGrid protects one page inside the heap block of each stack, and LeakSanitizer's scan of the heap
-/// at exit faults on it wherever a stack is still allocated then (tests/sanitizer/README.md).
+/// The engine of this test process, booted as edgc boots it (sim::boot_engine). In a sanitizer build (EDGC_SANITIZE)
+/// actor stacks get no guard page, as edgc's do when vm.max_map_count is too low for them (sim::ActorStacks):
+/// SimGrid protects one page inside the heap block of each stack, and LeakSanitizer's scan of the heap at exit
+/// faults on it wherever a stack is still allocated then (tests/sanitizer/README.md).
 inline simgrid::s4u::Engine& engine() {
-  static char name[] = "edgc_sim_tests";
 #ifdef EDGC_SANITIZE
-  static char no_guard[] = "--cfg=contexts/guard-size:0";
-  static char* argv[] = {name, no_guard, nullptr};
-  static int argc = 2;
+  static const std::unique_ptr<simgrid::s4u::Engine> e = boot_engine(false);
 #else
-  static char* argv[] = {name, nullptr};
-  static int argc = 1;
+  static const std::unique_ptr<simgrid::s4u::Engine> e = boot_engine(true);
 #endif
-  static simgrid::s4u::Engine e(&argc, argv);
-  return e;
+  return *e;
 }
 
 /// DGX H100-like nodes (round numbers: 450 GB/s NVSwitch links, 8 × 50 GB/s NICs, 2 µs / 4 µs latency).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_test_util.hpp"
+#include "edgc/sim/engine_info.hpp"
 
 namespace {
 
@@ -62,11 +63,21 @@ void write_fixtures(const TempDir& tmp) {
   json cycle = small;
   cycle["cluster"] = "cycle-a.json";
   write_json(tmp / "cycle.json", cycle);
+  json misspelt = small;
+  misspelt["compresion"] = {{"window", 20}};
+  write_json(tmp / "misspelt-section.json", misspelt);
+  json replay = json::parse(read_file(kReplay));
+  replay["trace"]["path"] = kTrace;
+  replay["replya"] = {{"world_size", 4}};
+  write_json(tmp / "replay-misspelt-section.json", replay);
   const auto sweep = [&](const std::string& name, const json& axes, const json& set = json::object()) {
     json spec = {{"base", kSmall}, {"axes", axes}};
     if (!set.empty()) spec["set"] = set;
     write_json(tmp / name, spec);
   };
+  write_json(tmp / "sweep-misspelt-base.json",
+             {{"base", (tmp / "misspelt-section.json").string()},
+              {"axes", json::array({{{"key", "compression.window"}, {"values", {10, 20}}}})}});
   sweep("typo-axis.json", json::array({{{"key", "compression.windw"}, {"values", {10, 20, 30}}}}));
   sweep("typo-section.json", json::array({{{"key", "compresion.window"}, {"values", {10, 20}}}}));
   sweep("typo-bundle.json",
@@ -187,6 +198,13 @@ std::vector<Case> cases(const TempDir& tmp) {
        "cluster.inter_node.latency_us: missing"},
       {"silently wrong: nested includes (a cycle)", "simulate --scenario " + t + "cycle.json" + out,
        "cluster.include: includes form a cycle"},
+      {"silently wrong: a misspelt section is ignored", "simulate --scenario " + t + "misspelt-section.json" + out,
+       "misspelt-section.json: compresion: unknown section (this command reads cluster, network, model"},
+      {"added: a misspelt section of a replay scenario",
+       "replay --scenario " + t + "replay-misspelt-section.json" + out,
+       "replay-misspelt-section.json: replya: unknown section (this command reads compression, replay, trace, live"},
+      {"added: a misspelt section of a sweep's base", "sweep --spec " + t + "sweep-misspelt-base.json" + out,
+       "misspelt-section.json: compresion: unknown section"},
       {"silently wrong: trace inspect --rows -1", "trace inspect " + kTrace + " --rows -1", "--rows: must be >= 0"},
       {"too late: sweep --best-by nonsense", "sweep --spec " + kGrid + out + " --best-by nonsense",
        "--best-by: 'nonsense' is not a run figure"},
@@ -326,6 +344,31 @@ TEST(UserMistakes, ReplayRefusesAWorldSizeWhoseRanksDoNotFitInMemory) {
   EXPECT_NE(r.err.find("replay.world_size: 256 emulated ranks need about"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("more than half of this machine's"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(": set it to at most "), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+}
+
+// A simulation whose actors' stacks cannot be mapped within vm.max_map_count is refused before anything runs (the
+// hang of issue 20's 32,768-GPU simulate, where SimGrid failed to protect stacks and made no progress). 2^20 GPUs
+// with overlapped buckets need 2^21 actors: more than any limit short of 2,098,176 mappings allows.
+TEST(UserMistakes, ASimulationWhoseActorStacksExceedTheMappingLimitIsRefusedUpFront) {
+  if (edgc::sim::vm_max_map_count() >= edgc::sim::plan_actor_stacks(2097152, 0).maps_unguarded)
+    GTEST_SKIP() << "vm.max_map_count " << edgc::sim::vm_max_map_count() << " fits 2^21 actors";
+  TempDir tmp;
+  const CliRun r = edgc("simulate --scenario " + kSmall +
+                            " --set cluster.nodes=262144 --set parallelism.dp=262144"
+                            " --set parallelism.overlap_grad_reduce=true --set parallelism.microbatches=0"
+                            " --set model.global_batch_size=524288 --out " +
+                            (tmp / "out").string(),
+                        tmp);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("small.json: parallelism.dp: tp 2 x pp 2 x dp 262144 = 1048576 GPUs are simulated by "
+                       "2097152 actors whose stacks need 2098176 memory mappings, more than this machine's "
+                       "vm.max_map_count " +
+                       std::to_string(edgc::sim::vm_max_map_count())),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("raise it (sudo sysctl -w vm.max_map_count="), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(tmp / "out"));
 }
 

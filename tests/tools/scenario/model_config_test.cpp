@@ -121,6 +121,23 @@ TEST_F(ModelConfigFile, IncludeByPathAndWithLocalOverrides) {
   EXPECT_EQ(cb.model.global_batch_size, 16);
 }
 
+TEST_F(ModelConfigFile, ATopLevelKeyOutsideTheCommandsSectionsAndNotesIsAnUnknownSection) {
+  write("s.json", R"({"description": "d", "assumptions": ["a"], "sources": {}, "published": {},
+                      "model": "models/m.json", "compresion": {"window": 20}})");
+  Scenario sc = Scenario::load(path("s.json"));
+  EXPECT_NO_THROW(sc.reject_unknown_sections({"model", "compresion"}));
+  try {
+    sc.reject_unknown_sections({"model", "compression"});
+    ADD_FAILURE() << "a misspelt section was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "compresion");
+    EXPECT_EQ(e.where(), path("s.json"));
+    EXPECT_NE(std::string(e.what()).find("unknown section (this command reads model, compression; notes: "),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(ModelConfigFile, AnIncludedFileMayIncludeAnotherRelativeToItself) {
   write("models/base.json", R"({"model": {"include": "m.json", "layers": 6}})");  // models/m.json, beside it
   write("c.json", R"({"model": {"include": "models/base.json", "global_batch_size": 32}})");

@@ -47,6 +47,8 @@ int run_live_command(const std::vector<std::string>& args) {
   if (o.trace_dir.empty())
     throw UsageError("--trace", "no trace given (use --trace DIR or trace.path in the scenario)");
   sc.reject_unknown({"compression", "live", "trace"});
+  // A replay scenario runs live as it is (its replay section is what live does not read).
+  sc.reject_unknown_sections({"compression", "live", "trace", "replay"});
   o.scenario_path = scenario;
   o.out_dir = out;
   o.policies = scenario::policies_with_baseline(policies.empty() ? o.compression.controller.policy : policies, "live",

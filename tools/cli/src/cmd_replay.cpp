@@ -287,6 +287,8 @@ int run_replay_command(const std::vector<std::string>& args) {
   if (trace.empty()) throw UsageError("--trace", "no trace given (use --trace DIR or trace.path in the scenario)");
   o.trace_dir = trace;
   sc.reject_unknown({"compression", "replay", "trace"});
+  // A live scenario replays as it is (its live section is what replay does not read).
+  sc.reject_unknown_sections({"compression", "replay", "trace", "live"});
   if (backend.empty()) {
     engine::require_backend(o.backend, sc.where(), "replay.backend");
   } else {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -183,6 +184,26 @@ struct Inputs {
   bool compose = false;             ///< simulate.composition allows it and the layout is stage-separable
 };
 
+// Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
+// Returns whether their stacks keep guard pages; says so on stderr when they cannot.
+bool actor_stacks_fit(const sim::ParallelSpec& par, const std::string& w) {
+  const sim::ActorStacks s = sim::plan_actor_stacks(sim::iteration_actors(par), sim::vm_max_map_count());
+  const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
+                           std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
+  const std::string fix = "raise it (sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded) + ")";
+  if (!s.fits)
+    throw ConfigError(w, "parallelism.dp",
+                      gpus + " are simulated by " + std::to_string(s.actors) + " actors whose stacks need " +
+                          std::to_string(s.maps_unguarded) + " memory mappings, more than this machine's " +
+                          "vm.max_map_count " + std::to_string(s.map_limit) + " allows: " + fix +
+                          " or simulate fewer GPUs");
+  if (!s.guard_pages)
+    std::cerr << "edgc: warning: " << w << ": " << gpus << " need " << s.maps_guarded
+              << " memory mappings for actor stacks with guard pages, more than vm.max_map_count " << s.map_limit
+              << ": simulating without guard pages (" << fix << " to keep them)\n";
+  return s.guard_pages;
+}
+
 Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets, const std::string& policies_arg,
                    const std::string& cache_dir) {
   Inputs in;
@@ -197,6 +218,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.model = mc.model;
   st.cost = mc.cost;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
+  st.guard_pages = actor_stacks_fit(st.parallel, w);
   st.variability.compute_jitter_cv = sc.number("variability.compute_jitter_cv", 0.0);
   st.variability.straggler_probability = sc.number("variability.straggler_probability", 0.0);
   st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
@@ -243,8 +265,8 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     backend = sc.string("entropy.backend", backend);
   }
   // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
-  sc.reject_unknown({"cluster", "network", "model", "parallelism", "compute", "compression", "run", "trace", "entropy",
-                     "simulate", "variability"});
+  sc.reject_unknown(simulate_sections());
+  sc.reject_unknown_sections(simulate_sections());
   for (const std::string& p : in.policies) {  // rank bounds (r_max) and policy settings fail here, before any work
     core::ControllerConfig probe = cc;
     probe.policy = p;
@@ -410,6 +432,13 @@ results::EntropySeries entropy_series(const sim::EntropyCurve& source, int stage
 }
 
 }  // namespace
+
+const std::vector<std::string>& simulate_sections() {
+  static const std::vector<std::string> sections = {"cluster", "network",     "model",      "parallelism",
+                                                    "compute", "compression", "run",        "trace",
+                                                    "entropy", "simulate",    "variability"};
+  return sections;
+}
 
 SimulateOutcome run_simulation(const SimulateRequest& request) {
   if (request.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(request.jobs));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/engine/simulation.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
@@ -20,9 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-// The sections simulate reads; it rejects any key under them that its readers left unread (simulation.cpp).
-const std::vector<std::string> kSections = {"cluster", "network", "model",   "parallelism", "compute",    "compression",
-                                            "run",     "trace",   "entropy", "simulate",    "variability"};
 // The sections without a reader in edgc::scenario: the keys simulation.cpp reads itself. Keep in step with it (a key
 // missing here makes a sweep over it fail up front with "unknown key"; tests/tools/engine/sweep_keys_test.cpp scans
 // simulation.cpp for them).
@@ -107,9 +105,10 @@ std::string assignment(const std::string& key, const json& value) {
 void check_spec_keys(const std::string& spec_path, const std::string& base, const std::vector<SpecSetting>& settings) {
   for (const SpecSetting& s : settings) {
     const std::string section = s.key.substr(0, s.key.find('.'));
-    if (std::find(kSections.begin(), kSections.end(), section) == kSections.end()) {
+    const std::vector<std::string>& sections = simulate_sections();
+    if (std::find(sections.begin(), sections.end(), section) == sections.end()) {
       std::string known;
-      for (const std::string& k : kSections) known += (known.empty() ? "" : ", ") + k;
+      for (const std::string& k : sections) known += (known.empty() ? "" : ", ") + k;
       throw ConfigError(spec_path, s.field,
                         "'" + s.key + "': simulate reads no section '" + section + "' (it reads " + known + ")");
     }
@@ -122,6 +121,7 @@ void check_spec_keys(const std::string& spec_path, const std::string& base, cons
   } catch (const InputError&) {
     return;  // an include a value names cannot be read: the points that use it say so
   }
+  sc.reject_unknown_sections(simulate_sections());  // a misspelt section of the base fails every point alike
   // Each reader marks the keys it reads; a reader that stops at a bad value leaves its keys unjudged.
   sim::GpuSpec gpu;
   const auto judge = [&](const std::vector<std::string>& prefixes, const std::function<void()>& read) {

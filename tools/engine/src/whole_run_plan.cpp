@@ -75,7 +75,7 @@ std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
   std::vector<std::function<std::string()>> work;
   for (const sim::DpSyncPlan& plan : plans)
     work.emplace_back([&setup, plan, timeline]() {
-      const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine();
+      const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine(setup.guard_pages);
       sim::sg4::Engine& engine = *engine_ptr;
       const sim::Platform platform = sim::Platform::build(engine, setup.cluster, setup.network);
       sim::IterationOptions options;

@@ -198,6 +198,23 @@ void Scenario::reject_unknown(const std::vector<std::string>& prefixes) const {
   }
 }
 
+const std::vector<std::string> Scenario::kNoteKeys = {"description", "assumptions", "sources", "published"};
+
+void Scenario::reject_unknown_sections(const std::vector<std::string>& sections) const {
+  const auto known = [&](const std::string& k) {
+    return std::find(sections.begin(), sections.end(), k) != sections.end() ||
+           std::find(kNoteKeys.begin(), kNoteKeys.end(), k) != kNoteKeys.end();
+  };
+  for (auto it = doc_.begin(); it != doc_.end(); ++it) {
+    if (known(it.key())) continue;
+    std::string list;
+    for (const std::string& s : sections) list += (list.empty() ? "" : ", ") + s;
+    std::string notes;
+    for (const std::string& s : kNoteKeys) notes += (notes.empty() ? "" : ", ") + s;
+    throw ConfigError(where_, it.key(), "unknown section (this command reads " + list + "; notes: " + notes + ")");
+  }
+}
+
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   Scenario s = Scenario::load(path);
   s.splice_include("cluster");

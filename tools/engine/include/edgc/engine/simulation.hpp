@@ -37,4 +37,8 @@ struct SimulateOutcome {
 /// Throws ConfigError/UsageError (exit 2) on bad input, naming the scenario file and key.
 SimulateOutcome run_simulation(const SimulateRequest& request);
 
+/// The top-level sections simulate reads (besides the notes of Scenario::kNoteKeys); any other top-level key, and
+/// any key under one of them that no reader asked for, is a ConfigError.
+const std::vector<std::string>& simulate_sections();
+
 }  // namespace edgc::engine

@@ -49,6 +49,7 @@ struct SimulationSetup {
   sim::CostParams cost;
   sim::ComputeVariability variability;  ///< the same draws in every simulation of a run (one seed)
   std::string where = "simulate";       ///< the scenario file, named in errors found while simulating
+  bool guard_pages = true;              ///< actor stacks with guard pages (sim::ActorStacks)
 };
 
 /// Simulates each plan once, each in its own child process (at most `jobs` at once), recording timelines when

@@ -49,6 +49,11 @@ class Scenario {
 
   /// Throws ConfigError for any leaf under one of `prefixes` that no read asked for.
   void reject_unknown(const std::vector<std::string>& prefixes) const;
+  /// Throws ConfigError for a top-level key that is neither one of `sections` (what the command reads) nor a note
+  /// no command reads (kNoteKeys): a misspelt section would otherwise be ignored with all its keys.
+  void reject_unknown_sections(const std::vector<std::string>& sections) const;
+  /// Top-level keys that document a scenario and are never read as settings.
+  static const std::vector<std::string> kNoteKeys;
 
   /// The effective document (file plus overrides), for echoing into results.
   const nlohmann::json& json() const noexcept { return doc_; }
