@@ -3,10 +3,10 @@
 #
 #   tools/setup.sh [--test] [--no-sanitize] [--deps-only] [--build-dir DIR] [--build-type TYPE]
 #
-#   --test         after building, run the whole test suite (CTest); then build DIR-asan with ASan + UBSan
-#                  (-DEDGC_SANITIZE=ON) and run the whole suite again under it; fails when either run fails or
-#                  a sanitizer reported an error
-#   --no-sanitize  with --test: skip the sanitizer build and its run
+#   --test         after building, run the whole test suite (CTest); then build DIR-asan with Clang, ASan +
+#                  UBSan and the fuzz targets (-DEDGC_FUZZ=ON), run the whole suite again under it and each fuzz
+#                  target for 10 s; fails when any run fails or a sanitizer reported an error
+#   --no-sanitize  with --test: skip the sanitizer build and its runs
 #
 # Idempotent: packages already present are not reinstalled and `apt-get update` runs at most once per call
 # (and only when something is missing). Works as root on a brand-new Debian 12 machine; uses sudo otherwise.
@@ -75,14 +75,17 @@ ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)" || statu
 [ "$sanitize" -eq 1 ] || exit "$status"
 
 # The same suite under ASan + UBSan (tools/README.md, "Sanitizers"; tests/sanitizer/README.md), in its own build
-# directory. -O1 and line tables keep the build short and the reports readable; CUDA is left out (nvcc's objects
-# are not instrumented and the GPU tests skip without a device). ASan and LSan write to DIR-asan/sanitizer-reports/;
-# an error there fails the run even where the process that wrote it exited 0 (files holding only SimGrid's stack
-# warning do not).
+# directory, built by Clang with libFuzzer's instrumentation (-DEDGC_FUZZ=ON sanitizes every object and adds the
+# fuzz targets of tests/fuzz). -O1 and line tables keep the build short and the reports readable; CUDA is left out
+# (nvcc's objects are not instrumented and the GPU tests skip without a device). ASan and LSan write to
+# DIR-asan/sanitizer-reports/; an error there fails the run even where the process that wrote it exited 0 (files
+# holding only SimGrid's stack warning do not). Then every fuzz target runs for a few seconds on its seeds and past
+# findings (tests/fuzz/regressions): a regression guard, not a campaign (tests/fuzz/run_fuzzers.sh runs those).
 asan_dir="$build_dir-asan"
 if [ ! -f "$asan_dir/CMakeCache.txt" ]; then
-  cmake -S "$repo" -B "$asan_dir" "${generator[@]}" -DEDGC_SANITIZE=ON -DEDGC_ENABLE_CUDA=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+  cmake -S "$repo" -B "$asan_dir" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DEDGC_FUZZ=ON -DEDGC_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 fi
 start=$(date +%s)
 cmake --build "$asan_dir" --parallel "$(nproc)"
@@ -97,6 +100,9 @@ if [ -n "$reports" ]; then
   echo "setup: sanitizer reports above ($(echo "$reports" | wc -l) files in $asan_dir/sanitizer-reports)" >&2
   asan_status=1
 fi
-echo "setup: sanitizer build $((built - start)) s, sanitizer tests $(($(date +%s) - built)) s, status $asan_status"
+tested=$(date +%s)
+"$repo/tests/fuzz/run_fuzzers.sh" "$asan_dir" --time 10 || asan_status=1
+echo "setup: sanitizer build $((built - start)) s, sanitizer tests $((tested - built)) s," \
+  "fuzz regression runs $(($(date +%s) - tested)) s, status $asan_status"
 [ "$status" -ne 0 ] || status=$asan_status
 exit "$status"

@@ -9,7 +9,8 @@
 #   --time S   seconds per target at most (default 1200)
 #   TARGET     e.g. scenario nccl_log (default: every edgc_fuzz_* binary in BUILD_DIR/tests/fuzz)
 #
-# Each target reads its seeds (BUILD_DIR/tests/fuzz/seeds/T: links to bundled files and test data) and grows its own
+# Each target reads its seeds (BUILD_DIR/tests/fuzz/seeds/T: links to bundled files and test data) and the inputs of
+# past findings (tests/fuzz/regressions/T), and grows its own
 # corpus in BUILD_DIR/tests/fuzz/corpus/T (kept between runs). A finding (crash, sanitizer report, foreign
 # exception, an input over 10 s or 2 GB) stops that target and leaves the input in BUILD_DIR/tests/fuzz/findings/T/.
 # Prints one line per target: executions, seconds, new corpus size, findings. Exit code 1 when any target found
@@ -46,6 +47,8 @@ for t in "${targets[@]}"; do
   [ -x "$bin" ] || { echo "run_fuzzers.sh: $bin is missing" >&2; exit 2; }
   mkdir -p "$fuzz/corpus/$t" "$fuzz/findings/$t"
   dict=()
+  regressions=()  # past findings (tests/fuzz/regressions/T): read first, like the seeds, never written
+  [ -d "$here/regressions/$t" ] && regressions=("$here/regressions/$t")
   [ -f "$here/$t.dict" ] && dict=(-dict="$here/$t.dict")
   log="$fuzz/findings/$t.log"
   stamp="$fuzz/findings/.$t.start"
@@ -53,7 +56,8 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   rc=0
   nice -n 10 "$bin" "${dict[@]}" -runs="$runs" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$fuzz/findings/$t/" "$fuzz/corpus/$t" "$fuzz/seeds/$t" >"$log" 2>&1 || rc=$?
+    -print_final_stats=1 -artifact_prefix="$fuzz/findings/$t/" "$fuzz/corpus/$t" "$fuzz/seeds/$t" \
+    "${regressions[@]}" >"$log" 2>&1 || rc=$?
   elapsed=$(($(date +%s) - start))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   found=$(find "$fuzz/findings/$t" -type f -newer "$stamp" | wc -l)
