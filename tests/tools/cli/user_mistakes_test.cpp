@@ -302,7 +302,13 @@ TEST(UserMistakes, DegenerateTracesReplayAndSimulateWithAWarning) {
     EXPECT_TRUE(fs::exists(r_out / "replay.json")) << e.trace;
     const CliRun s = edgc("simulate --scenario " + kSmall + from_trace + trace + " --out " + s_out.string(), tmp);
     EXPECT_EQ(s.code, 0) << e.trace << ": " << s.err;
-    EXPECT_TRUE(fs::exists(s_out / "result.json")) << e.trace;
+    ASSERT_TRUE(fs::exists(s_out / "result.json")) << e.trace;
+    // result.json keeps simulate's warnings (the same lines, without the "edgc: warning: " prefix)
+    const json warnings = json::parse(read_file(s_out / "result.json")).at("warnings");
+    ASSERT_EQ(warnings.size(), e.simulate.empty() ? 0U : 1U) << e.trace << ": " << warnings.dump();
+    if (!e.simulate.empty()) {
+      EXPECT_EQ("edgc: warning: " + warnings[0].get<std::string>() + "\n", s.err) << e.trace;
+    }
     for (const auto& [run, expected] : {std::pair{&r, e.replay}, std::pair{&s, e.simulate}}) {
       if (expected.empty()) {
         EXPECT_TRUE(run->err.empty()) << e.trace << ": " << run->err;

@@ -9,7 +9,6 @@
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/engine/simulation.hpp"
-#include "edgc/engine/trace_health.hpp"
 #include "edgc/report/report.hpp"
 #include "edgc/results/result_console.hpp"
 
@@ -57,7 +56,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   request.jobs = jobs;
   request.timeline = !timeline.empty();
   const engine::SimulateOutcome outcome = engine::run_simulation(request);
-  for (const std::string& w : engine::trace_warnings(outcome.result)) std::cerr << "edgc: warning: " << w << "\n";
+  for (const std::string& w : outcome.warnings) std::cerr << "edgc: warning: " << w << "\n";
   write_file_atomic(staging.path() / "result.json", results::to_json(outcome.result).dump(2) + "\n");
   if (request.timeline) write_file_atomic(timeline, outcome.timeline.dump() + "\n");
   staging.commit();

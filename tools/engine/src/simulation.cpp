@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <iostream>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -14,6 +13,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/engine/replay.hpp"
+#include "edgc/engine/trace_health.hpp"
 #include "edgc/engine/whole_run_plan.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/scenario/compression_config.hpp"
@@ -178,15 +178,16 @@ struct Inputs {
   std::int64_t iterations = 0;
   std::vector<std::string> policies;
   std::unique_ptr<sim::EntropyCurve> source;
-  ordered_json source_description;  ///< result.json's "entropy": how the curve was made
-  ordered_json memory;              ///< result.json's "memory"
-  std::string setup_key;            ///< the sections that determine one iteration's simulation, as read (cache key)
-  bool compose = false;             ///< simulate.composition allows it and the layout is stage-separable
+  ordered_json source_description;    ///< result.json's "entropy": how the curve was made
+  ordered_json memory;                ///< result.json's "memory"
+  std::string setup_key;              ///< the sections that determine one iteration's simulation, as read (cache key)
+  bool compose = false;               ///< simulate.composition allows it and the layout is stage-separable
+  std::vector<std::string> warnings;  ///< found while reading: what the run goes on with but the user should know
 };
 
 // Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
-// Returns whether their stacks keep guard pages; says so on stderr when they cannot.
-bool actor_stacks_fit(const sim::ParallelSpec& par, const std::string& w) {
+// Returns whether their stacks keep guard pages; adds a warning when they cannot.
+bool actor_stacks_fit(const sim::ParallelSpec& par, const std::string& w, std::vector<std::string>& warnings) {
   const sim::ActorStacks s = sim::plan_actor_stacks(sim::iteration_actors(par), sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
@@ -198,9 +199,9 @@ bool actor_stacks_fit(const sim::ParallelSpec& par, const std::string& w) {
                           "vm.max_map_count " + std::to_string(s.map_limit) + " allows: " + fix +
                           " or simulate fewer GPUs");
   if (!s.guard_pages)
-    std::cerr << "edgc: warning: " << w << ": " << gpus << " need " << s.maps_guarded
-              << " memory mappings for actor stacks with guard pages, more than vm.max_map_count " << s.map_limit
-              << ": simulating without guard pages (" << fix << " to keep them)\n";
+    warnings.push_back(w + ": " + gpus + " need " + std::to_string(s.maps_guarded) +
+                       " memory mappings for actor stacks with guard pages, more than vm.max_map_count " +
+                       std::to_string(s.map_limit) + ": simulating without guard pages (" + fix + " to keep them)");
   return s.guard_pages;
 }
 
@@ -218,7 +219,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.model = mc.model;
   st.cost = mc.cost;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
-  st.guard_pages = actor_stacks_fit(st.parallel, w);
+  st.guard_pages = actor_stacks_fit(st.parallel, w, in.warnings);
   st.variability.compute_jitter_cv = sc.number("variability.compute_jitter_cv", 0.0);
   st.variability.straggler_probability = sc.number("variability.straggler_probability", 0.0);
   st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
@@ -485,6 +486,9 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
     result.runs.push_back(result_run(runs[i], totals[i], base, gpu_hours_of(totals[i]), cl.price_per_gpu_hour_usd));
   result.entropy_series = entropy_series(*in.source, in.setup.parallel.pp, in.iterations);
   if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);
+  out.warnings = in.warnings;
+  for (std::string& w : trace_warnings(result)) out.warnings.push_back(std::move(w));
+  result.sections["warnings"] = out.warnings;
   return out;
 }
 

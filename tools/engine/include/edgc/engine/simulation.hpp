@@ -32,6 +32,9 @@ struct SimulateOutcome {
   results::ResultDocument result;   ///< the result.json document (schema edgc.result/1)
   nlohmann::ordered_json timeline;  ///< Chrome-trace JSON when requested, else null
   int simulated = 0;                ///< simulations run by this call (not read from the cache)
+  /// What the run went on with but the user should know (a degenerate trace, actor stacks without guard pages),
+  /// one line each naming the scenario or trace; also result.json's "warnings".
+  std::vector<std::string> warnings;
 };
 
 /// Throws ConfigError/UsageError (exit 2) on bad input, naming the scenario file and key.
