@@ -208,6 +208,32 @@ TEST(Report, ResultWithoutEntropySeriesSkipsThatChartWithANote) {
   EXPECT_TRUE(fs::exists(dir / "report/simulate-ranks-edgc.svg"));
 }
 
+TEST(Report, SimulateWarningsAreListedAboveTheSummaryEscaped) {
+  TempDir tmp;
+  const fs::path dir = tmp / "warned";
+  fs::create_directories(dir);
+  ordered_json j = ordered_json::parse(read_file(kFixtures / "simulate/result.json"));
+  j["warnings"] = {"t: one captured iteration <only>", "second"};
+  write_file(dir / "result.json", j.dump());
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  const std::string html = read_file(dir / "report.html");
+  const std::size_t warned = html.find("t: one captured iteration &lt;only&gt;");
+  ASSERT_NE(warned, std::string::npos);
+  EXPECT_LT(warned, html.find("second"));
+  EXPECT_NE(html.find("Warnings (simulate printed them too)"), std::string::npos);
+
+  j["warnings"] = {"fine", 3};
+  write_file(dir / "result.json", j.dump());
+  fs::remove(dir / "report.html");
+  fs::remove_all(dir / "report");
+  const Failure f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("result.json: warnings[1]: expected a string"), std::string::npos) << f.err;
+}
+
 TEST(ReportRejects, MissingOrEmptyDirectory) {
   TempDir tmp;
   const auto missing = edgc("report " + (tmp / "nope").string(), tmp);

@@ -29,6 +29,7 @@ struct SimulateResult {
   std::string setup;  ///< one line on cluster, layout, model and run length; empty when the file lacks them
   std::vector<SimulatedRun> runs;
   std::optional<EntropySeries> entropy;  ///< absent in results written before entropy_series existed
+  std::vector<std::string> warnings;     ///< result.json's warnings[] (absent in older results: none)
 };
 
 SimulateResult read_simulate_result(const std::filesystem::path& file);
