@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,7 @@ struct IterationState {
   std::vector<sg4::Mailbox*> p2p_inbox;
   std::vector<std::int64_t> p2p_taken;
   std::vector<RankRecord> records;
+  IterationProgress progress;  // IterationOptions::on_progress
 
   std::size_t channel(P2p purpose, int rank, int chunk) const {
     return (static_cast<std::size_t>(purpose) * static_cast<std::size_t>(layout.world_size()) +
@@ -220,6 +222,7 @@ class GpuWorker {
     embedding_sync();
     optimizer_step();
     record().finish_s = now();
+    ++state_->progress.gpus_done;
     XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
   }
 
@@ -325,6 +328,7 @@ class GpuWorker {
     const std::string name = "F" + pass_name(mb, chunk);
     compute(varied(w.forward_flops, mb, chunk, false), name);
     tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, "tp " + name);
+    ++state_->progress.passes_done;
     if (coord_.pp < p - 1) {
       send(P2p::kActivation, coord_.pp + 1, chunk);
     } else if (chunk < v - 1) {
@@ -340,6 +344,7 @@ class GpuWorker {
     const std::string name = "B" + pass_name(mb, chunk);
     compute(varied(w.backward_flops, mb, chunk, true), name);
     tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, "tp " + name);
+    ++state_->progress.passes_done;
     if (coord_.pp > 0) {
       send(P2p::kGradient, coord_.pp - 1, chunk);
     } else if (chunk > 0) {
@@ -593,7 +598,21 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
 
   for (int r = 0; r < layout.world_size(); ++r)
     sg4::Actor::create("gpu" + std::to_string(r), platform.gpu(r), GpuWorker(&state, r));
+  // The engine keeps its callbacks for good: this one reaches the progress hook through `hook`, emptied once the
+  // run is over, so that a later simulation in this process calls nothing of this one.
+  const auto hook = std::make_shared<std::function<void()>>();
+  if (options.on_progress) {
+    // Every GPU runs a forward and a backward pass per micro-batch and model chunk.
+    state.progress.gpus_total = layout.world_size();
+    state.progress.passes_total = state.progress.gpus_total * 2 * par.microbatches * par.virtual_stages;
+    *hook = [&state, &options] { options.on_progress(state.progress); };
+    sg4::Engine::on_time_advance_cb([hook](double) {
+      if (*hook) (*hook)();
+    });
+  }
   engine.run();
+  if (*hook) (*hook)();  // the last passes end at the last time advance, after its callback
+  *hook = nullptr;
 
   IterationResult result;
   result.stages.resize(static_cast<std::size_t>(par.pp));

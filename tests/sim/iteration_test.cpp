@@ -124,6 +124,35 @@ TEST(ComputeOnly, InterleavedMatchesClosedForm) {
 }
 TEST(ComputeOnly, OneFOneBMatchesClosedForm) { expect_compute_only_pipeline(PipelineSchedule::kOneFOneB); }
 
+// The progress hook counts every GPU's forward and backward passes up to their total, 2·m·v per GPU, and the GPUs
+// through their iteration, never backwards and never past the totals.
+TEST(ComputeOnly, ProgressCountsPassesUpToTheirTotal) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(1e6, 1e-3), NetworkProfile{});
+  const int m = 8;
+  const int p = 4;
+  const int v = 2;
+  ParallelSpec par = layout(1, p, 1, PipelineSchedule::kInterleaved);
+  par.virtual_stages = v;
+  IterationOptions options;
+  std::int64_t calls = 0;
+  IterationProgress last;
+  bool monotone = true;
+  options.on_progress = [&](const IterationProgress& now) {
+    ++calls;
+    monotone = monotone && now.passes_done >= last.passes_done && now.passes_done <= now.passes_total &&
+               now.gpus_done >= last.gpus_done && now.gpus_done <= now.gpus_total;
+    last = now;
+  };
+  (void)simulate_iteration(engine(), platform, wide_model(128, m), par, pipeline_only_params(), uncompressed_plan(p),
+                           options);
+  EXPECT_GT(calls, 1);
+  EXPECT_TRUE(monotone);
+  EXPECT_EQ(last.passes_total, 2 * m * v * p);
+  EXPECT_EQ(last.passes_done, last.passes_total);
+  EXPECT_EQ(last.gpus_total, p);
+  EXPECT_EQ(last.gpus_done, p);
+}
+
 // pp = 2, dp = 2: after the syncs the first and last stage all-reduce the word-embedding gradient (a ring of
 // two: 2 steps of half the bytes; the two DP replicas' rings share no NVSwitch link), then the optimizer step.
 TEST(Finish, EmbeddingAllReduceThenOptimizerStep) {

@@ -35,6 +35,7 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <simgrid/s4u.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,7 @@ struct Sample {
   std::uint64_t time_advances = 0;
   std::uint64_t completions = 0;  // Activity::on_completion
   int tp_closed_form = 0;         // 1 when the TP all-reduces ran as their closed form
+  int guard_pages = 1;            // 0 when actor stacks ran without guard pages (sim::ActorStacks)
 };
 
 struct Case {
@@ -134,6 +136,16 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
                                                           : edgc::sim::powersgd_plan(mc.parallel.pp, c.powersgd_rank);
 
   std::vector<std::string> args = {"edgc_bench_iteration"};
+  // As edgc simulate does (sim::ActorStacks): actor stacks lose their guard pages where only that fits
+  // vm.max_map_count, and a case that does not fit even so is refused before SimGrid fails on it.
+  const edgc::sim::ActorStacks stacks =
+      edgc::sim::plan_actor_stacks(edgc::sim::iteration_actors(mc.parallel), edgc::sim::vm_max_map_count());
+  if (!stacks.fits)
+    throw std::runtime_error(std::to_string(c.gpus) + " GPUs: " + std::to_string(stacks.maps_unguarded) +
+                             " memory mappings for actor stacks exceed vm.max_map_count " +
+                             std::to_string(stacks.map_limit));
+  if (!stacks.guard_pages) args.emplace_back("--cfg=contexts/guard-size:0");
+  s.guard_pages = stacks.guard_pages ? 1 : 0;
   for (const std::string& cfg : cfgs) args.push_back("--cfg=" + cfg);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -258,6 +270,7 @@ nlohmann::ordered_json row_json(const Base& b, const Case& c, const Series& m, c
           {"plan", plan_name(c)},
           {"powersgd_rank", c.powersgd_rank},
           {"tp_closed_form", first.tp_closed_form != 0},
+          {"stack_guard_pages", first.guard_pages != 0},
           {"check_rel_diff_vs_ring", or_null(check_rel >= 0, check_rel)},
           {"build_wall_s", m.build},
           {"simulate_wall_s", m.sim},

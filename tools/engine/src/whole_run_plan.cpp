@@ -1,7 +1,13 @@
 #include "edgc/engine/whole_run_plan.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -12,6 +18,41 @@
 #include "edgc/sim/platform.hpp"
 
 namespace edgc::engine {
+namespace {
+
+// A progress line on stderr for a simulation that takes a while, when stderr is a terminal: from 2 s on, once a
+// second, "edgc: simulating 3/15 (64/64/64/full, 4096 GPUs): 100 % of passes, 1024 of 4096 GPUs through the syncs,
+// 12 s", erased when the run ends (sim::IterationProgress).
+class ProgressLine {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit ProgressLine(std::string label) : label_(std::move(label)) {}
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+  ~ProgressLine() {
+    if (shown_) std::fputs("\r\033[K", stderr);
+  }
+  void operator()(const sim::IterationProgress& p) {
+    const Clock::time_point now = Clock::now();
+    if (now < next_) return;
+    next_ = now + std::chrono::seconds(1);
+    shown_ = true;
+    const double percent =
+        p.passes_total > 0 ? 100.0 * static_cast<double>(p.passes_done) / static_cast<double>(p.passes_total) : 0.0;
+    std::fprintf(stderr, "\r\033[Kedgc: simulating %s: %.0f %% of passes, %lld of %lld GPUs through the syncs, %.0f s",
+                 label_.c_str(), percent, static_cast<long long>(p.gpus_done), static_cast<long long>(p.gpus_total),
+                 std::chrono::duration<double>(now - start_).count());
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string label_;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point next_ = start_ + std::chrono::seconds(2);
+  bool shown_ = false;
+};
+
+}  // namespace
 
 using nlohmann::ordered_json;
 
@@ -73,8 +114,9 @@ sim::IterationResult iteration_from_json(const nlohmann::json& j) {
 std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
                                                  const std::vector<sim::DpSyncPlan>& plans, bool timeline, int jobs) {
   std::vector<std::function<std::string()>> work;
-  for (const sim::DpSyncPlan& plan : plans)
-    work.emplace_back([&setup, plan, timeline]() {
+  const bool on_terminal = ::isatty(STDERR_FILENO) == 1;
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    work.emplace_back([&setup, plan = plans[i], timeline, on_terminal, i, n = plans.size()]() {
       const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine(setup.guard_pages);
       sim::sg4::Engine& engine = *engine_ptr;
       const sim::Platform platform = sim::Platform::build(engine, setup.cluster, setup.network);
@@ -82,6 +124,12 @@ std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
       options.record_timeline = timeline;
       options.variability = setup.variability;
       options.where = setup.where;
+      std::optional<ProgressLine> progress;
+      if (on_terminal) {
+        progress.emplace(std::to_string(i + 1) + "/" + std::to_string(n) + " (" + plan_label(plan) + ", " +
+                         std::to_string(setup.cluster.total_gpus()) + " GPUs)");
+        options.on_progress = [&progress](const sim::IterationProgress& p) { (*progress)(p); };
+      }
       const sim::IterationResult r =
           sim::simulate_iteration(engine, platform, setup.model, setup.parallel, setup.cost, plan, options);
       return iteration_to_json(r, timeline).dump();

@@ -34,6 +34,7 @@
 // Pipeline messages are pp_p2p_bytes() each; with Megatron's scatter/gather the receiver then waits the closed form
 // of its TP group's all-gather of the whole tensor (contention-free NVLink ring, not simulated as messages).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,15 @@ DpSyncPlan uncompressed_plan(int pp);
 /// Every stage PowerSGD at `rank`.
 DpSyncPlan powersgd_plan(int pp, int rank);
 
+/// How far a simulated iteration has come (IterationOptions::on_progress): the GPUs' forward and backward passes
+/// finished over all GPUs, then the GPUs through their whole iteration (syncs, embedding all-reduce, optimizer).
+struct IterationProgress {
+  std::int64_t passes_done = 0;
+  std::int64_t passes_total = 0;
+  std::int64_t gpus_done = 0;
+  std::int64_t gpus_total = 0;
+};
+
 struct IterationOptions {
   bool record_timeline = false;  ///< fill IterationResult::timeline
   /// Run every TP all-reduce as ring messages even where tp_closed_form_applies() (for tests and benchmarks that
@@ -72,6 +82,8 @@ struct IterationOptions {
   ComputeVariability variability;  ///< jitter and stragglers; none by default
   /// Named in ConfigErrors about the layout, plan and variability: the scenario file the caller read them from.
   std::string where = "simulate_iteration";
+  /// When set, called whenever simulated time advances (often: throttle in the callback) and once at the end.
+  std::function<void(const IterationProgress&)> on_progress;
 };
 
 /// One interval of one GPU's activity, for a Chrome-trace writer. Times in seconds from the iteration's start.
