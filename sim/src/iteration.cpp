@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "edgc/core/error.hpp"
@@ -83,18 +84,22 @@ struct IterationState {
 
   ParallelSpec parallel;
   Layout layout;
+  const Platform* platform = nullptr;
   std::uint64_t p2p_bytes = 0;
   double p2p_gather_s = 0.0;  // receiver's TP all-gather after a scattered pipeline message (closed form)
   double t0 = 0.0;
   bool record_timeline = false;
   ComputeVariability variability;
   bool tp_closed_form = false;  // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
+  bool dp_closed_form = false;  // DP rings likewise (see dp_rings_are_contention_free)
   std::vector<StageWork> stages;
   std::vector<Group> tp_groups;              // index stage · dp + dp_index
   std::vector<Group> dp_groups;              // index stage · tp + tp_index
   std::vector<Group> embedding_groups;       // index dp_index · tp + tp_index: {stage 0, stage pp − 1}
   std::vector<sg4::BarrierPtr> tp_barriers;  // one per TP group, same index; only with tp_closed_form
   std::vector<int> tp_arrived;               // members of each TP group inside the current all-reduce
+  std::vector<sg4::BarrierPtr> dp_barriers;  // one per DP group, same index; only with dp_closed_form
+  std::vector<int> dp_arrived;               // members of each DP group inside the current all-reduce
   // Pipeline channels, one per purpose (activations, gradients), receiving rank and model chunk (channel()):
   // the receiver's mailbox, and how many messages the receiver has taken from it so far.
   std::vector<sg4::Mailbox*> p2p_inbox;
@@ -182,6 +187,54 @@ bool tp_rings_are_contention_free(const Platform& platform, const Layout& layout
     }
   }
   return true;
+}
+
+// Whether every DP ring all-reduce may be replaced by "wait for the whole DP group, then sleep its closed form"
+// without changing any simulated time: the argument of tp_rings_are_contention_free, for rings between nodes.
+// Each hop of every DP ring must be alone on its links whenever it runs:
+//  * SimGrid's plain CM02, and a star fabric (routes between nodes add no links to the two NICs'), one NIC per GPU
+//    (so a NIC's up-link only carries what its GPU sends and its down-link what that GPU receives), every DP peer on
+//    another node, and every hop's route exactly its two NIC links, no link used by two hops of all the DP rings;
+//  * nothing else in flight on those links meanwhile: a GPU's DP sync starts after its last backward pass, when
+//    every pipeline message it sends has arrived and every one it receives has been taken, and a hop into a peer
+//    starts only once that peer has posted its receive, i.e. has reached its own sync; the embedding all-reduce
+//    and the optimizer step come after the sync. Not so for buckets overlapped with the final backward pass when
+//    pp > 1: that pass's pipeline send leaves by the same NIC up-link, so the rings stay messages there;
+//  * every hop of a DP group has the same route latency and bandwidth.
+// Then, as for TP, every member ends each all-reduce at (latest arrival) + 2(D − 1)·lone_transfer_s(chunk).
+bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par,
+                                  const std::vector<Group>& dp_groups) {
+  const ClusterSpec& spec = platform.spec();
+  if (!plain_cm02() || spec.fabric != Fabric::kStar || spec.nics_per_node != spec.gpus_per_node) return false;
+  if (par.overlap_grad_reduce && par.pp > 1) return false;
+  std::unordered_set<const sg4::Link*> used;
+  for (const Group& g : dp_groups) {
+    if (g.size() < 2) continue;
+    const Route first = route_between(g.hosts[0], g.hosts[1]);
+    for (int i = 0; i < g.size(); ++i) {
+      const sg4::Host* a = g.hosts[static_cast<std::size_t>(i)];
+      const sg4::Host* b = g.hosts[static_cast<std::size_t>((i + 1) % g.size())];
+      const Route hop = route_between(a, b);
+      if (a->get_englobing_zone() == b->get_englobing_zone() || hop.latency_s != first.latency_s ||
+          hop.bottleneck_Bps != first.bottleneck_Bps || hop.links.size() != 2)
+        return false;
+      for (const sg4::Link* link : hop.links)
+        if (!used.insert(link).second) return false;
+    }
+  }
+  return true;
+}
+
+// The DP groups of `layout` on `platform`, index stage · tp + tp_index, members by dp index.
+std::vector<Group> make_dp_groups(const Platform& platform, const Layout& layout) {
+  std::vector<Group> groups;
+  for (int s = 0; s < layout.pp(); ++s)
+    for (int t = 0; t < layout.tp(); ++t) {
+      Group g{{}, "dp-s" + std::to_string(s) + "t" + std::to_string(t)};
+      for (int r : layout.dp_group(layout.rank_of({t, s, 0}))) g.hosts.push_back(platform.gpu(r));
+      groups.push_back(std::move(g));
+    }
+  return groups;
 }
 
 // One GPU: runs its stage's schedule, then its stage's DP sync.
@@ -355,8 +408,20 @@ class GpuWorker {
   void dp_all_reduce(std::uint64_t bytes, const std::string& name) const {
     if (state_->parallel.dp == 1 || bytes == 0) return;
     const double start = now();
-    const Group& g = state_->dp_groups[static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp)];
-    ring_all_reduce(g, coord_.dp, bytes);
+    const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp);
+    const Group& g = state_->dp_groups[group];
+    if (state_->dp_closed_form) {
+      // As tp_all_reduce's closed form: the last member to arrive sleeps the contention-free ring, then the
+      // group's barrier releases everyone (dp_rings_are_contention_free).
+      int& arrived = state_->dp_arrived[group];
+      if (++arrived == state_->parallel.dp) {
+        arrived = 0;
+        sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes));
+      }
+      state_->dp_barriers[group]->wait();
+    } else {
+      ring_all_reduce(g, coord_.dp, bytes);
+    }
     record().dp_comms.push_back({start, now()});
     note(name, "dp", start);
   }
@@ -536,6 +601,12 @@ double part_after(const Interval& a, double after_s) { return std::max(0.0, a.en
 
 }  // namespace
 
+bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
+  if (parallel.dp < 2) return false;
+  const Layout layout(parallel, platform.gpus_per_node());
+  return dp_rings_are_contention_free(platform, parallel, make_dp_groups(platform, layout));
+}
+
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
   if (parallel.tp < 2) return false;
   const Layout layout(parallel, platform.gpus_per_node());
@@ -562,12 +633,7 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   state.variability = options.variability;
   const Layout& layout = state.layout;
   state.tp_groups = make_tp_groups(platform, layout);
-  for (int s = 0; s < par.pp; ++s)
-    for (int t = 0; t < par.tp; ++t) {
-      Group g{{}, "dp-s" + std::to_string(s) + "t" + std::to_string(t)};
-      for (int r : layout.dp_group(layout.rank_of({t, s, 0}))) g.hosts.push_back(platform.gpu(r));
-      state.dp_groups.push_back(std::move(g));
-    }
+  state.dp_groups = make_dp_groups(platform, layout);
   if (const double gather = pp_gather_bytes(model, par); gather > 0 && par.pp > 1) {
     const Group& g = state.tp_groups.front();
     state.p2p_gather_s = (par.tp - 1) * platform.lone_transfer_s(g.hosts[0], g.hosts[1], gather / par.tp);
@@ -585,6 +651,14 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
       state.tp_barriers.push_back(sg4::Barrier::create(static_cast<unsigned>(par.tp)));
   state.tp_arrived.assign(state.tp_groups.size(), 0);
   XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
+  state.platform = &platform;
+  state.dp_closed_form =
+      par.dp > 1 && !options.force_dp_ring && dp_rings_are_contention_free(platform, par, state.dp_groups);
+  if (state.dp_closed_form)
+    for (std::size_t g = 0; g < state.dp_groups.size(); ++g)
+      state.dp_barriers.push_back(sg4::Barrier::create(static_cast<unsigned>(par.dp)));
+  state.dp_arrived.assign(state.dp_groups.size(), 0);
+  XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   for (int s = 0; s < par.pp; ++s)
     state.stages.push_back(stage_work(platform, model, par, params, s, plan[static_cast<std::size_t>(s)],
                                       state.tp_groups[static_cast<std::size_t>(s * par.dp)]));

@@ -79,6 +79,8 @@ struct IterationOptions {
   /// Run every TP all-reduce as ring messages even where tp_closed_form_applies() (for tests and benchmarks that
   /// compare the two; the results agree to rounding, ~1e-13 relative).
   bool force_tp_ring = false;
+  /// Likewise for the DP all-reduces where dp_closed_form_applies().
+  bool force_dp_ring = false;
   ComputeVariability variability;  ///< jitter and stragglers; none by default
   /// Named in ConfigErrors about the layout, plan and variability: the scenario file the caller read them from.
   std::string where = "simulate_iteration";
@@ -132,6 +134,13 @@ struct IterationResult {
 /// true when tp > 1 on NVSwitch nodes, every pipeline neighbour and DP peer of every GPU is on another node, and
 /// SimGrid runs plain CM02 (plain_cm02()), i.e. when the rings provably share no link with any other transfer.
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
+
+/// Whether simulate_iteration() runs the DP all-reduces (ring, buckets, PowerSGD's P and Q and the uncompressed
+/// rest) as their closed form, unless IterationOptions::force_dp_ring: true when dp > 1 on a star fabric with one NIC
+/// per GPU, every DP peer of every GPU on another node, plain CM02, and no bucket overlapped with a backward pass
+/// whose pipeline sends use the same NIC (overlap_grad_reduce with pp > 1): then every hop of every DP ring is
+/// provably alone on its two NIC links whenever it runs.
+bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
 
 /// Simulates one iteration on `platform` (built by Platform::build in this process, engine not yet run) and
 /// runs `engine` to completion: call once per process. `parallel` is checked with validate() against

@@ -1,8 +1,9 @@
-// The closed form of the tensor-parallel all-reduces (a barrier of the TP group, then one sleep) against the ring
-// it replaces (IterationOptions::force_tp_ring): every figure of the iteration must agree within 1e-9 relative on
-// layouts where the closed form applies, for every schedule, PowerSGD, the calibrated network profile, and compute
-// jitter with stragglers (TP members then arrive at different times); and layouts where it does not apply must
-// still run the ring. Each comparison simulates twice, each time in a forked child (one simulation per process).
+// The closed forms of the tensor-parallel and data-parallel all-reduces (a barrier of the group, then one sleep)
+// against the rings they replace (IterationOptions::force_tp_ring, force_dp_ring): every figure of the iteration
+// must agree within 1e-9 relative on layouts where a closed form applies, for every schedule, PowerSGD, the
+// calibrated network profile, and compute jitter with stragglers (members then arrive at different times); and
+// layouts where it does not apply must still run the ring. Each comparison simulates twice, each time in a forked
+// child (one simulation per process).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -71,8 +72,9 @@ struct Scenario {
   IterationOptions options;
 };
 
-// One simulation of `s`; the extra numbers are: comms posted, 1 when the closed form applies.
-std::string simulate(const Scenario& s, bool force_ring) {
+// One simulation of `s`; the extra numbers are: comms posted, 1 when the TP closed form applies, 1 when the DP one
+// does.
+std::string simulate(const Scenario& s, bool force_ring, bool force_dp_ring = false) {
   std::uint64_t comms = 0;
   sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
   const Platform platform = Platform::build(engine(), s.cluster, s.profile);
@@ -80,26 +82,33 @@ std::string simulate(const Scenario& s, bool force_ring) {
   const ParallelSpec par = validate(model, s.parallel, s.cluster);
   IterationOptions options = s.options;
   options.force_tp_ring = force_ring;
+  options.force_dp_ring = force_dp_ring;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, CostParams{}, s.plan, options);
-  return test::to_text(r, {static_cast<double>(comms), tp_closed_form_applies(platform, par) ? 1.0 : 0.0});
+  return test::to_text(r, {static_cast<double>(comms), tp_closed_form_applies(platform, par) ? 1.0 : 0.0,
+                           dp_closed_form_applies(platform, par) ? 1.0 : 0.0});
 }
 
 // Simulates `s` with the closed form (where it applies) and with the forced ring, and compares every figure.
 // Returns {closed-form run, ring run}.
-std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenario& s) {
+// `which`: the collective whose ring is forced in the second run (the other keeps whatever applies in both).
+enum class Rings { kTp, kDp };
+std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenario& s, Rings which = Rings::kTp) {
   const ChildResult fast = test::simulate_in_child([&s] { return simulate(s, false); });
-  const ChildResult ring = test::simulate_in_child([&s] { return simulate(s, true); });
+  const ChildResult ring =
+      test::simulate_in_child([&s, which] { return simulate(s, which == Rings::kTp, which == Rings::kDp); });
   EXPECT_GT(fast.result.iteration_s, 0.0);
   test::expect_same_result(fast.result, ring.result);
   return {fast, ring};
 }
 
-// Where the closed form applies, the TP rings are gone: far fewer messages than with the forced ring.
-void expect_closed_form_taken(const std::pair<ChildResult, ChildResult>& runs) {
-  ASSERT_EQ(runs.first.extra.size(), 2U);
-  ASSERT_EQ(runs.second.extra.size(), 2U);
-  EXPECT_EQ(runs.first.extra[1], 1.0) << "tp_closed_form_applies() should hold for this layout";
-  EXPECT_LT(runs.first.extra[0] * 5, runs.second.extra[0])
+// Where the closed form applies, the rings are gone: far fewer messages than with the forced ring.
+void expect_closed_form_taken(const std::pair<ChildResult, ChildResult>& runs, Rings which = Rings::kTp) {
+  ASSERT_EQ(runs.first.extra.size(), 3U);
+  ASSERT_EQ(runs.second.extra.size(), 3U);
+  EXPECT_EQ(runs.first.extra[which == Rings::kTp ? 1 : 2], 1.0)
+      << (which == Rings::kTp ? "tp" : "dp") << "_closed_form_applies() should hold for this layout";
+  // The TP rings carry most messages; the DP rings 2(dp − 1) per member and all-reduce, beside the pipeline's.
+  EXPECT_LT(runs.first.extra[0] * (which == Rings::kTp ? 5 : 1), runs.second.extra[0])
       << "messages: " << runs.first.extra[0] << " with the closed form, " << runs.second.extra[0] << " with the ring";
 }
 
@@ -179,11 +188,12 @@ TEST(TpClosedForm, TimelineKeepsTheTpIntervals) {
 }
 
 // A layout whose closed form must not apply still sends the ring messages, the same ones as the forced ring.
-void expect_ring_kept(const Scenario& s) {
-  const auto [fast, ring] = expect_closed_form_equals_ring(s);
-  ASSERT_EQ(fast.extra.size(), 2U);
-  ASSERT_EQ(ring.extra.size(), 2U);
-  EXPECT_EQ(fast.extra[1], 0.0) << "tp_closed_form_applies() should not hold for this layout";
+void expect_ring_kept(const Scenario& s, Rings which = Rings::kTp) {
+  const auto [fast, ring] = expect_closed_form_equals_ring(s, which);
+  ASSERT_EQ(fast.extra.size(), 3U);
+  ASSERT_EQ(ring.extra.size(), 3U);
+  EXPECT_EQ(fast.extra[which == Rings::kTp ? 1 : 2], 0.0)
+      << (which == Rings::kTp ? "tp" : "dp") << "_closed_form_applies() should not hold for this layout";
   EXPECT_EQ(fast.extra[0], ring.extra[0]);
   EXPECT_GT(fast.extra[0], 0.0);
 }
@@ -217,6 +227,97 @@ TEST(TpClosedForm, RingStaysOnCubeMeshNodes) {
   s.parallel = layout_of(8, 1, 2, PipelineSchedule::kOneFOneB);
   s.plan = uncompressed_plan(1);
   expect_ring_kept(s);
+}
+
+// ---- the DP all-reduces' closed form (dp_closed_form_applies) against the DP ring it replaces ----
+// 8 nodes of 8 GPUs (one NIC each, star fabric): tp 8 × pp 2 × dp 4, every DP ring across four nodes.
+Scenario dp_scenario() {
+  Scenario s;
+  s.parallel = layout_of(8, 2, 4, PipelineSchedule::kOneFOneB);
+  s.plan = uncompressed_plan(2);
+  return s;
+}
+
+TEST(DpClosedForm, EqualsRingOneFOneB) {
+  const auto runs = expect_closed_form_equals_ring(dp_scenario(), Rings::kDp);
+  expect_closed_form_taken(runs, Rings::kDp);
+  // Exactly the DP ring messages are gone: pp · tp rings of dp members, 2(dp − 1) sends each.
+  EXPECT_EQ(runs.second.extra[0] - runs.first.extra[0], 2 * 8 * 4 * 2 * (4 - 1));
+}
+
+TEST(DpClosedForm, EqualsRingWithPowerSgdPerStage) {
+  Scenario s = dp_scenario();
+  s.plan = DpSyncPlan{StageSync{16}, StageSync{0}};
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
+TEST(DpClosedForm, EqualsRingInterleavedOnTheCalibratedProfile) {
+  Scenario s = dp_scenario();
+  s.parallel = layout_of(8, 2, 4, PipelineSchedule::kInterleaved, 2);
+  s.profile = h100_calibrated();
+  s.plan = powersgd_plan(2, 32);
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
+// Jitter and stragglers: DP members reach their sync at different times.
+TEST(DpClosedForm, EqualsRingWithJitterAndStragglers) {
+  Scenario s = dp_scenario();
+  s.plan = powersgd_plan(2, 16);
+  s.options.variability = {0.3, 0.25, 1.7, 11};
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
+// TP and pipeline peers inside a node (tp 4, pp 2, tp-pp-dp order): the DP rings still only cross NICs.
+TEST(DpClosedForm, EqualsRingWhenPipelinePeersShareTheNode) {
+  Scenario s = dp_scenario();
+  s.parallel = layout_of(4, 2, 8, PipelineSchedule::kOneFOneB);
+  s.parallel.order = RankOrder::kTpPpDp;
+  s.options.variability.compute_jitter_cv = 0.1;
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
+// pp 1 with gradient buckets overlapped with the last backward pass: no pipeline sends share the NICs.
+TEST(DpClosedForm, EqualsRingWithOverlappedBucketsAtPp1) {
+  Scenario s = dp_scenario();
+  s.parallel = layout_of(8, 1, 8, PipelineSchedule::kOneFOneB);
+  s.parallel.overlap_grad_reduce = true;
+  s.parallel.grad_bucket_params = 20000000;
+  s.plan = uncompressed_plan(1);
+  s.options.variability.compute_jitter_cv = 0.2;
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
+// Overlapped buckets with pp > 1: the final backward's pipeline send leaves by the NIC the buckets use.
+TEST(DpClosedForm, RingStaysWithOverlappedBucketsAndPipelineSends) {
+  Scenario s = dp_scenario();
+  s.parallel.overlap_grad_reduce = true;
+  s.parallel.grad_bucket_params = 20000000;
+  expect_ring_kept(s, Rings::kDp);
+}
+
+// Two GPUs per NIC (DGX-1-like NICs on NVSwitch nodes): DP rings of neighbouring GPUs share a NIC.
+TEST(DpClosedForm, RingStaysWhenGpusShareANic) {
+  Scenario s = dp_scenario();
+  s.cluster.nics_per_node = 4;
+  expect_ring_kept(s, Rings::kDp);
+}
+
+// A fat tree: routes between nodes cross leaf and spine links that other rings share.
+TEST(DpClosedForm, RingStaysOnAFatTree) {
+  Scenario s = dp_scenario();
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 4;
+  s.cluster.oversubscription = 2;
+  expect_ring_kept(s, Rings::kDp);
+}
+
+// tp-dp-pp order with tp 4: both DP replicas of a stage on one node, their ring inside it.
+TEST(DpClosedForm, RingStaysWhenDpPeersShareTheNode) {
+  Scenario s;
+  s.cluster = test::h100_like(2);
+  s.parallel = layout_of(4, 2, 2, PipelineSchedule::kOneFOneB);
+  s.plan = powersgd_plan(2, 16);
+  expect_ring_kept(s, Rings::kDp);
 }
 
 }  // namespace
