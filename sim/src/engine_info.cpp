@@ -21,11 +21,13 @@ std::unique_ptr<simgrid::s4u::Engine> boot_engine(bool guard_pages) {
   // SimGrid keeps argv[0] as the program name; the arrays outlive the engine.
   static char name[] = "edgc";
   static char no_guard[] = "--cfg=contexts/guard-size:0";
-  static char* argv[] = {name, nullptr, nullptr};
+  static char quiet_cfg[] = "--log=xbt_cfg.thres:warning";  // no "Configuration change" line: edgc warns itself
+  static char* argv[] = {name, nullptr, nullptr, nullptr};
   static int argc = 1;
   if (!guard_pages) {
-    argv[1] = no_guard;
-    argc = 2;
+    argv[1] = quiet_cfg;
+    argv[2] = no_guard;
+    argc = 3;
   }
   return std::make_unique<simgrid::s4u::Engine>(&argc, argv);
 }

@@ -191,17 +191,17 @@ bool actor_stacks_fit(const sim::ParallelSpec& par, const std::string& w, std::v
   const sim::ActorStacks s = sim::plan_actor_stacks(sim::iteration_actors(par), sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
-  const std::string fix = "raise it (sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded) + ")";
+  const std::string sysctl = "sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded);
   if (!s.fits)
     throw ConfigError(w, "parallelism.dp",
                       gpus + " are simulated by " + std::to_string(s.actors) + " actors whose stacks need " +
                           std::to_string(s.maps_unguarded) + " memory mappings, more than this machine's " +
-                          "vm.max_map_count " + std::to_string(s.map_limit) + " allows: " + fix +
-                          " or simulate fewer GPUs");
+                          "vm.max_map_count " + std::to_string(s.map_limit) + " allows: raise it ('" + sysctl +
+                          "') or simulate fewer GPUs");
   if (!s.guard_pages)
     warnings.push_back(w + ": " + gpus + " need " + std::to_string(s.maps_guarded) +
                        " memory mappings for actor stacks with guard pages, more than vm.max_map_count " +
-                       std::to_string(s.map_limit) + ": simulating without guard pages (" + fix + " to keep them)");
+                       std::to_string(s.map_limit) + ": simulating without guard pages ('" + sysctl + "' keeps them)");
   return s.guard_pages;
 }
 
