@@ -2,7 +2,7 @@
 // against the design targets (design doc §8, one CPU core): <= 0.1 s at 64 GPUs, <= 1 s at 512, <= 5 s at 4096.
 //
 //   edgc_bench_iteration [--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE]
-//                        [--tp-ring] [--check] [--cfg KEY:VALUE]...
+//                        [--tp-ring] [--dp-ring] [--check] [--cfg KEY:VALUE]...
 //
 // Scaling (the choices, also printed with the table): the base scenario (default scenarios/paper/
 // gpt2-12.1b-64xh100.json: GPT2-12.1B, 60 layers, on DGX H100 nodes, tp 8 × pp 4 × dp 2, micro-batch 4,
@@ -15,9 +15,11 @@
 // Two plans per scale: every stage uncompressed, and every stage PowerSGD at rank --rank (default 64).
 //
 // The TP all-reduces run as their closed form where sim::tp_closed_form_applies() (the default layouts: tp 8 fills
-// an NVSwitch node); --tp-ring forces the ring messages everywhere (IterationOptions::force_tp_ring), the way the
-// simulator worked before the closed form. --check runs every case once more with the forced ring and fails (exit
-// 1) unless the simulated iteration times agree within 1e-9 relative: the benchmark checks its own result.
+// an NVSwitch node), the DP all-reduces where sim::dp_closed_form_applies() (one NIC per GPU on a star fabric);
+// --tp-ring and --dp-ring force the ring messages (IterationOptions::force_tp_ring, force_dp_ring), the way the
+// simulator worked before each closed form, so that one binary measures before and after. --check runs every case
+// once more with both rings forced and fails (exit 1) unless the simulated iteration times agree within 1e-9
+// relative: the benchmark checks its own result.
 //
 // SimGrid cannot reset its engine, so every measurement runs in a forked child (edgc::bench::run_in_child): it builds
 // the sg4::Engine, the Platform and runs simulate_iteration, then sends back the wall seconds (platform build and
@@ -62,6 +64,7 @@ struct Options {
   int repeats = 3;
   int rank = 64;
   bool tp_ring = false;
+  bool dp_ring = false;
   bool check = false;
   std::vector<std::string> cfgs;  // passed to SimGrid as --cfg=KEY:VALUE, for experiments
 };
@@ -91,6 +94,7 @@ struct Sample {
   std::uint64_t time_advances = 0;
   std::uint64_t completions = 0;  // Activity::on_completion
   int tp_closed_form = 0;         // 1 when the TP all-reduces ran as their closed form
+  int dp_closed_form = 0;         // 1 when the DP all-reduces ran as their closed form
   int guard_pages = 1;            // 0 when actor stacks ran without guard pages (sim::ActorStacks)
 };
 
@@ -126,7 +130,8 @@ std::vector<std::string> overrides_for(const Case& c) {
 }
 
 // Runs in the child: one simulation.
-Sample measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring) {
+Sample measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring,
+               bool dp_ring) {
   Sample s;
   edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, overrides_for(c));
   const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
@@ -165,12 +170,14 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   s.build_wall_s = seconds_since(t0);
   edgc::sim::IterationOptions options;
   options.force_tp_ring = tp_ring;
+  options.force_dp_ring = dp_ring;
   const auto t1 = Clock::now();
   const edgc::sim::IterationResult r =
       edgc::sim::simulate_iteration(engine, platform, mc.model, mc.parallel, mc.cost, plan, options);
   s.simulate_wall_s = seconds_since(t1);
   s.iteration_s = r.iteration_s;
   s.tp_closed_form = !tp_ring && edgc::sim::tp_closed_form_applies(platform, mc.parallel) ? 1 : 0;
+  s.dp_closed_form = !dp_ring && edgc::sim::dp_closed_form_applies(platform, mc.parallel) ? 1 : 0;
 
   const edgc::bench::ProcessUsage usage = edgc::bench::process_usage();
   s.peak_rss_mib = usage.peak_rss_mib;
@@ -179,9 +186,9 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
 }
 
 // One measurement in its own process; throws what the child threw.
-Sample run_child(const Options& opt, const Case& c, bool tp_ring) {
+Sample run_child(const Options& opt, const Case& c, bool tp_ring, bool dp_ring) {
   return edgc::bench::from_bytes<Sample>(edgc::bench::run_in_child(
-      "simulation", [&] { return edgc::bench::to_bytes(measure(opt.scenario_path, c, opt.cfgs, tp_ring)); }));
+      "simulation", [&] { return edgc::bench::to_bytes(measure(opt.scenario_path, c, opt.cfgs, tp_ring, dp_ring)); }));
 }
 
 Base read_base(const std::string& scenario_path) {
@@ -232,8 +239,10 @@ void print_header(const Options& opt, const Base& b) {
       b.tp, b.pp, b.tp * b.pp, b.microbatches, b.micro_batch, b.microbatches * b.micro_batch, b.gpus_per_node,
       opt.repeats);
   std::printf("activities = comms + execs + sleeps started (S4U signals; SimGrid has no public event count)\n");
-  std::printf("tp all-reduces: %s%s\n\n", opt.tp_ring ? "ring messages (--tp-ring)" : "closed form where it applies",
-              opt.check ? "; --check compares every case with the forced ring" : "");
+  std::printf("tp all-reduces: %s; dp all-reduces: %s%s\n\n",
+              opt.tp_ring ? "ring messages (--tp-ring)" : "closed form where it applies",
+              opt.dp_ring ? "ring messages (--dp-ring)" : "closed form where it applies",
+              opt.check ? "; --check compares every case with both rings forced" : "");
   std::printf("  %5s %4s %5s %-12s %8s %8s %8s %8s %10s %11s %9s %9s %8s %6s\n", "GPUs", "dp", "batch", "plan",
               "build_s", "sim_s", "wall_s", "cpu_s", "activities", "activ/s", "RSS_MiB", "iter_s", "target", "result");
 }
@@ -244,7 +253,7 @@ double check_against_ring(const Options& opt, const Case& c, const Sample& first
   Sample ring;
   std::string error;
   try {
-    ring = run_child(opt, c, true);
+    ring = run_child(opt, c, true, true);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -270,6 +279,7 @@ nlohmann::ordered_json row_json(const Base& b, const Case& c, const Series& m, c
           {"plan", plan_name(c)},
           {"powersgd_rank", c.powersgd_rank},
           {"tp_closed_form", first.tp_closed_form != 0},
+          {"dp_closed_form", first.dp_closed_form != 0},
           {"stack_guard_pages", first.guard_pages != 0},
           {"check_rel_diff_vs_ring", or_null(check_rel >= 0, check_rel)},
           {"build_wall_s", m.build},
@@ -315,7 +325,7 @@ void print_row(const Case& c, const Series& m, const Sample& first) {
 bool bench_case(const Options& opt, const Base& b, const Case& c, nlohmann::ordered_json& rows) {
   std::vector<Sample> samples;
   try {
-    for (int r = 0; r < opt.repeats; ++r) samples.push_back(run_child(opt, c, opt.tp_ring));
+    for (int r = 0; r < opt.repeats; ++r) samples.push_back(run_child(opt, c, opt.tp_ring, opt.dp_ring));
   } catch (const std::exception& e) {
     std::printf("  %5d %4d %5d %-12s FAILED: %s\n", c.gpus, c.dp, c.global_batch, plan_name(c).c_str(), e.what());
     rows.push_back({{"gpus", c.gpus}, {"plan", plan_name(c)}, {"error", e.what()}});
@@ -340,11 +350,12 @@ bool bench_case(const Options& opt, const Base& b, const Case& c, nlohmann::orde
 int run(int argc, char** argv) {
   Options opt;
   edgc::bench::Args args(
-      "[--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE] [--tp-ring] [--check] "
+      "[--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE] [--tp-ring] [--dp-ring] "
+      "[--check] "
       "[--cfg KEY:VALUE]...");
   args.text("--scenario", opt.scenario_path).text("--gpus", opt.gpus_text).repeats(opt.repeats);
   args.integer("--rank", opt.rank, 1).json_path("--json", opt.json_out).flag("--tp-ring", opt.tp_ring);
-  args.flag("--check", opt.check).repeated("--cfg", opt.cfgs);
+  args.flag("--dp-ring", opt.dp_ring).flag("--check", opt.check).repeated("--cfg", opt.cfgs);
   if (const auto code = args.parse(argc, argv)) return *code;
   Base base;
   try {
@@ -375,6 +386,7 @@ int run(int argc, char** argv) {
        {"activities_definition", "comms + execs + actor sleeps started (S4U signals)"},
        {"wall_definition", "sg4::Engine + Platform::build + simulate_iteration, one process"},
        {"tp_ring_forced", opt.tp_ring},
+       {"dp_ring_forced", opt.dp_ring},
        {"cfg", opt.cfgs},
        {"rows", rows}});
   return all_ok ? 0 : 1;
