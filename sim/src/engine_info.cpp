@@ -32,8 +32,8 @@ std::unique_ptr<simgrid::s4u::Engine> boot_engine(bool guard_pages) {
   return std::make_unique<simgrid::s4u::Engine>(&argc, argv);
 }
 
-std::int64_t iteration_actors(const ParallelSpec& parallel) {
-  const std::int64_t gpus = static_cast<std::int64_t>(parallel.tp) * parallel.pp * parallel.dp;
+std::int64_t iteration_actors(const ParallelSpec& parallel, bool replicas_folded) {
+  const std::int64_t gpus = static_cast<std::int64_t>(parallel.tp) * parallel.pp * (replicas_folded ? 1 : parallel.dp);
   return gpus * (parallel.overlap_grad_reduce ? 2 : 1);
 }
 

@@ -90,8 +90,9 @@ struct IterationState {
   double t0 = 0.0;
   bool record_timeline = false;
   ComputeVariability variability;
-  bool tp_closed_form = false;  // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
-  bool dp_closed_form = false;  // DP rings likewise (see dp_rings_are_contention_free)
+  bool tp_closed_form = false;   // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
+  bool dp_closed_form = false;   // DP rings likewise (see dp_rings_are_contention_free)
+  bool replicas_folded = false;  // only DP replica 0 simulated (see replicas_are_identical)
   std::vector<StageWork> stages;
   std::vector<Group> tp_groups;              // index stage · dp + dp_index
   std::vector<Group> dp_groups;              // index stage · tp + tp_index
@@ -223,6 +224,18 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
     }
   }
   return true;
+}
+
+// Whether the DP replicas run identical iterations, so that simulating replica 0 alone gives every figure exactly:
+// the DP rings take their closed form (dp_rings_are_contention_free: star fabric, one NIC per GPU), NVSwitch nodes
+// (a GPU's NVLink links carry only its own transfers), and no compute variability (jitter and stragglers differ
+// per GPU). Then no link carries transfers of two replicas — TP rings and pipeline messages stay inside their
+// replica and use only their endpoints' NVLink or NIC links, and the DP rings are the closed form — so each
+// replica's timeline is the same function of the same inputs, all replicas reach every DP all-reduce at the same
+// moment, and the closed form's "latest arrival" is every member's own arrival.
+bool replicas_are_identical(const Platform& platform, const ComputeVariability& variability, bool dp_closed_form) {
+  return dp_closed_form && platform.spec().intra_topology == IntraNodeTopology::kSwitch &&
+         variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0;
 }
 
 // The DP groups of `layout` on `platform`, index stage · tp + tp_index, members by dp index.
@@ -410,7 +423,10 @@ class GpuWorker {
     const double start = now();
     const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp);
     const Group& g = state_->dp_groups[group];
-    if (state_->dp_closed_form) {
+    if (state_->replicas_folded) {
+      // Every replica arrives at this moment (replicas_are_identical): the closed form from now.
+      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes));
+    } else if (state_->dp_closed_form) {
       // As tp_all_reduce's closed form: the last member to arrive sleeps the contention-free ring, then the
       // group's barrier releases everyone (dp_rings_are_contention_free).
       int& arrived = state_->dp_arrived[group];
@@ -607,6 +623,22 @@ bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
   return dp_rings_are_contention_free(platform, parallel, make_dp_groups(platform, layout));
 }
 
+bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability) {
+  if (parallel.dp < 2 || cluster.fabric != Fabric::kStar || cluster.nics_per_node != cluster.gpus_per_node ||
+      cluster.intra_topology != IntraNodeTopology::kSwitch || variability.compute_jitter_cv != 0.0 ||
+      variability.straggler_probability != 0.0 || (parallel.overlap_grad_reduce && parallel.pp > 1))
+    return false;
+  const Layout layout(parallel, cluster.gpus_per_node);
+  for (int r = 0; r < layout.world_size(); ++r)
+    for (const int q : layout.dp_group(r))
+      if (q != r && layout.node_of(q) == layout.node_of(r)) return false;
+  return true;
+}
+
+bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
+  return replicas_are_identical(platform, variability, dp_closed_form_applies(platform, parallel));
+}
+
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
   if (parallel.tp < 2) return false;
   const Layout layout(parallel, platform.gpus_per_node());
@@ -659,25 +691,33 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
       state.dp_barriers.push_back(sg4::Barrier::create(static_cast<unsigned>(par.dp)));
   state.dp_arrived.assign(state.dp_groups.size(), 0);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
+  state.replicas_folded = !options.record_timeline && !options.all_replicas &&
+                          replicas_are_identical(platform, state.variability, state.dp_closed_form);
+  // The ranks simulated: every GPU, or replica 0's.
+  std::vector<int> ranks;
+  for (int r = 0; r < layout.world_size(); ++r)
+    if (!state.replicas_folded || layout.coord_of(r).dp == 0) ranks.push_back(r);
   for (int s = 0; s < par.pp; ++s)
     state.stages.push_back(stage_work(platform, model, par, params, s, plan[static_cast<std::size_t>(s)],
                                       state.tp_groups[static_cast<std::size_t>(s * par.dp)]));
   state.records.resize(static_cast<std::size_t>(layout.world_size()));
+  state.p2p_inbox.assign(static_cast<std::size_t>(kP2pPurposes) * static_cast<std::size_t>(layout.world_size()) *
+                             static_cast<std::size_t>(par.virtual_stages),
+                         nullptr);
   for (int purpose = 0; purpose < kP2pPurposes; ++purpose)
-    for (int r = 0; r < layout.world_size(); ++r)
+    for (const int r : ranks)
       for (int c = 0; c < par.virtual_stages; ++c)
-        state.p2p_inbox.push_back(sg4::Mailbox::by_name(std::string(p2p_name(static_cast<P2p>(purpose))) + "/r" +
-                                                        std::to_string(r) + "c" + std::to_string(c)));
+        state.p2p_inbox[state.channel(static_cast<P2p>(purpose), r, c)] = sg4::Mailbox::by_name(
+            std::string(p2p_name(static_cast<P2p>(purpose))) + "/r" + std::to_string(r) + "c" + std::to_string(c));
   state.p2p_taken.assign(state.p2p_inbox.size(), 0);
 
-  for (int r = 0; r < layout.world_size(); ++r)
-    sg4::Actor::create("gpu" + std::to_string(r), platform.gpu(r), GpuWorker(&state, r));
+  for (const int r : ranks) sg4::Actor::create("gpu" + std::to_string(r), platform.gpu(r), GpuWorker(&state, r));
   // The engine keeps its callbacks for good: this one reaches the progress hook through `hook`, emptied once the
   // run is over, so that a later simulation in this process calls nothing of this one.
   const auto hook = std::make_shared<std::function<void()>>();
   if (options.on_progress) {
     // Every GPU runs a forward and a backward pass per micro-batch and model chunk.
-    state.progress.gpus_total = layout.world_size();
+    state.progress.gpus_total = static_cast<std::int64_t>(ranks.size());
     state.progress.passes_total = state.progress.gpus_total * 2 * par.microbatches * par.virtual_stages;
     *hook = [&state, &options] { options.on_progress(state.progress); };
     sg4::Engine::on_time_advance_cb([hook](double) {
@@ -690,11 +730,12 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
 
   IterationResult result;
   result.stages.resize(static_cast<std::size_t>(par.pp));
-  for (const RankRecord& rec : state.records) {
+  for (const int r : ranks) {
+    const RankRecord& rec = state.records[static_cast<std::size_t>(r)];
     result.iteration_s = std::max(result.iteration_s, rec.finish_s);
     result.pipeline_end_s = std::max(result.pipeline_end_s, rec.last_backward_end_s);
   }
-  for (int r = 0; r < layout.world_size(); ++r) {
+  for (const int r : ranks) {
     const RankRecord& rec = state.records[static_cast<std::size_t>(r)];
     const int s = layout.coord_of(r).pp;
     StageResult& st = result.stages[static_cast<std::size_t>(s)];

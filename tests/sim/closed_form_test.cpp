@@ -73,8 +73,8 @@ struct Scenario {
 };
 
 // One simulation of `s`; the extra numbers are: comms posted, 1 when the TP closed form applies, 1 when the DP one
-// does.
-std::string simulate(const Scenario& s, bool force_ring, bool force_dp_ring = false) {
+// does, 1 when the replicas fold, and the same decided from the cluster's description (which must agree).
+std::string simulate(const Scenario& s, bool force_ring, bool force_dp_ring = false, bool all_replicas = false) {
   std::uint64_t comms = 0;
   sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
   const Platform platform = Platform::build(engine(), s.cluster, s.profile);
@@ -83,9 +83,12 @@ std::string simulate(const Scenario& s, bool force_ring, bool force_dp_ring = fa
   IterationOptions options = s.options;
   options.force_tp_ring = force_ring;
   options.force_dp_ring = force_dp_ring;
+  options.all_replicas = s.options.all_replicas || all_replicas;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, CostParams{}, s.plan, options);
   return test::to_text(r, {static_cast<double>(comms), tp_closed_form_applies(platform, par) ? 1.0 : 0.0,
-                           dp_closed_form_applies(platform, par) ? 1.0 : 0.0});
+                           dp_closed_form_applies(platform, par) ? 1.0 : 0.0,
+                           replicas_fold(platform, par, options.variability) ? 1.0 : 0.0,
+                           replicas_fold(s.cluster, par, options.variability) ? 1.0 : 0.0});
 }
 
 // Simulates `s` with the closed form (where it applies) and with the forced ring, and compares every figure.
@@ -98,13 +101,16 @@ std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenari
       test::simulate_in_child([&s, which] { return simulate(s, which == Rings::kTp, which == Rings::kDp); });
   EXPECT_GT(fast.result.iteration_s, 0.0);
   test::expect_same_result(fast.result, ring.result);
+  EXPECT_EQ(fast.extra.size(), 5U);
+  if (fast.extra.size() == 5U)
+    EXPECT_EQ(fast.extra[3], fast.extra[4]) << "replicas_fold() from the platform and from the cluster spec differ";
   return {fast, ring};
 }
 
 // Where the closed form applies, the rings are gone: far fewer messages than with the forced ring.
 void expect_closed_form_taken(const std::pair<ChildResult, ChildResult>& runs, Rings which = Rings::kTp) {
-  ASSERT_EQ(runs.first.extra.size(), 3U);
-  ASSERT_EQ(runs.second.extra.size(), 3U);
+  ASSERT_EQ(runs.first.extra.size(), 5U);
+  ASSERT_EQ(runs.second.extra.size(), 5U);
   EXPECT_EQ(runs.first.extra[which == Rings::kTp ? 1 : 2], 1.0)
       << (which == Rings::kTp ? "tp" : "dp") << "_closed_form_applies() should hold for this layout";
   // The TP rings carry most messages; the DP rings 2(dp − 1) per member and all-reduce, beside the pipeline's.
@@ -190,8 +196,8 @@ TEST(TpClosedForm, TimelineKeepsTheTpIntervals) {
 // A layout whose closed form must not apply still sends the ring messages, the same ones as the forced ring.
 void expect_ring_kept(const Scenario& s, Rings which = Rings::kTp) {
   const auto [fast, ring] = expect_closed_form_equals_ring(s, which);
-  ASSERT_EQ(fast.extra.size(), 3U);
-  ASSERT_EQ(ring.extra.size(), 3U);
+  ASSERT_EQ(fast.extra.size(), 5U);
+  ASSERT_EQ(ring.extra.size(), 5U);
   EXPECT_EQ(fast.extra[which == Rings::kTp ? 1 : 2], 0.0)
       << (which == Rings::kTp ? "tp" : "dp") << "_closed_form_applies() should not hold for this layout";
   EXPECT_EQ(fast.extra[0], ring.extra[0]);
@@ -239,7 +245,9 @@ Scenario dp_scenario() {
 }
 
 TEST(DpClosedForm, EqualsRingOneFOneB) {
-  const auto runs = expect_closed_form_equals_ring(dp_scenario(), Rings::kDp);
+  Scenario s = dp_scenario();
+  s.options.all_replicas = true;  // every replica's pipeline messages in both runs
+  const auto runs = expect_closed_form_equals_ring(s, Rings::kDp);
   expect_closed_form_taken(runs, Rings::kDp);
   // Exactly the DP ring messages are gone: pp · tp rings of dp members, 2(dp − 1) sends each.
   EXPECT_EQ(runs.second.extra[0] - runs.first.extra[0], 2 * 8 * 4 * 2 * (4 - 1));
@@ -318,6 +326,57 @@ TEST(DpClosedForm, RingStaysWhenDpPeersShareTheNode) {
   s.parallel = layout_of(4, 2, 2, PipelineSchedule::kOneFOneB);
   s.plan = powersgd_plan(2, 16);
   expect_ring_kept(s, Rings::kDp);
+}
+
+// ---- DP replica 0 alone (replicas_fold) against every replica, both with the DP closed form ----
+// Returns {folded run, all replicas}; checks that folding applied and left a dp-th of the pipeline messages.
+void expect_folding_exact(const Scenario& s) {
+  const ChildResult folded = test::simulate_in_child([&s] { return simulate(s, false, false, false); });
+  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, false, false, true); });
+  EXPECT_GT(folded.result.iteration_s, 0.0);
+  test::expect_same_result(folded.result, all.result);
+  ASSERT_EQ(folded.extra.size(), 5U);
+  ASSERT_EQ(all.extra.size(), 5U);
+  EXPECT_EQ(folded.extra[3], 1.0) << "replicas_fold() should hold for this layout";
+  EXPECT_EQ(folded.extra[4], 1.0) << "replicas_fold() from the cluster spec should agree";
+  EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.dp, all.extra[0]) << "each replica sends the same messages";
+}
+
+TEST(ReplicaFolding, EqualsAllReplicasOneFOneB) { expect_folding_exact(dp_scenario()); }
+
+TEST(ReplicaFolding, EqualsAllReplicasWithPowerSgdOnTheCalibratedProfile) {
+  Scenario s = dp_scenario();
+  s.profile = h100_calibrated();
+  s.plan = DpSyncPlan{StageSync{32}, StageSync{0}};
+  expect_folding_exact(s);
+}
+
+TEST(ReplicaFolding, EqualsAllReplicasInterleavedWithPipelinePeersInANode) {
+  Scenario s = dp_scenario();
+  s.parallel = layout_of(4, 2, 8, PipelineSchedule::kInterleaved, 2);
+  s.parallel.order = RankOrder::kTpPpDp;
+  s.plan = powersgd_plan(2, 16);
+  expect_folding_exact(s);
+}
+
+TEST(ReplicaFolding, EqualsAllReplicasWithOverlappedBucketsAtPp1) {
+  Scenario s = dp_scenario();
+  s.parallel = layout_of(8, 1, 8, PipelineSchedule::kOneFOneB);
+  s.parallel.overlap_grad_reduce = true;
+  s.parallel.grad_bucket_params = 20000000;
+  s.plan = uncompressed_plan(1);
+  expect_folding_exact(s);
+}
+
+// Jitter makes replicas differ: every replica is simulated (the DP closed form still applies).
+TEST(ReplicaFolding, NotWithComputeJitter) {
+  Scenario s = dp_scenario();
+  s.options.variability.compute_jitter_cv = 0.1;
+  const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
+  ASSERT_EQ(run.extra.size(), 5U);
+  EXPECT_EQ(run.extra[2], 1.0);
+  EXPECT_EQ(run.extra[3], 0.0);
+  EXPECT_EQ(run.extra[4], 0.0);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@
 #include "edgc/scenario/model_config.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
+#include "edgc/sim/layout.hpp"
 #include "edgc/sim/platform.hpp"
 #include "harness.hpp"
 
@@ -143,8 +144,10 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   std::vector<std::string> args = {"edgc_bench_iteration"};
   // As edgc simulate does (sim::ActorStacks): actor stacks lose their guard pages where only that fits
   // vm.max_map_count, and a case that does not fit even so is refused before SimGrid fails on it.
-  const edgc::sim::ActorStacks stacks =
-      edgc::sim::plan_actor_stacks(edgc::sim::iteration_actors(mc.parallel), edgc::sim::vm_max_map_count());
+  const edgc::sim::ParallelSpec checked = edgc::sim::validate(mc.model, mc.parallel, cluster, "edgc_bench_iteration");
+  const edgc::sim::ActorStacks stacks = edgc::sim::plan_actor_stacks(
+      edgc::sim::iteration_actors(checked, !tp_ring && !dp_ring && edgc::sim::replicas_fold(cluster, checked, {})),
+      edgc::sim::vm_max_map_count());
   if (!stacks.fits)
     throw std::runtime_error(std::to_string(c.gpus) + " GPUs: " + std::to_string(stacks.maps_unguarded) +
                              " memory mappings for actor stacks exceed vm.max_map_count " +

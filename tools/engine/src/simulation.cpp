@@ -21,6 +21,7 @@
 #include "edgc/scenario/model_config.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
+#include "edgc/sim/iteration.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/memory.hpp"
 #include "edgc/sim/whole_run.hpp"
@@ -187,8 +188,11 @@ struct Inputs {
 
 // Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
 // Returns whether their stacks keep guard pages; adds a warning when they cannot.
-bool actor_stacks_fit(const sim::ParallelSpec& par, const std::string& w, std::vector<std::string>& warnings) {
-  const sim::ActorStacks s = sim::plan_actor_stacks(sim::iteration_actors(par), sim::vm_max_map_count());
+bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& par,
+                      const sim::ComputeVariability& variability, const std::string& w,
+                      std::vector<std::string>& warnings) {
+  const bool folded = sim::replicas_fold(cluster, par, variability);
+  const sim::ActorStacks s = sim::plan_actor_stacks(sim::iteration_actors(par, folded), sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
   const std::string sysctl = "sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded);
@@ -219,12 +223,12 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.model = mc.model;
   st.cost = mc.cost;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
-  st.guard_pages = actor_stacks_fit(st.parallel, w, in.warnings);
   st.variability.compute_jitter_cv = sc.number("variability.compute_jitter_cv", 0.0);
   st.variability.straggler_probability = sc.number("variability.straggler_probability", 0.0);
   st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
   st.variability.seed = static_cast<std::uint64_t>(sc.integer("variability.seed", 0));
   sim::validate(st.variability, w);
+  st.guard_pages = actor_stacks_fit(st.cluster, st.parallel, st.variability, w, in.warnings);
   in.iterations = sc.integer("run.iterations", 100000);
   if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
 

@@ -81,6 +81,9 @@ struct IterationOptions {
   bool force_tp_ring = false;
   /// Likewise for the DP all-reduces where dp_closed_form_applies().
   bool force_dp_ring = false;
+  /// Simulate every DP replica even where they provably run identical iterations (replicas_fold()), for tests
+  /// that compare the two.
+  bool all_replicas = false;
   ComputeVariability variability;  ///< jitter and stragglers; none by default
   /// Named in ConfigErrors about the layout, plan and variability: the scenario file the caller read them from.
   std::string where = "simulate_iteration";
@@ -141,6 +144,19 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 /// whose pipeline sends use the same NIC (overlap_grad_reduce with pp > 1): then every hop of every DP ring is
 /// provably alone on its two NIC links whenever it runs.
 bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
+
+/// Whether simulate_iteration() simulates DP replica 0 alone, unless IterationOptions::all_replicas or
+/// record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without compute variability. Then no link
+/// carries transfers of two replicas, every replica runs the same iteration and meets the others at each DP
+/// all-reduce at the same moment, so replica 0's figures are every replica's: the result is the same as simulating
+/// all of them (tests/sim/closed_form_test.cpp), with dp times fewer actors.
+bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
+
+/// replicas_fold() decided from the cluster's description alone, before any platform exists (the actor count a
+/// simulation needs is checked before it starts): the same conditions, with routes as Platform::build makes them
+/// (a star fabric's route between two GPUs is exactly their two NIC links, all alike) and SimGrid's network model
+/// as it configures it (plain CM02). `parallel` validated.
+bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability);
 
 /// Simulates one iteration on `platform` (built by Platform::build in this process, engine not yet run) and
 /// runs `engine` to completion: call once per process. `parallel` is checked with validate() against
