@@ -153,6 +153,23 @@ std::vector<Group> make_tp_groups(const Platform& platform, const Layout& layout
   return groups;
 }
 
+// Whether every hop i → i + 1 of `group`'s ring stays inside one node zone (`inside_node`) or crosses between two,
+// crosses exactly two links, has the route latency and bandwidth of the first hop, and passes `also`.
+template <class Check>
+bool ring_hops_alike(const Group& group, bool inside_node, const Check& also) {
+  if (group.size() < 2) return true;
+  const Route first = route_between(group.hosts[0], group.hosts[1]);
+  for (int i = 0; i < group.size(); ++i) {
+    const sg4::Host* a = group.hosts[static_cast<std::size_t>(i)];
+    const sg4::Host* b = group.hosts[static_cast<std::size_t>((i + 1) % group.size())];
+    const Route hop = route_between(a, b);
+    if ((a->get_englobing_zone() == b->get_englobing_zone()) != inside_node || hop.latency_s != first.latency_s ||
+        hop.bottleneck_Bps != first.bottleneck_Bps || hop.links.size() != 2 || !also(hop))
+      return false;
+  }
+  return true;
+}
+
 // Whether every TP ring all-reduce may be replaced by "wait for the whole TP group, then sleep its closed form"
 // without changing any simulated time. That needs each ring's transfers to be alone on their links, whatever else
 // runs at the same time:
@@ -175,19 +192,8 @@ bool tp_rings_are_contention_free(const Platform& platform, const Layout& layout
     for (int q : layout.dp_group(r))
       if (q != r && layout.node_of(q) == node) return false;
   }
-  for (const Group& g : tp_groups) {
-    if (g.size() < 2) continue;
-    const Route first = route_between(g.hosts[0], g.hosts[1]);
-    for (int i = 0; i < g.size(); ++i) {
-      const sg4::Host* a = g.hosts[static_cast<std::size_t>(i)];
-      const sg4::Host* b = g.hosts[static_cast<std::size_t>((i + 1) % g.size())];
-      const Route hop = route_between(a, b);
-      if (a->get_englobing_zone() != b->get_englobing_zone() || hop.latency_s != first.latency_s ||
-          hop.bottleneck_Bps != first.bottleneck_Bps || hop.links.size() != 2)
-        return false;
-    }
-  }
-  return true;
+  return std::all_of(tp_groups.begin(), tp_groups.end(),
+                     [](const Group& g) { return ring_hops_alike(g, true, [](const Route&) { return true; }); });
 }
 
 // Whether every DP ring all-reduce may be replaced by "wait for the whole DP group, then sleep its closed form"
@@ -209,21 +215,12 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
   if (!plain_cm02() || spec.fabric != Fabric::kStar || spec.nics_per_node != spec.gpus_per_node) return false;
   if (par.overlap_grad_reduce && par.pp > 1) return false;
   std::unordered_set<const sg4::Link*> used;
-  for (const Group& g : dp_groups) {
-    if (g.size() < 2) continue;
-    const Route first = route_between(g.hosts[0], g.hosts[1]);
-    for (int i = 0; i < g.size(); ++i) {
-      const sg4::Host* a = g.hosts[static_cast<std::size_t>(i)];
-      const sg4::Host* b = g.hosts[static_cast<std::size_t>((i + 1) % g.size())];
-      const Route hop = route_between(a, b);
-      if (a->get_englobing_zone() == b->get_englobing_zone() || hop.latency_s != first.latency_s ||
-          hop.bottleneck_Bps != first.bottleneck_Bps || hop.links.size() != 2)
-        return false;
-      for (const sg4::Link* link : hop.links)
-        if (!used.insert(link).second) return false;
-    }
-  }
-  return true;
+  const auto links_unused = [&used](const Route& hop) {
+    return std::all_of(hop.links.begin(), hop.links.end(),
+                       [&used](const sg4::Link* l) { return used.insert(l).second; });
+  };
+  return std::all_of(dp_groups.begin(), dp_groups.end(),
+                     [&](const Group& g) { return ring_hops_alike(g, false, links_unused); });
 }
 
 // Whether the DP replicas run identical iterations, so that simulating replica 0 alone gives every figure exactly:
