@@ -66,16 +66,57 @@ std::string num(double x) {
   return s;
 }
 
+// The links of node `n`: its NICs, and its NVSwitch links (one per GPU) or cube-mesh links (one per wired pair,
+// [i][j] with i < j).
+struct NodeLinks {
+  std::vector<sg4::Link*> nics;
+  std::vector<sg4::Link*> nvl;
+  std::array<std::array<sg4::Link*, kCubeMeshGpus>, kCubeMeshGpus> cube{};
+};
+
 // Builds node zone `n` under `parent` and records its GPU hosts by global rank. Returns (zone netpoint, gateway).
+//
+// SimGrid 3.32 checks every new link's name against every zone of the platform (Engine::link_by_name_or_null walks
+// the whole zone tree), so creating the links of node n inside its zone, after n − 1 node zones exist, costs O(n)
+// each and the whole build O(nodes²): 16 s at 2,048 nodes. make_links() can therefore create a node's links in
+// another zone that has no child zones yet (the star fabric, before any node is attached): each check is then one
+// map lookup. Routes of a node zone may use links of any zone.
 class NodeBuilder {
  public:
   NodeBuilder(const ClusterSpec& spec, std::vector<sg4::Host*>& hosts) : spec_(spec), hosts_(hosts) {}
 
-  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> operator()(sg4::NetZone* parent,
-                                                                                                 int n) const {
+  NodeLinks make_links(sg4::NetZone* zone, int n) const {
+    const std::string prefix = "n" + std::to_string(n);
+    NodeLinks l;
+    for (int k = 0; k < spec_.nics_per_node; ++k)
+      l.nics.push_back(
+          zone->create_split_duplex_link(prefix + "-nic" + std::to_string(k), spec_.nic_bandwidth_GBps * kGBps)
+              ->set_latency(spec_.inter_latency_us * kUs / 2)
+              ->seal());
+    if (spec_.intra_topology == IntraNodeTopology::kSwitch) {
+      for (int g = 0; g < spec_.gpus_per_node; ++g)
+        l.nvl.push_back(
+            zone->create_split_duplex_link(prefix + "-nvl" + std::to_string(g), spec_.intra_bandwidth_GBps * kGBps)
+                ->set_latency(spec_.intra_latency_us * kUs / 2)
+                ->seal());
+    } else {
+      for (const auto& [i, j, lanes] : kCubeMeshLanes)
+        l.cube[i][j] = zone->create_split_duplex_link(prefix + "-nvl" + std::to_string(i) + "-" + std::to_string(j),
+                                                      lanes * spec_.intra_bandwidth_GBps * kGBps)
+                           ->set_latency(spec_.intra_latency_us * kUs)
+                           ->seal();
+    }
+    return l;
+  }
+
+  /// `links`: made by make_links() beforehand, or nullptr to make them inside the node zone.
+  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> operator()(
+      sg4::NetZone* parent, int n, const NodeLinks* links = nullptr) const {
     const std::string prefix = "n" + std::to_string(n);
     auto* node = sg4::create_full_zone("node" + std::to_string(n));
     node->set_parent(parent);
+    const NodeLinks own = links == nullptr ? make_links(node, n) : NodeLinks{};
+    const NodeLinks& l = links == nullptr ? own : *links;
 
     std::vector<sg4::Host*> gpus;
     for (int g = 0; g < spec_.gpus_per_node; ++g) {
@@ -85,21 +126,14 @@ class NodeBuilder {
       hosts_[static_cast<std::size_t>(n * spec_.gpus_per_node + g)] = h;
     }
     if (spec_.intra_topology == IntraNodeTopology::kSwitch)
-      add_switch_routes(node, prefix, gpus);
+      add_switch_routes(node, l, gpus);
     else
-      add_cube_mesh_routes(node, prefix, gpus);
+      add_cube_mesh_routes(node, l, gpus);
 
     auto* rtr = node->create_router("node" + std::to_string(n) + "-rtr");
     const int share = spec_.gpus_per_node / spec_.nics_per_node;
-    std::vector<sg4::Link*> nics;
-    for (int k = 0; k < spec_.nics_per_node; ++k) {
-      nics.push_back(
-          node->create_split_duplex_link(prefix + "-nic" + std::to_string(k), spec_.nic_bandwidth_GBps * kGBps)
-              ->set_latency(spec_.inter_latency_us * kUs / 2)
-              ->seal());
-    }
     for (int g = 0; g < spec_.gpus_per_node; ++g) {
-      sg4::Link* nic = nics[static_cast<std::size_t>(g / share)];
+      sg4::Link* nic = l.nics[static_cast<std::size_t>(g / share)];
       node->add_route(gpus[g]->get_netpoint(), rtr, nullptr, nullptr, {{nic, Dir::UP}}, false);
       node->add_route(rtr, gpus[g]->get_netpoint(), nullptr, nullptr, {{nic, Dir::DOWN}}, false);
     }
@@ -109,33 +143,19 @@ class NodeBuilder {
 
  private:
   // NVSwitch: GPU i → j crosses i's link up to the switch and j's link down; the switch itself never limits.
-  void add_switch_routes(sg4::NetZone* node, const std::string& prefix, const std::vector<sg4::Host*>& gpus) const {
-    std::vector<sg4::Link*> nvl;
-    for (std::size_t g = 0; g < gpus.size(); ++g) {
-      nvl.push_back(
-          node->create_split_duplex_link(prefix + "-nvl" + std::to_string(g), spec_.intra_bandwidth_GBps * kGBps)
-              ->set_latency(spec_.intra_latency_us * kUs / 2)
-              ->seal());
-    }
+  static void add_switch_routes(sg4::NetZone* node, const NodeLinks& l, const std::vector<sg4::Host*>& gpus) {
     for (std::size_t i = 0; i < gpus.size(); ++i)
       for (std::size_t j = 0; j < gpus.size(); ++j)
         if (i != j)
           node->add_route(gpus[i]->get_netpoint(), gpus[j]->get_netpoint(), nullptr, nullptr,
-                          {{nvl[i], Dir::UP}, {nvl[j], Dir::DOWN}}, false);
+                          {{l.nvl[i], Dir::UP}, {l.nvl[j], Dir::DOWN}}, false);
   }
 
   // Cube-mesh: one link per wired pair with the bandwidth of its lanes (1 or 2 × bandwidth_GBps); unwired pairs
   // take the two links through cube_mesh_via(). A link (i, j) with i < j is UP in the direction i → j.
-  void add_cube_mesh_routes(sg4::NetZone* node, const std::string& prefix, const std::vector<sg4::Host*>& gpus) const {
-    std::array<std::array<sg4::Link*, kCubeMeshGpus>, kCubeMeshGpus> link{};
-    for (const auto& [i, j, lanes] : kCubeMeshLanes) {
-      link[i][j] = node->create_split_duplex_link(prefix + "-nvl" + std::to_string(i) + "-" + std::to_string(j),
-                                                  lanes * spec_.intra_bandwidth_GBps * kGBps)
-                       ->set_latency(spec_.intra_latency_us * kUs)
-                       ->seal();
-    }
+  static void add_cube_mesh_routes(sg4::NetZone* node, const NodeLinks& l, const std::vector<sg4::Host*>& gpus) {
     auto hop = [&](int a, int b) -> sg4::LinkInRoute {
-      return a < b ? sg4::LinkInRoute{link[a][b], Dir::UP} : sg4::LinkInRoute{link[b][a], Dir::DOWN};
+      return a < b ? sg4::LinkInRoute{l.cube[a][b], Dir::UP} : sg4::LinkInRoute{l.cube[b][a], Dir::DOWN};
     };
     for (int i = 0; i < kCubeMeshGpus; ++i) {
       for (int j = 0; j < kCubeMeshGpus; ++j) {
@@ -261,8 +281,12 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
   if (spec.fabric == Fabric::kStar) {
     // Non-blocking switch: routes between nodes add no links, so only the NICs (inside the nodes) limit.
     fabric = sg4::create_star_zone("fabric");
+    // Every node's links first, in the fabric while it has no child zone (NodeBuilder: keeps the build linear).
+    std::vector<NodeLinks> links;
+    links.reserve(static_cast<std::size_t>(spec.nodes));
+    for (int n = 0; n < spec.nodes; ++n) links.push_back(make_node.make_links(fabric, n));
     for (int n = 0; n < spec.nodes; ++n) {
-      const auto [node, rtr] = make_node(fabric, n);
+      const auto [node, rtr] = make_node(fabric, n, &links[static_cast<std::size_t>(n)]);
       fabric->add_route(node, nullptr, rtr, nullptr, {}, true);
     }
   } else {
