@@ -235,6 +235,13 @@ bool replicas_are_identical(const Platform& platform, const ComputeVariability& 
          variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0;
 }
 
+// One barrier of `members` per group, for the closed forms' "everyone arrived" (tp_all_reduce, dp_all_reduce).
+std::vector<sg4::BarrierPtr> group_barriers(std::size_t groups, int members) {
+  std::vector<sg4::BarrierPtr> barriers;
+  for (std::size_t g = 0; g < groups; ++g) barriers.push_back(sg4::Barrier::create(static_cast<unsigned>(members)));
+  return barriers;
+}
+
 // The DP groups of `layout` on `platform`, index stage · tp + tp_index, members by dp index.
 std::vector<Group> make_dp_groups(const Platform& platform, const Layout& layout) {
   std::vector<Group> groups;
@@ -675,17 +682,13 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
                   "emb-d" + std::to_string(d) + "t" + std::to_string(t)});
   state.tp_closed_form =
       par.tp > 1 && !options.force_tp_ring && tp_rings_are_contention_free(platform, layout, state.tp_groups);
-  if (state.tp_closed_form)
-    for (std::size_t g = 0; g < state.tp_groups.size(); ++g)
-      state.tp_barriers.push_back(sg4::Barrier::create(static_cast<unsigned>(par.tp)));
+  if (state.tp_closed_form) state.tp_barriers = group_barriers(state.tp_groups.size(), par.tp);
   state.tp_arrived.assign(state.tp_groups.size(), 0);
   XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.platform = &platform;
   state.dp_closed_form =
       par.dp > 1 && !options.force_dp_ring && dp_rings_are_contention_free(platform, par, state.dp_groups);
-  if (state.dp_closed_form)
-    for (std::size_t g = 0; g < state.dp_groups.size(); ++g)
-      state.dp_barriers.push_back(sg4::Barrier::create(static_cast<unsigned>(par.dp)));
+  if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), par.dp);
   state.dp_arrived.assign(state.dp_groups.size(), 0);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.replicas_folded = !options.record_timeline && !options.all_replicas &&
