@@ -380,4 +380,25 @@ TEST(UserMistakes, ASimulationWhoseActorStacksExceedTheMappingLimitIsRefusedUpFr
   EXPECT_FALSE(fs::exists(tmp / "out"));
 }
 
+// Replicas that would fold are all simulated when a timeline is asked for (it shows every GPU), and the actor
+// check counts them all: 2^20 GPUs of the H100 paper scenario with --timeline are refused up front.
+TEST(UserMistakes, ATimelineCountsEveryReplicasActors) {
+  const std::int64_t gpus = 1048576;
+  if (edgc::sim::vm_max_map_count() >= edgc::sim::plan_actor_stacks(gpus, 0).maps_unguarded)
+    GTEST_SKIP() << "vm.max_map_count " << edgc::sim::vm_max_map_count() << " fits 2^20 actors";
+  TempDir tmp;
+  const CliRun r = edgc("simulate --scenario " + kSrc +
+                            "/scenarios/paper/gpt2-12.1b-64xh100.json --set cluster.nodes=131072"
+                            " --set parallelism.dp=32768 --set parallelism.microbatches=0"
+                            " --set model.global_batch_size=8388608 --out " +
+                            (tmp / "out").string() + " --timeline " + (tmp / "t.json").string(),
+                        tmp);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("parallelism.dp: tp 8 x pp 4 x dp 32768 = 1048576 GPUs are simulated by 1048576 actors"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "out"));
+  EXPECT_FALSE(fs::exists(tmp / "t.json"));
+}
+
 }  // namespace

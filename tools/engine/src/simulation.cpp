@@ -187,11 +187,12 @@ struct Inputs {
 };
 
 // Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
-// Returns whether their stacks keep guard pages; adds a warning when they cannot.
+// Returns whether their stacks keep guard pages; adds a warning when they cannot. A timeline shows every GPU, so
+// replicas do not fold then (IterationOptions::record_timeline).
 bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& par,
-                      const sim::ComputeVariability& variability, const std::string& w,
+                      const sim::ComputeVariability& variability, bool timeline, const std::string& w,
                       std::vector<std::string>& warnings) {
-  const bool folded = sim::replicas_fold(cluster, par, variability);
+  const bool folded = !timeline && sim::replicas_fold(cluster, par, variability);
   const sim::ActorStacks s = sim::plan_actor_stacks(sim::iteration_actors(par, folded), sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
@@ -210,7 +211,7 @@ bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& 
 }
 
 Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets, const std::string& policies_arg,
-                   const std::string& cache_dir) {
+                   const std::string& cache_dir, bool timeline) {
   Inputs in;
   in.scenario_path = path;
   scenario::Scenario sc = scenario::load_scenario(path, sets);
@@ -228,7 +229,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
   st.variability.seed = static_cast<std::uint64_t>(sc.integer("variability.seed", 0));
   sim::validate(st.variability, w);
-  st.guard_pages = actor_stacks_fit(st.cluster, st.parallel, st.variability, w, in.warnings);
+  st.guard_pages = actor_stacks_fit(st.cluster, st.parallel, st.variability, timeline, w, in.warnings);
   in.iterations = sc.integer("run.iterations", 100000);
   if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
 
@@ -448,7 +449,7 @@ const std::vector<std::string>& simulate_sections() {
 SimulateOutcome run_simulation(const SimulateRequest& request) {
   if (request.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(request.jobs));
   if (!request.cache_dir.empty()) fs::create_directories(request.cache_dir);
-  Inputs in = read_inputs(request.scenario, request.sets, request.policies, request.cache_dir);
+  Inputs in = read_inputs(request.scenario, request.sets, request.policies, request.cache_dir, request.timeline);
   PlanCache cache;
   cache.dir = request.cache_dir;
   cache.setup_key = in.setup_key;
