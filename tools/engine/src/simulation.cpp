@@ -493,7 +493,7 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);
   out.warnings = in.warnings;
   for (std::string& w : trace_warnings(result)) out.warnings.push_back(std::move(w));
-  result.sections["warnings"] = out.warnings;
+  result.warnings = out.warnings;
   return out;
 }
 

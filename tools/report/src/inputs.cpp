@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "edgc/core/error.hpp"
 #include "edgc/report/svg.hpp"
 
 namespace edgc::report {
@@ -40,16 +39,8 @@ std::string describe_setup(const results::ResultDocument& r) {
 
 SimulateResult read_simulate_result(const fs::path& file) {
   results::ResultDocument doc = results::read_result_document(file);
-  std::vector<std::string> warnings;
-  if (const auto w = doc.sections.find("warnings"); w != doc.sections.end()) {
-    if (!w->is_array()) throw ConfigError(file.string(), "warnings", "expected an array of strings");
-    for (std::size_t i = 0; i < w->size(); ++i) {
-      if (!(*w)[i].is_string())
-        throw ConfigError(file.string(), "warnings[" + std::to_string(i) + "]", "expected a string");
-      warnings.push_back((*w)[i].get<std::string>());
-    }
-  }
-  return {describe_setup(doc), std::move(doc.runs), std::move(doc.entropy_series), std::move(warnings)};
+  return {describe_setup(doc), std::move(doc.runs), std::move(doc.entropy_series),
+          doc.warnings.value_or(std::vector<std::string>{})};
 }
 
 Sweep read_sweep(const fs::path& dir) {

@@ -179,10 +179,13 @@ ResultRunSettings read_run_settings(const JsonNode& r) {
 }
 
 // The members read into typed fields; every other member is kept in `sections` as written.
-const std::set<std::string> kTypedMembers = {
-    "schema",      "source",        "scenario",    "cluster",     "model",
-    "parallelism", "run",           "simulations", "composition", "simulated_iterations",
-    "runs",        "entropy_series"};
+const std::set<std::string> kTypedMembers = {"schema",      "source",
+                                             "scenario",    "cluster",
+                                             "model",       "parallelism",
+                                             "run",         "simulations",
+                                             "composition", "simulated_iterations",
+                                             "runs",        "entropy_series",
+                                             "warnings"};
 
 }  // namespace
 
@@ -242,6 +245,7 @@ ordered_json to_json(const ResultDocument& doc) {
   j["runs"] = ordered_json::array();
   for (const ResultRun& r : doc.runs) j["runs"].push_back(run_json(r));
   if (doc.entropy_series) j["entropy_series"] = entropy_json(*doc.entropy_series);
+  if (doc.warnings) j["warnings"] = *doc.warnings;
   return j;
 }
 
@@ -276,6 +280,10 @@ ResultDocument parse_result_document(const JsonNode& root) {
   if (const auto n = root.find("composition")) doc.composition = n->one_of({"stage-separable", "exact"});
   if (const auto n = root.find("simulated_iterations")) doc.simulated_iterations = n->integer(0);
   if (const auto n = root.find("entropy_series")) doc.entropy_series = read_entropy(*n);
+  if (const auto n = root.find("warnings")) {
+    doc.warnings.emplace();
+    for (std::size_t i = 0; i < n->size(); ++i) doc.warnings->push_back((*n)[i].string());
+  }
   for (const std::string& key : root.member_keys())
     if (kTypedMembers.count(key) == 0) doc.sections[key] = root.at(key).raw();
   return doc;

@@ -115,6 +115,9 @@ struct ResultDocument {
   std::optional<std::int64_t> simulated_iterations;
   std::vector<ResultRun> runs;
   std::optional<EntropySeries> entropy_series;
+  /// Simulate only: what the run went on with but the user should know (a degenerate trace, actor stacks without
+  /// guard pages), one line each; written (possibly empty) when set.
+  std::optional<std::vector<std::string>> warnings;
   /// Top-level members no reader interprets, written after the setup members in their own order.
   nlohmann::ordered_json sections = nlohmann::ordered_json::object();
 
