@@ -146,7 +146,7 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   // vm.max_map_count, and a case that does not fit even so is refused before SimGrid fails on it.
   const edgc::sim::ParallelSpec checked = edgc::sim::validate(mc.model, mc.parallel, cluster, "edgc_bench_iteration");
   const edgc::sim::ActorStacks stacks = edgc::sim::plan_actor_stacks(
-      edgc::sim::iteration_actors(checked, !tp_ring && !dp_ring && edgc::sim::replicas_fold(cluster, checked, {})),
+      edgc::sim::iteration_actors(checked, !dp_ring && edgc::sim::replicas_fold(cluster, checked, {})),
       edgc::sim::vm_max_map_count());
   if (!stacks.fits)
     throw std::runtime_error(std::to_string(c.gpus) + " GPUs: " + std::to_string(stacks.maps_unguarded) +
