@@ -5,6 +5,9 @@ Run with Debian's interpreter (it carries python3-torch):
 
     /usr/bin/python3 tools/bench/powersgd_bench_torch.py --threads 1 --shapes 1920x7680 --ranks 4,16
 
+On a GPU (`--device cuda`) every tensor lives on the device, the step is timed with CUDA events around it, and
+matrix products stay in exact fp32 (TF32 off, PyTorch's default), as in edgc's CUDA backend.
+
 Prints one JSON object on stdout: {"schema": "edgc.bench.powersgd_torch/1", "threads": T, "rows": [...]},
 each row {"m", "n", "r", "ms_median", "ms_all", "ms_hook_median", "ms_hook_all"}.
 
@@ -30,6 +33,7 @@ def parse_args():
     ap.add_argument("--repeats", type=int, default=5, help="timed steps per case (median reported)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps per case")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     return ap.parse_args()
 
 
@@ -42,6 +46,24 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    if on_gpu:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def clock():
+        """A point in time: a recorded CUDA event on the GPU, the host clock on the CPU."""
+        if not on_gpu:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def elapsed_s(start, stop):
+        if not on_gpu:
+            return stop - start
+        stop.synchronize()
+        return start.elapsed_time(stop) * 1e-3
 
     def gram_schmidt(p, eps=0.0):
         # Column by column: normalise, then remove its component from the columns to its right.
@@ -59,17 +81,17 @@ def main():
             torch.linalg.qr(p, out=(p, r_scratch))
 
     def run_case(m, n, r, hook_qr):
-        g = torch.randn(m, n)
+        g = torch.randn(m, n, device=device)
         grad = g.clone()
-        error = torch.zeros(m, n)
-        q = torch.randn(n, r)
-        p = torch.empty(m, r)
-        rp = torch.empty(r, r)
-        rq = torch.empty(r, r)
+        error = torch.zeros(m, n, device=device)
+        q = torch.randn(n, r, device=device)
+        p = torch.empty(m, r, device=device)
+        rp = torch.empty(r, r, device=device)
+        rq = torch.empty(r, r, device=device)
         times = []
         for step in range(args.warmup + args.repeats):
             grad.copy_(g)  # a fresh gradient each step, outside the timed region
-            t0 = time.perf_counter()
+            t0 = clock()
             grad.add_(error)  # M = G + E
             grad_copy = torch.clone(grad)  # the hook keeps M to form the new error
             if hook_qr:
@@ -79,7 +101,7 @@ def main():
             torch.matmul(grad.t(), p, out=q)  # (all-reduce of Q and Q /= world size after this)
             torch.matmul(p, q.t(), out=grad)  # Ĝ replaces the gradient
             error = grad_copy - grad  # E = M − Ĝ
-            elapsed = time.perf_counter() - t0
+            elapsed = elapsed_s(t0, clock())
             if step >= args.warmup:
                 times.append(elapsed * 1e3)
         if not torch.isfinite(grad).all():
@@ -99,7 +121,7 @@ def main():
             print(f"{m}x{n} r={r}: {med:.2f} ms (hook with Q re-orthogonalisation {hook_med:.2f} ms)",
                   file=sys.stderr)
     json.dump({"schema": "edgc.bench.powersgd_torch/1", "threads": args.threads, "torch": torch.__version__,
-               "rows": rows}, sys.stdout)
+               "device": torch.cuda.get_device_name(device) if on_gpu else "cpu", "rows": rows}, sys.stdout)
     sys.stdout.write("\n")
 
 

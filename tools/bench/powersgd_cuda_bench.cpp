@@ -2,7 +2,8 @@
 // and its sampled-entropy kernels (moments + histogram) on GPT2-2.5B and GPT2-12.1B layer shapes, next to a
 // device-to-device copy measured in the same run, and writes a kernel-time profile JSON.
 //
-//   edgc_bench_powersgd_cuda [--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--out kernel_profile.json]
+//   edgc_bench_powersgd_cuda [--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN]
+//                            [--out kernel_profile.json]
 //
 // Roofline bytes (see kernels/CUDA-NOTES.md): a step streams 8 passes of m·n floats (read G, E; write E; read M
 // for Q; read M, write E and G in the reconstruction, plus the P product's read of M) — reported as achieved
@@ -21,6 +22,7 @@
 
 #include "edgc/core/block_sampling.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/core/median.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "harness.hpp"
 
@@ -49,6 +51,7 @@ struct Options {
   int repeats = 10;
   double fraction = 0.25;
   std::string out_path = "kernel_profile.json";
+  std::string only;  // "MxN": time only that shape (for a profiler), else every shape
 };
 
 class Timer {
@@ -100,36 +103,44 @@ class DeviceFloats {
   float* p_ = nullptr;
 };
 
-// One shape's buffers: gradient and error (m·n), P and Q at the largest rank.
+// One shape's buffers: gradient and error (m·n), P and Q at the largest rank, and a pristine pseudo-random gradient
+// (filled once on the host) that restores g between steps by a device copy.
 struct ShapeBuffers {
-  DeviceFloats g, e, p, q;
-  ShapeBuffers(const Shape& s, int rmax) : g(s.m * s.n), e(s.m * s.n), p(s.m * rmax), q(s.n * rmax) {}
+  DeviceFloats g, e, p, q, g0;
+  ShapeBuffers(const Shape& s, int rmax)
+      : g(s.m * s.n), e(s.m * s.n), p(s.m * rmax), q(s.n * rmax), g0(s.m * s.n) {
+    fill(g0.get(), static_cast<std::size_t>(s.m * s.n), 1e-3F);
+    BENCH_CUDA(cudaMemcpy(g.get(), g0.get(), static_cast<std::size_t>(s.m * s.n) * sizeof(float),
+                          cudaMemcpyDeviceToDevice));
+  }
 };
 
 struct EntropyTime {
-  double seconds = 1e30;  // best of the repeats after one warm-up
+  double seconds = 0.0;  // median of the repeats after one warm-up
   double GBps = 0.0;
   bool ok = true;
 };
 
 struct StepTime {
-  double seconds = 1e30;  // best of the repeats after one warm-up
+  double seconds = 0.0;  // median of the repeats after one warm-up
   bool ok = false;
 };
 
-// Device-to-device copy bandwidth on the largest gradient (bytes read + written), best of repeats + 2.
+// Device-to-device copy bandwidth on the largest gradient (bytes read + written), median of the repeats after two
+// warm-ups, on pseudo-random data.
 double copy_bandwidth_GBps(cudaStream_t stream, Timer& timer, int repeats) {
   const std::int64_t max_mn = 4096LL * 16384;
   const DeviceFloats a(max_mn);
   const DeviceFloats b(max_mn);
-  BENCH_CUDA(cudaMemsetAsync(a.get(), 0, max_mn * sizeof(float), stream));
-  double copy_s = 1e30;
+  fill(a.get(), static_cast<std::size_t>(max_mn), 1.0F);
+  std::vector<double> ts;
   for (int i = 0; i < repeats + 2; ++i) {
     timer.start();
     BENCH_CUDA(cudaMemcpyAsync(b.get(), a.get(), max_mn * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    copy_s = std::min(copy_s, timer.stop_s());
+    const double t = timer.stop_s();
+    if (i >= 2) ts.push_back(t);
   }
-  return 2.0 * max_mn * sizeof(float) / copy_s * 1e-9;
+  return 2.0 * max_mn * sizeof(float) / edgc::core::median(ts) * 1e-9;
 }
 
 // Entropy kernels: moments + a 256-bin histogram over β of the gradient in 4 KiB blocks.
@@ -138,6 +149,7 @@ EntropyTime time_entropy(const ek::Backend& backend, const float* g, std::int64_
   const double sampled_bytes = static_cast<double>(edgc::total_length(blocks)) * sizeof(float);
   std::vector<std::int64_t> counts(256);
   EntropyTime res;
+  std::vector<double> ts;
   for (int i = 0; i < repeats + 1; ++i) {
     edgc::kernels::HistogramTails tails;
     std::fill(counts.begin(), counts.end(), 0);
@@ -145,9 +157,10 @@ EntropyTime time_entropy(const ek::Backend& backend, const float* g, std::int64_
     const ek::MomentSums ms = backend.moments({g, static_cast<std::size_t>(mn)}, blocks);
     backend.histogram({g, static_cast<std::size_t>(mn)}, blocks, -5e-4, 1e-3 / 256, counts, tails);
     const double t = edgc::bench::seconds_since(t0);
-    if (i > 0) res.seconds = std::min(res.seconds, t);
+    if (i > 0) ts.push_back(t);
     if (ms.count != edgc::total_length(blocks)) res.ok = false;
   }
+  res.seconds = edgc::core::median(ts);
   // Two reads of the sampled bytes (moments and histogram are separate kernels).
   res.GBps = 2.0 * sampled_bytes / res.seconds * 1e-9;
   return res;
@@ -165,6 +178,7 @@ StepTime time_step(ek::Backend& backend, cudaStream_t stream, Timer& timer, cons
   BENCH_CUDA(cudaMemsetAsync(e, 0, mn * sizeof(float), stream));
   fill(q, static_cast<std::size_t>(s.n * r), 1.0F);
   StepTime res;
+  std::vector<double> ts;
   double m_sq = 0.0, err_sq = 0.0;
   const float* cg = g;
   const float* cq = q;
@@ -178,9 +192,11 @@ StepTime time_step(ek::Backend& backend, cudaStream_t stream, Timer& timer, cons
     backend.gemm_batched(ek::Transpose::kYes, ek::Transpose::kNo, s.n, r, s.m, 1.0F, {&ce, 1}, {&cp, 1}, 0.0F, {&q, 1});
     backend.reconstruct_batched(s.m, s.n, r, {&cp, 1}, {&cq, 1}, {&e, 1}, {&g, 1}, {&err_sq, 1});
     const double t = timer.stop_s();
-    if (i > 0) res.seconds = std::min(res.seconds, t);
-    fill(g, static_cast<std::size_t>(mn), 1e-3F);
+    if (i > 0) ts.push_back(t);
+    BENCH_CUDA(cudaMemcpyAsync(g, buf.g0.get(), static_cast<std::size_t>(mn) * sizeof(float), cudaMemcpyDeviceToDevice,
+                               stream));
   }
+  res.seconds = edgc::core::median(ts);
   res.ok = std::isfinite(err_sq) && err_sq <= m_sq * (1.0 + 1e-4) && m_sq > 0.0;
   return res;
 }
@@ -214,7 +230,6 @@ nlohmann::ordered_json report(const Shape& s, int r, const StepTime& step, const
 bool bench_shape(ek::Backend& backend, cudaStream_t stream, Timer& timer, const Options& opt, const Shape& s,
                  double copy_GBps, nlohmann::ordered_json& entries) {
   const ShapeBuffers buf(s, *std::max_element(opt.ranks.begin(), opt.ranks.end()));
-  fill(buf.g.get(), static_cast<std::size_t>(s.m * s.n), 1e-3F);
   const EntropyTime ent = time_entropy(backend, buf.g.get(), s.m * s.n, opt.fraction, opt.repeats);
   bool ok = ent.ok;
   for (const int r : opt.ranks) {
@@ -229,12 +244,13 @@ bool bench_shape(ek::Backend& backend, cudaStream_t stream, Timer& timer, const 
 int run(int argc, char** argv) {
   Options opt;
   std::string ranks_text;
-  edgc::bench::Args args("[--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--out FILE]");
-  args.text("--ranks", ranks_text).repeats(opt.repeats).real("--fraction", opt.fraction);
+  edgc::bench::Args args("[--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--out FILE]");
+  args.text("--ranks", ranks_text).text("--shape", opt.only).repeats(opt.repeats).real("--fraction", opt.fraction);
   args.json_path("--out", opt.out_path);
   if (const auto code = args.parse(argc, argv)) return *code;
   if (!ranks_text.empty()) opt.ranks = edgc::bench::int_list("--ranks", ranks_text);
   if (opt.ranks.empty()) throw edgc::UsageError("--ranks", "no rank given");
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, also through a pipe
   int devices = 0;
   const cudaError_t st = cudaGetDeviceCount(&devices);
   if (st != cudaSuccess || devices == 0) {
@@ -255,7 +271,13 @@ int run(int argc, char** argv) {
               "step GB/s", "%copy", "TFLOP/s", "entropy ms", "ent GB/s", "%copy", "ok");
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   bool all_ok = true;
-  for (const Shape& s : kShapes) all_ok = bench_shape(*backend, stream, timer, opt, s, copy_GBps, entries) && all_ok;
+  int timed = 0;
+  for (const Shape& s : kShapes) {
+    if (!opt.only.empty() && opt.only != std::to_string(s.m) + "x" + std::to_string(s.n)) continue;
+    all_ok = bench_shape(*backend, stream, timer, opt, s, copy_GBps, entries) && all_ok;
+    ++timed;
+  }
+  if (timed == 0) throw edgc::UsageError("--shape", opt.only + " is none of the benchmark's shapes");
 
   edgc::bench::write_json(opt.out_path,
                           {{"schema", "edgc.kernel_profile/1"},

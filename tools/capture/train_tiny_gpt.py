@@ -32,11 +32,14 @@ VOCAB = 256
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model, heads, seq_len):
+    """`fused` uses PyTorch's scaled_dot_product_attention (flash attention on a GPU); the explicit masked softmax
+    is what the bundled tiny trace was recorded with, so it stays the default."""
+
+    def __init__(self, d_model, heads, seq_len, fused=False):
         super().__init__()
         if d_model % heads:
             raise ValueError(f"d_model {d_model} is not divisible by heads {heads}")
-        self.heads = heads
+        self.heads, self.fused = heads, fused
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.proj = nn.Linear(d_model, d_model)
         self.register_buffer("mask", torch.ones(seq_len, seq_len, dtype=torch.bool).tril(), persistent=False)
@@ -45,6 +48,8 @@ class CausalSelfAttention(nn.Module):
         b, t, c = x.shape
         q, k, v = self.qkv(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        if self.fused:
+            return self.proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, c))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
         att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(dim=-1)
         return self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
@@ -63,10 +68,10 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm transformer block (residual stream stays un-normalized)."""
 
-    def __init__(self, d_model, heads, seq_len):
+    def __init__(self, d_model, heads, seq_len, fused=False):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, heads, seq_len)
+        self.attn = CausalSelfAttention(d_model, heads, seq_len, fused)
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = MLP(d_model)
 
@@ -76,13 +81,20 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    def __init__(self, layers=4, d_model=64, heads=4, seq_len=128):
+    """GPT-2's layout at any size. `tie_embeddings` shares the token embedding with the output head (GPT-2 does;
+    the tiny trace's model does not)."""
+
+    def __init__(self, layers=4, d_model=64, heads=4, seq_len=128, vocab=VOCAB, fused_attention=False,
+                 tie_embeddings=False):
         super().__init__()
-        self.tok_emb = nn.Embedding(VOCAB, d_model)
+        self.vocab = vocab
+        self.tok_emb = nn.Embedding(vocab, d_model)
         self.pos_emb = nn.Embedding(seq_len, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, heads, seq_len) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(d_model, heads, seq_len, fused_attention) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d_model)
-        self.lm_head = nn.Linear(d_model, VOCAB, bias=False)  # untied from tok_emb
+        self.lm_head = nn.Linear(d_model, vocab, bias=False)
+        if tie_embeddings:
+            self.lm_head.weight = self.tok_emb.weight
         for name, p in self.named_parameters():
             if name.endswith(".bias"):
                 nn.init.zeros_(p)
@@ -99,7 +111,7 @@ class TinyGPT(nn.Module):
         logits = self.lm_head(self.ln_f(x))
         if targets is None:
             return logits
-        return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
+        return F.cross_entropy(logits.reshape(-1, self.vocab).float(), targets.reshape(-1))
 
 
 def load_corpus(directory):

@@ -78,10 +78,16 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-__global__ void sum_moment_partials(const MomentPartial* partials, int n, MomentPartial* out) {
+// The per-CTA partials summed by one CTA: threads stride over them, then a block reduction. The order is fixed by the
+// launch shape, so every run gives the same bits. (A single thread summing them in order waited for one load after
+// another: about 0.25 ms for a thousand partials on an H100, more than the kernel it summarises.)
+__global__ void __launch_bounds__(kThreads) sum_moment_partials(const MomentPartial* partials, int n, MomentPartial* out) {
   MomentPartial acc{0.0, 0.0, 0.0, 0.0, 0, 0, 0};
-  for (int i = 0; i < n; ++i) acc = AddPartial{}(acc, partials[i]);
-  *out = acc;
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += blockDim.x) acc = AddPartial{}(acc, partials[i]);
+  using Reduce = cub::BlockReduce<MomentPartial, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  const MomentPartial total = Reduce(tmp).Reduce(acc, AddPartial{});
+  if (threadIdx.x == 0) *out = total;
 }
 
 template <bool kShared>
@@ -256,12 +262,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-__global__ void sum_partials_kernel(int batch, int ctas, const double* partials, double* out) {
-  const int b = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (b >= batch) return;
+// out[b] = Σ_c partials[b·ctas + c], one CTA per matrix b, in a fixed order (as sum_moment_partials).
+__global__ void __launch_bounds__(kThreads) sum_partials_kernel(int ctas, const double* partials, double* out) {
+  const std::int64_t b = blockIdx.x;
   double s = 0.0;
-  for (int c = 0; c < ctas; ++c) s += partials[static_cast<std::int64_t>(b) * ctas + c];
-  out[b] = s;
+  for (int c = static_cast<int>(threadIdx.x); c < ctas; c += blockDim.x) s += partials[b * ctas + c];
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  const double total = Reduce(tmp).Sum(s);
+  if (threadIdx.x == 0) out[b] = total;
 }
 
 // Σ_i p[i·cols + c1]·p[i·cols + c2] in double over the CTA, broadcast to every thread.
@@ -341,16 +350,21 @@ __device__ bool cholesky(const float* gram, const double* d, std::int64_t r, dou
 
 __global__ void __launch_bounds__(kSmallThreads)
     cholesky_rinv_kernel(std::int64_t r, const float* grams, float eps, const int* gate, double* dworks, float* rinvs,
-                         int* ok, int* third) {
+                         int* ok, int* third, bool l_in_shared) {
   const int b = blockIdx.x;
   if (gate != nullptr && gate[b] == 0) {
     if (threadIdx.x == 0) ok[b] = 0;
     return;
   }
   const float* gram = grams + static_cast<std::int64_t>(b) * r * r;
-  double* l = dworks + static_cast<std::int64_t>(b) * (2 * r * r + r);
-  double* linv = l + r * r;
-  double* d = linv + r * r;
+  double* const work = dworks + static_cast<std::int64_t>(b) * (2 * r * r + r);
+  double* const linv = work + r * r;
+  double* const d = linv + r * r;
+  // L lives in dynamic shared memory when the launch gave room for it (r·r doubles, up to r = 128 on an A100 or
+  // H100), else in its global workspace. The Cholesky and the substitution below are chains of dependent
+  // multiply-adds over L; from global memory each step waited for a cached load (0.69 ms at r = 128 on an H100).
+  extern __shared__ double s_l[];
+  double* const l = l_in_shared ? s_l : work;
   float* rinv = rinvs + static_cast<std::int64_t>(b) * r * r;
   // The Gram matrix from cuBLAS is symmetric up to rounding; like the CPU twin, read its lower triangle only.
   double trace_part = 0.0;
@@ -391,21 +405,26 @@ __global__ void __launch_bounds__(kSmallThreads)
     shift = fmax(shift * 10.0, 1e-7);
     grew = true;
   }
-  // L⁻¹ by forward substitution, one column per thread, in the CPU twin's order.
-  for (std::int64_t j = threadIdx.x; j < r; j += blockDim.x) {
-    for (std::int64_t i = 0; i < r; ++i) linv[i * r + j] = 0.0;
-    linv[j * r + j] = 1.0 / l[j * r + j];
-    for (std::int64_t i = j + 1; i < r; ++i) {
+  // L⁻¹ in place of L, row by row, with the CPU twin's arithmetic: entry (i, j < i) is
+  // −(Σ_{k=j}^{i−1} L[i][k]·L⁻¹[k][j]) / L[i][i], summed in that order, and the diagonal is 1 / L[i][i]. Row i reads
+  // the rows above it (already inverted) and its own L entries from column j on, so its entries are computed in
+  // parallel into the global scratch row, then written over L after a barrier.
+  for (std::int64_t i = 0; i < r; ++i) {
+    const double lii = l[i * r + i];
+    for (std::int64_t j = threadIdx.x; j < i; j += blockDim.x) {
       double acc = 0.0;
-      for (std::int64_t k = j; k < i; ++k) acc += l[i * r + k] * linv[k * r + j];
-      linv[i * r + j] = -acc / l[i * r + i];
+      for (std::int64_t k = j; k < i; ++k) acc += l[i * r + k] * l[k * r + j];
+      linv[i * r + j] = -acc / lii;
     }
+    __syncthreads();
+    for (std::int64_t j = threadIdx.x; j < i; j += blockDim.x) l[i * r + j] = linv[i * r + j];
+    if (threadIdx.x == 0) l[i * r + i] = 1.0 / lii;
+    __syncthreads();
   }
-  __syncthreads();
   for (std::int64_t x = threadIdx.x; x < r * r; x += blockDim.x) {
     const std::int64_t i = x / r;
     const std::int64_t j = x % r;
-    rinv[x] = j >= i ? static_cast<float>(linv[j * r + i] / d[i]) : 0.0F;
+    rinv[x] = j >= i ? static_cast<float>(l[j * r + i] / d[i]) : 0.0F;
   }
   if (threadIdx.x == 0) {
     ok[b] = 1;
@@ -437,7 +456,7 @@ unsigned int ctas_for(std::int64_t count) {
 void launch_moments(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, MomentPartial* partials,
                     MomentPartial* out, cudaStream_t stream) {
   moments_kernel<<<grid, kThreads, 0, stream>>>(x, pieces, num_pieces, partials);
-  sum_moment_partials<<<1, 1, 0, stream>>>(partials, grid, out);
+  sum_moment_partials<<<1, kThreads, 0, stream>>>(partials, grid, out);
 }
 
 void launch_histogram(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, double lo,
@@ -491,7 +510,7 @@ void launch_add_divide(std::int64_t n, const float* a, const float* b, float div
 }
 
 void launch_sum_partials(int batch, int ctas, const double* partials, double* out, cudaStream_t stream) {
-  sum_partials_kernel<<<(batch + 127) / 128, 128, 0, stream>>>(batch, ctas, partials, out);
+  sum_partials_kernel<<<batch, kThreads, 0, stream>>>(ctas, partials, out);
 }
 
 void launch_gram_schmidt(int batch, std::int64_t rows, std::int64_t cols, float* const* p, float eps,
@@ -505,7 +524,26 @@ void launch_gather(int batch, std::int64_t count, const float* const* src, float
 
 void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
                           float* rinv, int* ok, int* third, cudaStream_t stream) {
-  cholesky_rinv_kernel<<<batch, kSmallThreads, 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok, third);
+  // Room for L in shared memory: the device's opt-in limit per block, less the kernel's static shared memory.
+  static const std::size_t room = [] {
+    int device = 0;
+    int optin = 0;
+    cudaFuncAttributes attr{};
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+        cudaFuncGetAttributes(&attr, cholesky_rinv_kernel) != cudaSuccess ||
+        static_cast<std::size_t>(optin) <= attr.sharedSizeBytes ||
+        cudaFuncSetAttribute(cholesky_rinv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             optin - static_cast<int>(attr.sharedSizeBytes)) != cudaSuccess) {
+      (void)cudaGetLastError();  // no room: L stays in global memory
+      return std::size_t{0};
+    }
+    return static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
+  }();
+  const auto bytes = static_cast<std::size_t>(r * r) * sizeof(double);
+  const bool shared = bytes <= room;
+  cholesky_rinv_kernel<<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok,
+                                                                            third, shared);
 }
 
 void launch_commit(int batch, std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1,

@@ -94,8 +94,34 @@ std::vector<std::vector<T>> step_gradients(const Shapes& shapes, std::uint64_t s
   return g;
 }
 
-std::vector<float> as_float(const std::vector<float>& v) { return v; }
-std::vector<float> as_float(const std::vector<std::uint16_t>& v) { return widen(v); }
+
+// Largest element-wise difference of two bf16 tensors beyond one bf16 rounding step of the element (2^-7 of its
+// magnitude bounds one ulp), in units of the tensor's largest magnitude.
+double bf16_excess(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {
+  const std::vector<float> g = widen(got);
+  const std::vector<float> w = widen(want);
+  double scale = 0.0, worst = 0.0;
+  for (std::size_t i = 0; i < w.size(); ++i) scale = std::max(scale, std::abs(static_cast<double>(w[i])));
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const double d = std::abs(static_cast<double>(g[i]) - w[i]) - std::ldexp(std::abs(static_cast<double>(w[i])), -7);
+    worst = std::max(worst, d);
+  }
+  return scale > 0.0 ? worst / scale : worst;
+}
+
+// The gradient written back must agree with the CPU's: fp32 within 1e-4 relative. In bf16, the fp32 Ĝ of the two
+// backends differ in their last bits (summation order), and an element near a rounding boundary of bf16 then rounds
+// to the neighbouring value, one ulp (up to 2^-7 of it) away; small elements, whose Ĝ is a sum with cancellation,
+// differ by many of their own ulps. So every element must agree within one rounding step of itself plus 1e-4 of the
+// tensor's scale (the fp32 parity), and the tensor within 1e-3 relative (2e-4 was seen on an H100). The fp32 state
+// (E) is still held to 1e-4.
+void expect_same_gradient(const std::vector<float>& got, const std::vector<float>& want) {
+  EXPECT_LE(rel_diff(got, want), 1e-4);
+}
+void expect_same_gradient(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {
+  EXPECT_LE(bf16_excess(got, want), 1e-4);
+  EXPECT_LE(rel_diff(widen(got), widen(want)), 1e-3);
+}
 
 const Shapes kShapes{{256, 96}, {256, 96}, {96}, {130, 7, 10}, {33, 17}, {5, 5}, {}};
 
@@ -120,7 +146,7 @@ void compare_single_rank(const PowerSgdConfig& cfg, int steps) {
     for (std::size_t i = 0; i < kShapes.size(); ++i) {
       SCOPED_TRACE("step " + std::to_string(step) + " tensor " + std::to_string(i));
       EXPECT_EQ(sg.tensors[i].compressed, sc.tensors[i].compressed);
-      EXPECT_LE(rel_diff(as_float(hg[i]), as_float(hc[i])), 1e-4);
+      expect_same_gradient(hg[i], hc[i]);
       EXPECT_LE(rel_diff(pg.error_copy(i), pc.error_copy(i)), 1e-4);
       EXPECT_NEAR(sg.tensors[i].relative_error, sc.tensors[i].relative_error, 1e-4);
     }

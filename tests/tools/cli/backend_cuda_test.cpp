@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_test_util.hpp"
 
@@ -26,6 +28,8 @@ using nlohmann::json;
 
 const std::string kTrace = std::string(EDGC_SOURCE_DIR) + "/traces/bundled/tinygpt-licenses";
 const std::string kLiveScenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/live/tinygpt-cpu.json";
+// The trace's own settings (ranks up to 12 on its 64x64 matrices): the defaults' r_max 128 is refused for it.
+const std::string kReplayScenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/replay/tinygpt-licenses.json";
 
 // One line on stderr, ending in a newline.
 bool one_line(const std::string& err) {
@@ -75,7 +79,7 @@ CliRun edgc_nccl(const std::string& args, const TempDir& tmp) {
 TEST(BackendCuda, EdgcNcclRunsReplayOnTheGpuOrRefusesWithoutOne) {
   TempDir tmp;
   const fs::path gpu = tmp / "gpu";
-  const CliRun r = edgc_nccl("replay --trace " + kTrace + " --backend cuda --out " + gpu.string(), tmp);
+  const CliRun r = edgc_nccl("replay --scenario " + kReplayScenario + " --backend cuda --out " + gpu.string(), tmp);
   if (r.code != 0) {
     // No usable GPU (the CUDA runtime says why, e.g. cudaErrorNoDevice or cudaErrorInsufficientDriver).
     expect_refusal(r, "--backend", gpu, "CUDA device");
@@ -83,27 +87,41 @@ TEST(BackendCuda, EdgcNcclRunsReplayOnTheGpuOrRefusesWithoutOne) {
                    "--backend", gpu, "CUDA device");
     return;
   }
-  // A GPU: the same windows, decisions and (to float rounding) entropies as the CPU replay.
+  // A GPU: the same windows and decisions as the CPU replay, and (to float rounding) the same entropies, which are
+  // statistics of the trace's gradients. The compression error carries the whole history of warm-started Q and error
+  // feedback: the backends' last-bit differences (per step within 1e-4, gpu.CudaPowerSgd.*) grow through it, so
+  // windows drift apart (up to 2.9 % relative on an H100 against its host's CPU backend) while each stage's mean over
+  // the run stays close (within 0.6 %). Bounds: 10 % per window, 2 % on the stage means.
   const fs::path cpu = tmp / "cpu";
-  const CliRun c = edgc("replay --trace " + kTrace + " --out " + cpu.string(), tmp);
+  const CliRun c = edgc("replay --scenario " + kReplayScenario + " --out " + cpu.string(), tmp);
   ASSERT_EQ(c.code, 0) << c.err;
   const json jg = json::parse(read_file(gpu / "replay.json"));
   const json jc = json::parse(read_file(cpu / "replay.json"));
   EXPECT_EQ(jg["scenario"]["replay"]["backend"], "cuda");
   ASSERT_EQ(jg["windows"].size(), jc["windows"].size());
+  std::vector<double> sum_gpu, sum_cpu;
   for (std::size_t w = 0; w < jc["windows"].size(); ++w)
     for (std::size_t s = 0; s < jc["windows"][w]["stages"].size(); ++s) {
       const json& g = jg["windows"][w]["stages"][s];
       const json& h = jc["windows"][w]["stages"][s];
       EXPECT_EQ(g["rank"], h["rank"]) << "window " << w << " stage " << s;
-      for (const char* key : {"entropy_gaussian", "relative_error"}) {
+      for (const auto& [key, tol] : {std::pair{"entropy_gaussian", 1e-3}, std::pair{"relative_error", 0.1}}) {
         ASSERT_EQ(g[key].is_number(), h[key].is_number()) << key;
         if (h[key].is_number()) {
-          EXPECT_NEAR(g[key].get<double>(), h[key].get<double>(), 1e-3 * std::abs(h[key].get<double>()) + 1e-9)
+          EXPECT_NEAR(g[key].get<double>(), h[key].get<double>(), tol * std::abs(h[key].get<double>()) + 1e-9)
               << key << " window " << w << " stage " << s;
         }
       }
+      if (h["relative_error"].is_number()) {
+        sum_gpu.resize(std::max(sum_gpu.size(), s + 1), 0.0);
+        sum_cpu.resize(sum_gpu.size(), 0.0);
+        sum_gpu[s] += g["relative_error"].get<double>();
+        sum_cpu[s] += h["relative_error"].get<double>();
+      }
     }
+  ASSERT_FALSE(sum_cpu.empty());
+  for (std::size_t s = 0; s < sum_cpu.size(); ++s)
+    EXPECT_NEAR(sum_gpu[s], sum_cpu[s], 0.02 * sum_cpu[s]) << "stage " << s << " mean relative error";
 }
 #endif
 

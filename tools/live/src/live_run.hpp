@@ -69,13 +69,13 @@ class LiveRun {
   const LiveOptions& o_;
   World& w_;
   std::string host_;
-  StageTensors tensors_;
   /// The host backend of the statistics of host data (replica noise scale): backend_ itself, or "cpu" when
   /// backend_ keeps its data on a device.
   const kernels::Backend& host_backend() const { return host_backend_ ? *host_backend_ : *backend_; }
 
   std::unique_ptr<kernels::Backend> backend_;
   std::unique_ptr<kernels::Backend> host_backend_;  // only with a device backend_
+  StageTensors tensors_;  // after backend_: its device buffers are freed through backend_, so they must go first
   int device_ = 0;                                  // the GPU of a device backend_
   std::unique_ptr<kernels::Communicator> inner_;
   std::unique_ptr<TimedCommunicator> comm_;
