@@ -107,11 +107,10 @@ class DeviceFloats {
 // (filled once on the host) that restores g between steps by a device copy.
 struct ShapeBuffers {
   DeviceFloats g, e, p, q, g0;
-  ShapeBuffers(const Shape& s, int rmax)
-      : g(s.m * s.n), e(s.m * s.n), p(s.m * rmax), q(s.n * rmax), g0(s.m * s.n) {
+  ShapeBuffers(const Shape& s, int rmax) : g(s.m * s.n), e(s.m * s.n), p(s.m * rmax), q(s.n * rmax), g0(s.m * s.n) {
     fill(g0.get(), static_cast<std::size_t>(s.m * s.n), 1e-3F);
-    BENCH_CUDA(cudaMemcpy(g.get(), g0.get(), static_cast<std::size_t>(s.m * s.n) * sizeof(float),
-                          cudaMemcpyDeviceToDevice));
+    BENCH_CUDA(
+        cudaMemcpy(g.get(), g0.get(), static_cast<std::size_t>(s.m * s.n) * sizeof(float), cudaMemcpyDeviceToDevice));
   }
 };
 

@@ -81,7 +81,8 @@ __global__ void __launch_bounds__(kThreads)
 // The per-CTA partials summed by one CTA: threads stride over them, then a block reduction. The order is fixed by the
 // launch shape, so every run gives the same bits. (A single thread summing them in order waited for one load after
 // another: about 0.25 ms for a thousand partials on an H100, more than the kernel it summarises.)
-__global__ void __launch_bounds__(kThreads) sum_moment_partials(const MomentPartial* partials, int n, MomentPartial* out) {
+__global__ void __launch_bounds__(kThreads)
+    sum_moment_partials(const MomentPartial* partials, int n, MomentPartial* out) {
   MomentPartial acc{0.0, 0.0, 0.0, 0.0, 0, 0, 0};
   for (int i = static_cast<int>(threadIdx.x); i < n; i += blockDim.x) acc = AddPartial{}(acc, partials[i]);
   using Reduce = cub::BlockReduce<MomentPartial, kThreads>;
@@ -542,8 +543,8 @@ void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float ep
   }();
   const auto bytes = static_cast<std::size_t>(r * r) * sizeof(double);
   const bool shared = bytes <= room;
-  cholesky_rinv_kernel<<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok,
-                                                                            third, shared);
+  cholesky_rinv_kernel<<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok, third,
+                                                                             shared);
 }
 
 void launch_commit(int batch, std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1,

@@ -94,7 +94,6 @@ std::vector<std::vector<T>> step_gradients(const Shapes& shapes, std::uint64_t s
   return g;
 }
 
-
 // Largest element-wise difference of two bf16 tensors beyond one bf16 rounding step of the element (2^-7 of its
 // magnitude bounds one ulp), in units of the tensor's largest magnitude.
 double bf16_excess(const std::vector<std::uint16_t>& got, const std::vector<std::uint16_t>& want) {

@@ -76,7 +76,7 @@ class LiveRun {
   std::unique_ptr<kernels::Backend> backend_;
   std::unique_ptr<kernels::Backend> host_backend_;  // only with a device backend_
   StageTensors tensors_;  // after backend_: its device buffers are freed through backend_, so they must go first
-  int device_ = 0;                                  // the GPU of a device backend_
+  int device_ = 0;        // the GPU of a device backend_
   std::unique_ptr<kernels::Communicator> inner_;
   std::unique_ptr<TimedCommunicator> comm_;
   Rates rates_;
