@@ -236,7 +236,7 @@ double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel,
 double powersgd_batch_s(std::int64_t rows, std::int64_t cols, int rank, int count, int element_bytes,
                         const GpuSpec& gpu, const CostParams& params) {
   if (rank < 1) throw InternalError("powersgd_batch_s: rank must be ≥ 1, got " + std::to_string(rank));
-  if (!params.kernel_profile.empty()) return count * profiled_step_s(params.kernel_profile, rows, cols, rank);
+  if (!params.kernel_profile.empty()) return profiled_batch_s(params.kernel_profile, rows, cols, rank, count);
   const double hbm_Bps = gpu.hbm_GBps * 1e9 * params.hbm_efficiency;
   const double rate = gemm_rate_flops(gpu, params);
   const double r = rank;
@@ -248,40 +248,63 @@ double powersgd_batch_s(std::int64_t rows, std::int64_t cols, int rank, int coun
   return count * (std::max(memory_s, gemm_s) + orth_s) + r * params.orth_column_latency_s;
 }
 
-double profiled_step_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank) {
-  if (profile.empty()) throw InternalError("profiled_step_s: empty profile");
-  const double elements = static_cast<double>(rows) * static_cast<double>(cols);
-  // The shape: exact, else the nearest in element count.
-  const KernelTime* pick = nullptr;
-  double best = 0.0;
+namespace {
+
+// One measured rank's step time as fixed + per_element · elements: a least-squares line through the rank's shapes
+// (time against element count). The fixed part is what a step costs whatever its size (launches, host round trips,
+// the orthogonalisation's per-matrix Cholesky); a batch pays it once. With one shape, or a line that would need a
+// negative fixed part, the line goes through the origin (all per element).
+struct StepLine {
+  int rank = 0;
+  double fixed_s = 0.0;
+  double per_element_s = 0.0;
+};
+
+StepLine fit_rank(const std::vector<KernelTime>& profile, int rank) {
+  double n = 0, se = 0, st = 0, see = 0, set = 0;
   for (const KernelTime& e : profile) {
-    const bool exact = e.rows == rows && e.cols == cols;
-    const double d =
-        exact ? -1.0 : std::abs(std::log(static_cast<double>(e.rows) * static_cast<double>(e.cols) / elements));
-    if (pick == nullptr || d < best) {
-      pick = &e;
-      best = d;
-    }
+    if (e.rank != rank) continue;
+    const double x = static_cast<double>(e.rows) * static_cast<double>(e.cols);
+    n += 1;
+    se += x;
+    st += e.step_s;
+    see += x * x;
+    set += x * e.step_s;
   }
-  // Seconds per element of that shape, by rank.
-  std::vector<std::pair<int, double>> by_rank;
-  for (const KernelTime& e : profile)
-    if (e.rows == pick->rows && e.cols == pick->cols)
-      by_rank.emplace_back(e.rank, e.step_s / (static_cast<double>(e.rows) * static_cast<double>(e.cols)));
-  std::sort(by_rank.begin(), by_rank.end());
-  double per_element = by_rank.front().second;
-  if (rank >= by_rank.back().first) {
-    per_element = by_rank.back().second;
-  } else if (rank > by_rank.front().first) {
-    for (std::size_t i = 1; i < by_rank.size(); ++i) {
-      if (rank > by_rank[i].first) continue;
-      const auto [r0, c0] = by_rank[i - 1];
-      const auto [r1, c1] = by_rank[i];
-      per_element = r1 == r0 ? c1 : c0 + (c1 - c0) * (rank - r0) / static_cast<double>(r1 - r0);
-      break;
-    }
+  StepLine line{rank, 0.0, set / see};
+  const double det = n * see - se * se;
+  if (n >= 2 && det > 1e-12 * n * see) {
+    const double slope = (n * set - se * st) / det;
+    const double intercept = (st - slope * se) / n;
+    if (intercept >= 0.0 && slope >= 0.0) line = {rank, intercept, slope};
   }
-  return per_element * elements;
+  return line;
+}
+
+}  // namespace
+
+double profiled_batch_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank,
+                        int count) {
+  if (profile.empty()) throw InternalError("profiled_batch_s: empty profile");
+  if (count < 1) return 0.0;
+  std::vector<int> ranks;
+  for (const KernelTime& e : profile) ranks.push_back(e.rank);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  // The measured ranks around `rank` (the nearest one outside them), and the weight of the upper one.
+  std::size_t hi = 0;
+  while (hi + 1 < ranks.size() && ranks[hi] < rank) ++hi;
+  const std::size_t lo = hi > 0 && ranks[hi] > rank ? hi - 1 : hi;
+  const double w = hi == lo || rank >= ranks[hi] ? 1.0 : (rank - ranks[lo]) / static_cast<double>(ranks[hi] - ranks[lo]);
+  const double elements = static_cast<double>(rows) * static_cast<double>(cols);
+  const auto batch_at = [&](int r) {
+    const StepLine line = fit_rank(profile, r);
+    for (const KernelTime& e : profile)  // a measured shape keeps its own time; only the fixed part is shared
+      if (e.rank == r && e.rows == rows && e.cols == cols)
+        return line.fixed_s + (e.step_s - line.fixed_s) * count;
+    return line.fixed_s + line.per_element_s * elements * count;
+  };
+  return (1.0 - w) * batch_at(ranks[lo]) + w * batch_at(ranks[hi]);
 }
 
 }  // namespace edgc::sim

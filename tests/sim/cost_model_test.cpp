@@ -212,17 +212,36 @@ TEST(PowerSgd, CompressTimeGrowsWithRank) {
 namespace edgc::sim {
 namespace {
 
+// Several shapes at one rank: the steps are a fixed part plus a part per element (a line through the measurements);
+// a batch pays the fixed part once. Here 1e6 elements take 1.1 ms and 3e6 take 1.3 ms: 1 ms fixed, 0.1 ns per element.
+TEST(KernelProfile, ABatchPaysTheFixedPartOnce) {
+  const std::vector<KernelTime> profile = {{1000, 1000, 8, 1.1e-3}, {1000, 3000, 8, 1.3e-3}, {1000, 3000, 16, 2.6e-3}};
+  // An unmeasured shape: 1 ms + 4 matrices of 2e6 elements at 0.1 ns.
+  EXPECT_NEAR(profiled_batch_s(profile, 2000, 1000, 8, 4), 1e-3 + 4 * 2e6 * 1e-10, 1e-12);
+  // A measured shape keeps its time for one matrix, and adds only its variable part for each further one.
+  EXPECT_NEAR(profiled_batch_s(profile, 1000, 1000, 8, 1), 1.1e-3, 1e-12);
+  EXPECT_NEAR(profiled_batch_s(profile, 1000, 1000, 8, 3), 1e-3 + 3 * 0.1e-3, 1e-12);
+  // Rank 16 has one shape: all per element (2.6 ms / 3e6), so no sharing; rank 12 lies halfway.
+  EXPECT_NEAR(profiled_batch_s(profile, 1000, 1000, 16, 2), 2 * 2.6e-3 / 3, 1e-12);
+  EXPECT_NEAR(profiled_batch_s(profile, 1000, 1000, 12, 2), 0.5 * (1e-3 + 2 * 0.1e-3) + 0.5 * (2 * 2.6e-3 / 3), 1e-12);
+  // A line that would need a negative fixed part goes through the origin instead.
+  const std::vector<KernelTime> steep = {{1000, 1000, 8, 1e-4}, {1000, 3000, 8, 1e-3}};
+  const double per_element = (1e6 * 1e-4 + 3e6 * 1e-3) / (1e12 + 9e12);
+  EXPECT_NEAR(profiled_batch_s(steep, 2000, 1000, 8, 2), 2 * 2e6 * per_element, 1e-12);
+}
+
 // A measured kernel profile replaces the roofline: exact shapes take their measured time, other ranks are
 // interpolated linearly per element, other shapes scale by element count from the nearest measured shape.
 TEST(KernelProfile, ExactShapesInterpolatedRanksAndScaledShapes) {
   const std::vector<KernelTime> profile = {{1000, 2000, 4, 2e-3}, {1000, 2000, 64, 8e-3}, {10, 10, 4, 1e-9}};
-  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 4), 2e-3);
-  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 64), 8e-3);
-  EXPECT_NEAR(profiled_step_s(profile, 1000, 2000, 34), 5e-3, 1e-15);  // halfway between 4 and 64
-  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 1), 2e-3);     // below the lowest measured rank
-  EXPECT_DOUBLE_EQ(profiled_step_s(profile, 1000, 2000, 128), 8e-3);   // above the highest
+  EXPECT_DOUBLE_EQ(profiled_batch_s(profile, 1000, 2000, 4, 1), 2e-3);
+  EXPECT_DOUBLE_EQ(profiled_batch_s(profile, 1000, 2000, 64, 1), 8e-3);
+  EXPECT_NEAR(profiled_batch_s(profile, 1000, 2000, 34, 1), 5e-3, 1e-15);  // halfway between 4 and 64
+  EXPECT_DOUBLE_EQ(profiled_batch_s(profile, 1000, 2000, 1, 1), 2e-3);     // below the lowest measured rank
+  EXPECT_DOUBLE_EQ(profiled_batch_s(profile, 1000, 2000, 128, 1), 8e-3);   // above the highest
   // 2000 x 2000 is nearest to the 1000 x 2000 shape: twice the elements, twice the time.
-  EXPECT_NEAR(profiled_step_s(profile, 2000, 2000, 64), 16e-3, 1e-15);
+  EXPECT_NEAR(profiled_batch_s(profile, 2000, 2000, 64, 1), 16e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(profiled_batch_s(profile, 1000, 2000, 4, 0), 0.0);
   // The whole stage: each compressed matrix at its measured time.
   ModelSpec m;
   m.layers = 2;

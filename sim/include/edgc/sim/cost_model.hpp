@@ -164,22 +164,28 @@ PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel,
 /// and the 6·m·n·r FLOPs of P = MQ, Q = MᵀP, M̂ = PQᵀ at peak · compute_efficiency; plus the
 /// orthogonalisation of P, 2·m·r² FLOPs at the same rate, and orth_column_latency_s per column once per
 /// batch of same-shape matrices. Skipped matrices and 1-D parameters cost nothing here (plain all-reduce).
-/// With params.kernel_profile, each compressed matrix instead costs profiled_step_s() (the orthogonalisation and
-/// its launches are part of a measured step). The sum of powersgd_batch_s() over the stage's compressed matrices.
+/// With params.kernel_profile, each batch of same-shape matrices instead costs profiled_batch_s() (the
+/// orthogonalisation and its launches are part of a measured step). The sum of powersgd_batch_s() over the stage's
+/// compressed matrices.
 double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                            const CostParams& params, int stage, int rank);
 
 /// The per-matrix part of powersgd_compress_s(), for `count` same-shape rows × cols matrices compressed together
 /// at `rank` (one batch: the orthogonalisation's per-column latency is paid once) with elements of
 /// `element_bytes` bytes (2 for fp16/bf16, 4 for fp32), seconds: the roofline above, or with params.kernel_profile
-/// count · profiled_step_s(). Does not apply the skip rule: callers pass matrices that are compressed (`edgc
+/// profiled_batch_s(). Does not apply the skip rule: callers pass matrices that are compressed (`edgc
 /// validate` passes the groups a live run compressed). Throws InternalError when rank < 1.
 double powersgd_batch_s(std::int64_t rows, std::int64_t cols, int rank, int count, int element_bytes,
                         const GpuSpec& gpu, const CostParams& params);
 
-/// A rows × cols step at `rank` from a non-empty profile: the measured shape with the same rows and cols, else
-/// the one nearest in element count (log scale); its seconds per element interpolated linearly in rank between
-/// the two measured ranks around `rank` (the nearest measured rank outside them), times rows · cols.
-double profiled_step_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank);
+/// `count` same-shape rows × cols matrices compressed in one batch at `rank`, from a non-empty measured profile of
+/// single-matrix steps, seconds. Per measured rank, the steps are fitted as fixed + per-element · m·n over the
+/// profile's shapes (least squares; through the origin when the rank has one shape or the fit's fixed part would be
+/// negative): the batch pays the fixed part once (launches, host round trips and the per-matrix Cholesky run once
+/// for the whole batch, one CTA per matrix) and the per-element part for every matrix. A measured shape keeps its
+/// own step time: fixed + (measured − fixed) · count. Between measured ranks the result is interpolated linearly;
+/// outside them the nearest measured rank is used. 0 for count < 1.
+double profiled_batch_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank,
+                        int count);
 
 }  // namespace edgc::sim
