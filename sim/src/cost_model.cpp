@@ -295,13 +295,13 @@ double profiled_batch_s(const std::vector<KernelTime>& profile, std::int64_t row
   std::size_t hi = 0;
   while (hi + 1 < ranks.size() && ranks[hi] < rank) ++hi;
   const std::size_t lo = hi > 0 && ranks[hi] > rank ? hi - 1 : hi;
-  const double w = hi == lo || rank >= ranks[hi] ? 1.0 : (rank - ranks[lo]) / static_cast<double>(ranks[hi] - ranks[lo]);
+  const double w =
+      hi == lo || rank >= ranks[hi] ? 1.0 : (rank - ranks[lo]) / static_cast<double>(ranks[hi] - ranks[lo]);
   const double elements = static_cast<double>(rows) * static_cast<double>(cols);
   const auto batch_at = [&](int r) {
     const StepLine line = fit_rank(profile, r);
     for (const KernelTime& e : profile)  // a measured shape keeps its own time; only the fixed part is shared
-      if (e.rank == r && e.rows == rows && e.cols == cols)
-        return line.fixed_s + (e.step_s - line.fixed_s) * count;
+      if (e.rank == r && e.rows == rows && e.cols == cols) return line.fixed_s + (e.step_s - line.fixed_s) * count;
     return line.fixed_s + line.per_element_s * elements * count;
   };
   return (1.0 - w) * batch_at(ranks[lo]) + w * batch_at(ranks[hi]);
