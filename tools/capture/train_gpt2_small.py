@@ -15,7 +15,9 @@ Two traces come out, because a trace records the same tensors at every recorded 
   real 768-wide gradients on which replay measures PowerSGD's error at the ranks the paper's scenarios use.
 
     tools/capture/debian_doc_corpus.sh corpus/
-    python3 tools/capture/train_gpt2_small.py --corpus corpus --out gpt2s-blocks --out-full gpt2s-full
+    python3 tools/capture/train_gpt2_small.py --corpus corpus --out gpt2s-docs-blocks --out-full gpt2s-docs-full
+
+The defaults are those of the bundled traces (traces/bundled/gpt2s-docs-*), sized to stay within 30 MB together.
 """
 
 import argparse
@@ -32,7 +34,7 @@ import numpy as np
 import torch
 
 from edgc_capture import TraceRecorder
-from train_tiny_gpt import TinyGPT, command_line, lr_at
+from train_tiny_gpt import TinyGPT, add_training_arguments, command_line, lr_at
 
 EOT = "<|endoftext|>"
 
@@ -43,25 +45,15 @@ def parse_args(argv=None):
     p.add_argument("--corpus", required=True, help="directory written by debian_doc_corpus.sh")
     p.add_argument("--out", required=True, help="trace directory of sampled blocks of every parameter")
     p.add_argument("--out-full", required=True, help="trace directory of the whole matrices")
-    p.add_argument("--steps", type=int, default=4000)
+    p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--capture-every", type=int, default=40, help="record the sampled trace every k-th step")
     p.add_argument("--full-every", type=int, default=1000, help="record the whole matrices every k-th step")
     p.add_argument("--full-pattern", default=r"^blocks\.(1|4|7|10)\.attn\.proj\.weight$",
                    help="regex of the parameters captured whole (default: one per stage of 4)")
-    p.add_argument("--fraction", type=float, default=0.0004, help="share of each parameter in sampled blocks")
-    p.add_argument("--block-elems", type=int, default=256, help="elements per sampled block")
-    p.add_argument("--layers", type=int, default=12)
-    p.add_argument("--d-model", type=int, default=768)
-    p.add_argument("--heads", type=int, default=12)
-    p.add_argument("--seq-len", type=int, default=1024)
+    p.add_argument("--fraction", type=float, default=0.0002, help="share of each parameter in sampled blocks")
+    p.add_argument("--block-elems", type=int, default=128, help="elements per sampled block")
+    add_training_arguments(p, layers=12, d_model=768, heads=12, seq_len=1024, batch_size=16, lr=6e-4, warmup=200)
     p.add_argument("--vocab", type=int, default=50257, help="BPE vocabulary trained on the corpus")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=6e-4, help="peak learning rate")
-    p.add_argument("--warmup", type=int, default=200, help="linear warm-up steps")
-    p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW decay on matrices only")
-    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clip (applied after capture); 0 = off")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-stages", type=int, default=4)
     p.add_argument("--log-every", type=int, default=100, help="print the loss every N steps")
     p.add_argument("--eval-batches", type=int, default=20, help="batches for the train/validation losses")
     p.add_argument("--eval-every", type=int, default=1000, help="validation loss every N steps (0 = only at the end)")

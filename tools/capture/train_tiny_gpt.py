@@ -166,6 +166,21 @@ def command_line():
     return shlex.join([script] + sys.argv[1:])
 
 
+def add_training_arguments(p, *, layers, d_model, heads, seq_len, batch_size, lr, warmup):
+    """The model-shape, optimiser and pipeline options of both capture scripts, with each script's defaults."""
+    p.add_argument("--layers", type=int, default=layers)
+    p.add_argument("--d-model", type=int, default=d_model)
+    p.add_argument("--heads", type=int, default=heads)
+    p.add_argument("--seq-len", type=int, default=seq_len)
+    p.add_argument("--batch-size", type=int, default=batch_size)
+    p.add_argument("--lr", type=float, default=lr, help="peak learning rate")
+    p.add_argument("--warmup", type=int, default=warmup, help="linear warm-up steps")
+    p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW decay on matrices only")
+    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clip (applied after capture); 0 = off")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-stages", type=int, default=4)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -173,17 +188,7 @@ def parse_args(argv=None):
     p.add_argument("--corpus", default="/usr/share/common-licenses", help="directory of text files")
     p.add_argument("--steps", type=int, default=500, help="training steps")
     p.add_argument("--capture-every", type=int, default=2, help="record every k-th step")
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--seq-len", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
-    p.add_argument("--warmup", type=int, default=30, help="linear warm-up steps")
-    p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW decay on matrices only")
-    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clip (applied after capture); 0 = off")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-stages", type=int, default=4)
+    add_training_arguments(p, layers=4, d_model=64, heads=4, seq_len=128, batch_size=32, lr=3e-3, warmup=30)
     p.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="bf16", help="trace storage type")
     p.add_argument("--fraction", type=float, default=0.04, help="share of sampled tensors captured; 1 = all full")
     p.add_argument("--block-elems", type=int, default=256, help="elements per sampled block")
