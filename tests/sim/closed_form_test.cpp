@@ -244,6 +244,16 @@ Scenario dp_scenario() {
   return s;
 }
 
+// dp_scenario at tp 8, pp 1, dp 8 with 20 M-parameter gradient buckets overlapped with the last backward pass.
+Scenario overlapped_buckets_at_pp1() {
+  Scenario s = dp_scenario();
+  s.parallel = layout_of(8, 1, 8, PipelineSchedule::kOneFOneB);
+  s.parallel.overlap_grad_reduce = true;
+  s.parallel.grad_bucket_params = 20000000;
+  s.plan = uncompressed_plan(1);
+  return s;
+}
+
 TEST(DpClosedForm, EqualsRingOneFOneB) {
   Scenario s = dp_scenario();
   s.options.all_replicas = true;  // every replica's pipeline messages in both runs
@@ -286,11 +296,7 @@ TEST(DpClosedForm, EqualsRingWhenPipelinePeersShareTheNode) {
 
 // pp 1 with gradient buckets overlapped with the last backward pass: no pipeline sends share the NICs.
 TEST(DpClosedForm, EqualsRingWithOverlappedBucketsAtPp1) {
-  Scenario s = dp_scenario();
-  s.parallel = layout_of(8, 1, 8, PipelineSchedule::kOneFOneB);
-  s.parallel.overlap_grad_reduce = true;
-  s.parallel.grad_bucket_params = 20000000;
-  s.plan = uncompressed_plan(1);
+  Scenario s = overlapped_buckets_at_pp1();
   s.options.variability.compute_jitter_cv = 0.2;
   expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
 }
@@ -359,14 +365,7 @@ TEST(ReplicaFolding, EqualsAllReplicasInterleavedWithPipelinePeersInANode) {
   expect_folding_exact(s);
 }
 
-TEST(ReplicaFolding, EqualsAllReplicasWithOverlappedBucketsAtPp1) {
-  Scenario s = dp_scenario();
-  s.parallel = layout_of(8, 1, 8, PipelineSchedule::kOneFOneB);
-  s.parallel.overlap_grad_reduce = true;
-  s.parallel.grad_bucket_params = 20000000;
-  s.plan = uncompressed_plan(1);
-  expect_folding_exact(s);
-}
+TEST(ReplicaFolding, EqualsAllReplicasWithOverlappedBucketsAtPp1) { expect_folding_exact(overlapped_buckets_at_pp1()); }
 
 // Jitter makes replicas differ: every replica is simulated (the DP closed form still applies).
 TEST(ReplicaFolding, NotWithComputeJitter) {

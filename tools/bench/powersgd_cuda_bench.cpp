@@ -240,6 +240,10 @@ bool bench_shape(ek::Backend& backend, cudaStream_t stream, Timer& timer, const 
   return ok;
 }
 
+bool selected(const Options& opt, const Shape& s) {
+  return opt.only.empty() || opt.only == std::to_string(s.m) + "x" + std::to_string(s.n);
+}
+
 int run(int argc, char** argv) {
   Options opt;
   std::string ranks_text;
@@ -249,6 +253,8 @@ int run(int argc, char** argv) {
   if (const auto code = args.parse(argc, argv)) return *code;
   if (!ranks_text.empty()) opt.ranks = edgc::bench::int_list("--ranks", ranks_text);
   if (opt.ranks.empty()) throw edgc::UsageError("--ranks", "no rank given");
+  if (std::none_of(std::begin(kShapes), std::end(kShapes), [&](const Shape& s) { return selected(opt, s); }))
+    throw edgc::UsageError("--shape", opt.only + " is none of the benchmark's shapes");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, also through a pipe
   int devices = 0;
   const cudaError_t st = cudaGetDeviceCount(&devices);
@@ -270,13 +276,8 @@ int run(int argc, char** argv) {
               "step GB/s", "%copy", "TFLOP/s", "entropy ms", "ent GB/s", "%copy", "ok");
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   bool all_ok = true;
-  int timed = 0;
-  for (const Shape& s : kShapes) {
-    if (!opt.only.empty() && opt.only != std::to_string(s.m) + "x" + std::to_string(s.n)) continue;
-    all_ok = bench_shape(*backend, stream, timer, opt, s, copy_GBps, entries) && all_ok;
-    ++timed;
-  }
-  if (timed == 0) throw edgc::UsageError("--shape", opt.only + " is none of the benchmark's shapes");
+  for (const Shape& s : kShapes)
+    if (selected(opt, s)) all_ok = bench_shape(*backend, stream, timer, opt, s, copy_GBps, entries) && all_ok;
 
   edgc::bench::write_json(opt.out_path,
                           {{"schema", "edgc.kernel_profile/1"},
