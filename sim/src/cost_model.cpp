@@ -167,14 +167,72 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, i
   return p;
 }
 
+bool fused_embedding_sync_applies(const ParallelSpec& parallel) {
+  return parallel.fused_embedding_sync && parallel.pp > 1 && parallel.embedding_allreduce;
+}
+
+namespace {
+
+// The word-embedding copies of `stage` that leave its DP sync because the fused embedding sync carries them.
+int fused_embedding_copies(const ParallelSpec& parallel, int stage) {
+  if (!fused_embedding_sync_applies(parallel)) return 0;
+  return stage == 0 || stage == parallel.pp - 1 ? 1 : 0;
+}
+
+// Parameters of one GPU of `stage` that its DP sync carries: all of them but a word-embedding copy that the fused
+// embedding sync carries instead.
+std::int64_t dp_synced_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  const std::int64_t fused = fused_embedding_copies(parallel, stage) * (padded_vocab(model, parallel.tp) / parallel.tp) *
+                             static_cast<std::int64_t>(model.hidden);
+  return stage_params(model, parallel, stage).per_gpu() - fused;
+}
+
+}  // namespace
+
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
-  return static_cast<double>(stage_params(model, parallel, stage).per_gpu()) * grad_bytes(model, parallel);
+  return static_cast<double>(dp_synced_params(model, parallel, stage)) * grad_bytes(model, parallel);
 }
 
 double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
   if (parallel.pp == 1 || !parallel.embedding_allreduce) return 0.0;
   return static_cast<double>(padded_vocab(model, parallel.tp) / parallel.tp) * model.hidden *
          grad_bytes(model, parallel);
+}
+
+PpBoundary pp_boundary(const ModelSpec& model, const ParallelSpec& parallel) {
+  const std::int64_t rows = static_cast<std::int64_t>(model.micro_batch_size) * model.seq_len;
+  const bool sliced = parallel.tp > 1 && (parallel.sequence_parallel || parallel.scatter_gather_p2p);
+  return {sliced ? (rows + parallel.tp - 1) / parallel.tp : rows, model.hidden};
+}
+
+bool pp_compresses(const ModelSpec& model, const ParallelSpec& parallel, int rank) {
+  if (rank < 1) return false;
+  const PpBoundary b = pp_boundary(model, parallel);
+  return rank <= std::min(b.rows, b.cols) && powersgd_compresses(b.rows, b.cols, rank);
+}
+
+double pp_compressed_bytes(const ModelSpec& model, const ParallelSpec& parallel, int rank) {
+  if (!pp_compresses(model, parallel, rank)) return pp_p2p_bytes(model, parallel);
+  const PpBoundary b = pp_boundary(model, parallel);
+  return static_cast<double>(b.rows + b.cols) * rank * 4.0;
+}
+
+double pp_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                     const CostParams& params, int rank) {
+  if (!pp_compresses(model, parallel, rank)) return 0.0;
+  const PpBoundary b = pp_boundary(model, parallel);
+  return powersgd_batch_s(b.rows, b.cols, rank, 1, bytes_per_element(model.dtype), gpu, params);
+}
+
+double pp_decompress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                       const CostParams& params, int rank) {
+  if (!pp_compresses(model, parallel, rank)) return 0.0;
+  const PpBoundary b = pp_boundary(model, parallel);
+  const double m = static_cast<double>(b.rows), n = static_cast<double>(b.cols);
+  const double bytes = m * n * bytes_per_element(model.dtype) + (m + n) * rank * 4.0;
+  const double memory_s = bytes / (gpu.hbm_GBps * 1e9 * params.hbm_efficiency);
+  const double compute_s = 2.0 * m * n * rank / gemm_rate_flops(gpu, params);
+  return std::max(memory_s, compute_s);
 }
 
 std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
@@ -189,7 +247,8 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
       {.name = "fc2", .rows = 4 * h / tp, .cols = h, .count = layers},
   };
   const std::int64_t vocab_rows = padded_vocab(model, parallel.tp) / tp;
-  const int embedding_copies = (stage == 0 ? 1 : 0) + (stage == parallel.pp - 1 && parallel.pp > 1 ? 1 : 0);
+  const int embedding_copies = (stage == 0 ? 1 : 0) + (stage == parallel.pp - 1 && parallel.pp > 1 ? 1 : 0) -
+                               fused_embedding_copies(parallel, stage);
   if (embedding_copies > 0)
     out.push_back({.name = "word_embedding", .rows = vocab_rows, .cols = h, .count = embedding_copies});
   if (stage == 0) out.push_back({.name = "position_embedding", .rows = model.seq_len, .cols = h, .count = 1});
@@ -216,7 +275,7 @@ PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel,
       w.skipped_matrices += m.count;
     }
   }
-  const std::int64_t one_d = stage_params(model, parallel, stage).per_gpu() - matrix_elements;
+  const std::int64_t one_d = dp_synced_params(model, parallel, stage) - matrix_elements;
   w.uncompressed_bytes += static_cast<double>(one_d) * bytes;
   return w;
 }

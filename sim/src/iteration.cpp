@@ -35,6 +35,9 @@ struct RankRecord {
   double sync_start_s = 0.0;  // after the last backward and the wait for the last pipeline sends
   double sync_end_s = 0.0;
   double embedding_end_s = 0.0;  // end of the first ↔ last stage embedding all-reduce (0 when none)
+  double pp_send_bytes = 0.0;    // pipeline messages sent, both directions
+  double pp_comm_s = 0.0;        // their transfer times, summed
+  double pp_compression_s = 0.0;  // compressing backward messages, decompressing received ones
   double optimizer_s = 0.0;
   double finish_s = 0.0;
   std::vector<Interval> dp_comms;
@@ -71,6 +74,10 @@ struct StageWork {
   std::vector<Bucket> buckets;        // overlapped uncompressed sync, in backward order (else empty)
   std::uint64_t embedding_bytes = 0;  // first ↔ last stage embedding all-reduce (first and last stage only)
   double optimizer_s = 0.0;
+  int pp_rank = 0;                    // PowerSGD rank of the backward pipeline messages this stage sends, 0 = none
+  std::uint64_t grad_send_bytes = 0;  // one backward pipeline message of this stage (compressed or not)
+  double grad_compress_s = 0.0;       // sender's compression of one backward message (0 when uncompressed)
+  double grad_decompress_s = 0.0;     // receiver's decompression of one of this stage's backward messages
 };
 
 // Purposes of pipeline messages.
@@ -93,10 +100,12 @@ struct IterationState {
   bool tp_closed_form = false;   // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
   bool dp_closed_form = false;   // DP rings likewise (see dp_rings_are_contention_free)
   bool replicas_folded = false;  // only DP replica 0 simulated (see replicas_are_identical)
+  bool fused_embedding = false;  // embedding_groups are the fused 2·dp groups (fused_embedding_sync_applies)
   std::vector<StageWork> stages;
   std::vector<Group> tp_groups;              // index stage · dp + dp_index
   std::vector<Group> dp_groups;              // index stage · tp + tp_index
-  std::vector<Group> embedding_groups;       // index dp_index · tp + tp_index: {stage 0, stage pp − 1}
+  std::vector<Group> embedding_groups;       // index dp_index · tp + tp_index: {stage 0, stage pp − 1}; fused:
+                                             // index tp_index: stage 0's dp GPUs, then stage pp − 1's
   std::vector<sg4::BarrierPtr> tp_barriers;  // one per TP group, same index; only with tp_closed_form
   std::vector<int> tp_arrived;               // members of each TP group inside the current all-reduce
   std::vector<sg4::BarrierPtr> dp_barriers;  // one per DP group, same index; only with dp_closed_form
@@ -281,7 +290,8 @@ class GpuWorker {
     // Megatron's pipeline sends are blocking (the schedule waits on its isend/irecv before moving on), so the
     // gradient sync starts once this GPU's last sends have arrived. It also makes stages separable: after this
     // point only the stage's own DP traffic uses its links (whole_run.hpp, stages_separable).
-    for (Outbox& out : outboxes_) sg4::Comm::wait_all(out.pending);
+    for (Outbox& out : outboxes_)
+      for (const sg4::CommPtr& c : out.pending) finish(c);
     if (overlapped) {
       overlapped->join();
     } else {
@@ -315,6 +325,12 @@ class GpuWorker {
     const std::size_t c = state_->channel(purpose, rank_, chunk);
     state_->p2p_inbox[c]->get<int>();
     ++state_->p2p_taken[c];
+    // A compressed activation gradient is reconstructed (Ĝ = P·Qᵀ) before anything else reads it.
+    if (purpose == P2p::kGradient) {
+      const int p = state_->parallel.pp;
+      const int sender = coord_.pp < p - 1 ? coord_.pp + 1 : 0;
+      pp_codec(state_->stages[static_cast<std::size_t>(sender)].grad_decompress_s, "decompress grad", mb, chunk);
+    }
     // Megatron's scatter/gather: the message was this TP rank's slice; the TP group all-gathers the tensor over
     // NVLink (a closed form, as the TP rings of tp_all_reduce's closed-form path).
     if (state_->p2p_gather_s > 0) sg4::this_actor::sleep_for(state_->p2p_gather_s);
@@ -342,10 +358,28 @@ class GpuWorker {
     const std::int64_t oldest = out->posted - static_cast<std::int64_t>(pending.size());  // message number
     std::size_t finished = 0;
     while (finished < pending.size() && oldest + static_cast<std::int64_t>(finished) < state_->p2p_taken[c])
-      pending[finished++]->wait();
+      finish(pending[finished++]);
     pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(finished));
-    pending.push_back(state_->p2p_inbox[c]->put_async(&g_payload, state_->p2p_bytes));
+    const std::uint64_t bytes = purpose == P2p::kActivation ? state_->p2p_bytes : work().grad_send_bytes;
+    pending.push_back(state_->p2p_inbox[c]->put_async(&g_payload, bytes));
+    record().pp_send_bytes += static_cast<double>(bytes);
     ++out->posted;
+  }
+
+  // Waits for a pipeline send (returns at once when it arrived) and counts its transfer time: from the moment both
+  // sides were ready to its arrival.
+  void finish(const sg4::CommPtr& comm) const {
+    comm->wait();
+    record().pp_comm_s += comm->get_finish_time() - comm->get_start_time();
+  }
+
+  // Compression work on a pipeline message (the sender's P, Q and error, or the receiver's Ĝ = P·Qᵀ), a sleep.
+  void pp_codec(double seconds, const char* what, int mb, int chunk) const {
+    if (seconds <= 0) return;
+    const double start = now();
+    sg4::this_actor::sleep_for(seconds);
+    record().pp_compression_s += now() - start;
+    if (state_->record_timeline) note(std::string(what) + " " + pass_name(mb, chunk), "compress", start);
   }
 
   // The pass's FLOPs scaled by this GPU's straggler slowdown and the pass's jitter factor (both 1 by default, and
@@ -415,6 +449,7 @@ class GpuWorker {
     compute(varied(w.backward_flops, mb, chunk, true), name);
     tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, "tp " + name);
     ++state_->progress.passes_done;
+    if (coord_.pp > 0 || chunk > 0) pp_codec(work().grad_compress_s, "compress grad", mb, chunk);
     if (coord_.pp > 0) {
       send(P2p::kGradient, coord_.pp - 1, chunk);
     } else if (chunk > 0) {
@@ -480,10 +515,17 @@ class GpuWorker {
     const std::uint64_t bytes = work().embedding_bytes;
     if (bytes == 0) return;
     const double start = now();
-    const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
-    ring_all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
+    if (state_->fused_embedding) {
+      // One ring over both stages' DP groups: stage 0's members first, then stage pp − 1's.
+      const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.tp)];
+      ring_all_reduce(g, (coord_.pp == 0 ? 0 : state_->parallel.dp) + coord_.dp, bytes);
+    } else {
+      const Group& g =
+          state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
+      ring_all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
+    }
     record().embedding_end_s = now();
-    note("embedding allreduce", "dp", start);
+    note(state_->fused_embedding ? "fused embedding allreduce" : "embedding allreduce", "dp", start);
   }
 
   void optimizer_step() const {
@@ -529,11 +571,16 @@ void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel, const std:
     throw ConfigError(
         where, "dp_sync",
         "plan has " + std::to_string(plan.size()) + " stages, the layout has pp = " + std::to_string(parallel.pp));
-  for (std::size_t s = 0; s < plan.size(); ++s)
+  for (std::size_t s = 0; s < plan.size(); ++s) {
     if (plan[s].powersgd_rank < 0)
       throw ConfigError(where, "dp_sync.rank",
                         "stage " + std::to_string(s) + ": PowerSGD rank " + std::to_string(plan[s].powersgd_rank) +
                             " is negative (0 = uncompressed)");
+    if (plan[s].pp_rank < 0)
+      throw ConfigError(where, "dp_sync.pp_rank",
+                        "stage " + std::to_string(s) + ": pipeline PowerSGD rank " + std::to_string(plan[s].pp_rank) +
+                            " is negative (0 = uncompressed)");
+  }
 }
 
 // The stage's gradient split into DP buckets of parallel.grad_bucket_params parameters (Megatron-Core's
@@ -603,6 +650,10 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
   w.powersgd_rank = sync.powersgd_rank;
   if (stage == 0 || stage == par.pp - 1) w.embedding_bytes = whole_bytes(embedding_sync_bytes(model, par));
   w.optimizer_s = optimizer_step_s(model, par, cluster.gpu, params, stage);
+  w.pp_rank = sync.pp_rank;
+  w.grad_send_bytes = whole_bytes(pp_compressed_bytes(model, par, sync.pp_rank));
+  w.grad_compress_s = pp_compress_s(model, par, cluster.gpu, params, sync.pp_rank);
+  w.grad_decompress_s = pp_decompress_s(model, par, cluster.gpu, params, sync.pp_rank);
   if (sync.powersgd_rank == 0) {
     w.dp_bytes = whole_bytes(dp_gradient_bytes(model, par, stage));
     if (par.overlap_grad_reduce && par.dp > 1) w.buckets = gradient_buckets(model, par, stage);
@@ -630,7 +681,8 @@ bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability) {
   if (parallel.dp < 2 || cluster.fabric != Fabric::kStar || cluster.nics_per_node != cluster.gpus_per_node ||
       cluster.intra_topology != IntraNodeTopology::kSwitch || variability.compute_jitter_cv != 0.0 ||
-      variability.straggler_probability != 0.0 || (parallel.overlap_grad_reduce && parallel.pp > 1))
+      variability.straggler_probability != 0.0 || (parallel.overlap_grad_reduce && parallel.pp > 1) ||
+      fused_embedding_sync_applies(parallel))
     return false;
   const Layout layout(parallel, cluster.gpus_per_node);
   for (int r = 0; r < layout.world_size(); ++r)
@@ -640,7 +692,8 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
 }
 
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
-  return replicas_are_identical(platform, variability, dp_closed_form_applies(platform, parallel));
+  return !fused_embedding_sync_applies(parallel) &&
+         replicas_are_identical(platform, variability, dp_closed_form_applies(platform, parallel));
 }
 
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
@@ -651,8 +704,8 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 
 DpSyncPlan uncompressed_plan(int pp) { return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0))); }
 
-DpSyncPlan powersgd_plan(int pp, int rank) {
-  return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0)), StageSync{rank});
+DpSyncPlan powersgd_plan(int pp, int rank, int pp_rank) {
+  return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0)), StageSync{rank, pp_rank});
 }
 
 IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform, const ModelSpec& model,
@@ -674,12 +727,21 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
     const Group& g = state.tp_groups.front();
     state.p2p_gather_s = (par.tp - 1) * platform.lone_transfer_s(g.hosts[0], g.hosts[1], gather / par.tp);
   }
-  if (par.pp > 1 && embedding_sync_bytes(model, par) > 0)
+  state.fused_embedding = fused_embedding_sync_applies(par) && embedding_sync_bytes(model, par) > 0;
+  if (state.fused_embedding) {
+    for (int t = 0; t < par.tp; ++t) {
+      Group g{{}, "femb-t" + std::to_string(t)};
+      for (const int stage : {0, par.pp - 1})
+        for (int d = 0; d < par.dp; ++d) g.hosts.push_back(platform.gpu(layout.rank_of({t, stage, d})));
+      state.embedding_groups.push_back(std::move(g));
+    }
+  } else if (par.pp > 1 && embedding_sync_bytes(model, par) > 0) {
     for (int d = 0; d < par.dp; ++d)
       for (int t = 0; t < par.tp; ++t)
         state.embedding_groups.push_back(
             Group{{platform.gpu(layout.rank_of({t, 0, d})), platform.gpu(layout.rank_of({t, par.pp - 1, d}))},
                   "emb-d" + std::to_string(d) + "t" + std::to_string(t)});
+  }
   state.tp_closed_form =
       par.tp > 1 && !options.force_tp_ring && tp_rings_are_contention_free(platform, layout, state.tp_groups);
   if (state.tp_closed_form) state.tp_barriers = group_barriers(state.tp_groups.size(), par.tp);
@@ -691,7 +753,8 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), par.dp);
   state.dp_arrived.assign(state.dp_groups.size(), 0);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
-  state.replicas_folded = !options.record_timeline && !options.all_replicas &&
+  // The fused embedding ring spans every replica, so replicas cannot be simulated one for all.
+  state.replicas_folded = !options.record_timeline && !options.all_replicas && !state.fused_embedding &&
                           replicas_are_identical(platform, state.variability, state.dp_closed_form);
   // The ranks simulated: every GPU, or replica 0's.
   std::vector<int> ranks;
@@ -730,6 +793,16 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
 
   IterationResult result;
   result.stages.resize(static_cast<std::size_t>(par.pp));
+  // Fused embedding sync: when the last member of each TP index's ring had finished its DP sync.
+  std::vector<double> fused_meet(static_cast<std::size_t>(par.tp), 0.0);
+  if (state.fused_embedding)
+    for (const int r : ranks) {
+      const RankCoord c = layout.coord_of(r);
+      if (c.pp == 0 || c.pp == par.pp - 1) {
+        double& m = fused_meet[static_cast<std::size_t>(c.tp)];
+        m = std::max(m, state.records[static_cast<std::size_t>(r)].sync_end_s);
+      }
+    }
   for (const int r : ranks) {
     const RankRecord& rec = state.records[static_cast<std::size_t>(r)];
     result.iteration_s = std::max(result.iteration_s, rec.finish_s);
@@ -740,6 +813,10 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
     const int s = layout.coord_of(r).pp;
     StageResult& st = result.stages[static_cast<std::size_t>(s)];
     st.powersgd_rank = plan[static_cast<std::size_t>(s)].powersgd_rank;
+    st.pp_rank = plan[static_cast<std::size_t>(s)].pp_rank;
+    st.pp_send_bytes = std::max(st.pp_send_bytes, rec.pp_send_bytes);
+    st.pp_comm_s = std::max(st.pp_comm_s, rec.pp_comm_s);
+    st.pp_compression_s = std::max(st.pp_compression_s, rec.pp_compression_s);
     double comm = 0.0;
     double exposed = 0.0;
     for (const Interval& i : rec.dp_comms) {
@@ -760,7 +837,9 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
     if (rec.embedding_end_s > 0) {
       const RankCoord c = layout.coord_of(r);
       const int partner = layout.rank_of({c.tp, c.pp == 0 ? par.pp - 1 : 0, c.dp});
-      const double meet = std::max(rec.sync_end_s, state.records[static_cast<std::size_t>(partner)].sync_end_s);
+      const double meet = state.fused_embedding
+                              ? fused_meet[static_cast<std::size_t>(c.tp)]
+                              : std::max(rec.sync_end_s, state.records[static_cast<std::size_t>(partner)].sync_end_s);
       st.embedding_sync_s = std::max(st.embedding_sync_s, rec.embedding_end_s - meet);
     }
     if (options.record_timeline) result.timeline.insert(result.timeline.end(), rec.events.begin(), rec.events.end());

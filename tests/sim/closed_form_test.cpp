@@ -102,8 +102,9 @@ std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenari
   EXPECT_GT(fast.result.iteration_s, 0.0);
   test::expect_same_result(fast.result, ring.result);
   EXPECT_EQ(fast.extra.size(), 5U);
-  if (fast.extra.size() == 5U)
+  if (fast.extra.size() == 5U) {
     EXPECT_EQ(fast.extra[3], fast.extra[4]) << "replicas_fold() from the platform and from the cluster spec differ";
+  }
   return {fast, ring};
 }
 
@@ -123,6 +124,12 @@ TEST(TpClosedForm, EqualsRingOneFOneB) { expect_closed_form_taken(expect_closed_
 TEST(TpClosedForm, EqualsRingWithPowerSgd) {
   Scenario s;
   s.plan = DpSyncPlan{StageSync{16}, StageSync{32}, StageSync{0}, StageSync{64}};
+  expect_closed_form_taken(expect_closed_form_equals_ring(s));
+}
+
+TEST(TpClosedForm, EqualsRingWithCompressedPipelineMessages) {
+  Scenario s;
+  s.plan = DpSyncPlan{StageSync{16, 0}, StageSync{0, 8}, StageSync{32, 16}, StageSync{0, 4}};
   expect_closed_form_taken(expect_closed_form_equals_ring(s));
 }
 

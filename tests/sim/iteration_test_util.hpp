@@ -64,7 +64,9 @@ inline std::string to_text(const IterationResult& r, const std::vector<double>& 
   for (const StageResult& s : r.stages)
     out << "S\t" << s.powersgd_rank << "\t" << hex(s.last_backward_end_s) << "\t" << hex(s.dp_sync_s) << "\t"
         << hex(s.dp_comm_s) << "\t" << hex(s.exposed_comm_s) << "\t" << hex(s.compression_s) << "\t" << hex(s.compute_s)
-        << "\t" << hex(s.tp_comm_s) << "\t" << hex(s.bubble_s) << "\t" << hex(s.bubble_fraction) << "\n";
+        << "\t" << hex(s.tp_comm_s) << "\t" << hex(s.bubble_s) << "\t" << hex(s.bubble_fraction) << "\t" << s.pp_rank
+        << "\t" << hex(s.pp_send_bytes) << "\t" << hex(s.pp_comm_s) << "\t" << hex(s.pp_compression_s) << "\t"
+        << hex(s.embedding_sync_s) << "\n";
   for (const TimelineEvent& e : r.timeline)
     out << "E\t" << e.rank << "\t" << e.name << "\t" << e.category << "\t" << hex(e.start_s) << "\t" << hex(e.end_s)
         << "\n";
@@ -91,7 +93,7 @@ inline ChildResult from_text(const std::string& text) {
     if (f[0] == "R" && f.size() == 3) {
       c.result.iteration_s = num(f[1]);
       c.result.pipeline_end_s = num(f[2]);
-    } else if (f[0] == "S" && f.size() == 11) {
+    } else if (f[0] == "S" && f.size() == 16) {
       StageResult s;
       s.powersgd_rank = std::stoi(f[1]);
       s.last_backward_end_s = num(f[2]);
@@ -103,6 +105,11 @@ inline ChildResult from_text(const std::string& text) {
       s.tp_comm_s = num(f[8]);
       s.bubble_s = num(f[9]);
       s.bubble_fraction = num(f[10]);
+      s.pp_rank = std::stoi(f[11]);
+      s.pp_send_bytes = num(f[12]);
+      s.pp_comm_s = num(f[13]);
+      s.pp_compression_s = num(f[14]);
+      s.embedding_sync_s = num(f[15]);
       c.result.stages.push_back(s);
     } else if (f[0] == "E" && f.size() == 6) {
       c.result.timeline.push_back({std::stoi(f[1]), f[2], f[3], num(f[4]), num(f[5])});
@@ -134,10 +141,15 @@ inline void expect_same_result(const IterationResult& a, const IterationResult& 
     const StageResult& x = a.stages[i];
     const StageResult& y = b.stages[i];
     EXPECT_EQ(x.powersgd_rank, y.powersgd_rank);
+    EXPECT_EQ(x.pp_rank, y.pp_rank);
     const std::vector<std::pair<const char*, std::pair<double, double>>> fields = {
         {"last_backward_end_s", {x.last_backward_end_s, y.last_backward_end_s}},
         {"dp_sync_s", {x.dp_sync_s, y.dp_sync_s}},
         {"dp_comm_s", {x.dp_comm_s, y.dp_comm_s}},
+        {"pp_send_bytes", {x.pp_send_bytes, y.pp_send_bytes}},
+        {"pp_comm_s", {x.pp_comm_s, y.pp_comm_s}},
+        {"pp_compression_s", {x.pp_compression_s, y.pp_compression_s}},
+        {"embedding_sync_s", {x.embedding_sync_s, y.embedding_sync_s}},
         {"exposed_comm_s", {x.exposed_comm_s, y.exposed_comm_s}},
         {"compression_s", {x.compression_s, y.compression_s}},
         {"compute_s", {x.compute_s, y.compute_s}},

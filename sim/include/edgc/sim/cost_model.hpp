@@ -111,6 +111,30 @@ double pp_p2p_bytes(const ModelSpec& model, const ParallelSpec& parallel);
 /// Bytes of the receiver's TP all-gather after a scattered pipeline message (b·s·h elements, the whole tensor), or
 /// 0 when none is needed (tp == 1, sequence parallelism, or scatter/gather off).
 double pp_gather_bytes(const ModelSpec& model, const ParallelSpec& parallel);
+/// The activation gradient one GPU sends back to the previous stage per micro-batch, as the matrix the boundary
+/// compressor works on (kernels/boundary_compression.hpp): (micro-batch · sequence) × hidden, the rows ÷ tp (rounded
+/// up) when the message is a 1/tp slice (sequence parallelism or scatter/gather, as pp_p2p_bytes()).
+struct PpBoundary {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+PpBoundary pp_boundary(const ModelSpec& model, const ParallelSpec& parallel);
+/// Bytes of one backward pipeline message (activation gradients) compressed at `rank` with PowerSGD: (rows + cols)
+/// · rank fp32 factors (P and Q; the boundary compressor keeps them in fp32, as Optimus-CC does), or pp_p2p_bytes()
+/// when rank is 0 or the skip rule (powersgd_compresses) sends the tensor uncompressed.
+double pp_compressed_bytes(const ModelSpec& model, const ParallelSpec& parallel, int rank);
+/// Whether a backward pipeline message at `rank` is compressed (rank ≥ 1 and the skip rule passes).
+bool pp_compresses(const ModelSpec& model, const ParallelSpec& parallel, int rank);
+/// Sender's compute for one compressed backward message, seconds: one PowerSGD step of the boundary matrix
+/// (powersgd_batch_s: P = MQ with the carried error added, the orthogonalisation, Q = MᵀP, Ĝ and the new error),
+/// roofline or measured profile. 0 when the message is not compressed.
+double pp_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                     const CostParams& params, int rank);
+/// Receiver's compute for one compressed backward message, seconds: Ĝ = P·Qᵀ written in model.dtype, the larger of
+/// its HBM traffic (the output plus the fp32 factors, at hbm_efficiency) and its 2·rows·cols·rank FLOPs at the GEMM
+/// rate. 0 when the message is not compressed.
+double pp_decompress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                       const CostParams& params, int rank);
 /// Bytes per gradient element on the DP wire: parallel.grad_reduce_bytes, or model.dtype's when 0.
 int grad_bytes(const ModelSpec& model, const ParallelSpec& parallel);
 
@@ -126,8 +150,13 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, i
 /// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed (grad_bytes() each).
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 /// Bytes of the word-embedding gradient all-reduce between the first and last stage (0 when pp == 1 or
-/// parallel.embedding_allreduce is off), grad_bytes() per element.
+/// parallel.embedding_allreduce is off), grad_bytes() per element. With parallel.fused_embedding_sync it is the one
+/// all-reduce over the 2·dp GPUs holding a copy (fused_embedding_sync_applies()), and the copies leave the two
+/// stages' DP syncs (dp_gradient_bytes, stage_matrices).
 double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel);
+/// Whether the embedding sync is fused into one all-reduce of the 2·dp copies (Optimus-CC's fused embedding
+/// synchronisation): parallel.fused_embedding_sync, pp > 1 and parallel.embedding_allreduce.
+bool fused_embedding_sync_applies(const ParallelSpec& parallel);
 
 /// One 2-D weight gradient per TP shard, viewed as rows × cols, appearing `count` times on the stage.
 struct WeightMatrix {

@@ -29,8 +29,9 @@
 //  * with parallelism.overlap_grad_reduce and an uncompressed sync, the DP all-reduce runs as gradient buckets on a
 //    second actor of the GPU during the stage's final backward pass (GpuWorker::start_overlapped_sync); PowerSGD
 //    syncs always start after the last backward;
-//  * then, on the first and last stage (pp > 1), the word-embedding gradient all-reduce between them (a ring of two),
-//    and on every GPU the optimizer step (optimizer_step_s(), a sleep).
+//  * then, on the first and last stage (pp > 1), the word-embedding gradient all-reduce between them (a ring of two;
+//    with parallelism.fused_embedding_sync one ring over the 2·dp GPUs of both stages, whose DP syncs then leave the
+//    embedding out), and on every GPU the optimizer step (optimizer_step_s(), a sleep).
 // Pipeline messages are pp_p2p_bytes() each; with Megatron's scatter/gather the receiver then waits the closed form
 // of its TP group's all-gather of the whole tensor (contention-free NVLink ring, not simulated as messages).
 #include <cstdint>
@@ -52,8 +53,14 @@ namespace edgc::sim {
 ///    Q = MᵀP), ring all-reduce of Q, compute ⅓ (M̂ = PQᵀ), then one fused ring all-reduce of the uncompressed
 ///    bytes. The compression compute is a `sleep_for` of those seconds (it is partly memory-bound, so it is not
 ///    expressed as FLOPs). Lower rank ⇒ more compression.
+///  * pp_rank == r ≥ 1 (the pipeline side, EDGC's compressed backpropagation): every activation gradient this stage
+///    sends back to the previous stage is PowerSGD-compressed at rank r (pp_compresses()): the sender sleeps
+///    pp_compress_s() after the backward pass, sends pp_compressed_bytes(), and the receiver sleeps pp_decompress_s()
+///    after the message arrived (before its scatter/gather all-gather). 0 = uncompressed. Stage 0 of a
+///    non-interleaved schedule sends nothing backward, so its entry does not matter.
 struct StageSync {
   int powersgd_rank = 0;
+  int pp_rank = 0;
   friend bool operator==(const StageSync&, const StageSync&) = default;
   friend auto operator<=>(const StageSync&, const StageSync&) = default;
 };
@@ -62,8 +69,8 @@ using DpSyncPlan = std::vector<StageSync>;
 
 /// Every stage uncompressed.
 DpSyncPlan uncompressed_plan(int pp);
-/// Every stage PowerSGD at `rank`.
-DpSyncPlan powersgd_plan(int pp, int rank);
+/// Every stage PowerSGD at `rank`; the backward pipeline messages at `pp_rank` (0 = uncompressed).
+DpSyncPlan powersgd_plan(int pp, int rank, int pp_rank = 0);
 
 /// How far a simulated iteration has come (IterationOptions::on_progress): the GPUs' forward and backward passes
 /// finished over all GPUs, then the GPUs through their whole iteration (syncs, embedding all-reduce, optimizer).
@@ -123,6 +130,11 @@ struct StageResult {
   double embedding_sync_s = 0.0;     ///< first and last stage (pp > 1): the word-embedding all-reduce, from the later
                                      ///< of the two stages' sync ends to its end; 0 elsewhere
   double optimizer_s = 0.0;          ///< the optimizer step after the syncs
+  int pp_rank = 0;                   ///< the plan's pipeline entry: rank of this stage's backward messages, 0 = none
+  double pp_send_bytes = 0.0;        ///< bytes one GPU of the stage sent to neighbouring stages (both directions)
+  double pp_comm_s = 0.0;            ///< transfer time of those sends (from the moment both sides were ready to the
+                                     ///< arrival), summed; overlapped with other work where the schedule allows
+  double pp_compression_s = 0.0;     ///< compressing its backward messages and decompressing the ones it received
 };
 
 struct IterationResult {

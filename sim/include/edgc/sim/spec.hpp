@@ -118,6 +118,8 @@ struct ParallelSpec {
   double grad_bucket_params = 0.0;     ///< parameters per DP bucket; 0 = Megatron-Core's max(4e7, 1e6·dp)
   int grad_reduce_bytes = 0;           ///< bytes per gradient element on the DP wire; 0 = model.dtype's
   bool embedding_allreduce = true;     ///< first ↔ last stage word-embedding gradient all-reduce when pp > 1
+  bool fused_embedding_sync = false;   ///< Optimus-CC's fused embedding sync: the word-embedding copies leave the first
+                                       ///< and last stages' DP syncs and are all-reduced once over their 2·dp GPUs
   bool scatter_gather_p2p = true;      ///< pipeline tensors sent ÷ tp, then all-gathered over TP by the receiver
 };
 
