@@ -32,7 +32,7 @@ void check_rank_bound(const ControllerConfig& c, const char* where) {
 }  // namespace
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"none", "static", "selective", "loss", "edgc"};
+  static const std::vector<std::string> names = {"none", "static", "selective", "loss", "edgc", "edgc-pp"};
   return names;
 }
 
@@ -51,17 +51,20 @@ std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const cha
   if (c.selective_stages < 0 || c.selective_stages > c.stages)
     throw ConfigError(where, "compression.selective_stages",
                       "must be between 0 and the number of stages (" + std::to_string(c.stages) + ")");
+  if (c.policy == "edgc-pp" && c.pipeline_rank < 1)
+    throw ConfigError(where, "compression.pp_rank",
+                      "must be >= 1 for the edgc-pp policy, got " + std::to_string(c.pipeline_rank));
   check_rank_bound(c, where);
   if (c.policy == "none") return impl::make_none(c);
   if (c.policy == "static") return impl::make_static(c);
   if (c.policy == "selective") return impl::make_selective(c);
   if (c.policy == "loss") return impl::make_loss(c);
-  if (c.policy == "edgc") {
+  if (c.policy == "edgc" || c.policy == "edgc-pp") {
     if (c.stage_shapes.size() != static_cast<std::size_t>(c.stages))
       throw ConfigError(where, "stage_shapes", "one (m, n) per stage is needed by the edgc policy");
     for (const auto& [m, n] : c.stage_shapes)
       if (m < 1 || n < 1) throw ConfigError(where, "stage_shapes", "shapes must be positive");
-    return impl::make_edgc(c);
+    return c.policy == "edgc" ? impl::make_edgc(c) : impl::make_edgc_pp(c);
   }
   throw ConfigError(where, "compression.policy", "unknown policy '" + c.policy + "' (" + joined_policy_names() + ")");
 }

@@ -182,8 +182,8 @@ int fused_embedding_copies(const ParallelSpec& parallel, int stage) {
 // Parameters of one GPU of `stage` that its DP sync carries: all of them but a word-embedding copy that the fused
 // embedding sync carries instead.
 std::int64_t dp_synced_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
-  const std::int64_t fused = fused_embedding_copies(parallel, stage) * (padded_vocab(model, parallel.tp) / parallel.tp) *
-                             static_cast<std::int64_t>(model.hidden);
+  const std::int64_t fused = fused_embedding_copies(parallel, stage) *
+                             (padded_vocab(model, parallel.tp) / parallel.tp) * static_cast<std::int64_t>(model.hidden);
   return stage_params(model, parallel, stage).per_gpu() - fused;
 }
 
@@ -217,8 +217,8 @@ double pp_compressed_bytes(const ModelSpec& model, const ParallelSpec& parallel,
   return static_cast<double>(b.rows + b.cols) * rank * 4.0;
 }
 
-double pp_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
-                     const CostParams& params, int rank) {
+double pp_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu, const CostParams& params,
+                     int rank) {
   if (!pp_compresses(model, parallel, rank)) return 0.0;
   const PpBoundary b = pp_boundary(model, parallel);
   return powersgd_batch_s(b.rows, b.cols, rank, 1, bytes_per_element(model.dtype), gpu, params);

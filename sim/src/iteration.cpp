@@ -34,9 +34,9 @@ struct RankRecord {
   double last_backward_end_s = 0.0;
   double sync_start_s = 0.0;  // after the last backward and the wait for the last pipeline sends
   double sync_end_s = 0.0;
-  double embedding_end_s = 0.0;  // end of the first ↔ last stage embedding all-reduce (0 when none)
-  double pp_send_bytes = 0.0;    // pipeline messages sent, both directions
-  double pp_comm_s = 0.0;        // their transfer times, summed
+  double embedding_end_s = 0.0;   // end of the first ↔ last stage embedding all-reduce (0 when none)
+  double pp_send_bytes = 0.0;     // pipeline messages sent, both directions
+  double pp_comm_s = 0.0;         // their transfer times, summed
   double pp_compression_s = 0.0;  // compressing backward messages, decompressing received ones
   double optimizer_s = 0.0;
   double finish_s = 0.0;
@@ -520,8 +520,7 @@ class GpuWorker {
       const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.tp)];
       ring_all_reduce(g, (coord_.pp == 0 ? 0 : state_->parallel.dp) + coord_.dp, bytes);
     } else {
-      const Group& g =
-          state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
+      const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
       ring_all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
     }
     record().embedding_end_s = now();

@@ -37,11 +37,13 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
   for (std::int64_t first = 0, w = 0; first < iterations; first += w_iters, ++w) {
     const std::int64_t end = std::min(iterations, first + w_iters);
     DpSyncPlan plan(stages);
-    if (!in_force.warmup)
+    if (!in_force.warmup) {
       for (std::size_t s = 0; s < stages && s < in_force.stages.size(); ++s)
         plan[s].powersgd_rank = in_force.stages[s].rank;
+      for (StageSync& x : plan) x.pp_rank = in_force.pipeline_rank;
+    }
     const bool compressed =
-        std::any_of(plan.begin(), plan.end(), [](const StageSync& x) { return x.powersgd_rank > 0; });
+        std::any_of(plan.begin(), plan.end(), [](const StageSync& x) { return x.powersgd_rank > 0 || x.pp_rank > 0; });
     if (compressed && !run.warmup_end) run.warmup_end = first;
     run.schedule.append(first, end, plan);
 

@@ -47,6 +47,9 @@ IterationBreakdown breakdown(const IterationResult& r) {
     if (s.compute_s + s.tp_comm_s > busiest->compute_s + busiest->tp_comm_s) busiest = &s;
     if (s.last_backward_end_s + s.dp_sync_s > last_sync->last_backward_end_s + last_sync->dp_sync_s) last_sync = &s;
     b.compression_s = std::max(b.compression_s, s.compression_s);
+    b.pp_comm_s = std::max(b.pp_comm_s, s.pp_comm_s);
+    b.pp_compression_s = std::max(b.pp_compression_s, s.pp_compression_s);
+    b.pp_send_bytes = std::max(b.pp_send_bytes, s.pp_send_bytes);
   }
   b.compute_s = busiest->compute_s;
   b.tp_comm_s = busiest->tp_comm_s;
@@ -108,6 +111,9 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.breakdown.exposed_dp_comm_s += w * b.exposed_dp_comm_s;
     t.breakdown.exposed_compression_s += w * b.exposed_compression_s;
     t.breakdown.compression_s += w * b.compression_s;
+    t.breakdown.pp_comm_s += w * b.pp_comm_s;
+    t.breakdown.pp_compression_s += w * b.pp_compression_s;
+    t.breakdown.pp_send_bytes += w * b.pp_send_bytes;
   }
   if (t.iterations > 0) {
     const auto n = static_cast<double>(t.iterations);
@@ -122,6 +128,9 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.breakdown.exposed_dp_comm_s /= n;
     t.breakdown.exposed_compression_s /= n;
     t.breakdown.compression_s /= n;
+    t.breakdown.pp_comm_s /= n;
+    t.breakdown.pp_compression_s /= n;
+    t.breakdown.pp_send_bytes /= n;
   }
   if (t.compressed_iterations > 0) {
     t.compressed_comm_latency_s = compressed_latency_sum / static_cast<double>(t.compressed_iterations);
@@ -152,16 +161,16 @@ bool stages_separable(const ClusterSpec& cluster, const ParallelSpec& parallel) 
 }
 
 std::vector<DpSyncPlan> separable_basis(const std::vector<DpSyncPlan>& plans) {
-  std::vector<int> ranks;
+  std::vector<StageSync> syncs;
   std::size_t pp = 0;
   for (const DpSyncPlan& p : plans) {
     pp = p.size();
     for (const StageSync& s : p)
-      if (std::find(ranks.begin(), ranks.end(), s.powersgd_rank) == ranks.end()) ranks.push_back(s.powersgd_rank);
+      if (std::find(syncs.begin(), syncs.end(), s) == syncs.end()) syncs.push_back(s);
   }
-  std::sort(ranks.begin(), ranks.end());
+  std::sort(syncs.begin(), syncs.end());
   std::vector<DpSyncPlan> basis;
-  for (const int r : ranks) basis.push_back(DpSyncPlan(pp, StageSync{r}));
+  for (const StageSync& s : syncs) basis.push_back(DpSyncPlan(pp, s));
   return basis;
 }
 
@@ -169,6 +178,9 @@ IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSy
                                   const std::vector<IterationResult>& basis_results) {
   if (basis.size() != basis_results.size()) throw InternalError("compose_separable: basis and results differ in size");
   IterationResult out;
+  for (const StageSync& s : plan)
+    if (s.pp_rank != plan.front().pp_rank)
+      throw InternalError("compose_separable: the plan's stages differ in pp_rank, so its pipeline part is its own");
   for (std::size_t s = 0; s < plan.size(); ++s) {
     const auto it = std::find_if(basis.begin(), basis.end(), [&](const DpSyncPlan& b) {
       return b.size() == plan.size() &&

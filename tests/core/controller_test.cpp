@@ -236,6 +236,33 @@ TEST(Controller, EdgcLowersRanksAsEntropyFallsAndFallsBackWithoutEstimates) {
   EXPECT_EQ(d.stages[0].rank, 32);
 }
 
+TEST(Controller, EdgcPpDecidesTheSameDpRanksAndCompressesThePipelineAfterWarmup) {
+  ControllerConfig cfg = base_config("edgc-pp");
+  cfg.pipeline_rank = 12;
+  auto pp = make_controller(cfg, "t");
+  auto dp = make_controller(base_config("edgc"), "t");
+  EXPECT_EQ(pp->policy(), "edgc-pp");
+  for (int w = 0; w < 12; ++w) {
+    const WindowObservation obs = window(w, -0.05 * w);
+    const WindowDecision a = pp->decide(obs);
+    const WindowDecision b = dp->decide(obs);
+    EXPECT_EQ(a.warmup, b.warmup);
+    EXPECT_EQ(b.pipeline_rank, 0);                       // edgc leaves the pipeline alone
+    EXPECT_EQ(a.pipeline_rank, a.warmup ? 0 : 12) << w;  // edgc-pp compresses it once warm-up is over
+    ASSERT_EQ(a.stages.size(), b.stages.size());
+    for (std::size_t s = 0; s < a.stages.size(); ++s) EXPECT_EQ(a.stages[s].rank, b.stages[s].rank);
+  }
+  // A clone keeps the pipeline side.
+  EXPECT_EQ(pp->clone()->decide(window(12, -0.6)).pipeline_rank, 12);
+  cfg.pipeline_rank = 0;
+  try {
+    make_controller(cfg, "s.json");
+    FAIL() << "edgc-pp without a pipeline rank was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("compression.pp_rank"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Controller, EdgcWithDacAlignsLaterStagesUpward) {
   ControllerConfig cfg = base_config("edgc");
   cfg.stages = 4;
@@ -299,7 +326,7 @@ TEST(Controller, RMaxAboveAStageMatrixRankIsRejectedForCompressingPolicies) {
 }
 
 TEST(Controller, PolicyNamesAreTheOnesMakeControllerBuildsAndListsWhenUnknown) {
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{"none", "static", "selective", "loss", "edgc"}));
+  EXPECT_EQ(policy_names(), (std::vector<std::string>{"none", "static", "selective", "loss", "edgc", "edgc-pp"}));
   for (const std::string& p : policy_names()) {
     EXPECT_TRUE(is_policy(p));
     EXPECT_EQ(make_controller(base_config(p), "s.json")->policy(), p);
@@ -309,7 +336,8 @@ TEST(Controller, PolicyNamesAreTheOnesMakeControllerBuildsAndListsWhenUnknown) {
     make_controller(base_config("magic"), "s.json");
     FAIL() << "unknown policy accepted";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("(none, static, selective, loss, edgc)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(none, static, selective, loss, edgc, edgc-pp)"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -75,7 +75,8 @@ void expect_two_stage_closed_form(int pp_rank) {
   const double grad = pp_compressed_bytes(model, par, pp_rank);
   const double t_act = platform.lone_transfer_s(platform.gpu(0), platform.gpu(1), act);
   const double t_grad = platform.lone_transfer_s(platform.gpu(1), platform.gpu(0), grad);
-  const double codec = pp_compress_s(model, par, gpu, params, pp_rank) + pp_decompress_s(model, par, gpu, params, pp_rank);
+  const double codec =
+      pp_compress_s(model, par, gpu, params, pp_rank) + pp_decompress_s(model, par, gpu, params, pp_rank);
   const double expected = c0.forward_s + t_act + c1.forward_s + c1.backward_s + t_grad + codec + c0.backward_s;
   EXPECT_NEAR(r.iteration_s, expected, 1e-9 * expected);
   ASSERT_EQ(r.stages.size(), 2U);
@@ -112,11 +113,13 @@ TEST(PipelineCompression, CompressionShortensASlowLinkPipeline) {
   const auto run = [&](int pp_rank) {
     return test::simulate_in_child([&, pp_rank] {
       const Platform platform = Platform::build(engine(), two_slow_gpus(), NetworkProfile{});
-      const IterationResult r = simulate_iteration(engine(), platform, model, par, params, powersgd_plan(2, 0, pp_rank));
+      const IterationResult r =
+          simulate_iteration(engine(), platform, model, par, params, powersgd_plan(2, 0, pp_rank));
       const GpuSpec& gpu = platform.spec().gpu;
-      const double saved = platform.lone_transfer_s(platform.gpu(1), platform.gpu(0), pp_p2p_bytes(model, par)) -
-                           platform.lone_transfer_s(platform.gpu(1), platform.gpu(0), pp_compressed_bytes(model, par, 8)) -
-                           pp_compress_s(model, par, gpu, params, 8) - pp_decompress_s(model, par, gpu, params, 8);
+      const double saved =
+          platform.lone_transfer_s(platform.gpu(1), platform.gpu(0), pp_p2p_bytes(model, par)) -
+          platform.lone_transfer_s(platform.gpu(1), platform.gpu(0), pp_compressed_bytes(model, par, 8)) -
+          pp_compress_s(model, par, gpu, params, 8) - pp_decompress_s(model, par, gpu, params, 8);
       return test::to_text(r, {saved, pp_compress_s(model, par, gpu, params, 8)});
     });
   };
@@ -171,8 +174,9 @@ TEST(FusedEmbeddingSync, IsOneRingOverBothStagesAndLeavesTheDpSyncs) {
   for (const WeightMatrix& m : stage_matrices(model, par, 0)) EXPECT_NE(m.name, "word_embedding");
   const PowerSgdWire fused_wire = powersgd_wire(model, par, 1, 4);
   const PowerSgdWire unfused_wire = powersgd_wire(model, unfused, 1, 4);
-  EXPECT_DOUBLE_EQ(unfused_wire.total_bytes() - fused_wire.total_bytes(),
-                   static_cast<double>(padded_vocab(model, 1) + model.hidden) * 4.0 * 2);  // the copy's P and Q at rank 4
+  EXPECT_DOUBLE_EQ(
+      unfused_wire.total_bytes() - fused_wire.total_bytes(),
+      static_cast<double>(padded_vocab(model, 1) + model.hidden) * 4.0 * 2);  // the copy's P and Q at rank 4
   EXPECT_FALSE(replicas_fold(spec, par, ComputeVariability{}));
 
   const IterationResult r = simulate_iteration(engine(), platform, model, par, no_optimizer(), uncompressed_plan(2));

@@ -1,5 +1,6 @@
 // The EDGC policy: per stage, the CQM rule turns the window-to-window entropy change into a rank change;
-// with DAC enabled, stage 0's rank is spread over the pipeline by the alignment rule instead.
+// with DAC enabled, stage 0's rank is spread over the pipeline by the alignment rule instead. edgc-pp is the same on
+// the DP side and also compresses the pipeline's backward messages at ControllerConfig::pipeline_rank after warm-up.
 #include <cmath>
 
 #include "edgc/core/cqm.hpp"
@@ -10,10 +11,10 @@ namespace {
 
 class EdgcPolicy final : public WarmupPolicy {
  public:
-  explicit EdgcPolicy(const ControllerConfig& c) : WarmupPolicy(c) {
+  EdgcPolicy(const ControllerConfig& c, bool pipeline) : WarmupPolicy(c), pipeline_(pipeline) {
     for (const auto& [m, n] : c.stage_shapes) models_.emplace_back(m, n);
   }
-  std::string_view policy() const noexcept override { return "edgc"; }
+  std::string_view policy() const noexcept override { return pipeline_ ? "edgc-pp" : "edgc"; }
   std::unique_ptr<Controller> clone() const override { return std::make_unique<EdgcPolicy>(*this); }
 
  protected:
@@ -25,6 +26,8 @@ class EdgcPolicy final : public WarmupPolicy {
     for (std::size_t s = 0; s < state_.size(); ++s) state_[s].entropy = stage_entropy(obs.stages[s], config_.estimator);
     return align(std::vector<RankDecision>(state_.size(), RankDecision{r, static_cast<double>(r), RankBinding::kMax}));
   }
+
+  int pipeline_rank() const override { return pipeline_ ? config_.pipeline_rank : 0; }
 
   std::vector<RankDecision> next(const WindowObservation& obs) override {
     std::vector<RankDecision> out;
@@ -62,12 +65,14 @@ class EdgcPolicy final : public WarmupPolicy {
     return cqm;
   }
 
+  bool pipeline_;
   std::vector<RankErrorModel> models_;
   std::vector<StageState> state_;
 };
 
 }  // namespace
 
-std::unique_ptr<Controller> make_edgc(const ControllerConfig& c) { return std::make_unique<EdgcPolicy>(c); }
+std::unique_ptr<Controller> make_edgc(const ControllerConfig& c) { return std::make_unique<EdgcPolicy>(c, false); }
+std::unique_ptr<Controller> make_edgc_pp(const ControllerConfig& c) { return std::make_unique<EdgcPolicy>(c, true); }
 
 }  // namespace edgc::core::impl

@@ -11,6 +11,7 @@ std::unique_ptr<Controller> make_static(const ControllerConfig& c);
 std::unique_ptr<Controller> make_selective(const ControllerConfig& c);
 std::unique_ptr<Controller> make_loss(const ControllerConfig& c);
 std::unique_ptr<Controller> make_edgc(const ControllerConfig& c);
+std::unique_ptr<Controller> make_edgc_pp(const ControllerConfig& c);
 
 /// Shared skeleton of the compressing policies: uncompressed until the warm-up detector says stop, then the
 /// policy's ranks.
@@ -24,6 +25,9 @@ class WarmupPolicy : public Controller {
   virtual std::vector<RankDecision> start(const WindowObservation& obs) { return next(obs); }
   /// Ranks for every later window.
   virtual std::vector<RankDecision> next(const WindowObservation& obs) = 0;
+
+  /// Rank of the pipeline's backward messages once warm-up is over (WindowDecision::pipeline_rank); 0 = none.
+  virtual int pipeline_rank() const { return 0; }
 
   int fixed_rank() const { return config_.static_rank > 0 ? config_.static_rank : config_.cqm.r_max; }
   std::vector<RankDecision> uniform(int rank, RankBinding b) const;

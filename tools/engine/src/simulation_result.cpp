@@ -44,6 +44,7 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
       {"overlap_grad_reduce", p.overlap_grad_reduce},
       {"grad_reduce_bytes", sim::grad_bytes(setup.model, p)},
       {"embedding_allreduce", p.embedding_allreduce},
+      {"fused_embedding_sync", sim::fused_embedding_sync_applies(p)},
       {"scatter_gather_p2p", p.scatter_gather_p2p}};
   doc.sections["variability"] = {{"compute_jitter_cv", setup.variability.compute_jitter_cv},
                                  {"straggler_probability", setup.variability.straggler_probability},
@@ -62,11 +63,16 @@ results::ResultRun result_run(const PolicyRun& run, const sim::RunTotals& t, con
   r.stage_comm_latency_s = t.stage_comm_latency_s;
   r.breakdown = t.breakdown;
   r.warmup_end_iteration = run.warmup_end;
+  int pp_rank = 0;  // the pipeline's backward messages (edgc-pp): one rank for every boundary once compressing
   for (const sim::RunSegment& seg : run.schedule.segments()) {
     results::RankSegment s{seg.begin, seg.end, {}};
-    for (const sim::StageSync& st : seg.plan) s.ranks.push_back(st.powersgd_rank);
+    for (const sim::StageSync& st : seg.plan) {
+      s.ranks.push_back(st.powersgd_rank);
+      pp_rank = std::max(pp_rank, st.pp_rank);
+    }
     r.rank_schedule.push_back(std::move(s));
   }
+  r.detail["pp_rank"] = pp_rank;
   r.detail["compressed_phase"] = t.compressed_iterations > 0
                                      ? ordered_json{{"iteration_time_s", t.compressed_iteration_time_s},
                                                     {"comm_latency_s", t.compressed_comm_latency_s},
@@ -82,9 +88,15 @@ results::ResultRun result_run(const PolicyRun& run, const sim::RunTotals& t, con
 
 ordered_json configuration_json(const sim::DpSyncPlan& plan, const sim::IterationResult& r) {
   ordered_json ranks = ordered_json::array();
-  for (const sim::StageSync& s : plan) ranks.push_back(s.powersgd_rank);
-  ordered_json entry = {
-      {"ranks", ranks}, {"comm_latency_s", sim::comm_latency_s(r)}, {"breakdown", breakdown_json(sim::breakdown(r))}};
+  ordered_json pp_ranks = ordered_json::array();
+  for (const sim::StageSync& s : plan) {
+    ranks.push_back(s.powersgd_rank);
+    pp_ranks.push_back(s.pp_rank);
+  }
+  ordered_json entry = {{"ranks", ranks},
+                        {"pp_ranks", pp_ranks},
+                        {"comm_latency_s", sim::comm_latency_s(r)},
+                        {"breakdown", breakdown_json(sim::breakdown(r))}};
   entry.update(iteration_to_json(r, false));
   return entry;
 }

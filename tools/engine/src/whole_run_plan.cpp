@@ -73,7 +73,11 @@ ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline
                            {"bubble_fraction", s.bubble_fraction},
                            {"sync_end_s", s.sync_end_s},
                            {"embedding_sync_s", s.embedding_sync_s},
-                           {"optimizer_s", s.optimizer_s}});
+                           {"optimizer_s", s.optimizer_s},
+                           {"pp_rank", s.pp_rank},
+                           {"pp_send_bytes", s.pp_send_bytes},
+                           {"pp_comm_s", s.pp_comm_s},
+                           {"pp_compression_s", s.pp_compression_s}});
   if (with_timeline) {
     ordered_json ev = ordered_json::array();
     for (const sim::TimelineEvent& e : r.timeline) ev.push_back({e.rank, e.name, e.category, e.start_s, e.end_s});
@@ -102,6 +106,10 @@ sim::IterationResult iteration_from_json(const nlohmann::json& j) {
     x.sync_end_s = s.at("sync_end_s").get<double>();
     x.embedding_sync_s = s.at("embedding_sync_s").get<double>();
     x.optimizer_s = s.at("optimizer_s").get<double>();
+    x.pp_rank = s.at("pp_rank").get<int>();
+    x.pp_send_bytes = s.at("pp_send_bytes").get<double>();
+    x.pp_comm_s = s.at("pp_comm_s").get<double>();
+    x.pp_compression_s = s.at("pp_compression_s").get<double>();
     r.stages.push_back(x);
   }
   if (j.contains("timeline"))

@@ -64,7 +64,8 @@ ordered_json run_json(const ResultRun& run) {
 // ---- reading ----
 
 sim::IterationBreakdown read_breakdown(const JsonNode& b) {
-  // embedding_sync_s and optimizer_s are absent from documents written before they were modelled: 0 there.
+  // embedding_sync_s, optimizer_s and the pp_* figures are absent from documents written before they were
+  // modelled: 0 there.
   const auto zero_if_absent = [&](const char* key) {
     const double v = b.optional_number(key);
     return std::isfinite(v) ? v : 0.0;
@@ -76,7 +77,10 @@ sim::IterationBreakdown read_breakdown(const JsonNode& b) {
           .embedding_sync_s = zero_if_absent("embedding_sync_s"),
           .optimizer_s = zero_if_absent("optimizer_s"),
           .exposed_compression_s = b.number_at("exposed_compression_s"),
-          .compression_s = b.optional_number("compression_s")};
+          .compression_s = b.optional_number("compression_s"),
+          .pp_comm_s = zero_if_absent("pp_comm_s"),
+          .pp_compression_s = zero_if_absent("pp_compression_s"),
+          .pp_send_bytes = zero_if_absent("pp_send_bytes")};
 }
 
 std::vector<RankSegment> read_rank_schedule(const JsonNode& s) {

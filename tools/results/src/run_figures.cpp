@@ -12,7 +12,10 @@ nlohmann::ordered_json breakdown_json(const sim::IterationBreakdown& b) {
           {"embedding_sync_s", b.embedding_sync_s},
           {"optimizer_s", b.optimizer_s},
           {"exposed_compression_s", b.exposed_compression_s},
-          {"compression_s", b.compression_s}};
+          {"compression_s", b.compression_s},
+          {"pp_comm_s", b.pp_comm_s},
+          {"pp_compression_s", b.pp_compression_s},
+          {"pp_send_bytes", b.pp_send_bytes}};
 }
 
 const char* schedule_name(sim::PipelineSchedule s) {

@@ -40,6 +40,7 @@ CompressionSettings read_compression(Scenario& sc) {
   c.cqm.exponent = sc.number("compression.exponent", 1.0);
   c.static_rank = sc.int32("compression.static_rank", 0);
   c.selective_stages = sc.int32("compression.selective_stages", 1);
+  c.pipeline_rank = sc.int32("compression.pp_rank", 16);
   const std::string mode = sc.string("compression.warmup.mode", "entropy");
   if (mode != "entropy" && mode != "fixed")
     throw ConfigError(w, "compression.warmup.mode", "must be entropy or fixed, got '" + mode + "'");

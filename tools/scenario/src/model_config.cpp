@@ -67,6 +67,7 @@ void read_megatron_features(Scenario& sc, const sim::ModelSpec& m, sim::Parallel
   p.distributed_optimizer = sc.boolean("parallelism.distributed_optimizer", false);
   p.overlap_grad_reduce = sc.boolean("parallelism.overlap_grad_reduce", false);
   p.embedding_allreduce = sc.boolean("parallelism.embedding_allreduce", true);
+  p.fused_embedding_sync = sc.boolean("parallelism.fused_embedding_sync", false);
   p.scatter_gather_p2p = sc.boolean("parallelism.scatter_gather_p2p", true);
   p.grad_bucket_params = sc.number("parallelism.grad_bucket_params", 0.0);
   if (!(p.grad_bucket_params >= 0.0) || !(p.grad_bucket_params <= 1e12))

@@ -5,7 +5,7 @@
 // everything is sent uncompressed.
 //
 // Version 1 inputs: WindowObservation. Outputs: WindowDecision (rank 0 = uncompressed, binding = which limit
-// decided it). Policies are chosen by name: none | static | selective | loss | edgc.
+// decided it). Policies are chosen by name: none | static | selective | loss | edgc | edgc-pp.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -49,10 +49,13 @@ struct WindowDecision {
   int api_version = kControllerApiVersion;
   bool warmup = true;  ///< still warming up (everything uncompressed)
   std::vector<RankDecision> stages;
+  /// Rank of the pipeline's backward (activation-gradient) messages on every stage boundary, 0 = uncompressed.
+  /// Only edgc-pp sets it (ControllerConfig::pipeline_rank, once warm-up is over).
+  int pipeline_rank = 0;
 };
 
 struct ControllerConfig {
-  std::string policy = "edgc";  ///< none | static | selective | loss | edgc
+  std::string policy = "edgc";  ///< none | static | selective | loss | edgc | edgc-pp
   int stages = 1;
   EntropyEstimator estimator = EntropyEstimator::kGaussian;
   WarmupConfig warmup;
@@ -62,6 +65,9 @@ struct ControllerConfig {
   std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;
   int static_rank = 0;       ///< static and selective policies; 0 = r_max
   int selective_stages = 1;  ///< selective: compress only the first this-many stages (Optimus-CC)
+  /// edgc-pp: PowerSGD rank of the pipeline's backward messages after warm-up (≥ 1). Default 16: Optimus-CC's
+  /// Table-2 scripts (--inter_grad_comp_rank 16).
+  int pipeline_rank = 16;
 };
 
 class Controller {
@@ -76,7 +82,8 @@ class Controller {
   virtual std::unique_ptr<Controller> clone() const = 0;
 };
 
-/// The policies make_controller builds, in the order messages list them: none, static, selective, loss, edgc.
+/// The policies make_controller builds, in the order messages list them: none, static, selective, loss, edgc,
+/// edgc-pp (EDGC on the DP sync and PowerSGD at pipeline_rank on the pipeline's backward messages).
 const std::vector<std::string>& policy_names();
 
 /// Whether `name` is one of policy_names().

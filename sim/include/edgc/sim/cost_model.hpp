@@ -128,8 +128,8 @@ bool pp_compresses(const ModelSpec& model, const ParallelSpec& parallel, int ran
 /// Sender's compute for one compressed backward message, seconds: one PowerSGD step of the boundary matrix
 /// (powersgd_batch_s: P = MQ with the carried error added, the orthogonalisation, Q = MᵀP, Ĝ and the new error),
 /// roofline or measured profile. 0 when the message is not compressed.
-double pp_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
-                     const CostParams& params, int rank);
+double pp_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu, const CostParams& params,
+                     int rank);
 /// Receiver's compute for one compressed backward message, seconds: Ĝ = P·Qᵀ written in model.dtype, the larger of
 /// its HBM traffic (the output plus the fp32 factors, at hbm_efficiency) and its 2·rows·cols·rank FLOPs at the GEMM
 /// rate. 0 when the message is not compressed.

@@ -45,7 +45,10 @@ std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& sc
 ///  * optimizer_s, embedding_sync_s: the optimizer step and the first ↔ last stage embedding all-reduce of the
 ///    stage that finishes last, as far as the tail after the pipeline end leaves room for them;
 ///  * exposed_compression_s: the rest of the tail after the pipeline end (PowerSGD compute on that stage);
-///  * compression_s: PowerSGD compute of the slowest stage, hidden or not (not part of the sum).
+///  * compression_s: PowerSGD compute of the slowest stage, hidden or not (not part of the sum);
+///  * pp_comm_s, pp_compression_s, pp_send_bytes: the pipeline's transfers (their summed transfer times), the
+///    compression of its backward messages (sender and receiver) and the bytes sent, of the stage with the most of
+///    each; inside compute, bubble and TP above, not part of the sum.
 struct IterationBreakdown {
   double compute_s = 0.0;
   double tp_comm_s = 0.0;
@@ -55,6 +58,9 @@ struct IterationBreakdown {
   double optimizer_s = 0.0;
   double exposed_compression_s = 0.0;
   double compression_s = 0.0;
+  double pp_comm_s = 0.0;
+  double pp_compression_s = 0.0;
+  double pp_send_bytes = 0.0;
 };
 IterationBreakdown breakdown(const IterationResult& r);
 
@@ -72,12 +78,15 @@ double comm_latency_s(const IterationResult& r);
 /// stages) and the fabric is the non-blocking star (inter-node routes add no shared links).
 bool stages_separable(const ClusterSpec& cluster, const ParallelSpec& parallel);
 
-/// The uniform plans (uncompressed_plan / powersgd_plan) of the distinct ranks `plans` use, in rank order.
+/// The uniform plans (every stage the same StageSync) of the distinct (powersgd_rank, pp_rank) pairs `plans` use,
+/// in order. The pipeline part of an iteration depends on pp_rank (compressed backward messages), so composition
+/// needs plans whose stages share one pp_rank, as every controller's plans do (compose_separable checks it).
 std::vector<DpSyncPlan> separable_basis(const std::vector<DpSyncPlan>& plans);
 
 /// The iteration of `plan` composed from simulated uniform plans (basis[i] ↔ basis_results[i], which must
-/// cover every rank of `plan`; InternalError otherwise): stage s is the uniform plan of its rank's stage s,
-/// pipeline_end_s is the plans' common pipeline end, iteration_s the latest stage finish. No timeline.
+/// cover every rank of `plan`, and every stage of `plan` with the same pp_rank; InternalError otherwise): stage s is
+/// the uniform plan of its rank's stage s, pipeline_end_s is the plans' common pipeline end, iteration_s the latest
+/// stage finish. No timeline.
 IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSyncPlan>& basis,
                                   const std::vector<IterationResult>& basis_results);
 
