@@ -8,6 +8,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
+#include "edgc/kernels/powersgd.hpp"
 
 namespace edgc::kernels {
 namespace {
@@ -21,12 +22,7 @@ BoundaryCompressor::BoundaryCompressor(Backend& backend, const BoundaryShape& sh
   if (shape.rows < 1) throw ConfigError("", "rows", "must be >= 1, got " + std::to_string(shape.rows));
   if (shape.cols < 1) throw ConfigError("", "cols", "must be >= 1, got " + std::to_string(shape.cols));
   if (shape.shards < 1) throw ConfigError("", "shards", "must be >= 1, got " + std::to_string(shape.shards));
-  if (!(config.orthogonalization_eps >= 0.0F) || !std::isfinite(config.orthogonalization_eps))
-    throw ConfigError("", "orthogonalization_eps",
-                      "must be finite and >= 0, got " + std::to_string(config.orthogonalization_eps));
-  if (!(config.min_compression_rate > 0.0) || !std::isfinite(config.min_compression_rate))
-    throw ConfigError("", "min_compression_rate",
-                      "must be finite and > 0, got " + std::to_string(config.min_compression_rate));
+  check_power_iteration_settings(config.orthogonalization_eps, config.min_compression_rate);
   const auto k = static_cast<std::size_t>(shape.shards);
   error_.resize(k);
   q_.resize(k);

@@ -46,15 +46,19 @@ constexpr bool kFloat = std::is_same_v<T, float>;
 
 }  // namespace
 
+void check_power_iteration_settings(float orthogonalization_eps, double min_compression_rate) {
+  if (!(orthogonalization_eps >= 0.0F) || !std::isfinite(orthogonalization_eps))
+    throw ConfigError("", "orthogonalization_eps",
+                      "must be finite and >= 0, got " + std::to_string(orthogonalization_eps));
+  if (!(min_compression_rate > 0.0) || !std::isfinite(min_compression_rate))
+    throw ConfigError("", "min_compression_rate",
+                      "must be finite and > 0, got " + std::to_string(min_compression_rate));
+}
+
 PowerSgd::PowerSgd(Backend& backend, std::vector<std::vector<std::int64_t>> shapes, const PowerSgdConfig& config)
     : backend_(backend), config_(config) {
   if (config.rank < 0) throw ConfigError("", "rank", "must be >= 0, got " + std::to_string(config.rank));
-  if (!(config.orthogonalization_eps >= 0.0F) || !std::isfinite(config.orthogonalization_eps))
-    throw ConfigError("", "orthogonalization_eps",
-                      "must be finite and >= 0, got " + std::to_string(config.orthogonalization_eps));
-  if (!(config.min_compression_rate > 0.0) || !std::isfinite(config.min_compression_rate))
-    throw ConfigError("", "min_compression_rate",
-                      "must be finite and > 0, got " + std::to_string(config.min_compression_rate));
+  check_power_iteration_settings(config.orthogonalization_eps, config.min_compression_rate);
   tensors_.resize(shapes.size());
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const auto& s = shapes[i];

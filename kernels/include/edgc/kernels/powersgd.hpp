@@ -24,6 +24,10 @@
 
 namespace edgc::kernels {
 
+/// Checks the settings every power iteration shares (PowerSgd, BoundaryCompressor): orthogonalization_eps finite and
+/// ≥ 0, min_compression_rate finite and > 0. Throws ConfigError naming the field.
+void check_power_iteration_settings(float orthogonalization_eps, double min_compression_rate);
+
 struct PowerSgdConfig {
   /// Initial rank of every ≥2-D tensor (≥ 0; 0 = send uncompressed), clamped to min(m, n) per tensor. Lower
   /// rank ⇒ more compression and a larger error. Change it per tensor with PowerSgd::set_rank.
