@@ -208,7 +208,7 @@ PpBoundary pp_boundary(const ModelSpec& model, const ParallelSpec& parallel) {
 bool pp_compresses(const ModelSpec& model, const ParallelSpec& parallel, int rank) {
   if (rank < 1) return false;
   const PpBoundary b = pp_boundary(model, parallel);
-  return rank <= std::min(b.rows, b.cols) && powersgd_compresses(b.rows, b.cols, rank);
+  return powersgd_compresses(b.rows, b.cols, rank);  // implies rank < min(rows, cols)
 }
 
 double pp_compressed_bytes(const ModelSpec& model, const ParallelSpec& parallel, int rank) {

@@ -74,7 +74,6 @@ struct StageWork {
   std::vector<Bucket> buckets;        // overlapped uncompressed sync, in backward order (else empty)
   std::uint64_t embedding_bytes = 0;  // first ↔ last stage embedding all-reduce (first and last stage only)
   double optimizer_s = 0.0;
-  int pp_rank = 0;                    // PowerSGD rank of the backward pipeline messages this stage sends, 0 = none
   std::uint64_t grad_send_bytes = 0;  // one backward pipeline message of this stage (compressed or not)
   double grad_compress_s = 0.0;       // sender's compression of one backward message (0 when uncompressed)
   double grad_decompress_s = 0.0;     // receiver's decompression of one of this stage's backward messages
@@ -238,10 +237,13 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
 // per GPU). Then no link carries transfers of two replicas — TP rings and pipeline messages stay inside their
 // replica and use only their endpoints' NVLink or NIC links, and the DP rings are the closed form — so each
 // replica's timeline is the same function of the same inputs, all replicas reach every DP all-reduce at the same
-// moment, and the closed form's "latest arrival" is every member's own arrival.
-bool replicas_are_identical(const Platform& platform, const ComputeVariability& variability, bool dp_closed_form) {
+// moment, and the closed form's "latest arrival" is every member's own arrival. Not with the fused embedding sync:
+// its ring spans every replica.
+bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
+                            bool dp_closed_form) {
   return dp_closed_form && platform.spec().intra_topology == IntraNodeTopology::kSwitch &&
-         variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0;
+         variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0 &&
+         !fused_embedding_sync_applies(par);
 }
 
 // One barrier of `members` per group, for the closed forms' "everyone arrived" (tp_all_reduce, dp_all_reduce).
@@ -649,7 +651,6 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
   w.powersgd_rank = sync.powersgd_rank;
   if (stage == 0 || stage == par.pp - 1) w.embedding_bytes = whole_bytes(embedding_sync_bytes(model, par));
   w.optimizer_s = optimizer_step_s(model, par, cluster.gpu, params, stage);
-  w.pp_rank = sync.pp_rank;
   w.grad_send_bytes = whole_bytes(pp_compressed_bytes(model, par, sync.pp_rank));
   w.grad_compress_s = pp_compress_s(model, par, cluster.gpu, params, sync.pp_rank);
   w.grad_decompress_s = pp_decompress_s(model, par, cluster.gpu, params, sync.pp_rank);
@@ -691,8 +692,7 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
 }
 
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
-  return !fused_embedding_sync_applies(parallel) &&
-         replicas_are_identical(platform, variability, dp_closed_form_applies(platform, parallel));
+  return replicas_are_identical(platform, parallel, variability, dp_closed_form_applies(platform, parallel));
 }
 
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
@@ -752,9 +752,8 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), par.dp);
   state.dp_arrived.assign(state.dp_groups.size(), 0);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
-  // The fused embedding ring spans every replica, so replicas cannot be simulated one for all.
-  state.replicas_folded = !options.record_timeline && !options.all_replicas && !state.fused_embedding &&
-                          replicas_are_identical(platform, state.variability, state.dp_closed_form);
+  state.replicas_folded = !options.record_timeline && !options.all_replicas &&
+                          replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
   // The ranks simulated: every GPU, or replica 0's.
   std::vector<int> ranks;
   for (int r = 0; r < layout.world_size(); ++r)
