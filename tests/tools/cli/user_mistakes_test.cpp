@@ -382,6 +382,21 @@ TEST(UserMistakes, ASimulationWhoseActorStacksExceedTheMappingLimitIsRefusedUpFr
 
 // Replicas that would fold are all simulated when a timeline is asked for (it shows every GPU), and the actor
 // check counts them all: 2^20 GPUs of the H100 paper scenario with --timeline are refused up front.
+// The pipeline-compression keys: edgc-pp needs a pipeline rank >= 1, and the fused embedding sync is a boolean.
+TEST(UserMistakes, BadPipelineCompressionKeysAreRefusedWithoutOutput) {
+  const std::string scenario = kSrc + "/scenarios/paper/gpt2-2.5b-32xv100-pipeline-bound.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--set compression.pp_rank=0", "compression.pp_rank: must be >= 1 for the edgc-pp policy, got 0"},
+      {"--set parallelism.fused_embedding_sync=3", "parallelism.fused_embedding_sync: expected true or false"}};
+  for (const auto& [set, message] : cases) {
+    TempDir tmp;
+    const CliRun r = edgc("simulate --scenario " + scenario + " " + set + " --out " + (tmp / "out").string(), tmp);
+    EXPECT_EQ(r.code, 2) << set << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out")) << set;
+  }
+}
+
 TEST(UserMistakes, ATimelineCountsEveryReplicasActors) {
   const std::int64_t gpus = 1048576;
   if (edgc::sim::vm_max_map_count() >= edgc::sim::plan_actor_stacks(gpus, 0).maps_unguarded)
