@@ -96,6 +96,30 @@ TensorInfo parse_tensor(const json& j, const std::string& where, std::size_t ind
   return t;
 }
 
+BoundaryInfo parse_boundary(const json& j, const std::string& where, std::size_t index) {
+  const Fields f(j, where, "boundaries[" + std::to_string(index) + "]");
+  f.only({"name", "stage", "shape", "dtype", "micro_batch"});
+  BoundaryInfo b;
+  b.name = f.string("name");
+  b.stage = static_cast<int>(f.integer("stage", 1));
+  const json& shape = f.required("shape");
+  if (!shape.is_array() || shape.size() != 2 || !shape[0].is_number_integer() || !shape[1].is_number_integer() ||
+      shape[0].get<std::int64_t>() < 1 || shape[1].get<std::int64_t>() < 1)
+    f.fail("shape", "expected [tokens, hidden], two positive integers, got " + shape.dump());
+  b.rows = shape[0].get<std::int64_t>();
+  b.cols = shape[1].get<std::int64_t>();
+  b.micro_batch = f.integer("micro_batch", 1);
+  if (b.rows % b.micro_batch != 0) {
+    f.fail("micro_batch",
+           std::to_string(b.micro_batch) + " does not divide the " + std::to_string(b.rows) + " tokens of shape[0]");
+  }
+  const std::string dtype = f.string("dtype");
+  const auto d = parse_manifest_dtype(dtype);
+  if (!d || *d == Dtype::kI64) f.fail("dtype", "unknown dtype '" + dtype + "' (supported: f32, f16, bf16)");
+  b.dtype = *d;
+  return b;
+}
+
 IterationInfo parse_iteration(const json& j, const std::string& where, std::size_t index) {
   const Fields f(j, where, "iterations[" + std::to_string(index) + "]");
   f.only({"iteration", "file", "loss"});
@@ -120,6 +144,16 @@ int Manifest::find_tensor(const std::string& name) const noexcept {
   return -1;
 }
 
+int Manifest::find_boundary(const std::string& name) const noexcept {
+  for (std::size_t i = 0; i < boundaries.size(); ++i)
+    if (boundaries[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::string Manifest::version_string() const {
+  return std::to_string(version) + (minor > 0 ? "." + std::to_string(minor) : "");
+}
+
 Manifest read_manifest(const std::filesystem::path& dir) {
   const std::filesystem::path path = dir / kManifestFileName;
   const std::string where = path.string();
@@ -133,15 +167,23 @@ Manifest read_manifest(const std::filesystem::path& dir) {
   const Fields top(j, where, "");
   if (top.string("format") != kTraceFormatName)
     top.fail("format", "expected \"" + std::string(kTraceFormatName) + "\", got \"" + top.string("format") + "\"");
-  const std::int64_t version = top.integer("version", 0);
-  if (version != kTraceFormatVersion) {
-    top.fail("version", "unsupported trace format version " + std::to_string(version) + " (this edgc reads version " +
-                            std::to_string(kTraceFormatVersion) + ")");
+  // "version": 1 (integer) or 1.1 (number); everything else is refused.
+  const json& vj = top.required("version");
+  int minor = -1;
+  if (vj.is_number_integer() && vj.get<std::int64_t>() == kTraceFormatVersion) {
+    minor = 0;
+  } else if (vj.is_number_float() && vj.dump() == "1.1") {
+    minor = 1;
   }
-  top.only({"format", "version", "model", "sampling", "tensors", "iterations", "provenance"});
+  if (minor < 0) {
+    top.fail("version", "unsupported trace format version " + vj.dump() + " (this edgc reads versions 1 and 1." +
+                            std::to_string(kTraceFormatMinor) + ")");
+  }
+  top.only({"format", "version", "model", "sampling", "tensors", "boundaries", "iterations", "provenance"});
 
   Manifest m;
-  m.version = static_cast<int>(version);
+  m.version = kTraceFormatVersion;
+  m.minor = minor;
   const json& model = top.required("model");
   const Fields mf(model, where, "model");
   m.model_name = mf.string("name");
@@ -164,6 +206,12 @@ Manifest read_manifest(const std::filesystem::path& dir) {
   const json& tensors = top.required("tensors");
   if (!tensors.is_array()) top.fail("tensors", "expected an array");
   for (std::size_t i = 0; i < tensors.size(); ++i) m.tensors.push_back(parse_tensor(tensors[i], where, i));
+  if (top.has("boundaries")) {
+    if (minor < 1) top.fail("boundaries", "stage-boundary gradients need \"version\": 1.1 (this file says 1)");
+    const json& boundaries = top.required("boundaries");
+    if (!boundaries.is_array()) top.fail("boundaries", "expected an array");
+    for (std::size_t i = 0; i < boundaries.size(); ++i) m.boundaries.push_back(parse_boundary(boundaries[i], where, i));
+  }
   const json& iterations = top.required("iterations");
   if (!iterations.is_array()) top.fail("iterations", "expected an array");
   for (std::size_t i = 0; i < iterations.size(); ++i) m.iterations.push_back(parse_iteration(iterations[i], where, i));
@@ -192,6 +240,27 @@ void validate_manifest(const Manifest& m, const std::string& where) {
     }
     any_blocks = any_blocks || t.mode == CaptureMode::kBlocks;
   }
+  if (!m.boundaries.empty() && m.minor < 1)
+    throw TraceFormatError(where, "boundaries", "stage-boundary gradients need format version 1.1");
+  for (std::size_t i = 0; i < m.boundaries.size(); ++i) {
+    const BoundaryInfo& b = m.boundaries[i];
+    const std::string f = "boundaries[" + std::to_string(i) + "]";
+    if (b.name.empty()) throw TraceFormatError(where, f + ".name", "must not be empty");
+    if (b.name.find('@') != std::string::npos)
+      throw TraceFormatError(where, f + ".name", "'" + b.name + "' must not contain '@'");
+    if (!names.insert(b.name).second)
+      throw TraceFormatError(where, f + ".name",
+                             "duplicate name '" + b.name + "' (tensor and boundary names share one namespace)");
+    if (b.stage < 1 || b.stage >= m.num_stages) {
+      throw TraceFormatError(where, f + ".stage",
+                             std::to_string(b.stage) + " must be in [1, model.num_stages = " +
+                                 std::to_string(m.num_stages) + "): stage 0 receives no activations");
+    }
+    if (i > 0 && b.stage <= m.boundaries[i - 1].stage)
+      throw TraceFormatError(where, f + ".stage", "boundaries must be listed by strictly increasing stage");
+    if (b.rows < 1 || b.cols < 1 || b.micro_batch < 1 || b.rows % b.micro_batch != 0)
+      throw TraceFormatError(where, f + ".shape", "needs positive tokens and hidden, tokens a multiple of micro_batch");
+  }
   if (any_blocks && !m.sampling)
     throw TraceFormatError(where, "sampling", "missing, but some tensors are captured in blocks");
   std::set<std::string> files;
@@ -210,7 +279,11 @@ void validate_manifest(const Manifest& m, const std::string& where) {
 std::string manifest_to_json(const Manifest& m) {
   nlohmann::ordered_json j;
   j["format"] = kTraceFormatName;
-  j["version"] = m.version;
+  if (m.minor > 0) {
+    j["version"] = nlohmann::ordered_json::parse(m.version_string());  // the number 1.1
+  } else {
+    j["version"] = m.version;
+  }
   j["model"] = nlohmann::ordered_json::parse(m.model_json);
   j["model"]["name"] = m.model_name;
   j["model"]["num_stages"] = m.num_stages;
@@ -226,6 +299,16 @@ std::string manifest_to_json(const Manifest& m) {
                             {"stage", t.stage},
                             {"layer", t.layer},
                             {"mode", t.mode == CaptureMode::kFull ? "full" : "blocks"}});
+  }
+  if (!m.boundaries.empty()) {
+    j["boundaries"] = nlohmann::ordered_json::array();
+    for (const auto& b : m.boundaries) {
+      j["boundaries"].push_back({{"name", b.name},
+                                 {"stage", b.stage},
+                                 {"shape", {b.rows, b.cols}},
+                                 {"dtype", manifest_name(b.dtype)},
+                                 {"micro_batch", b.micro_batch}});
+    }
   }
   j["iterations"] = nlohmann::ordered_json::array();
   for (const auto& it : m.iterations) {

@@ -98,7 +98,9 @@ void TraceReader::read(std::size_t index, IterationData& out) {
     const bool is_blocks = base.size() > 7 && base.ends_with(kBlocksSuffix);
     if (is_blocks) base.resize(base.size() - 7);
     const int k = manifest_.find_tensor(base);
-    if (k < 0 || (is_blocks && manifest_.tensors[static_cast<std::size_t>(k)].mode != CaptureMode::kBlocks))
+    const bool boundary = !is_blocks && manifest_.find_boundary(base) >= 0;
+    if (!boundary &&
+        (k < 0 || (is_blocks && manifest_.tensors[static_cast<std::size_t>(k)].mode != CaptureMode::kBlocks)))
       throw TraceFormatError(path, e.name, "entry is not in the trace manifest");
   }
 
@@ -127,25 +129,46 @@ void TraceReader::read(std::size_t index, IterationData& out) {
         throw TraceFormatError(path, t.name + ".shape", "sampled blocks must be 1-D, got " + shape_to_string(e->shape));
       read_blocks(fd.get(), h, *e, t, path, td.blocks);
     }
-    const auto n = static_cast<std::size_t>(e->numel());
-    td.values.resize(n);
-    const std::uint64_t at = h.data_start + e->begin;
-    if (t.dtype == Dtype::kF32) {
-      read_exact_at(fd.get(), td.values.data(), n * 4, at, path);
-    } else {
-      // Read and convert in cache-sized chunks: the raw bytes never leave L2, so f16/bf16 costs one pass over
-      // memory for the output instead of three.
-      const std::size_t esize = element_size(t.dtype);
-      const std::size_t chunk = kConvertChunkBytes / esize;
-      scratch_.resize(std::min(n, chunk) * esize);
-      for (std::size_t done = 0; done < n; done += chunk) {
-        const std::size_t len = std::min(chunk, n - done);
-        read_exact_at(fd.get(), scratch_.data(), len * esize, at + done * esize, path);
-        convert_to_f32(t.dtype, scratch_.data(), td.values.data() + done, len);
-      }
+    td.values.resize(static_cast<std::size_t>(e->numel()));
+    read_values(fd.get(), t.dtype, h.data_start + e->begin, td.values, path);
+  }
+  out.boundaries.resize(manifest_.boundaries.size());
+  for (std::size_t k = 0; k < manifest_.boundaries.size(); ++k) {
+    const BoundaryInfo& b = manifest_.boundaries[k];
+    const SafetensorsEntry* e = h.find(b.name);
+    if (e == nullptr) throw TraceFormatError(path, b.name, "boundary gradient listed in the manifest is missing");
+    if (e->dtype != b.dtype) {
+      throw TraceFormatError(path, b.name + ".dtype",
+                             std::string(safetensors_name(e->dtype)) + " does not match the manifest's " +
+                                 std::string(manifest_name(b.dtype)));
     }
+    const std::vector<std::int64_t> shape{b.rows, b.cols};
+    if (e->shape != shape) {
+      throw TraceFormatError(path, b.name + ".shape",
+                             shape_to_string(e->shape) + " does not match the manifest's " + shape_to_string(shape));
+    }
+    out.boundaries[k].resize(static_cast<std::size_t>(b.numel()));
+    read_values(fd.get(), b.dtype, h.data_start + e->begin, out.boundaries[k], path);
   }
   bytes_read_ += file_size;
+}
+
+void TraceReader::read_values(int fd, Dtype dtype, std::uint64_t at, std::vector<float>& out, const std::string& path) {
+  const std::size_t n = out.size();
+  if (dtype == Dtype::kF32) {
+    read_exact_at(fd, out.data(), n * 4, at, path);
+    return;
+  }
+  // Read and convert in cache-sized chunks: the raw bytes never leave L2, so f16/bf16 costs one pass over memory
+  // for the output instead of three.
+  const std::size_t esize = element_size(dtype);
+  const std::size_t chunk = kConvertChunkBytes / esize;
+  scratch_.resize(std::min(n, chunk) * esize);
+  for (std::size_t done = 0; done < n; done += chunk) {
+    const std::size_t len = std::min(chunk, n - done);
+    read_exact_at(fd, scratch_.data(), len * esize, at + done * esize, path);
+    convert_to_f32(dtype, scratch_.data(), out.data() + done, len);
+  }
 }
 
 }  // namespace edgc::traces

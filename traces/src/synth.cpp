@@ -67,6 +67,9 @@ void validate(const SynthOptions& o) {
   if (!(o.signal_std >= 0.0) || !(o.noise_std >= 0.0)) throw UsageError("--signal/--noise", "must be >= 0");
   if (!std::isfinite(o.entropy_decay_nats)) throw UsageError("--entropy-decay", "must be finite");
   if (o.dtype == Dtype::kI64) throw UsageError("--dtype", "must be f32, f16 or bf16");
+  if (!o.boundary_shape.empty() &&
+      (o.boundary_shape.size() != 2 || o.boundary_shape[0] < 1 || o.boundary_shape[1] < 1 || o.stages < 2))
+    throw UsageError("--boundaries", "needs a tokens x hidden shape (two positive dimensions) and at least 2 stages");
   if (o.mode == CaptureMode::kBlocks && (!(o.fraction > 0.0 && o.fraction <= 1.0) || o.block_elems < 1))
     throw UsageError("--fraction/--block-elems", "fraction must be in (0, 1] and block size >= 1");
 }
@@ -99,6 +102,11 @@ Manifest synthesize_trace(const SynthOptions& o, const std::filesystem::path& di
       m.tensors.push_back(std::move(t));
     }
   }
+  if (!o.boundary_shape.empty()) {
+    for (int st = 1; st < o.stages; ++st)
+      m.boundaries.push_back(
+          {"boundary." + std::to_string(st), st, o.boundary_shape[0], o.boundary_shape[1], 1, o.dtype});
+  }
   nlohmann::json prov = {{"tool", "edgc trace synth"},
                          {"command", o.command},
                          {"seed", o.seed},
@@ -115,6 +123,15 @@ Manifest synthesize_trace(const SynthOptions& o, const std::filesystem::path& di
     if (o.mode == CaptureMode::kBlocks)
       blocks[k] = choose_blocks(m.tensors[k].numel(), o.fraction, o.block_elems, o.seed, k);
   }
+
+  const std::size_t nb = m.boundaries.size();
+  std::vector<SignalFactors> boundary_factors;
+  for (std::size_t k = 0; k < nb; ++k) {
+    Rng frng(o.seed, 2 * (nt + k));
+    boundary_factors.push_back(make_factors(o.boundary_shape, o.rank, frng));
+  }
+  std::vector<std::vector<float>> boundary_values(nb);
+  std::vector<std::span<const float>> boundary_views(nb);
 
   TraceWriter writer(dir, m);
   std::vector<std::vector<float>> full(nt);
@@ -136,8 +153,13 @@ Manifest synthesize_trace(const SynthOptions& o, const std::filesystem::path& di
         views[k] = {full[k], {}};
       }
     }
+    for (std::size_t k = 0; k < nb; ++k) {
+      Rng rng(o.seed ^ 0xb0bdab1eULL, (static_cast<std::uint64_t>(it) << 20) + k);
+      fill_tensor(boundary_factors[k], o.signal_std, noise, rng, boundary_values[k]);
+      boundary_views[k] = boundary_values[k];
+    }
     const double loss = o.loss_end + (o.loss_start - o.loss_end) * std::exp(-4.0 * t);
-    writer.write_iteration(static_cast<std::int64_t>(it) * o.iteration_stride, loss, views);
+    writer.write_iteration(static_cast<std::int64_t>(it) * o.iteration_stride, loss, views, boundary_views);
   }
   return writer.finish();
 }

@@ -10,11 +10,12 @@ namespace edgc::traces {
 TraceWriter::TraceWriter(std::filesystem::path dir, Manifest header)
     : staging_(std::move(dir)), manifest_(std::move(header)) {
   if (!manifest_.iterations.empty()) throw InternalError("TraceWriter: header must not list iterations");
+  manifest_.minor = manifest_.boundaries.empty() ? 0 : 1;  // the oldest version that holds the content
   // Validate everything but the (still empty) iteration list now, before any file is written.
   Manifest probe = manifest_;
   probe.iterations.push_back({0, iteration_file_name(0), std::nullopt});
   validate_manifest(probe, staging_.final_path().string());
-  converted_.resize(manifest_.tensors.size());
+  converted_.resize(manifest_.tensors.size() + manifest_.boundaries.size());
   block_buffers_.resize(manifest_.tensors.size());
 }
 
@@ -25,9 +26,11 @@ std::string TraceWriter::iteration_file_name(std::int64_t iteration) {
 }
 
 void TraceWriter::write_iteration(std::int64_t iteration, std::optional<double> loss,
-                                  std::span<const TensorView> tensors) {
+                                  std::span<const TensorView> tensors,
+                                  std::span<const std::span<const float>> boundaries) {
   if (finished_) throw InternalError("TraceWriter: write after finish");
   if (tensors.size() != manifest_.tensors.size()) throw InternalError("TraceWriter: tensor count mismatch");
+  if (boundaries.size() != manifest_.boundaries.size()) throw InternalError("TraceWriter: boundary count mismatch");
   if (iteration < 0 || (!manifest_.iterations.empty() && iteration <= manifest_.iterations.back().iteration))
     throw InternalError("TraceWriter: iterations must be non-negative and increasing");
   std::vector<SafetensorsBlob> blobs;
@@ -68,6 +71,15 @@ void TraceWriter::write_iteration(std::int64_t iteration, std::optional<double> 
                        raw.data(),
                        raw.size() * 8});
     }
+  }
+  for (std::size_t k = 0; k < boundaries.size(); ++k) {
+    const BoundaryInfo& b = manifest_.boundaries[k];
+    if (static_cast<std::int64_t>(boundaries[k].size()) != b.numel())
+      throw InternalError("TraceWriter: boundary '" + b.name + "' needs " + std::to_string(b.numel()) + " values");
+    auto& buf = converted_[tensors.size() + k];
+    buf.resize(boundaries[k].size() * element_size(b.dtype));
+    convert_from_f32(b.dtype, boundaries[k].data(), buf.data(), boundaries[k].size());
+    blobs.push_back({b.name, b.dtype, {b.rows, b.cols}, buf.data(), buf.size()});
   }
   const std::string file = iteration_file_name(iteration);
   write_safetensors(staging_.path() / file, blobs);

@@ -57,8 +57,9 @@ std::vector<std::size_t> pick_rows(std::size_t n, std::size_t rows) {
 
 struct InspectResult {
   traces::Manifest manifest;
-  std::vector<std::vector<TensorStats>> stats;  // [iteration][tensor]
-  std::vector<std::int64_t> captured;           // elements per tensor (last iteration)
+  std::vector<std::vector<TensorStats>> stats;           // [iteration][tensor]
+  std::vector<std::vector<TensorStats>> boundary_stats;  // [iteration][boundary]
+  std::vector<std::int64_t> captured;                    // elements per tensor (last iteration)
 };
 
 InspectResult collect(const std::string& dir) {
@@ -75,6 +76,9 @@ InspectResult collect(const std::string& dir) {
       r.captured[k] = static_cast<std::int64_t>(data.tensors[k].values.size());
     }
     r.stats.push_back(std::move(row));
+    std::vector<TensorStats> brow;
+    for (const auto& b : data.boundaries) brow.push_back(traces::compute_stats(b));
+    r.boundary_stats.push_back(std::move(brow));
   }
   return r;
 }
@@ -84,7 +88,7 @@ std::string inspect_json(const std::string& dir, const InspectResult& r) {
   ordered_json j;
   j["schema"] = "edgc.trace_inspect/1";
   j["trace"] = dir;
-  j["format_version"] = m.version;
+  j["format_version"] = ordered_json::parse(m.version_string());
   j["model"] = ordered_json::parse(m.model_json);
   j["provenance"] = ordered_json::parse(m.provenance_json);
   j["tensors"] = ordered_json::array();
@@ -99,12 +103,27 @@ std::string inspect_json(const std::string& dir, const InspectResult& r) {
                             {"numel", t.numel()},
                             {"captured_elems", r.captured[k]}});
   }
+  j["boundaries"] = ordered_json::array();
+  for (const auto& b : m.boundaries) {
+    j["boundaries"].push_back({{"name", b.name},
+                               {"stage", b.stage},
+                               {"shape", {b.rows, b.cols}},
+                               {"dtype", traces::manifest_name(b.dtype)},
+                               {"micro_batch", b.micro_batch}});
+  }
   ordered_json its = ordered_json::object();
   for (std::size_t i = 0; i < m.iterations.size(); ++i) {
     const auto& info = m.iterations[i];
     ordered_json per = ordered_json::object();
     for (std::size_t k = 0; k < m.tensors.size(); ++k) per[m.tensors[k].name] = stats_json(r.stats[i][k]);
-    its[std::to_string(info.iteration)] = {{"loss", opt_json(info.loss)}, {"file", info.file}, {"tensors", per}};
+    ordered_json e = {{"loss", opt_json(info.loss)}, {"file", info.file}, {"tensors", per}};
+    if (!m.boundaries.empty()) {
+      ordered_json bs = ordered_json::object();
+      for (std::size_t k = 0; k < m.boundaries.size(); ++k)
+        bs[m.boundaries[k].name] = stats_json(r.boundary_stats[i][k]);
+      e["boundaries"] = std::move(bs);
+    }
+    its[std::to_string(info.iteration)] = std::move(e);
   }
   j["iterations"] = std::move(its);
   return j.dump(1) + "\n";
@@ -121,7 +140,7 @@ std::string inspect_text(const std::string& dir, const InspectResult& r, std::si
   }
   const auto& first = m.iterations.front();
   const auto& last = m.iterations.back();
-  os << "trace       " << dir << "  (edgc.trace v" << m.version << ")\n";
+  os << "trace       " << dir << "  (edgc.trace v" << m.version_string() << ")\n";
   os << "model       " << m.model_name << " · " << m.num_stages << " pipeline stages · " << m.tensors.size()
      << " tensors · " << with_commas(params) << " parameters, " << with_commas(captured)
      << " values captured per iteration\n";
@@ -157,6 +176,22 @@ std::string inspect_text(const std::string& dir, const InspectResult& r, std::si
                 with_commas(r.captured[k])});
   }
   tt.print(os);
+  if (!m.boundaries.empty()) {
+    os << "\nstage-boundary gradients (the activation gradient a stage sends backward, one micro-batch, tokens x "
+          "hidden; rms at the first and last iteration)\n";
+    results::Table bt({"name", "sent by stage", "to stage", "shape", "micro-batch", "dtype", "rms first", "rms last"});
+    for (std::size_t k = 0; k < m.boundaries.size(); ++k) {
+      const auto& b = m.boundaries[k];
+      const auto rms = [&](const TensorStats& x) {
+        return x.count > 0 ? results::fmt_g(std::sqrt(*x.std * *x.std + *x.mean * *x.mean), 4) : std::string("-");
+      };
+      bt.add_row({b.name, std::to_string(b.stage), std::to_string(b.stage - 1),
+                  std::to_string(b.rows) + "x" + std::to_string(b.cols), std::to_string(b.micro_batch),
+                  std::string(traces::manifest_name(b.dtype)), rms(r.boundary_stats.front()[k]),
+                  rms(r.boundary_stats.back()[k])});
+    }
+    bt.print(os);
+  }
 
   // Per-stage trend: RMS over all captured values of the stage (pooled from per-tensor count, mean and std)
   // and the largest excess kurtosis among its tensors.
@@ -226,7 +261,7 @@ int run_inspect(const std::vector<std::string>& args) {
   return 0;
 }
 
-std::vector<std::int64_t> parse_shape(const std::string& text) {
+std::vector<std::int64_t> parse_shape(const std::string& text, const std::string& option = "--shapes") {
   std::vector<std::int64_t> shape;
   std::stringstream ss(text);
   std::string dim;
@@ -239,10 +274,10 @@ std::vector<std::int64_t> parse_shape(const std::string& text) {
       used = 0;
     }
     if (used != dim.size() || dim.empty() || v < 1)
-      throw UsageError("--shapes", "'" + text + "' is not a shape like 256x768 (positive dimensions)");
+      throw UsageError(option, "'" + text + "' is not a shape like 256x768 (positive dimensions)");
     shape.push_back(v);
   }
-  if (shape.empty()) throw UsageError("--shapes", "empty shape");
+  if (shape.empty()) throw UsageError(option, "empty shape");
   return shape;
 }
 
@@ -269,7 +304,9 @@ int run_synth(const std::vector<std::string>& args) {
       "mode", po::value(&mode)->default_value(mode), "full tensors or sampled blocks: full | blocks")(
       "fraction", po::value(&o.fraction)->default_value(o.fraction), "share of elements captured in blocks mode")(
       "block-elems", po::value(&o.block_elems)->default_value(o.block_elems), "elements per block in blocks mode")(
-      "seed", po::value(&o.seed)->default_value(o.seed), "random seed");
+      "seed", po::value(&o.seed)->default_value(o.seed), "random seed")(
+      "boundaries", po::value<std::string>(),
+      "also write stage-boundary gradients of this tokens x hidden shape (e.g. 128x64) for stages 1.. (format 1.1)");
   po::variables_map vm;
   if (!parse("trace synth", "--out DIR [options]", opts, {}, args, vm)) return 0;
   o.layer_shapes.clear();
@@ -279,6 +316,10 @@ int run_synth(const std::vector<std::string>& args) {
   const auto d = traces::parse_manifest_dtype(dtype);
   if (!d || *d == traces::Dtype::kI64) throw UsageError("--dtype", "unknown dtype '" + dtype + "' (f32, f16, bf16)");
   o.dtype = *d;
+  if (vm.count("boundaries") != 0U) {
+    o.boundary_shape = parse_shape(vm["boundaries"].as<std::string>(), "--boundaries");
+    if (o.boundary_shape.size() != 2) throw UsageError("--boundaries", "needs tokens x hidden, e.g. 128x64");
+  }
   if (mode != "full" && mode != "blocks") throw UsageError("--mode", "must be full or blocks, got '" + mode + "'");
   o.mode = mode == "full" ? traces::CaptureMode::kFull : traces::CaptureMode::kBlocks;
   o.command = "edgc trace synth";

@@ -18,7 +18,8 @@ int run_version(const std::vector<std::string>& args) {
   if (!parse("version", "[--json]", opts, {}, args, vm)) return 0;
   nlohmann::ordered_json j = {
       {"edgc", EDGC_VERSION},
-      {"trace_format_version", traces::kTraceFormatVersion},
+      {"trace_format_version", nlohmann::ordered_json::parse(std::to_string(traces::kTraceFormatVersion) + "." +
+                                                             std::to_string(traces::kTraceFormatMinor))},
       {"simgrid", sim::simgrid_version()},
       {"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
                     std::to_string(EIGEN_MINOR_VERSION)},

@@ -1,5 +1,5 @@
 #pragma once
-// The trace manifest (`trace.json`, format "edgc.trace" version 1; see traces/FORMAT.md) as typed structs.
+// The trace manifest (`trace.json`, format "edgc.trace" version 1 or 1.1; see traces/FORMAT.md) as typed structs.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -11,7 +11,8 @@
 namespace edgc::traces {
 
 inline constexpr const char* kTraceFormatName = "edgc.trace";
-inline constexpr int kTraceFormatVersion = 1;
+inline constexpr int kTraceFormatVersion = 1;  ///< major version this edgc reads and writes
+inline constexpr int kTraceFormatMinor = 1;    ///< newest minor version: 1.1 adds stage-boundary gradients
 inline constexpr const char* kManifestFileName = "trace.json";
 
 enum class CaptureMode { kFull, kBlocks };
@@ -27,6 +28,20 @@ struct TensorInfo {
 
   /// Product of the shape (1 for a scalar).
   std::int64_t numel() const noexcept;
+};
+
+/// One captured stage-boundary activation gradient (format 1.1): the gradient of the loss with respect to the
+/// activations stage `stage` receives from stage `stage - 1`, for one micro-batch of `micro_batch` sequences. It is
+/// the message stage `stage` sends backward, viewed as tokens × hidden (micro_batch · sequence rows).
+struct BoundaryInfo {
+  std::string name;
+  int stage = 1;                 ///< receiving stage of the forward activations = sender of the gradient, >= 1
+  std::int64_t rows = 0;         ///< tokens in the message (micro_batch · sequence length)
+  std::int64_t cols = 0;         ///< hidden size
+  std::int64_t micro_batch = 1;  ///< sequences in the message
+  Dtype dtype = Dtype::kF32;     ///< storage type in iteration files (read back as f32)
+
+  std::int64_t numel() const noexcept { return rows * cols; }
 };
 
 /// One captured training iteration.
@@ -45,16 +60,22 @@ struct SamplingInfo {
 
 struct Manifest {
   int version = kTraceFormatVersion;
+  int minor = 0;  ///< 0 for "version": 1, 1 for "version": 1.1 (required by `boundaries`)
   std::string model_name;
   int num_stages = 1;
   std::string model_json = "{}";  ///< the whole "model" object, serialised (free-form beyond name/stages)
   std::optional<SamplingInfo> sampling;
   std::vector<TensorInfo> tensors;
+  std::vector<BoundaryInfo> boundaries;  ///< stage-boundary gradients (1.1), at most one per stage, by stage
   std::vector<IterationInfo> iterations;
   std::string provenance_json = "{}";  ///< the "provenance" object, serialised
 
   /// Index of the tensor with this name, or -1.
   int find_tensor(const std::string& name) const noexcept;
+  /// Index of the boundary gradient with this name, or -1.
+  int find_boundary(const std::string& name) const noexcept;
+  /// "1" or "1.1".
+  std::string version_string() const;
 };
 
 /// Reads and validates `dir/trace.json`. Throws TraceFormatError naming the file and field.

@@ -16,11 +16,13 @@ struct TensorData {
   std::vector<Block> blocks;  ///< (offset, length) in elements of the flattened tensor; empty for CaptureMode::kFull
 };
 
-/// One captured iteration. `tensors` follows the manifest's tensor order.
+/// One captured iteration. `tensors` follows the manifest's tensor order, `boundaries` its boundary order
+/// (each a row-major tokens × hidden matrix; empty for a version 1 trace).
 struct IterationData {
   std::size_t index = 0;                ///< position in Manifest::iterations
   const IterationInfo* info = nullptr;  ///< points into the reader's manifest
   std::vector<TensorData> tensors;
+  std::vector<std::vector<float>> boundaries;
 };
 
 class TraceReader {
@@ -44,6 +46,8 @@ class TraceReader {
   std::uint64_t bytes_read() const noexcept { return bytes_read_; }
 
  private:
+  void read_values(int fd, Dtype dtype, std::uint64_t at, std::vector<float>& out, const std::string& path);
+
   std::filesystem::path dir_;
   Manifest manifest_;
   std::size_t cursor_ = 0;

@@ -28,6 +28,9 @@ struct SynthOptions {
   double fraction = 0.25;  ///< for CaptureMode::kBlocks
   std::int64_t block_elems = 1024;
   std::uint64_t seed = 1;
+  /// Tokens × hidden of a stage-boundary gradient; when set (two dimensions), every stage s >= 1 gets one
+  /// (`boundary.s`, format 1.1) made like the 2-D tensors: low-rank signal plus decaying noise.
+  std::vector<std::int64_t> boundary_shape;
   std::string command;  ///< recorded in provenance
 };
 

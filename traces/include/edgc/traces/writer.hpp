@@ -22,13 +22,16 @@ struct TensorView {
 
 class TraceWriter {
  public:
-  /// `header` gives model, sampling, tensors and provenance; its `iterations` must be empty.
+  /// `header` gives model, sampling, tensors, boundaries and provenance; its `iterations` must be empty. A header
+  /// with boundaries is written as version 1.1, one without as version 1.
   /// `dir` must not exist or be an empty directory. Throws TraceFormatError (invalid header), InputError, IoError.
   TraceWriter(std::filesystem::path dir, Manifest header);
 
-  /// Writes one iteration; `tensors` follows the manifest's tensor order. Iterations must increase.
+  /// Writes one iteration; `tensors` follows the manifest's tensor order, `boundaries` its boundary order (one
+  /// tokens × hidden matrix each). Iterations must increase.
   /// Throws InternalError when sizes or blocks do not match the manifest.
-  void write_iteration(std::int64_t iteration, std::optional<double> loss, std::span<const TensorView> tensors);
+  void write_iteration(std::int64_t iteration, std::optional<double> loss, std::span<const TensorView> tensors,
+                       std::span<const std::span<const float>> boundaries = {});
 
   /// Writes trace.json and moves the directory into place. Returns the final manifest.
   const Manifest& finish();
