@@ -15,8 +15,12 @@ Traces (3 training steps each, every step recorded, 2 stages):
               sampled tensor, an all-NaN tensor (no finite values) and a constant one (zero variance).
               The poison is applied for that recorder only and undone before the optimizer step.
   f16_blocks  f16; every 2-D tensor sampled (fraction 0.3, 100-element blocks, so some end short)
+  boundary    format 1.1: bf16 weight gradients plus the stage-1 boundary gradient (micro-batch of 2 sequences)
 
-Expected files: OUTDIR/<trace>/expected/<iteration>/<k>.f32 (raw little-endian float32 for manifest
+Expected boundary values come from a forward pass written out here that retains the stage-1 input's gradient,
+so the recorder's hooks are checked against torch's own autograd, not against themselves.
+
+Expected files: OUTDIR/<trace>/expected/<iteration>/<k>.f32 (boundary b: b<b>.f32) (raw little-endian float32 for manifest
 tensor k: flattened row-major, or the concatenated blocks) and <k>.blocks.i64 ((offset, length) pairs).
 """
 
@@ -26,6 +30,7 @@ import sys
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "capture"))
@@ -34,6 +39,18 @@ from edgc_capture.recorder import DTYPES  # noqa: E402
 from train_tiny_gpt import TinyGPT  # noqa: E402
 
 STEPS, SEQ, BATCH = 3, 16, 4
+MICRO = 2
+
+
+def forward_keeping_stage1_input(model, idx, targets):
+    """TinyGPT's forward spelled out (2 layers, 2 stages), retaining the gradient of what stage 1 receives."""
+    x = model.tok_emb(idx) + model.pos_emb(torch.arange(idx.shape[1]))
+    x = model.blocks[0](x)
+    x.retain_grad()
+    stage1_input = x
+    x = model.blocks[1](x)
+    logits = model.lm_head(model.ln_f(x))
+    return F.cross_entropy(logits.reshape(-1, model.vocab).float(), targets.reshape(-1)), stage1_input
 
 
 def expected_values(spec, torch_dtype):
@@ -88,6 +105,11 @@ def verify(rec, expected):
         problems.append(f"{rec.out_dir}: iterations {manifest['iterations']}")
     for it in manifest["iterations"]:
         entries, _ = load(os.path.join(rec.out_dir, it["file"]))
+        for b, boundary in enumerate(rec.boundaries):
+            got = entries[boundary["name"]].array.astype("<f4").reshape(-1)
+            want = expected[(rec.out_dir, it["iteration"], f"b{b}")]
+            if got.shape != want.shape or not np.array_equal(got.view("<u4"), want.view("<u4")):
+                problems.append(f"{rec.out_dir} iteration {it['iteration']} boundary {boundary['name']}: values differ")
         for k, spec in enumerate(rec.tensors):
             got = entries[spec.name].array.astype("<f4").reshape(-1)
             want = expected[(rec.out_dir, it["iteration"], k)]
@@ -118,13 +140,21 @@ def main(argv):
         "f16_blocks": TraceRecorder(os.path.join(out, "f16_blocks"), model, dtype="f16", mode="blocks",
                                     fraction=0.3, block_elems=100, full=lambda name, p: p.dim() != 2,
                                     **common),
+        "boundary": TraceRecorder(os.path.join(out, "boundary"), model, dtype="bf16", mode="full", **common),
     }
+    recs["boundary"].record_boundaries(model.blocks, seq_len=SEQ, hidden=32, micro_batch=MICRO)
     data = torch.randint(0, 256, (STEPS, BATCH, SEQ + 1), generator=torch.Generator().manual_seed(99))
     expected = {}
     for step in range(STEPS):
-        loss = model(data[step, :, :-1], data[step, :, 1:])
+        loss, stage1_input = forward_keeping_stage1_input(model, data[step, :, :-1], data[step, :, 1:])
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        want = stage1_input.grad[:MICRO].reshape(MICRO * SEQ, 32).to(torch.bfloat16).to(torch.float32)
+        want = want.numpy().astype("<f4").reshape(-1)
+        expected[(recs["boundary"].out_dir, step, "b0")] = want
+        os.makedirs(os.path.join(recs["boundary"].out_dir, "expected", str(step)), exist_ok=True)
+        with open(os.path.join(recs["boundary"].out_dir, "expected", str(step), "b0.f32"), "wb") as f:
+            f.write(want.tobytes())
         for name, rec in recs.items():
             saved = poison(model) if name == "bf16_mixed" and step == STEPS - 1 else None
             rec.step(step, loss)

@@ -256,5 +256,85 @@ class Recorder(unittest.TestCase):
         self.assertEqual(os.listdir(self.out), [])
 
 
+class Seq(torch.nn.Module):
+    """(batch, sequence, hidden) activations through 4 layers, as a pipeline splits them."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(4))
+
+    def forward(self, x, keep=None):
+        for i, layer in enumerate(self.layers):
+            if keep is not None and i in keep:
+                x.retain_grad()
+                keep[i] = x
+            x = torch.tanh(layer(x))
+        return (x ** 2).mean()
+
+
+class Boundaries(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.tmp.name, "trace")
+        torch.manual_seed(3)
+        self.net = Seq()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_each_later_stage_gets_the_gradient_of_its_input(self):
+        rec = TraceRecorder(self.out, self.net, every=2, num_stages=4, dtype="f32", layer_regex=r"layers\.(\d+)\.")
+        rec.record_boundaries(self.net.layers, seq_len=5, hidden=8, micro_batch=2)
+        self.assertEqual([b["stage"] for b in rec.boundaries], [1, 2, 3])
+        for step in range(3):
+            keep = {1: None, 2: None, 3: None}
+            self.net.zero_grad(set_to_none=True)
+            x = torch.randn(3, 5, 8, requires_grad=True)
+            loss = self.net(x, keep)
+            loss.backward()
+            recorded = rec.step(step, loss)
+            self.assertEqual(recorded, step % 2 == 0)
+            if recorded:
+                entries, _ = st.load(os.path.join(self.out, f"iter_{step:06d}.safetensors"))
+                for s in (1, 2, 3):
+                    want = keep[s].grad[:2].reshape(10, 8).numpy()
+                    np.testing.assert_array_equal(entries[f"boundary.{s}"].array, want)
+        manifest = read_json(os.path.join(self.out, "trace.json"))
+        self.assertEqual(manifest["version"], 1.1)
+        self.assertEqual(manifest["boundaries"][0], {"name": "boundary.1", "stage": 1, "shape": [10, 8],
+                                                     "dtype": "f32", "micro_batch": 2})
+
+    def test_mistakes_are_refused(self):
+        rec = TraceRecorder(self.out, self.net, num_stages=2, dtype="f32", layer_regex=r"layers\.(\d+)\.")
+        with self.assertRaisesRegex(ValueError, "3 layer modules for a model of 4"):
+            rec.record_boundaries(list(self.net.layers)[:3], seq_len=5, hidden=8)
+        with self.assertRaisesRegex(ValueError, "micro_batch"):
+            rec.record_boundaries(self.net.layers, seq_len=5, hidden=8, micro_batch=0)
+        rec.record_boundaries(self.net.layers, seq_len=6, hidden=8)  # wrong sequence length: caught at backward
+        loss = self.net(torch.randn(2, 5, 8, requires_grad=True))
+        with self.assertRaisesRegex(RuntimeError, "not \\(batch >= 1, 6, 8\\)"):
+            loss.backward()
+        rec.remove_boundary_hooks()
+        single = TraceRecorder(os.path.join(self.tmp.name, "one"), self.net, num_stages=1,
+                               layer_regex=r"layers\.(\d+)\.")
+        with self.assertRaisesRegex(ValueError, "single pipeline stage"):
+            single.record_boundaries(self.net.layers, seq_len=5, hidden=8)
+        late = TraceRecorder(os.path.join(self.tmp.name, "late"), self.net, num_stages=2, dtype="f32",
+                             layer_regex=r"layers\.(\d+)\.")
+        self.net.zero_grad(set_to_none=True)
+        self.net(torch.randn(2, 5, 8)).backward()
+        late.step(0)
+        with self.assertRaisesRegex(RuntimeError, "before the first recorded"):
+            late.record_boundaries(self.net.layers, seq_len=5, hidden=8)
+        # A recorded step whose backward never reached the boundary is an error, not stale data.
+        nohook = TraceRecorder(os.path.join(self.tmp.name, "nohook"), self.net, num_stages=2, dtype="f32",
+                               layer_regex=r"layers\.(\d+)\.")
+        nohook.record_boundaries(self.net.layers, seq_len=5, hidden=8)
+        with torch.no_grad():
+            self.net(torch.randn(2, 5, 8))
+        with self.assertRaisesRegex(RuntimeError, "no gradient reached the stage 1 boundary"):
+            nohook.step(0)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)

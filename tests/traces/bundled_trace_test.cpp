@@ -69,7 +69,34 @@ TEST(BundledTrace, IsARealTrainingRunWithEvolvingGradients) {
   EXPECT_LT(tail, head - 1.0) << "loss " << head << " -> " << tail;
   expect_full_matrix_per_stage(m, 64);
   EXPECT_GT(tensors_that_changed(r), static_cast<int>(m.tensors.size()) / 2);
-  EXPECT_LE(directory_bytes(EDGC_BUNDLED_TRACE), 20u * 1000 * 1000);
+  // 17 MB of weight gradients plus 12 MB of stage-boundary messages (format 1.1).
+  EXPECT_LE(directory_bytes(EDGC_BUNDLED_TRACE), 32u * 1000 * 1000);
+}
+
+// Format 1.1: one boundary gradient per stage s >= 1, one micro-batch (1 sequence of 128 tokens) x hidden 64, whose
+// scale moves over training and which is neither zero nor low-rank noise-free (a real message, not a placeholder).
+TEST(BundledTrace, RecordsTheStageBoundaryGradientsOfEveryLaterStage) {
+  TraceReader r(EDGC_BUNDLED_TRACE);
+  const Manifest& m = r.manifest();
+  EXPECT_EQ(m.version_string(), "1.1");
+  ASSERT_EQ(m.boundaries.size(), static_cast<std::size_t>(m.num_stages - 1));
+  for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
+    EXPECT_EQ(m.boundaries[b].stage, static_cast<int>(b) + 1);
+    EXPECT_EQ(m.boundaries[b].rows, 128);
+    EXPECT_EQ(m.boundaries[b].cols, 64);
+    EXPECT_EQ(m.boundaries[b].micro_batch, 1);
+  }
+  IterationData first, last;
+  r.read(0, first);
+  r.read(r.num_iterations() - 1, last);
+  for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
+    const TensorStats a = compute_stats(first.boundaries[b]);
+    const TensorStats z = compute_stats(last.boundaries[b]);
+    EXPECT_EQ(a.nan + a.inf + z.nan + z.inf, 0);
+    ASSERT_TRUE(a.std && z.std);
+    EXPECT_GT(*a.std, 0.0);
+    EXPECT_GT(std::abs(std::log(*z.std / *a.std)), 0.1) << m.boundaries[b].name;
+  }
 }
 
 const fs::path kGpt2Blocks = fs::path(EDGC_SOURCE_DIR) / "traces/bundled/gpt2s-docs-blocks";

@@ -53,11 +53,31 @@ TEST_P(PythonRecorder, ReadsBackTheValuesTorchHad) {
       }
       compared += got.size();
     }
+    ASSERT_EQ(d.boundaries.size(), r.manifest().boundaries.size());
+    for (std::size_t b = 0; b < d.boundaries.size(); ++b) {
+      const auto want = read_raw<float>(exp / ("b" + std::to_string(b) + ".f32"));
+      ASSERT_EQ(d.boundaries[b].size(), want.size()) << r.manifest().boundaries[b].name;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(d.boundaries[b][i]), std::bit_cast<std::uint32_t>(want[i]))
+            << r.manifest().boundaries[b].name << "[" << i << "] at iteration " << d.info->iteration;
+      }
+      compared += want.size();
+    }
   }
   EXPECT_GT(compared, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Traces, PythonRecorder, ::testing::Values("f32_full", "bf16_mixed", "f16_blocks"));
+INSTANTIATE_TEST_SUITE_P(Traces, PythonRecorder, ::testing::Values("f32_full", "bf16_mixed", "f16_blocks", "boundary"));
+
+TEST(PythonRecorder, BoundaryTraceIsVersionOnePointOneWithOneBoundaryPerLaterStage) {
+  TraceReader r(fs::path(EDGC_INTEROP_DIR) / "boundary");
+  EXPECT_EQ(r.manifest().version_string(), "1.1");
+  ASSERT_EQ(r.manifest().boundaries.size(), 1u);
+  EXPECT_EQ(r.manifest().boundaries[0].stage, 1);
+  EXPECT_EQ(r.manifest().boundaries[0].rows, 32);  // 2 sequences of 16 tokens
+  EXPECT_EQ(r.manifest().boundaries[0].cols, 32);
+  EXPECT_EQ(r.manifest().boundaries[0].micro_batch, 2);
+}
 
 }  // namespace
 }  // namespace edgc::traces

@@ -193,6 +193,9 @@ def parse_args(argv=None):
     p.add_argument("--fraction", type=float, default=0.04, help="share of sampled tensors captured; 1 = all full")
     p.add_argument("--block-elems", type=int, default=256, help="elements per sampled block")
     p.add_argument("--full-pattern", default=r"attn\.proj\.weight$", help="regex of parameters captured full")
+    p.add_argument("--boundary-micro-batch", type=int, default=0,
+                   help="also record the activation gradient entering each stage >= 1 for the first N sequences of "
+                        "the batch (one pipeline message; trace format 1.1); 0 = off")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--log-every", type=int, default=25, help="print the loss every N steps")
     p.add_argument("--eval-batches", type=int, default=16, help="batches for the final train/val loss")
@@ -236,6 +239,9 @@ def main(argv=None):
                         model_info={"d_model": args.d_model, "heads": args.heads, "seq_len": args.seq_len,
                                     "vocab": VOCAB},
                         provenance=provenance, overwrite=True)
+    if args.boundary_micro_batch > 0:
+        rec.record_boundaries(model.blocks, seq_len=args.seq_len, hidden=args.d_model,
+                              micro_batch=args.boundary_micro_batch)
     print(f"model: {rec.model['parameters']} parameters; capturing {len(rec.tensors)} tensors, "
           f"{rec.captured_elements} elements per iteration "
           f"({sum(t.mode == 'full' for t in rec.tensors)} full)", flush=True)

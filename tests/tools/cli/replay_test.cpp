@@ -172,3 +172,93 @@ TEST(ReplayRejects, BadScenariosExitTwoNamingTheKeyAndLeaveNoOutput) {
 }
 
 }  // namespace
+
+namespace {
+
+// The pipeline boundaries (trace format 1.1) under edgc-pp on the bundled trace, and on a synthetic trace whose
+// boundary messages are exactly low-rank.
+json replay_json(const std::string& args, TempDir& tmp, const std::string& out) {
+  const Result r = edgc("replay " + args + " --out " + (tmp / out).string(), tmp);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? json::parse(read_file(tmp / out / "replay.json")) : json();
+}
+
+TEST(ReplayBoundaries, BundledTraceLazyErrorPropagationTradesMessageErrorForAccumulatedError) {
+  TempDir tmp;
+  const std::string pp = std::string(EDGC_SOURCE_DIR) + "/scenarios/replay/tinygpt-licenses-pp.json";
+  const json j = replay_json("--scenario " + pp, tmp, "pp");
+  ASSERT_TRUE(j.is_object());
+  const int rank = 8;
+  const std::int64_t rows = 128, cols = 64;
+  std::int64_t wire = 0, dense = 0;
+  int compressed = 0;
+  for (const auto& w : j["windows"]) {
+    ASSERT_TRUE(w["stages"][0]["boundary"].is_null());  // stage 0 sends nothing backward
+    for (std::size_t s = 1; s < 4; ++s) {
+      const json& b = w["stages"][s]["boundary"];
+      ASSERT_TRUE(b.is_object());
+      const int messages = b["messages"].get<int>();
+      EXPECT_EQ(messages, w["captured_iterations"].get<int>());
+      // No compression in warm-up; the policy's pipeline rank afterwards, and exactly (rows + cols)·r floats a message.
+      EXPECT_EQ(b["pp_rank"].get<int>(), w["warmup"].get<bool>() ? 0 : rank);
+      const std::int64_t per = b["pp_rank"].get<int>() > 0 ? (rows + cols) * rank : rows * cols;
+      EXPECT_EQ(b["wire_floats"].get<std::int64_t>(), messages * per);
+      EXPECT_EQ(b["dense_floats"].get<std::int64_t>(), messages * rows * cols);
+      wire += b["wire_floats"].get<std::int64_t>();
+      dense += b["dense_floats"].get<std::int64_t>();
+      if (b["pp_rank"].get<int>() == 0) {
+        EXPECT_TRUE(b["message_error"].is_null());
+        continue;
+      }
+      ++compressed;
+      for (const char* k : {"message_error", "message_error_without_lazy_error_propagation", "accumulated_error",
+                            "accumulated_error_without_lazy_error_propagation"}) {
+        EXPECT_GT(b[k].get<double>(), 0.0) << k;
+        EXPECT_LT(b[k].get<double>(), 1.5) << k;
+      }
+    }
+  }
+  EXPECT_GT(compressed, 0);
+  EXPECT_EQ(j["summary"]["boundary_wire_floats"].get<std::int64_t>(), wire);
+  EXPECT_EQ(j["summary"]["boundary_dense_floats"].get<std::int64_t>(), dense);
+  // On this real trace: carrying the error makes each message worse but their sum (what the weight gradient sees)
+  // better, on every boundary.
+  for (std::size_t s = 1; s < 4; ++s) {
+    const json& b = j["stages"][s]["boundary"];
+    EXPECT_GT(b["mean_message_error"].get<double>(),
+              b["mean_message_error_without_lazy_error_propagation"].get<double>());
+    EXPECT_LT(b["mean_accumulated_error"].get<double>(),
+              b["mean_accumulated_error_without_lazy_error_propagation"].get<double>());
+  }
+  // The DP-only policy leaves the boundaries uncompressed and says so.
+  const Result r = edgc("replay --scenario " + kScenario + " --out " + (tmp / "dp").string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("this policy sends them uncompressed"), std::string::npos) << r.out;
+}
+
+TEST(ReplayBoundaries, ExactlyLowRankMessagesAreRecoveredWithAndWithoutLazyErrorPropagation) {
+  TempDir tmp;
+  const Result s = edgc("trace synth --out " + (tmp / "t").string() +
+                            " --shapes 32x32,32 --layers 2 --stages 2 --iterations 12 --rank 2 --noise 0 "
+                            "--boundaries 48x32",
+                        tmp);
+  ASSERT_EQ(s.code, 0) << s.err;
+  const json j = replay_json("--trace " + (tmp / "t").string() + " --scenario " + kScenario +
+                                 " --set compression.policy='\"edgc-pp\"' --set compression.pp_rank=4"
+                                 " --set compression.window=3 --set compression.warmup.mode='\"fixed\"'"
+                                 " --set compression.warmup.fixed_iters=3",
+                             tmp, "r");
+  ASSERT_TRUE(j.is_object());
+  int compressed = 0;
+  for (const auto& w : j["windows"]) {
+    const json& b = w["stages"][1]["boundary"];
+    if (b["pp_rank"].get<int>() == 0) continue;
+    ++compressed;
+    for (const char* k : {"message_error", "message_error_without_lazy_error_propagation", "accumulated_error",
+                          "accumulated_error_without_lazy_error_propagation"})
+      EXPECT_LT(b[k].get<double>(), 1e-4) << k << " in window " << w["window"];
+  }
+  EXPECT_GE(compressed, 2);
+}
+
+}  // namespace

@@ -10,6 +10,11 @@ Design choices, and why:
 * Blocks are aligned slots of `block_elems` consecutive flattened elements: non-overlapping by
   construction, cheap to gather, and for row-major matrices whose rows divide `block_elems` they are whole
   rows.
+* Stage-boundary gradients (format 1.1) are caught by a forward pre-hook on the first layer module of each
+  stage s >= 1, which puts a tensor hook on that module's input: the gradient of the loss with respect to the
+  activations stage s receives, which is exactly what stage s would send backward to stage s-1 in pipeline
+  training. The first `micro_batch` sequences of the batch are kept (one pipeline message), as a
+  (micro_batch * sequence) x hidden matrix. Hooks only read gradients, so the run is unchanged.
 * Every iteration file and `trace.json` are replaced atomically, and the manifest is rewritten after each
   recorded iteration, so a capture killed at any moment still leaves a valid (shorter) trace.
 """
@@ -26,7 +31,7 @@ import torch
 from . import safetensors_io
 
 FORMAT = "edgc.trace"
-VERSION = 1
+VERSION = 1  # written as 1.1 when the trace holds stage-boundary gradients
 
 # trace dtype -> (torch dtype used for the round trip, safetensors dtype name)
 DTYPES = {"f32": (torch.float32, "F32"), "f16": (torch.float16, "F16"), "bf16": (torch.bfloat16, "BF16")}
@@ -197,7 +202,70 @@ class TraceRecorder:
         self.provenance.setdefault(
             "created_utc", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.iterations = []
+        self.boundaries = []  # [{"name", "stage", "shape", "dtype", "micro_batch"}], by stage
+        self._boundary_grads = {}  # stage -> last caught gradient (CPU, float32)
+        self._boundary_handles = []
         self._prepare_dir(overwrite)
+
+    # ----------------------------------------------------------------------------------------------------
+    def record_boundaries(self, layers, *, seq_len, hidden, micro_batch=1, batch_first=True):
+        """Also record the activation gradient entering every stage s >= 1 (trace format 1.1).
+
+        layers       the model's layer modules in order (e.g. `model.blocks`); the first layer of each stage
+                     (by the recorder's layer -> stage placement) is hooked, so it must take the activations
+                     as its first positional argument
+        seq_len      sequence length of the activations; hidden: their last dimension
+        micro_batch  sequences kept per message (the first ones of the batch)
+        batch_first  activations are (batch, sequence, hidden) rather than (sequence, batch, hidden)
+        Call before the first recorded step.
+        """
+        if self.iterations:
+            raise RuntimeError("record_boundaries must be called before the first recorded iteration")
+        if self.boundaries:
+            raise RuntimeError("record_boundaries was already called")
+        layers = list(layers)
+        for name, value in (("seq_len", seq_len), ("hidden", hidden), ("micro_batch", micro_batch)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if len(layers) != self.num_layers:
+            raise ValueError(f"got {len(layers)} layer modules for a model of {self.num_layers} layers")
+        # A layer's stage is that of its recorded parameters (so a custom `stage_of` is honoured), else the default.
+        placed = {t.layer: t.stage for t in self.tensors if t.layer >= 0}
+        first = {}
+        for index in range(len(layers)):
+            stage = placed.get(index, stage_for(index, self.num_layers, self.num_stages, False))
+            first.setdefault(stage, index)
+        for stage in sorted(s for s in first if s >= 1):
+            module = layers[first[stage]]
+            self.boundaries.append({"name": f"boundary.{stage}", "stage": stage,
+                                    "shape": [micro_batch * seq_len, hidden], "dtype": self.dtype,
+                                    "micro_batch": micro_batch})
+            self._boundary_handles.append(module.register_forward_pre_hook(
+                self._boundary_pre_hook(stage, seq_len, hidden, micro_batch, batch_first)))
+        if not self.boundaries:
+            raise ValueError("the model has a single pipeline stage: there is no stage boundary to record")
+
+    def _boundary_pre_hook(self, stage, seq_len, hidden, micro_batch, batch_first):
+        def catch(grad):
+            g = grad.detach()
+            if not batch_first:
+                g = g.transpose(0, 1)
+            if g.dim() != 3 or g.shape[0] < micro_batch or g.shape[1] != seq_len or g.shape[2] != hidden:
+                raise RuntimeError(f"stage {stage} boundary: activation gradient of shape {list(grad.shape)} is not "
+                                   f"(batch >= {micro_batch}, {seq_len}, {hidden})")
+            self._boundary_grads[stage] = g[:micro_batch].reshape(micro_batch * seq_len, hidden).float().cpu()
+
+        def pre_hook(_module, args):
+            x = args[0]
+            if torch.is_grad_enabled() and isinstance(x, torch.Tensor) and x.requires_grad:
+                x.register_hook(catch)
+
+        return pre_hook
+
+    def remove_boundary_hooks(self):
+        for h in self._boundary_handles:
+            h.remove()
+        self._boundary_handles = []
 
     # ----------------------------------------------------------------------------------------------------
     def _prepare_dir(self, overwrite):
@@ -215,10 +283,12 @@ class TraceRecorder:
         return sum(t.captured for t in self.tensors)
 
     def manifest(self):
-        doc = {"format": FORMAT, "version": VERSION, "model": self.model}
+        doc = {"format": FORMAT, "version": 1.1 if self.boundaries else VERSION, "model": self.model}
         if any(t.mode == "blocks" for t in self.tensors):
             doc["sampling"] = {"block_elems": self.block_elems, "fraction": self.fraction, "seed": self.seed}
         doc["tensors"] = [t.manifest(self.dtype) for t in self.tensors]
+        if self.boundaries:
+            doc["boundaries"] = self.boundaries
         doc["iterations"] = self.iterations
         doc["provenance"] = self.provenance
         return doc
@@ -257,6 +327,13 @@ class TraceRecorder:
                 entries[t.name] = (st_dtype, arr)
                 if t.blocks is not None:
                     entries[t.name + "@blocks"] = ("I64", t.blocks)
+            for b in self.boundaries:
+                g = self._boundary_grads.pop(b["stage"], None)
+                if g is None:
+                    raise RuntimeError(f"no gradient reached the stage {b['stage']} boundary at iteration {iteration}: "
+                                       "call step() after backward() of a forward pass through the hooked layers")
+                v = g.to(torch_dtype).contiguous()
+                entries[b["name"]] = (st_dtype, v.view(torch.int16).numpy() if st_dtype == "BF16" else v.numpy())
         return entries
 
     def step(self, iteration, loss=None):
@@ -268,6 +345,7 @@ class TraceRecorder:
         if not isinstance(iteration, int) or iteration < 0:
             raise ValueError(f"iteration must be a non-negative integer, got {iteration!r}")
         if iteration % self.every:
+            self._boundary_grads.clear()  # never let a skipped step's boundary gradients reach a recorded one
             return False
         if self.iterations and iteration <= self.iterations[-1]["iteration"]:
             raise ValueError(f"iteration {iteration} is not after the last recorded one "

@@ -1,4 +1,5 @@
 // `edgc replay --trace DIR [--scenario F] [--set k=v]... --out DIR`.
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +22,24 @@ using nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 ordered_json opt(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+
+ordered_json boundary_json(const std::optional<engine::BoundaryWindow>& b) {
+  if (!b) return nullptr;
+  return {{"pp_rank", b->rank},
+          {"messages", b->messages},
+          {"message_error", opt(b->message_error)},
+          {"message_error_without_lazy_error_propagation", opt(b->message_error_plain)},
+          {"accumulated_error", opt(b->accumulated_error)},
+          {"accumulated_error_without_lazy_error_propagation", opt(b->accumulated_error_plain)},
+          {"wire_floats", b->wire_floats},
+          {"dense_floats", b->dense_floats}};
+}
+
+// Mean of boundary error `i` (0 message, 1 message without LEP, 2 accumulated, 3 accumulated without LEP) of stage k.
+std::optional<double> boundary_mean(const std::vector<std::array<double, 4>>& sum, const std::vector<int>& n,
+                                    std::size_t k, std::size_t i) {
+  return n[k] > 0 ? std::optional<double>(sum[k][i] / n[k]) : std::nullopt;
+}
 std::string csv(const std::optional<double>& v) {
   if (!v) return "";
   std::ostringstream os;
@@ -57,7 +76,8 @@ std::string windows_csv(const engine::ReplayResult& r) {
   os << "window,first_iteration,end_iteration,stage,captured_iterations,sampled_iterations,mean_loss,warmup,"
         "entropy_gaussian,entropy_histogram,excess_kurtosis,rank,next_rank,next_binding,next_continuous_rank,"
         "full_next_rank,agrees,trajectory_full_rank,trajectory_agrees,relative_error,step_error,wire_floats,dense_"
-        "floats,sampled_elements,full_elements,"
+        "floats,sampled_elements,full_elements,pp_rank,boundary_message_error,boundary_message_error_plain,"
+        "boundary_accumulated_error,boundary_accumulated_error_plain,boundary_wire_floats,boundary_dense_floats,"
         "estimation_seconds,full_estimation_seconds\n";
   for (const auto& w : r.windows) {
     for (std::size_t s = 0; s < w.stages.size(); ++s) {
@@ -69,8 +89,16 @@ std::string windows_csv(const engine::ReplayResult& r) {
          << (x.full_next_rank ? std::to_string(*x.full_next_rank) : "") << ',' << (w.agrees ? 1 : 0) << ','
          << (x.trajectory_full_rank ? std::to_string(*x.trajectory_full_rank) : "") << ','
          << (w.trajectory_agrees ? 1 : 0) << ',' << csv(x.relative_error) << ',' << csv(x.step_error) << ','
-         << x.wire_floats << ',' << x.dense_floats << ',' << x.sampled_elements << ',' << x.full_elements << ','
-         << csv(x.estimation_seconds) << ',' << csv(x.full_estimation_seconds) << '\n';
+         << x.wire_floats << ',' << x.dense_floats << ',' << x.sampled_elements << ',' << x.full_elements << ',';
+      if (x.boundary) {
+        const auto& b = *x.boundary;
+        os << b.rank << ',' << csv(b.message_error) << ',' << csv(b.message_error_plain) << ','
+           << csv(b.accumulated_error) << ',' << csv(b.accumulated_error_plain) << ',' << b.wire_floats << ','
+           << b.dense_floats << ',';
+      } else {
+        os << ",,,,,,,";
+      }
+      os << csv(x.estimation_seconds) << ',' << csv(x.full_estimation_seconds) << '\n';
     }
   }
   return os.str();
@@ -90,6 +118,11 @@ struct Summary {
   std::vector<int> error_n;
   std::int64_t wire = 0;
   std::int64_t dense = 0;
+  // Per stage, over compressed windows of its boundary: sums of the four boundary errors, and the count.
+  std::vector<std::array<double, 4>> boundary_sum;
+  std::vector<int> boundary_n;
+  std::int64_t boundary_wire = 0;
+  std::int64_t boundary_dense = 0;
 };
 
 Summary summarise(const engine::ReplayResult& r, std::size_t stages) {
@@ -98,6 +131,8 @@ Summary summarise(const engine::ReplayResult& r, std::size_t stages) {
   s.rank_max.assign(stages, 0);
   s.error_sum.assign(stages, 0.0);
   s.error_n.assign(stages, 0);
+  s.boundary_sum.assign(stages, {0.0, 0.0, 0.0, 0.0});
+  s.boundary_n.assign(stages, 0);
   for (const auto& w : r.windows) {
     ++s.windows;
     s.agreeing += w.agrees ? 1 : 0;
@@ -119,6 +154,17 @@ Summary summarise(const engine::ReplayResult& r, std::size_t stages) {
       if (!w.warmup && x.relative_error) {
         s.error_sum[k] += *x.relative_error;
         ++s.error_n[k];
+      }
+      if (x.boundary) {
+        s.boundary_wire += x.boundary->wire_floats;
+        s.boundary_dense += x.boundary->dense_floats;
+        if (x.boundary->message_error) {
+          s.boundary_sum[k][0] += *x.boundary->message_error;
+          s.boundary_sum[k][1] += *x.boundary->message_error_plain;
+          s.boundary_sum[k][2] += *x.boundary->accumulated_error;
+          s.boundary_sum[k][3] += *x.boundary->accumulated_error_plain;
+          ++s.boundary_n[k];
+        }
       }
     }
   }
@@ -142,6 +188,20 @@ std::string replay_json(const engine::ReplayOptions& o, const engine::ReplayResu
                       {"mean_relative_error", s.error_n[k] ? ordered_json(s.error_sum[k] / s.error_n[k]) : nullptr},
                       {"rank_min", s.rank_max[k] ? ordered_json(s.rank_min[k]) : nullptr},
                       {"rank_max", s.rank_max[k] ? ordered_json(s.rank_max[k]) : nullptr}});
+    const int b = r.stage_boundary[k];
+    if (b >= 0) {
+      stages.back()["boundary"] = {
+          {"name", r.boundary_names[static_cast<std::size_t>(b)]},
+          {"matrix",
+           {r.boundary_shapes[static_cast<std::size_t>(b)].first,
+            r.boundary_shapes[static_cast<std::size_t>(b)].second}},
+          {"compressed_windows", s.boundary_n[k]},
+          {"mean_message_error", opt(boundary_mean(s.boundary_sum, s.boundary_n, k, 0))},
+          {"mean_message_error_without_lazy_error_propagation", opt(boundary_mean(s.boundary_sum, s.boundary_n, k, 1))},
+          {"mean_accumulated_error", opt(boundary_mean(s.boundary_sum, s.boundary_n, k, 2))},
+          {"mean_accumulated_error_without_lazy_error_propagation",
+           opt(boundary_mean(s.boundary_sum, s.boundary_n, k, 3))}};
+    }
   }
   j["stages"] = stages;
   j["summary"] = {
@@ -158,7 +218,9 @@ std::string replay_json(const engine::ReplayOptions& o, const engine::ReplayResu
       {"estimation_seconds", s.sampled_seconds},
       {"full_estimation_seconds", s.full_seconds},
       {"wire_floats", s.wire},
-      {"dense_floats", s.dense}};
+      {"dense_floats", s.dense},
+      {"boundary_wire_floats", s.boundary_wire},
+      {"boundary_dense_floats", s.boundary_dense}};
   ordered_json ws = ordered_json::array();
   for (const auto& w : r.windows) {
     ordered_json st = ordered_json::array();
@@ -179,7 +241,8 @@ std::string replay_json(const engine::ReplayOptions& o, const engine::ReplayResu
                     {"sampled_elements", x.sampled_elements},
                     {"full_elements", x.full_elements},
                     {"estimation_seconds", x.estimation_seconds},
-                    {"full_estimation_seconds", x.full_estimation_seconds}});
+                    {"full_estimation_seconds", x.full_estimation_seconds},
+                    {"boundary", boundary_json(x.boundary)}});
     }
     ws.push_back({{"window", w.window},
                   {"first_iteration", w.first_iteration},
@@ -194,6 +257,59 @@ std::string replay_json(const engine::ReplayOptions& o, const engine::ReplayResu
   }
   j["windows"] = ws;
   return j.dump(1) + "\n";
+}
+
+// The pipeline-boundary table: per window and boundary the rank and the four errors (only when the trace records
+// boundary gradients and the policy compresses them in some window).
+void print_boundaries(std::ostream& os, const engine::ReplayResult& r, const Summary& s) {
+  std::vector<std::size_t> with;
+  for (std::size_t k = 0; k < r.stage_boundary.size(); ++k)
+    if (r.stage_boundary[k] >= 0) with.push_back(k);
+  if (with.empty()) return;
+  int compressed = 0;
+  for (std::size_t k : with) compressed += s.boundary_n[k];
+  if (compressed == 0) {
+    os << "boundaries  the trace records " << with.size()
+       << " stage-boundary gradients; this policy sends them uncompressed (edgc-pp compresses them)\n";
+    return;
+  }
+  const auto pct = [](const std::optional<double>& v) { return v ? results::fmt_f(100.0 * *v, 1) : std::string("-"); };
+  std::vector<std::string> head = {"window"};
+  for (std::size_t k : with) {
+    const std::string p = "s" + std::to_string(k) + "->s" + std::to_string(k - 1) + " ";
+    for (const char* c : {"r", "msg%", "msg% noLEP", "sum%", "sum% noLEP"}) head.push_back(p + c);
+  }
+  results::Table t(head);
+  for (const auto& w : r.windows) {
+    std::vector<std::string> row = {std::to_string(w.window)};
+    for (std::size_t k : with) {
+      const auto& b = w.stages[k].boundary;
+      row.push_back(!b || b->rank == 0 ? "full" : std::to_string(b->rank));
+      row.push_back(b ? pct(b->message_error) : "-");
+      row.push_back(b ? pct(b->message_error_plain) : "-");
+      row.push_back(b ? pct(b->accumulated_error) : "-");
+      row.push_back(b ? pct(b->accumulated_error_plain) : "-");
+    }
+    t.add_row(std::move(row));
+  }
+  os << "\npipeline boundaries: the activation gradient stage k sends to stage k-1, one captured iteration = one "
+        "message\n";
+  t.print(os);
+  os << "  r = pipeline rank in force; msg% = mean ||G^ - G||/||G|| per message; sum% = ||sum G^ - sum G||/||sum G|| "
+        "over the\n  window's messages (what a weight gradient summed over micro-batches sees); noLEP = without lazy "
+        "error propagation\n";
+  os << "boundaries  ";
+  for (std::size_t i = 0; i < with.size(); ++i) {
+    const std::size_t k = with[i];
+    os << "s" << k << "->s" << k - 1 << ": msg " << pct(boundary_mean(s.boundary_sum, s.boundary_n, k, 0)) << "% ("
+       << pct(boundary_mean(s.boundary_sum, s.boundary_n, k, 1)) << "% noLEP), sum "
+       << pct(boundary_mean(s.boundary_sum, s.boundary_n, k, 2)) << "% ("
+       << pct(boundary_mean(s.boundary_sum, s.boundary_n, k, 3)) << "% noLEP)" << (i + 1 < with.size() ? " · " : "\n");
+  }
+  if (s.boundary_dense > 0)
+    os << "            boundary messages sent "
+       << results::fmt_f(100.0 * double(s.boundary_wire) / double(s.boundary_dense), 1)
+       << " % of their uncompressed floats over the replay\n";
 }
 
 void print_summary(std::ostream& os, const engine::ReplayOptions& o, const engine::ReplayResult& r, const Summary& s,
@@ -250,6 +366,7 @@ void print_summary(std::ostream& os, const engine::ReplayOptions& o, const engin
        << " % less), " << results::fmt_g(s.sampled_seconds, 3) << " s vs " << results::fmt_g(s.full_seconds, 3)
        << " s\n";
   }
+  print_boundaries(os, r, s);
   if (s.dense > 0)
     os << "traffic     compressed matrices sent " << results::fmt_f(100.0 * double(s.wire) / double(s.dense), 1)
        << " % of their uncompressed floats over the replay\n";

@@ -13,6 +13,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/window_accumulator.hpp"
 #include "edgc/engine/trace_health.hpp"
+#include "edgc/kernels/boundary_compression.hpp"
 #include "edgc/kernels/kernels.hpp"
 #include "edgc/kernels/stage_entropy.hpp"
 #include "edgc/scenario/compression_config.hpp"
@@ -232,6 +233,123 @@ void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& lay
   if (!(o.perturbation >= 0.0)) throw ConfigError(o.where, "replay.perturbation", "must be >= 0");
 }
 
+// Pipeline-boundary compression on the trace's boundary gradients: per boundary two compressors at the policy's
+// pipeline rank, one with lazy error propagation and one without, fed the same messages.
+class BoundaryEmulation {
+ public:
+  BoundaryEmulation(const traces::Manifest& m, const std::vector<int>& merged_stage_of_trace_stage, int stages,
+                    std::uint64_t seed)
+      : backend_(kernels::make_backend("cpu")), stage_boundary_(static_cast<std::size_t>(stages), -1) {
+    for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
+      const auto& info = m.boundaries[b];
+      const int to = merged_stage_of_trace_stage[static_cast<std::size_t>(info.stage)];
+      if (to == merged_stage_of_trace_stage[static_cast<std::size_t>(info.stage - 1)]) continue;  // merged away
+      stage_boundary_[static_cast<std::size_t>(to)] = static_cast<int>(b);
+      kernels::BoundaryConfig lep;
+      lep.rank = 0;
+      lep.seed = seed + b;
+      kernels::BoundaryConfig plain = lep;
+      plain.lazy_error_propagation = false;
+      const kernels::BoundaryShape shape{info.rows, info.cols, 1};
+      Side side{b, static_cast<std::size_t>(to), std::min(info.rows, info.cols),
+                kernels::BoundaryCompressor(*backend_, shape, lep),
+                kernels::BoundaryCompressor(*backend_, shape, plain)};
+      sides_.push_back(std::move(side));
+    }
+  }
+
+  const std::vector<int>& stage_boundary() const { return stage_boundary_; }
+
+  void open_window(std::vector<StageWindow>& stages, int rank) {
+    for (auto& b : sides_) {
+      stages[b.stage].boundary = BoundaryWindow{};
+      stages[b.stage].boundary->rank = rank < b.full_rank ? rank : 0;
+      b.sum_true.assign(b.sum_true.size(), 0.0);
+      b.sum_lep.assign(b.sum_true.size(), 0.0);
+      b.sum_plain.assign(b.sum_true.size(), 0.0);
+      b.err_lep = b.err_plain = 0.0;
+    }
+  }
+
+  void message(const traces::IterationData& d, std::vector<StageWindow>& stages) {
+    for (auto& b : sides_) {
+      BoundaryWindow& w = *stages[b.stage].boundary;
+      const std::vector<float>& g = d.boundaries[b.index];
+      ++w.messages;
+      w.dense_floats += static_cast<std::int64_t>(g.size());
+      b.sum_true.resize(g.size(), 0.0);
+      b.sum_lep.resize(g.size(), 0.0);
+      b.sum_plain.resize(g.size(), 0.0);
+      for (std::size_t i = 0; i < g.size(); ++i) b.sum_true[i] += g[i];
+      if (w.rank == 0) {
+        w.wire_floats += static_cast<std::int64_t>(g.size());
+        continue;
+      }
+      w.wire_floats += run(b.lep, w.rank, g, b.sum_lep, b.err_lep);
+      run(b.plain, w.rank, g, b.sum_plain, b.err_plain);
+    }
+  }
+
+  void close_window(std::vector<StageWindow>& stages) {
+    for (auto& b : sides_) {
+      BoundaryWindow& w = *stages[b.stage].boundary;
+      if (w.rank == 0 || w.messages == 0) continue;
+      w.message_error = b.err_lep / w.messages;
+      w.message_error_plain = b.err_plain / w.messages;
+      w.accumulated_error = relative_distance(b.sum_lep, b.sum_true);
+      w.accumulated_error_plain = relative_distance(b.sum_plain, b.sum_true);
+    }
+  }
+
+ private:
+  struct Side {
+    std::size_t index;  // into the manifest's boundaries
+    std::size_t stage;  // merged sender stage
+    std::int64_t full_rank;
+    kernels::BoundaryCompressor lep;
+    kernels::BoundaryCompressor plain;
+    std::vector<double> sum_true, sum_lep, sum_plain;
+    double err_lep = 0.0;
+    double err_plain = 0.0;
+  };
+
+  static double relative_distance(const std::vector<double>& a, const std::vector<double>& b) {
+    double num = 0.0;
+    double den = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      num += (a[i] - b[i]) * (a[i] - b[i]);
+      den += b[i] * b[i];
+    }
+    return den > 0.0 ? std::sqrt(num / den) : 0.0;
+  }
+
+  // Compresses one message; adds the delivered Ĝ to `sum` and ‖Ĝ − G‖/‖G‖ to `err`. Returns the wire floats.
+  std::int64_t run(kernels::BoundaryCompressor& c, int rank, const std::vector<float>& g, std::vector<double>& sum,
+                   double& err) {
+    if (c.rank() != rank) c.set_rank(rank);
+    shard_.assign(g.begin(), g.end());
+    wire_.resize(static_cast<std::size_t>(c.wire_floats()));
+    const std::span<float> one[] = {shard_};
+    const kernels::BoundaryStats st = c.compress(one, wire_);
+    double num = 0.0;
+    double den = 0.0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double diff = static_cast<double>(shard_[i]) - g[i];
+      num += diff * diff;
+      den += static_cast<double>(g[i]) * g[i];
+      sum[i] += shard_[i];
+    }
+    err += den > 0.0 ? std::sqrt(num / den) : 0.0;
+    return st.wire_floats;
+  }
+
+  std::unique_ptr<kernels::Backend> backend_;
+  std::vector<int> stage_boundary_;
+  std::vector<Side> sides_;
+  std::vector<float> shard_;
+  std::vector<float> wire_;
+};
+
 // One replay: windows opened and closed as the trace's iterations arrive; the sampled track drives the controller,
 // the optional full-sampling track is the comparison; the emulator runs PowerSGD at the ranks in force.
 class ReplayRun {
@@ -266,6 +384,15 @@ class ReplayRun {
     for (std::size_t k : layout.compressible)
       ++result_.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of_[k])];
     result_.tensor_stage = stage_of_;
+    std::vector<int> merged(static_cast<std::size_t>(m.num_stages));
+    for (int ts = 0; ts < m.num_stages; ++ts)
+      merged[static_cast<std::size_t>(ts)] = o.stages > 0 ? ts * o.stages / m.num_stages : ts;
+    if (!m.boundaries.empty() && !o.on_iteration) boundaries_.emplace(m, merged, stages, o.seed);
+    result_.stage_boundary = boundaries_ ? boundaries_->stage_boundary() : std::vector<int>(stages_, -1);
+    for (const auto& b : m.boundaries) {
+      result_.boundary_names.push_back(b.name);
+      result_.boundary_shapes.emplace_back(b.rows, b.cols);
+    }
   }
 
   ReplayResult run(traces::TraceReader& reader, std::size_t captured) {
@@ -308,6 +435,7 @@ class ReplayRun {
       o_.on_iteration(data, stage_ranks_);
     }
     if (emulator_) emulate(data);
+    if (boundaries_) boundaries_->message(data, row_.stages);
   }
 
   void emulate(const traces::IterationData& data) {
@@ -339,6 +467,7 @@ class ReplayRun {
     row_.stages.resize(stages_);
     row_.warmup = sampled_.in_force.warmup;
     for (std::size_t s = 0; s < row_.stages.size(); ++s) row_.stages[s].rank = rank_in_force(sampled_, s);
+    if (boundaries_) boundaries_->open_window(row_.stages, sampled_.in_force.pipeline_rank);
     loss_sum_ = 0.0;
     loss_n_ = 0;
     std::fill(err_sum_.begin(), err_sum_.end(), 0.0);
@@ -348,6 +477,7 @@ class ReplayRun {
 
   void close_window() {
     if (loss_n_ > 0) row_.mean_loss = loss_sum_ / loss_n_;
+    if (boundaries_) boundaries_->close_window(row_.stages);
     row_.sampled_iterations = sampled_.sampled_iterations;
     const core::WindowObservation obs = observe(sampled_, row_);
     // What the controller, in exactly its current state, would decide from full-sampling observations.
@@ -402,6 +532,7 @@ class ReplayRun {
   Track sampled_;
   std::optional<Track> full_;
   std::unique_ptr<kernels::DataParallelEmulator> emulator_;
+  std::optional<BoundaryEmulation> boundaries_;
   ReplayResult result_;
   WindowRow row_;
   double loss_sum_ = 0.0;

@@ -57,6 +57,23 @@ struct ReplayOptions {
   std::function<void(const traces::IterationData&, std::span<const int> stage_ranks)> on_iteration;
 };
 
+/// What PowerSGD did to one stage boundary's backward messages over a window (trace format 1.1 boundary
+/// gradients, one captured iteration = one message; compressed on the host CPU whatever the replay backend).
+/// G is the trace's message, Ĝ what the receiver reconstructs.
+struct BoundaryWindow {
+  int rank = 0;      ///< pipeline rank in force (0 = uncompressed: the policy does not compress, or warm-up)
+  int messages = 0;  ///< captured iterations in the window
+  /// Mean over messages of ‖Ĝ − G‖/‖G‖ with lazy error propagation (the previous message's error added first) …
+  std::optional<double> message_error;
+  std::optional<double> message_error_plain;  ///< … and without it (each message compressed on its own)
+  /// ‖ΣĜ − ΣG‖/‖ΣG‖ over the window's messages, what a weight gradient summed over micro-batches sees: bounded by
+  /// the last carried error with lazy error propagation, growing with the messages without it.
+  std::optional<double> accumulated_error;
+  std::optional<double> accumulated_error_plain;
+  std::int64_t wire_floats = 0;   ///< floats sent (with lazy error propagation; the same count without)
+  std::int64_t dense_floats = 0;  ///< floats the uncompressed messages would send
+};
+
 struct StageWindow {
   std::optional<double> entropy_gaussian;
   std::optional<double> entropy_histogram;
@@ -73,6 +90,8 @@ struct StageWindow {
   std::optional<double> step_error;  ///< ‖Ĝ − M‖/‖M‖ of rank 0's error-corrected gradient, mean
   std::int64_t wire_floats = 0;      ///< floats sent for the stage's full matrices
   std::int64_t dense_floats = 0;     ///< floats an uncompressed all-reduce would send
+  /// The backward messages this stage sends to the stage before it, when the trace records that boundary.
+  std::optional<BoundaryWindow> boundary;
 };
 
 struct WindowRow {
@@ -93,6 +112,11 @@ struct ReplayResult {
   std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;
   std::vector<int> compressed_tensors_per_stage;
   std::vector<int> tensor_stage;  ///< per trace tensor: the (merged) stage it belongs to
+  /// Per (merged) stage: the trace boundary whose messages it sends backward (index into the manifest's
+  /// boundaries), or -1 (stage 0, a boundary merged away, or a version 1 trace).
+  std::vector<int> stage_boundary;
+  std::vector<std::string> boundary_names;                             ///< per manifest boundary
+  std::vector<std::pair<std::int64_t, std::int64_t>> boundary_shapes;  ///< per manifest boundary: tokens × hidden
   std::optional<std::int64_t> warmup_end;
   std::optional<std::int64_t> full_warmup_end;
   /// Degenerate-trace warnings (trace_health.hpp: all NaN/Inf, all zero, one captured iteration), for stderr.
