@@ -9,6 +9,9 @@
 // Bad live settings are rejected by a plain single process, naming the scenario and key, with no output.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <regex>
+
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -88,7 +91,7 @@ class LiveFourRanks : public ::testing::Test {
 };
 
 TEST_F(LiveFourRanks, EveryStepWasVerifiedAgainstTheEmulation) {
-  EXPECT_NE(log_.find("verify: 500 steps per rank bit-identical"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("verify: 750 steps per rank bit-identical"), std::string::npos) << log_;  // 3 policies
   const json m = load(out_ / "measurements.json");
   EXPECT_EQ(m["schema"], "edgc.live/1");
   EXPECT_EQ(m["world_size"], 4);
@@ -103,9 +106,10 @@ TEST_F(LiveFourRanks, EveryStepWasVerifiedAgainstTheEmulation) {
 
 TEST_F(LiveFourRanks, PayloadsAreTheClosedFormsOfThePowerSgdWireFormat) {
   const json m = load(out_ / "measurements.json");
-  ASSERT_EQ(m["runs"].size(), 2U);
+  ASSERT_EQ(m["runs"].size(), 3U);
   EXPECT_EQ(m["runs"][0]["policy"], "none");
   EXPECT_EQ(m["runs"][1]["policy"], "edgc");
+  EXPECT_EQ(m["runs"][2]["policy"], "edgc-pp");
   std::map<int, std::int64_t> dense_bytes;  // per stage, from the uncompressed run
   int compressed_steps = 0;
   for (const auto& run : m["runs"]) {
@@ -179,6 +183,34 @@ TEST_F(LiveFourRanks, TheControllerDecidesWhatReplayDecides) {
     EXPECT_EQ(live_ranks[w], want) << "window " << w;
   }
   EXPECT_EQ(edgc_run["warmup_end_iteration"], replay["summary"]["warmup_end_iteration"]);
+}
+
+// The pipeline's backward messages: with pp = 2 the trace's boundary 2 (stages 0-1 | 2-3) is the one the run's
+// stage 1 sends to stage 0, once per captured iteration and replica: 250 x 2 = 500 per policy. edgc-pp compresses
+// them after warm-up at compression.pp_rank (16: (128 + 64) x 16 floats instead of 128 x 64), the others send them
+// whole; every one was received as the in-process compressor sends and reconstructs it.
+TEST_F(LiveFourRanks, StageBoundaryMessagesWentOverMpiAndMatchTheInProcessCompressor) {
+  const std::regex line(R"(boundaries: ([a-z-]+): (\d+) stage-boundary messages sent backward over MPI, (\d+) )"
+                        R"(compressed, (\d+) of (\d+) floats.*; (\d+) verified bit-identical)");
+  std::map<std::string, std::array<std::int64_t, 5>> got;
+  for (auto it = std::sregex_iterator(log_.begin(), log_.end(), line); it != std::sregex_iterator(); ++it) {
+    const auto& mt = *it;
+    got[mt[1]] = {std::stoll(mt[2]), std::stoll(mt[3]), std::stoll(mt[4]), std::stoll(mt[5]), std::stoll(mt[6])};
+  }
+  ASSERT_EQ(got.size(), 3U) << log_;
+  for (const auto& [policy, v] : got) {
+    const auto [sent, compressed, wire, dense, verified] = v;
+    EXPECT_EQ(sent, 500) << policy;
+    EXPECT_EQ(verified, 500) << policy;
+    EXPECT_EQ(dense, 500 * 128 * 64) << policy;
+    EXPECT_EQ(wire, compressed * (128 + 64) * 16 + (sent - compressed) * 128 * 64) << policy;
+    if (policy == "edgc-pp") {
+      EXPECT_GT(compressed, 0);
+      EXPECT_LT(compressed, sent);  // not during warm-up
+    } else {
+      EXPECT_EQ(compressed, 0) << policy;
+    }
+  }
 }
 
 TEST_F(LiveFourRanks, ResultClusterAndTcomFitAreUsable) {

@@ -432,7 +432,7 @@ class ReplayRun {
     }
     if (o_.on_iteration) {
       for (std::size_t s = 0; s < stage_ranks_.size(); ++s) stage_ranks_[s] = rank_in_force(sampled_, s);
-      o_.on_iteration(data, stage_ranks_);
+      o_.on_iteration(data, stage_ranks_, sampled_.in_force.pipeline_rank);
     }
     if (emulator_) emulate(data);
     if (boundaries_) boundaries_->message(data, row_.stages);

@@ -23,6 +23,10 @@ void LiveRun::run() {
   std::vector<int> tensor_stage;
   for (const auto& t : man.tensors) tensor_stage.push_back(t.stage * w_.pp / man.num_stages);
   tensors_ = stage_tensors(man, tensor_stage, w_.stage);
+  trace_manifest_ = man;
+  merged_stage_.clear();
+  for (int t = 0; t < man.num_stages; ++t) merged_stage_.push_back(t * w_.pp / man.num_stages);
+
   open_communicators();
 
   rates_ = measure_rates(*backend_);

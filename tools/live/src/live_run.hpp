@@ -20,6 +20,7 @@
 #include "edgc/results/measurements.hpp"
 #include "edgc/traces/reader.hpp"
 #include "outputs.hpp"
+#include "step/boundary_link.hpp"
 #include "step/local_step.hpp"
 #include "step/stage_tensors.hpp"
 #include "step/timed_communicator.hpp"
@@ -45,6 +46,8 @@ class LiveRun {
   double worst_ef() const { return worst_ef_; }
   /// With --verify: the steps this rank verified, over every policy.
   std::int64_t verified_steps() const { return verified_steps_; }
+  /// Rank 0: per policy that sent stage-boundary messages, their totals over the world.
+  const std::vector<std::pair<std::string, BoundaryTotals> >& boundary_totals() const { return boundary_totals_; }
 
  private:
   void open_communicators();
@@ -62,6 +65,7 @@ class LiveRun {
   LocalStep replay_step(const traces::IterationData& data, std::span<const int> stage_ranks, std::int64_t step,
                         kernels::PowerSgd& psgd, Verifier* verify);
   void record_run(const std::string& policy, const std::vector<LocalStep>& local);
+  void record_boundaries(const std::string& policy, const BoundaryTotals& t);
 
   Rates median_rates() const;
   void record_placement(const std::vector<std::string>& hosts);
@@ -85,6 +89,9 @@ class LiveRun {
   results::ResultDocument summary_;  ///< result.json at rank 0, for the console summary
   double worst_ef_ = 0.0;
   std::int64_t verified_steps_ = 0;
+  traces::Manifest trace_manifest_;
+  std::vector<int> merged_stage_;  // the run's stage of every trace stage
+  std::vector<std::pair<std::string, BoundaryTotals> > boundary_totals_;
 };
 
 }  // namespace edgc::live

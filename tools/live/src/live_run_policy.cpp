@@ -17,10 +17,13 @@ void LiveRun::run_policy(const std::string& policy) {
   engine::ReplayOptions ro = replay_options(policy);
   auto psgd = make_psgd(0);
   Verifier verifier = make_verifier();
+  BoundaryLink boundaries(w_, trace_manifest_, merged_stage_, o_.seed, o_.verify);
   std::vector<LocalStep> local;
-  ro.on_iteration = [&](const traces::IterationData& data, std::span<const int> stage_ranks) {
+  ro.on_iteration = [&](const traces::IterationData& data, std::span<const int> stage_ranks, int pipeline_rank) {
     const auto step = static_cast<std::int64_t>(local.size());
     local.push_back(replay_step(data, stage_ranks, step, *psgd, o_.verify ? &verifier : nullptr));
+    // The pipeline's backward messages of the same iteration (edgc-pp compresses them; others send them whole).
+    if (boundaries.active()) boundaries.exchange(data, pipeline_rank);
   };
   PolicyOutcome outcome{policy, engine::run_replay(ro)};
   if (o_.verify) {
@@ -30,6 +33,7 @@ void LiveRun::run_policy(const std::string& policy) {
     verified_steps_ += verifier.steps();
   }
   record_run(policy, local);
+  record_boundaries(policy, boundaries.totals());
   outcomes_.push_back(std::move(outcome));
 }
 
@@ -85,6 +89,31 @@ LocalStep LiveRun::replay_step(const traces::IterationData& data, std::span<cons
   LocalStep s = timed_step(psgd, tensor_ranks(tensors_, r), r, verify);
   s.iteration = data.info->iteration;
   return s;
+}
+
+// Sums this policy's boundary traffic over the world at rank 0 (collective).
+void LiveRun::record_boundaries(const std::string& policy, const BoundaryTotals& t) {
+  std::vector<double> v = {static_cast<double>(t.sent),
+                           static_cast<double>(t.sent_compressed),
+                           static_cast<double>(t.received),
+                           static_cast<double>(t.wire_floats),
+                           static_cast<double>(t.dense_floats),
+                           static_cast<double>(t.verified),
+                           t.codec_s,
+                           t.transfer_s};
+  std::vector<double> sum(v.size(), 0.0);
+  MPI_Reduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (w_.rank != 0 || sum[0] == 0.0) return;
+  BoundaryTotals all;
+  all.sent = static_cast<std::int64_t>(sum[0]);
+  all.sent_compressed = static_cast<std::int64_t>(sum[1]);
+  all.received = static_cast<std::int64_t>(sum[2]);
+  all.wire_floats = static_cast<std::int64_t>(sum[3]);
+  all.dense_floats = static_cast<std::int64_t>(sum[4]);
+  all.verified = static_cast<std::int64_t>(sum[5]);
+  all.codec_s = sum[6];
+  all.transfer_s = sum[7];
+  boundary_totals_.emplace_back(policy, all);
 }
 
 // The group-reduced steps of every stage, assembled at rank 0 into one MeasuredRun of measurements.json; a step

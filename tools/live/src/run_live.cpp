@@ -40,6 +40,19 @@ void run_rank(const LiveOptions& o, World& w, int trace_stages) {
   run.write_outputs(staging ? staging->path() : std::filesystem::path());
   if (staging) staging->commit();
   if (w.rank == 0 && !o.quiet) run.print();
+  if (w.rank == 0 && !o.quiet) {
+    for (const auto& [policy, t] : run.boundary_totals()) {
+      std::cout << "boundaries: " << policy << ": " << t.sent << " stage-boundary messages sent backward over MPI, "
+                << t.sent_compressed << " compressed, " << t.wire_floats << " of " << t.dense_floats << " floats ("
+                << (t.dense_floats > 0
+                        ? 100.0 * static_cast<double>(t.wire_floats) / static_cast<double>(t.dense_floats)
+                        : 0.0)
+                << " %); codec " << t.codec_s << " s, transfers and waits for the peer " << t.transfer_s
+                << " s (summed over ranks)";
+      if (o.verify) std::cout << "; " << t.verified << " verified bit-identical to the in-process compressor";
+      std::cout << "\n";
+    }
+  }
   if (w.rank == 0 && o.verify && !o.quiet)
     std::cout << "verify: " << run.verified_steps() << " steps per rank bit-identical across replicas and to the "
               << "in-process emulation; error feedback holds (max |M - G^ - E| / max |M| = " << run.worst_ef() << ")\n";

@@ -52,9 +52,10 @@ struct ReplayOptions {
   /// Replay only the first this-many captured iterations (0 = all); the warm-up bounds scale to them.
   std::int64_t max_iterations = 0;
   /// When set, called for every captured iteration (after the controller's window bookkeeping) with the rank in
-  /// force per stage (0 = uncompressed), INSTEAD of the in-process emulation: `edgc live` does the real
-  /// compressed all-reduces here. Relative errors and wire counts are then left empty.
-  std::function<void(const traces::IterationData&, std::span<const int> stage_ranks)> on_iteration;
+  /// force per stage (0 = uncompressed) and the pipeline rank in force (edgc-pp; 0 = uncompressed), INSTEAD of the
+  /// in-process emulation: `edgc live` does the real compressed all-reduces and boundary messages here. Relative
+  /// errors, wire counts and boundary errors are then left empty.
+  std::function<void(const traces::IterationData&, std::span<const int> stage_ranks, int pipeline_rank)> on_iteration;
 };
 
 /// What PowerSGD did to one stage boundary's backward messages over a window (trace format 1.1 boundary
