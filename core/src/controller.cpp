@@ -36,6 +36,10 @@ const std::vector<std::string>& policy_names() {
   return names;
 }
 
+const char* pipeline_rank_mode_name(PipelineRankMode m) {
+  return m == PipelineRankMode::kEntropy ? "entropy" : "static";
+}
+
 bool is_policy(std::string_view name) {
   const auto& names = policy_names();
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -54,6 +58,22 @@ std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const cha
   if (c.policy == "edgc-pp" && c.pipeline_rank < 1)
     throw ConfigError(where, "compression.pp_rank",
                       "must be >= 1 for the edgc-pp policy, got " + std::to_string(c.pipeline_rank));
+  if (c.policy == "edgc-pp" && c.pipeline_rank_mode == PipelineRankMode::kEntropy) {
+    if (c.pipeline_r_min < 1 || c.pipeline_r_min % c.cqm.quantum != 0 || c.pipeline_r_min > c.pipeline_rank)
+      throw ConfigError(where, "compression.pp_r_min",
+                        "must be a positive multiple of compression.quantum (" + std::to_string(c.cqm.quantum) +
+                            ") and at most compression.pp_rank (" + std::to_string(c.pipeline_rank) + "), got " +
+                            std::to_string(c.pipeline_r_min));
+    if (c.pipeline_rank % c.cqm.quantum != 0)
+      throw ConfigError(where, "compression.pp_rank",
+                        "must be a multiple of compression.quantum (" + std::to_string(c.cqm.quantum) +
+                            ") when pp_rank_mode is entropy, got " + std::to_string(c.pipeline_rank));
+    if (!c.pipeline_shapes.empty() && c.pipeline_shapes.size() != static_cast<std::size_t>(c.stages))
+      throw ConfigError(where, "pipeline_shapes", "one (tokens, hidden) per stage, or none");
+    for (const auto& [m, n] : c.pipeline_shapes)
+      if (m < 0 || n < 0 || (m == 0) != (n == 0))
+        throw ConfigError(where, "pipeline_shapes", "shapes must be positive or (0, 0)");
+  }
   check_rank_bound(c, where);
   if (c.policy == "none") return impl::make_none(c);
   if (c.policy == "static") return impl::make_static(c);

@@ -40,7 +40,9 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
     if (!in_force.warmup) {
       for (std::size_t s = 0; s < stages && s < in_force.stages.size(); ++s)
         plan[s].powersgd_rank = in_force.stages[s].rank;
-      for (StageSync& x : plan) x.pp_rank = in_force.pipeline_rank;
+      // Stage 0 sends no backward message, so its pp_rank has no effect: it takes stage 1's, which keeps a plan
+      // whose boundaries share one rank uniform (and so composable from uniform plans, whole_run.hpp).
+      for (std::size_t s = 0; s < stages; ++s) plan[s].pp_rank = in_force.pipeline_rank(s == 0 && stages > 1 ? 1 : s);
     }
     const bool compressed =
         std::any_of(plan.begin(), plan.end(), [](const StageSync& x) { return x.powersgd_rank > 0 || x.pp_rank > 0; });

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cmath>
 #include <numbers>
 
@@ -247,19 +249,87 @@ TEST(Controller, EdgcPpDecidesTheSameDpRanksAndCompressesThePipelineAfterWarmup)
     const WindowDecision a = pp->decide(obs);
     const WindowDecision b = dp->decide(obs);
     EXPECT_EQ(a.warmup, b.warmup);
-    EXPECT_EQ(b.pipeline_rank, 0);                       // edgc leaves the pipeline alone
-    EXPECT_EQ(a.pipeline_rank, a.warmup ? 0 : 12) << w;  // edgc-pp compresses it once warm-up is over
+    EXPECT_TRUE(b.pipeline_ranks.empty());                  // edgc leaves the pipeline alone
+    EXPECT_EQ(a.pipeline_rank(0), 0);                       // stage 0 sends nothing backward
+    EXPECT_EQ(a.pipeline_rank(1), a.warmup ? 0 : 12) << w;  // edgc-pp compresses it once warm-up is over
     ASSERT_EQ(a.stages.size(), b.stages.size());
     for (std::size_t s = 0; s < a.stages.size(); ++s) EXPECT_EQ(a.stages[s].rank, b.stages[s].rank);
   }
   // A clone keeps the pipeline side.
-  EXPECT_EQ(pp->clone()->decide(window(12, -0.6)).pipeline_rank, 12);
+  EXPECT_EQ(pp->clone()->decide(window(12, -0.6)).pipeline_rank(1), 12);
   cfg.pipeline_rank = 0;
   try {
     make_controller(cfg, "s.json");
     FAIL() << "edgc-pp without a pipeline rank was accepted";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("compression.pp_rank"), std::string::npos) << e.what();
+  }
+}
+
+// Entropy mode: each boundary's rank follows the CQM rule on its own messages' entropy (the same rule as the DP
+// ranks, on the boundary matrix's shape, between pp_r_min and pp_rank); a boundary without observations keeps pp_rank.
+TEST(Controller, EdgcPpEntropyModeDrivesEachBoundaryByItsOwnEntropyTrend) {
+  ControllerConfig cfg = base_config("edgc-pp");
+  cfg.stages = 3;
+  cfg.stage_shapes.assign(3, {1920, 7680});
+  cfg.pipeline_rank = 16;
+  cfg.pipeline_r_min = 4;
+  cfg.pipeline_rank_mode = PipelineRankMode::kEntropy;
+  cfg.pipeline_shapes = {{0, 0}, {2048, 1920}, {0, 0}};  // stage 2's boundary is not observed
+  auto c = make_controller(cfg, "t");
+  CqmConfig pp = cfg.cqm;
+  pp.r_min = 4;
+  pp.r_max = 16;
+  const RankErrorModel model(2048, 1920);
+  double cont = 16.0;
+  int rank = 16;
+  std::optional<double> h0;
+  for (int w = 0; w < 14; ++w) {
+    WindowObservation obs = window(w, -0.05 * w, 3);
+    obs.boundaries.resize(3);
+    const double h = 1.0 - 0.08 * w;  // the messages' entropy falls: fewer directions carry them
+    obs.boundaries[1] = {h, h, 3.0, 1000};
+    obs.boundaries[2] = {};  // nothing observed
+    const WindowDecision d = c->decide(obs);
+    if (d.warmup) {
+      EXPECT_TRUE(d.pipeline_ranks.empty());
+      continue;
+    }
+    if (h0) {
+      const RankUpdate u = cqm_update(model, cont, rank, *h0, h, pp);
+      cont = u.continuous;
+      rank = u.rank;
+    }
+    h0 = h;
+    EXPECT_EQ(d.pipeline_rank(0), 0);
+    EXPECT_EQ(d.pipeline_rank(1), rank) << "window " << w;
+    EXPECT_EQ(d.pipeline_rank(2), 16) << "window " << w;
+  }
+  EXPECT_LT(rank, 16);  // the falling entropy took it down
+  EXPECT_GE(rank, 4);
+  // Static mode ignores the observations.
+  cfg.pipeline_rank_mode = PipelineRankMode::kStatic;
+  auto s = make_controller(cfg, "t");
+  WindowDecision last;
+  for (int w = 0; w < 14; ++w) {
+    WindowObservation obs = window(w, -0.05 * w, 3);
+    obs.boundaries.assign(3, {1.0 - 0.08 * w, 1.0 - 0.08 * w, 3.0, 1000});
+    last = s->decide(obs);
+  }
+  EXPECT_EQ(last.pipeline_ranks, (std::vector<int>{0, 16, 16}));
+  // Bad settings name their key.
+  cfg.pipeline_rank_mode = PipelineRankMode::kEntropy;
+  for (const auto& [r_min, r_max, key] :
+       {std::tuple{3, 16, "compression.pp_r_min"}, std::tuple{20, 16, "compression.pp_r_min"},
+        std::tuple{4, 18, "compression.pp_rank"}}) {
+    cfg.pipeline_r_min = r_min;
+    cfg.pipeline_rank = r_max;
+    try {
+      make_controller(cfg, "s.json");
+      FAIL() << r_min << " " << r_max;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
   }
 }
 

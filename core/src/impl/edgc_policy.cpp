@@ -1,6 +1,9 @@
 // The EDGC policy: per stage, the CQM rule turns the window-to-window entropy change into a rank change;
 // with DAC enabled, stage 0's rank is spread over the pipeline by the alignment rule instead. edgc-pp is the same on
-// the DP side and also compresses the pipeline's backward messages at ControllerConfig::pipeline_rank after warm-up.
+// the DP side and also compresses the pipeline's backward messages after warm-up: every boundary at
+// ControllerConfig::pipeline_rank (static mode), or each boundary by the same CQM rule on the entropy trend of the
+// messages it carries, between pipeline_r_min and pipeline_rank (entropy mode).
+#include <algorithm>
 #include <cmath>
 
 #include "edgc/core/cqm.hpp"
@@ -13,6 +16,17 @@ class EdgcPolicy final : public WarmupPolicy {
  public:
   EdgcPolicy(const ControllerConfig& c, bool pipeline) : WarmupPolicy(c), pipeline_(pipeline) {
     for (const auto& [m, n] : c.stage_shapes) models_.emplace_back(m, n);
+    pp_cqm_ = c.cqm;
+    pp_cqm_.r_min = c.pipeline_r_min;
+    pp_cqm_.r_max = c.pipeline_rank;
+    entropy_pp_ = pipeline && c.pipeline_rank_mode == PipelineRankMode::kEntropy;
+    for (int s = 0; s < c.stages; ++s) {
+      const auto shape = static_cast<std::size_t>(s) < c.pipeline_shapes.size()
+                             ? c.pipeline_shapes[static_cast<std::size_t>(s)]
+                             : std::pair<std::int64_t, std::int64_t>{0, 0};
+      pp_models_.emplace_back(std::max<std::int64_t>(shape.first, 1), std::max<std::int64_t>(shape.second, 1));
+      pp_observed_.push_back(entropy_pp_ && s > 0 && shape.first > 0);
+    }
   }
   std::string_view policy() const noexcept override { return pipeline_ ? "edgc-pp" : "edgc"; }
   std::unique_ptr<Controller> clone() const override { return std::make_unique<EdgcPolicy>(*this); }
@@ -24,10 +38,20 @@ class EdgcPolicy final : public WarmupPolicy {
     const int r = config_.cqm.r_max;
     state_.assign(static_cast<std::size_t>(config_.stages), {static_cast<double>(r), r, std::nullopt});
     for (std::size_t s = 0; s < state_.size(); ++s) state_[s].entropy = stage_entropy(obs.stages[s], config_.estimator);
+    if (pipeline_) {
+      const int p = config_.pipeline_rank;
+      pp_state_.assign(state_.size(), {static_cast<double>(p), p, std::nullopt});
+      for (std::size_t s = 0; s < pp_state_.size(); ++s) pp_state_[s].entropy = boundary_entropy(obs, s);
+    }
     return align(std::vector<RankDecision>(state_.size(), RankDecision{r, static_cast<double>(r), RankBinding::kMax}));
   }
 
-  int pipeline_rank() const override { return pipeline_ ? config_.pipeline_rank : 0; }
+  std::vector<int> pipeline_ranks() const override {
+    if (!pipeline_) return {};
+    std::vector<int> out;
+    for (std::size_t s = 0; s < pp_state_.size(); ++s) out.push_back(s == 0 ? 0 : pp_state_[s].rank);
+    return out;
+  }
 
   std::vector<RankDecision> next(const WindowObservation& obs) override {
     std::vector<RankDecision> out;
@@ -43,6 +67,19 @@ class EdgcPolicy final : public WarmupPolicy {
       const RankUpdate u = cqm_update(models_[s], st.continuous, st.rank, *st.entropy, *h1, config_.cqm);
       st = {u.continuous, u.rank, h1};
       out.push_back({u.rank, u.continuous, u.binding});
+    }
+    // Entropy mode: each observed boundary by the same rule on its own messages' entropy (explicit fallback
+    // likewise); unobserved boundaries stay at pipeline_rank.
+    for (std::size_t s = 0; s < pp_state_.size(); ++s) {
+      if (!pp_observed_[s]) continue;
+      StageState& st = pp_state_[s];
+      const auto h1 = boundary_entropy(obs, s);
+      if (!h1 || !st.entropy) {
+        if (h1) st.entropy = h1;
+        continue;
+      }
+      const RankUpdate u = cqm_update(pp_models_[s], st.continuous, st.rank, *st.entropy, *h1, pp_cqm_);
+      st = {u.continuous, u.rank, h1};
     }
     return align(std::move(out));
   }
@@ -65,9 +102,19 @@ class EdgcPolicy final : public WarmupPolicy {
     return cqm;
   }
 
+  std::optional<double> boundary_entropy(const WindowObservation& obs, std::size_t s) const {
+    if (!pp_observed_[s] || s >= obs.boundaries.size()) return std::nullopt;
+    return stage_entropy(obs.boundaries[s], config_.estimator);
+  }
+
   bool pipeline_;
+  bool entropy_pp_ = false;
+  CqmConfig pp_cqm_;
   std::vector<RankErrorModel> models_;
   std::vector<StageState> state_;
+  std::vector<RankErrorModel> pp_models_;
+  std::vector<bool> pp_observed_;  // per stage: entropy mode and the stage sends an observed boundary
+  std::vector<StageState> pp_state_;
 };
 
 }  // namespace

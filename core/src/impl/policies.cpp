@@ -137,7 +137,7 @@ WindowDecision WarmupPolicy::decide(const WindowObservation& obs) {
   if (!warmup_.update(obs.end_iteration, mean_entropy(obs, config_.estimator))) return d;
   d.warmup = false;
   d.stages = was_done ? next(obs) : start(obs);
-  d.pipeline_rank = pipeline_rank();
+  d.pipeline_ranks = pipeline_ranks();
   return d;
 }
 

@@ -26,8 +26,9 @@ class WarmupPolicy : public Controller {
   /// Ranks for every later window.
   virtual std::vector<RankDecision> next(const WindowObservation& obs) = 0;
 
-  /// Rank of the pipeline's backward messages once warm-up is over (WindowDecision::pipeline_rank); 0 = none.
-  virtual int pipeline_rank() const { return 0; }
+  /// Per stage, the rank of the pipeline's backward messages once warm-up is over (WindowDecision::pipeline_ranks,
+  /// after start() or next() of the same window); empty = none.
+  virtual std::vector<int> pipeline_ranks() const { return {}; }
 
   int fixed_rank() const { return config_.static_rank > 0 ? config_.static_rank : config_.cqm.r_max; }
   std::vector<RankDecision> uniform(int rank, RankBinding b) const;

@@ -262,3 +262,55 @@ TEST(ReplayBoundaries, ExactlyLowRankMessagesAreRecoveredWithAndWithoutLazyError
 }
 
 }  // namespace
+
+namespace {
+
+// compression.pp_rank_mode entropy: on a synthetic trace whose boundary noise (and so its entropy) falls over the run,
+// each boundary's rank comes down from pp_rank towards pp_r_min, by steps of at most compression.step; a version 1
+// trace (no boundaries) refuses the mode naming the key, without output.
+TEST(ReplayBoundaries, EntropyModeLowersEachBoundaryRankAsItsMessagesEntropyFalls) {
+  TempDir tmp;
+  const Result s = edgc("trace synth --out " + (tmp / "t").string() +
+                            " --shapes 32x32,32 --layers 3 --stages 3 --iterations 80 --rank 2 --noise 1e-2"
+                            " --signal 1e-4 --entropy-decay 4 --boundaries 64x48",
+                        tmp);
+  ASSERT_EQ(s.code, 0) << s.err;
+  const std::string sets =
+      " --set compression.policy='\"edgc-pp\"' --set compression.pp_rank_mode='\"entropy\"'"
+      " --set compression.pp_rank=16 --set compression.pp_r_min=4 --set compression.step=4 --set compression.window=10"
+      " --set compression.warmup.mode='\"fixed\"' --set compression.warmup.fixed_iters=10";
+  const json j = replay_json("--trace " + (tmp / "t").string() + " --scenario " + kScenario + sets, tmp, "r");
+  ASSERT_TRUE(j.is_object());
+  for (std::size_t st = 1; st < 3; ++st) {
+    int previous = 16;
+    int last = 0;
+    for (const auto& w : j["windows"]) {
+      const json& b = w["stages"][st]["boundary"];
+      const int r = b["pp_rank"].get<int>();
+      if (r == 0) continue;
+      EXPECT_TRUE(b["entropy_gaussian"].is_number());
+      EXPECT_LE(r, previous) << "entropy only falls here";
+      EXPECT_GE(r, previous - 4);
+      EXPECT_GE(r, 4);
+      previous = last = r;
+    }
+    EXPECT_LT(last, 16) << "stage " << st;
+  }
+  const Result v1 = edgc("replay --scenario " + kScenario + sets + " --trace " + (tmp / "t").string() +
+                             "-missing --out " + (tmp / "x").string(),
+                         tmp);
+  EXPECT_EQ(v1.code, 2);
+  TempDir tmp2;
+  ASSERT_EQ(edgc("trace synth --out " + (tmp2 / "v1").string() + " --shapes 32x32 --layers 2 --stages 2", tmp2).code,
+            0);
+  const Result r = edgc("replay --trace " + (tmp2 / "v1").string() + " --scenario " + kScenario + sets + " --out " +
+                            (tmp2 / "o").string(),
+                        tmp2);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("compression.pp_rank_mode: entropy needs the trace's stage-boundary gradients"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(tmp2 / "o"));
+}
+
+}  // namespace

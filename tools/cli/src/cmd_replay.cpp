@@ -27,6 +27,8 @@ ordered_json boundary_json(const std::optional<engine::BoundaryWindow>& b) {
   if (!b) return nullptr;
   return {{"pp_rank", b->rank},
           {"messages", b->messages},
+          {"entropy_gaussian", opt(b->entropy_gaussian)},
+          {"entropy_histogram", opt(b->entropy_histogram)},
           {"message_error", opt(b->message_error)},
           {"message_error_without_lazy_error_propagation", opt(b->message_error_plain)},
           {"accumulated_error", opt(b->accumulated_error)},
@@ -76,7 +78,8 @@ std::string windows_csv(const engine::ReplayResult& r) {
   os << "window,first_iteration,end_iteration,stage,captured_iterations,sampled_iterations,mean_loss,warmup,"
         "entropy_gaussian,entropy_histogram,excess_kurtosis,rank,next_rank,next_binding,next_continuous_rank,"
         "full_next_rank,agrees,trajectory_full_rank,trajectory_agrees,relative_error,step_error,wire_floats,dense_"
-        "floats,sampled_elements,full_elements,pp_rank,boundary_message_error,boundary_message_error_plain,"
+        "floats,sampled_elements,full_elements,pp_rank,boundary_entropy_gaussian,boundary_message_error,boundary_"
+        "message_error_plain,"
         "boundary_accumulated_error,boundary_accumulated_error_plain,boundary_wire_floats,boundary_dense_floats,"
         "estimation_seconds,full_estimation_seconds\n";
   for (const auto& w : r.windows) {
@@ -92,11 +95,11 @@ std::string windows_csv(const engine::ReplayResult& r) {
          << x.wire_floats << ',' << x.dense_floats << ',' << x.sampled_elements << ',' << x.full_elements << ',';
       if (x.boundary) {
         const auto& b = *x.boundary;
-        os << b.rank << ',' << csv(b.message_error) << ',' << csv(b.message_error_plain) << ','
-           << csv(b.accumulated_error) << ',' << csv(b.accumulated_error_plain) << ',' << b.wire_floats << ','
-           << b.dense_floats << ',';
+        os << b.rank << ',' << csv(b.entropy_gaussian) << ',' << csv(b.message_error) << ','
+           << csv(b.message_error_plain) << ',' << csv(b.accumulated_error) << ',' << csv(b.accumulated_error_plain)
+           << ',' << b.wire_floats << ',' << b.dense_floats << ',';
       } else {
-        os << ",,,,,,,";
+        os << ",,,,,,,,";
       }
       os << csv(x.estimation_seconds) << ',' << csv(x.full_estimation_seconds) << '\n';
     }
@@ -277,13 +280,14 @@ void print_boundaries(std::ostream& os, const engine::ReplayResult& r, const Sum
   std::vector<std::string> head = {"window"};
   for (std::size_t k : with) {
     const std::string p = "s" + std::to_string(k) + "->s" + std::to_string(k - 1) + " ";
-    for (const char* c : {"r", "msg%", "msg% noLEP", "sum%", "sum% noLEP"}) head.push_back(p + c);
+    for (const char* c : {"H", "r", "msg%", "msg% noLEP", "sum%", "sum% noLEP"}) head.push_back(p + c);
   }
   results::Table t(head);
   for (const auto& w : r.windows) {
     std::vector<std::string> row = {std::to_string(w.window)};
     for (std::size_t k : with) {
       const auto& b = w.stages[k].boundary;
+      row.push_back(b && b->entropy_gaussian ? results::fmt_g(*b->entropy_gaussian, 3) : "-");
       row.push_back(!b || b->rank == 0 ? "full" : std::to_string(b->rank));
       row.push_back(b ? pct(b->message_error) : "-");
       row.push_back(b ? pct(b->message_error_plain) : "-");
@@ -295,7 +299,8 @@ void print_boundaries(std::ostream& os, const engine::ReplayResult& r, const Sum
   os << "\npipeline boundaries: the activation gradient stage k sends to stage k-1, one captured iteration = one "
         "message\n";
   t.print(os);
-  os << "  r = pipeline rank in force; msg% = mean ||G^ - G||/||G|| per message; sum% = ||sum G^ - sum G||/||sum G|| "
+  os << "  H = entropy of the sampled messages (nats, Gaussian estimator); r = pipeline rank in force; msg% = mean "
+        "||G^ - G||/||G|| per message; sum% = ||sum G^ - sum G||/||sum G|| "
         "over the\n  window's messages (what a weight gradient summed over micro-batches sees); noLEP = without lazy "
         "error propagation\n";
   os << "boundaries  ";

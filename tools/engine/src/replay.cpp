@@ -31,8 +31,13 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 struct Track {
   Track(const core::GdsConfig& g, const core::ControllerConfig& c, int stages, bool full_sampling,
         const std::string& where)
-      : gds(g), controller(core::make_controller(c, where.c_str())), full(full_sampling), window(stages) {
+      : gds(g),
+        controller(core::make_controller(c, where.c_str())),
+        full(full_sampling),
+        window(stages),
+        boundary_window(stages) {
     layouts.resize(static_cast<std::size_t>(stages));
+    boundary_layouts.resize(static_cast<std::size_t>(stages));
     seconds.resize(static_cast<std::size_t>(stages));
   }
 
@@ -41,7 +46,9 @@ struct Track {
   bool full;
   std::vector<std::optional<core::HistogramLayout>> layouts;
   core::WindowAccumulator window;  ///< the window's estimates so far
-  std::vector<double> seconds;     ///< per stage: estimation time this window
+  std::vector<std::optional<core::HistogramLayout>> boundary_layouts;
+  core::WindowAccumulator boundary_window;  ///< per stage: the estimates of the boundary messages it sends
+  std::vector<double> seconds;              ///< per stage: estimation time this window
   int sampled_iterations = 0;
   std::optional<std::int64_t> warmup_end;
   core::WindowDecision in_force;  // decided at the end of the previous window
@@ -52,6 +59,9 @@ struct TraceLayout {
   std::vector<std::size_t> compressible;                // full-capture ≥2-D tensors (PowerSGD candidates)
   std::vector<std::vector<std::int64_t>> compressible_shapes;
   std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;  // CQM matrix per stage
+  /// Per (merged) stage: the trace boundary whose messages it sends backward, or -1 (stage 0, a boundary merged
+  /// away, or a version 1 trace).
+  std::vector<int> stage_boundary;
 };
 
 std::pair<std::int64_t, std::int64_t> as_matrix(const std::vector<std::int64_t>& shape) {
@@ -93,6 +103,13 @@ TraceLayout analyse(const traces::Manifest& m, const std::vector<int>& stage_of,
   for (std::size_t s = 0; s < l.stage_shapes.size(); ++s) {
     if (best[s] < 0)
       throw TraceFormatError(m.model_name, "tensors", "pipeline stage " + std::to_string(s) + " has no 2-D tensor");
+  }
+  // Trace stage t is merged stage t·stages / S; a boundary is one where it changes stage.
+  const auto merged = [&](int t) { return stages == m.num_stages ? t : t * stages / m.num_stages; };
+  l.stage_boundary.assign(ns, -1);
+  for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
+    const int to = merged(m.boundaries[b].stage);
+    if (to != merged(m.boundaries[b].stage - 1)) l.stage_boundary[static_cast<std::size_t>(to)] = static_cast<int>(b);
   }
   return l;
 }
@@ -148,6 +165,22 @@ void measure(Track& t, const traces::IterationData& d, std::span<const std::span
   }
 }
 
+// The same for the boundary messages each stage sends (host memory; GDS block ids after the trace's tensors).
+void measure_boundaries(Track& t, const traces::IterationData& d, const TraceLayout& layout,
+                        const kernels::Backend& host, double bins_per_sigma) {
+  for (std::size_t s = 0; s < layout.stage_boundary.size(); ++s) {
+    const int b = layout.stage_boundary[s];
+    if (b < 0) continue;
+    const std::vector<float>& v = d.boundaries[static_cast<std::size_t>(b)];
+    std::vector<Block> blocks;
+    if (!t.full)
+      blocks = t.gds.blocks(d.tensors.size() + static_cast<std::size_t>(b), static_cast<std::int64_t>(v.size()),
+                            d.info->iteration);
+    const kernels::StageTensor one[] = {{v, blocks}};
+    t.boundary_window.add(s, kernels::measure_stage_entropy(host, one, t.full, t.boundary_layouts[s], bins_per_sigma));
+  }
+}
+
 core::WindowObservation observe(Track& t, const WindowRow& row) {
   core::WindowObservation o;
   o.window = row.window;
@@ -156,12 +189,14 @@ core::WindowObservation observe(Track& t, const WindowRow& row) {
   o.sampled_iterations = t.sampled_iterations;
   o.mean_loss = row.mean_loss;
   o.stages = t.window.means();
+  o.boundaries = t.boundary_window.means();
   return o;
 }
 
 void reset_window(Track& t) {
   t.sampled_iterations = 0;
   t.window.reset();
+  t.boundary_window.reset();
   std::fill(t.seconds.begin(), t.seconds.end(), 0.0);
 }
 
@@ -228,6 +263,20 @@ void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& lay
   core::ControllerConfig& cc = o.controller;
   cc.stages = stages;
   cc.stage_shapes = layout.stage_shapes;
+  cc.pipeline_shapes.assign(static_cast<std::size_t>(stages), {0, 0});
+  bool any_boundary = false;
+  for (std::size_t s = 0; s < layout.stage_boundary.size(); ++s) {
+    const int b = layout.stage_boundary[s];
+    if (b < 0) continue;
+    cc.pipeline_shapes[s] = {m.boundaries[static_cast<std::size_t>(b)].rows,
+                             m.boundaries[static_cast<std::size_t>(b)].cols};
+    any_boundary = true;
+  }
+  if (cc.policy == "edgc-pp" && cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && !any_boundary)
+    throw ConfigError(o.where, "compression.pp_rank_mode",
+                      "entropy needs the trace's stage-boundary gradients (trace format 1.1), and " + o.trace_dir +
+                          " records none" + (m.boundaries.empty() ? "" : " between the run's stages") +
+                          ": use static, or a trace captured with boundaries (tools/README.md, capturing traces)");
   scenario::apply_warmup_bounds(cc.warmup, o.warmup_floor_fraction, o.warmup_ceiling_fraction, run_iters, o.where);
   check_world_size(o, m, layout);
   if (!(o.perturbation >= 0.0)) throw ConfigError(o.where, "replay.perturbation", "must be >= 0");
@@ -237,31 +286,28 @@ void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& lay
 // pipeline rank, one with lazy error propagation and one without, fed the same messages.
 class BoundaryEmulation {
  public:
-  BoundaryEmulation(const traces::Manifest& m, const std::vector<int>& merged_stage_of_trace_stage, int stages,
-                    std::uint64_t seed)
-      : backend_(kernels::make_backend("cpu")), stage_boundary_(static_cast<std::size_t>(stages), -1) {
-    for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
-      const auto& info = m.boundaries[b];
-      const int to = merged_stage_of_trace_stage[static_cast<std::size_t>(info.stage)];
-      if (to == merged_stage_of_trace_stage[static_cast<std::size_t>(info.stage - 1)]) continue;  // merged away
-      stage_boundary_[static_cast<std::size_t>(to)] = static_cast<int>(b);
+  // `stage_boundary`: TraceLayout::stage_boundary.
+  BoundaryEmulation(const traces::Manifest& m, const std::vector<int>& stage_boundary, std::uint64_t seed)
+      : backend_(kernels::make_backend("cpu")) {
+    for (std::size_t to = 0; to < stage_boundary.size(); ++to) {
+      const int b = stage_boundary[to];
+      if (b < 0) continue;
+      const auto& info = m.boundaries[static_cast<std::size_t>(b)];
       kernels::BoundaryConfig lep;
       lep.rank = 0;
-      lep.seed = seed + b;
+      lep.seed = seed + static_cast<std::uint64_t>(b);
       kernels::BoundaryConfig plain = lep;
       plain.lazy_error_propagation = false;
       const kernels::BoundaryShape shape{info.rows, info.cols, 1};
-      Side side{b, static_cast<std::size_t>(to), std::min(info.rows, info.cols),
-                kernels::BoundaryCompressor(*backend_, shape, lep),
-                kernels::BoundaryCompressor(*backend_, shape, plain)};
-      sides_.push_back(std::move(side));
+      sides_.push_back(Side{static_cast<std::size_t>(b), to, std::min(info.rows, info.cols),
+                            kernels::BoundaryCompressor(*backend_, shape, lep),
+                            kernels::BoundaryCompressor(*backend_, shape, plain)});
     }
   }
 
-  const std::vector<int>& stage_boundary() const { return stage_boundary_; }
-
-  void open_window(std::vector<StageWindow>& stages, int rank) {
+  void open_window(std::vector<StageWindow>& stages, const core::WindowDecision& in_force) {
     for (auto& b : sides_) {
+      const int rank = in_force.pipeline_rank(b.stage);
       stages[b.stage].boundary = BoundaryWindow{};
       stages[b.stage].boundary->rank = rank < b.full_rank ? rank : 0;
       b.sum_true.assign(b.sum_true.size(), 0.0);
@@ -344,7 +390,6 @@ class BoundaryEmulation {
   }
 
   std::unique_ptr<kernels::Backend> backend_;
-  std::vector<int> stage_boundary_;
   std::vector<Side> sides_;
   std::vector<float> shard_;
   std::vector<float> wire_;
@@ -362,6 +407,7 @@ class ReplayRun {
         stage_of_(std::move(stage_of)),
         layout_(layout),
         backend_(kernels::make_backend(o.backend)),
+        host_(kernels::make_backend("cpu")),
         sampled_(o.gds, o.controller, stages, false, o.where),
         err_sum_(stages_),
         step_sum_(stages_),
@@ -384,11 +430,8 @@ class ReplayRun {
     for (std::size_t k : layout.compressible)
       ++result_.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of_[k])];
     result_.tensor_stage = stage_of_;
-    std::vector<int> merged(static_cast<std::size_t>(m.num_stages));
-    for (int ts = 0; ts < m.num_stages; ++ts)
-      merged[static_cast<std::size_t>(ts)] = o.stages > 0 ? ts * o.stages / m.num_stages : ts;
-    if (!m.boundaries.empty() && !o.on_iteration) boundaries_.emplace(m, merged, stages, o.seed);
-    result_.stage_boundary = boundaries_ ? boundaries_->stage_boundary() : std::vector<int>(stages_, -1);
+    if (!m.boundaries.empty() && !o.on_iteration) boundaries_.emplace(m, layout.stage_boundary, o.seed);
+    result_.stage_boundary = layout.stage_boundary;
     for (const auto& b : m.boundaries) {
       result_.boundary_names.push_back(b.name);
       result_.boundary_shapes.emplace_back(b.rows, b.cols);
@@ -427,12 +470,18 @@ class ReplayRun {
     const bool sample = sampled_.gds.samples_iteration(it);
     if (sample || full_) {
       const auto values = mirror_.of(*backend_, data);
-      if (sample) measure(sampled_, data, values, layout_, *backend_, o_.bins_per_sigma);
-      if (full_) measure(*full_, data, values, layout_, *backend_, o_.bins_per_sigma);
+      if (sample) {
+        measure(sampled_, data, values, layout_, *backend_, o_.bins_per_sigma);
+        measure_boundaries(sampled_, data, layout_, *host_, o_.bins_per_sigma);
+      }
+      if (full_) {
+        measure(*full_, data, values, layout_, *backend_, o_.bins_per_sigma);
+        measure_boundaries(*full_, data, layout_, *host_, o_.bins_per_sigma);
+      }
     }
     if (o_.on_iteration) {
       for (std::size_t s = 0; s < stage_ranks_.size(); ++s) stage_ranks_[s] = rank_in_force(sampled_, s);
-      o_.on_iteration(data, stage_ranks_, sampled_.in_force.pipeline_rank);
+      o_.on_iteration(data, stage_ranks_, sampled_.in_force);
     }
     if (emulator_) emulate(data);
     if (boundaries_) boundaries_->message(data, row_.stages);
@@ -467,7 +516,7 @@ class ReplayRun {
     row_.stages.resize(stages_);
     row_.warmup = sampled_.in_force.warmup;
     for (std::size_t s = 0; s < row_.stages.size(); ++s) row_.stages[s].rank = rank_in_force(sampled_, s);
-    if (boundaries_) boundaries_->open_window(row_.stages, sampled_.in_force.pipeline_rank);
+    if (boundaries_) boundaries_->open_window(row_.stages, sampled_.in_force);
     loss_sum_ = 0.0;
     loss_n_ = 0;
     std::fill(err_sum_.begin(), err_sum_.end(), 0.0);
@@ -480,6 +529,7 @@ class ReplayRun {
     if (boundaries_) boundaries_->close_window(row_.stages);
     row_.sampled_iterations = sampled_.sampled_iterations;
     const core::WindowObservation obs = observe(sampled_, row_);
+    obs_boundaries_ = obs.boundaries;
     // What the controller, in exactly its current state, would decide from full-sampling observations.
     std::optional<core::WindowDecision> counterfactual;
     if (full_) {
@@ -515,6 +565,10 @@ class ReplayRun {
       row_.trajectory_agrees = row_.trajectory_agrees && *sw.trajectory_full_rank == sampled_.in_force.stages[s].rank;
     }
     sw.next = sampled_.in_force.stages[s];
+    if (sw.boundary && s < obs_boundaries_.size()) {
+      sw.boundary->entropy_gaussian = obs_boundaries_[s].entropy_gaussian;
+      sw.boundary->entropy_histogram = obs_boundaries_[s].entropy_histogram;
+    }
     if (err_n_[s] > 0) {
       sw.relative_error = err_sum_[s] / err_n_[s];
       sw.step_error = step_sum_[s] / err_n_[s];
@@ -527,12 +581,14 @@ class ReplayRun {
   std::vector<int> stage_of_;
   const TraceLayout& layout_;
   std::unique_ptr<kernels::Backend> backend_;
+  std::unique_ptr<kernels::Backend> host_;  // boundary entropy: boundaries stay in host memory
   ValueMirror mirror_;
   TraceHealth health_;
   Track sampled_;
   std::optional<Track> full_;
   std::unique_ptr<kernels::DataParallelEmulator> emulator_;
   std::optional<BoundaryEmulation> boundaries_;
+  std::vector<core::StageObservation> obs_boundaries_;  // the closing window's boundary observations
   ReplayResult result_;
   WindowRow row_;
   double loss_sum_ = 0.0;

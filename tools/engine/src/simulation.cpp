@@ -371,13 +371,25 @@ struct PlanCache {
       }
       return;
     }
-    const std::vector<sim::DpSyncPlan> basis = sim::separable_basis(fresh);
+    // Plans whose boundaries differ in pipeline rank (edgc-pp with entropy-driven ranks) have their own pipeline
+    // part: simulated as they are; the others composed.
+    std::vector<sim::DpSyncPlan> composable;
+    std::vector<sim::DpSyncPlan> own;
+    for (const auto& p : fresh) {
+      const bool uniform_pp =
+          std::all_of(p.begin(), p.end(), [&](const sim::StageSync& x) { return x.pp_rank == p.front().pp_rank; });
+      (uniform_pp ? composable : own).push_back(p);
+    }
+    if (!own.empty()) simulate_exact(setup, own, false, jobs);
+    const std::vector<sim::DpSyncPlan> basis = sim::separable_basis(composable);
     simulate_exact(setup, basis, false, jobs);
     std::vector<sim::IterationResult> basis_results;
     for (const auto& b : basis) basis_results.push_back(simulated_results[index_of(simulated_plans, b)]);
     for (const auto& p : fresh) {
       plans.push_back(p);
-      results.push_back(sim::compose_separable(p, basis, basis_results));
+      results.push_back(std::find(own.begin(), own.end(), p) != own.end()
+                            ? simulated_results[index_of(simulated_plans, p)]
+                            : sim::compose_separable(p, basis, basis_results));
     }
   }
   static std::size_t index_of(const std::vector<sim::DpSyncPlan>& v, const sim::DpSyncPlan& p) {

@@ -19,11 +19,12 @@ void LiveRun::run_policy(const std::string& policy) {
   Verifier verifier = make_verifier();
   BoundaryLink boundaries(w_, trace_manifest_, merged_stage_, o_.seed, o_.verify);
   std::vector<LocalStep> local;
-  ro.on_iteration = [&](const traces::IterationData& data, std::span<const int> stage_ranks, int pipeline_rank) {
+  ro.on_iteration = [&](const traces::IterationData& data, std::span<const int> stage_ranks,
+                        const core::WindowDecision& in_force) {
     const auto step = static_cast<std::int64_t>(local.size());
     local.push_back(replay_step(data, stage_ranks, step, *psgd, o_.verify ? &verifier : nullptr));
     // The pipeline's backward messages of the same iteration (edgc-pp compresses them; others send them whole).
-    if (boundaries.active()) boundaries.exchange(data, pipeline_rank);
+    if (boundaries.active()) boundaries.exchange(data, in_force);
   };
   PolicyOutcome outcome{policy, engine::run_replay(ro)};
   if (o_.verify) {

@@ -41,6 +41,11 @@ CompressionSettings read_compression(Scenario& sc) {
   c.static_rank = sc.int32("compression.static_rank", 0);
   c.selective_stages = sc.int32("compression.selective_stages", 1);
   c.pipeline_rank = sc.int32("compression.pp_rank", 16);
+  const std::string pp_mode = sc.string("compression.pp_rank_mode", "static");
+  if (pp_mode != "static" && pp_mode != "entropy")
+    throw ConfigError(w, "compression.pp_rank_mode", "must be static or entropy, got '" + pp_mode + "'");
+  c.pipeline_rank_mode = pp_mode == "entropy" ? core::PipelineRankMode::kEntropy : core::PipelineRankMode::kStatic;
+  c.pipeline_r_min = sc.int32("compression.pp_r_min", 4);
   const std::string mode = sc.string("compression.warmup.mode", "entropy");
   if (mode != "entropy" && mode != "fixed")
     throw ConfigError(w, "compression.warmup.mode", "must be entropy or fixed, got '" + mode + "'");

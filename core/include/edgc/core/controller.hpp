@@ -37,6 +37,9 @@ struct WindowObservation {
   int sampled_iterations = 0;
   std::vector<StageObservation> stages;
   std::optional<double> mean_loss;
+  /// Per stage: what was observed of the pipeline's backward messages that stage sends (stage 0 sends none). Read
+  /// only by edgc-pp with PipelineRankMode::kEntropy; empty when nothing was observed.
+  std::vector<StageObservation> boundaries;
 };
 
 struct RankDecision {
@@ -49,9 +52,18 @@ struct WindowDecision {
   int api_version = kControllerApiVersion;
   bool warmup = true;  ///< still warming up (everything uncompressed)
   std::vector<RankDecision> stages;
-  /// Rank of the pipeline's backward (activation-gradient) messages on every stage boundary, 0 = uncompressed.
-  /// Only edgc-pp sets it (ControllerConfig::pipeline_rank, once warm-up is over).
-  int pipeline_rank = 0;
+  /// Per stage: rank of the pipeline's backward (activation-gradient) messages that stage sends to the one before
+  /// it, 0 = uncompressed (stage 0 sends none); empty = none compressed. Only edgc-pp sets it, once warm-up is over.
+  std::vector<int> pipeline_ranks;
+  /// pipeline_ranks[stage], 0 past its end.
+  int pipeline_rank(std::size_t stage) const { return stage < pipeline_ranks.size() ? pipeline_ranks[stage] : 0; }
+};
+
+/// How edgc-pp picks the rank of each stage boundary's backward messages.
+enum class PipelineRankMode {
+  kStatic,   ///< every boundary at ControllerConfig::pipeline_rank (Optimus-CC)
+  kEntropy,  ///< per boundary, the CQM rule on the entropy trend of its messages, from pipeline_rank down to
+             ///< pipeline_r_min (step, quantum and exponent as the DP ranks)
 };
 
 struct ControllerConfig {
@@ -65,10 +77,18 @@ struct ControllerConfig {
   std::vector<std::pair<std::int64_t, std::int64_t>> stage_shapes;
   int static_rank = 0;       ///< static and selective policies; 0 = r_max
   int selective_stages = 1;  ///< selective: compress only the first this-many stages (Optimus-CC)
-  /// edgc-pp: PowerSGD rank of the pipeline's backward messages after warm-up (≥ 1). Default 16: Optimus-CC's
-  /// Table-2 scripts (--inter_grad_comp_rank 16).
+  /// edgc-pp: PowerSGD rank of the pipeline's backward messages after warm-up (≥ 1); in entropy mode the starting
+  /// and largest rank. Default 16: Optimus-CC's Table-2 scripts (--inter_grad_comp_rank 16).
   int pipeline_rank = 16;
+  PipelineRankMode pipeline_rank_mode = PipelineRankMode::kStatic;
+  int pipeline_r_min = 4;  ///< entropy mode: the lowest pipeline rank, ≥ 1, a multiple of the quantum
+  /// Entropy mode: per stage, the boundary matrix it sends (tokens × hidden) the CQM reasons about; (0, 0) for
+  /// stage 0 and for stages whose boundary is not observed (those keep pipeline_rank).
+  std::vector<std::pair<std::int64_t, std::int64_t>> pipeline_shapes;
 };
+
+/// "static" or "entropy" (compression.pp_rank_mode).
+const char* pipeline_rank_mode_name(PipelineRankMode m);
 
 class Controller {
  public:

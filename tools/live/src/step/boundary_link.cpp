@@ -37,7 +37,7 @@ int boundary_sent_by(const traces::Manifest& m, const std::vector<int>& merged, 
 
 BoundaryLink::BoundaryLink(const World& w, const traces::Manifest& m, const std::vector<int>& merged,
                            std::uint64_t seed, bool verify)
-    : host_(kernels::make_backend("cpu", {.threads = 1, .device = 0})) {
+    : host_(kernels::make_backend("cpu", {.threads = 1, .device = 0})), stage_(w.stage) {
   const auto side = [&](int b, int peer, bool receiver) {
     const auto& info = m.boundaries[static_cast<std::size_t>(b)];
     const kernels::BoundaryShape shape{info.rows, info.cols, 1};
@@ -55,11 +55,15 @@ int BoundaryLink::effective_rank(const kernels::BoundaryCompressor& c, int rank)
   return rank < std::min(c.shape().rows, c.shape().cols) ? rank : 0;  // at or past full rank: uncompressed
 }
 
-void BoundaryLink::exchange(const traces::IterationData& d, int rank) {
+void BoundaryLink::exchange(const traces::IterationData& d, const core::WindowDecision& in_force) {
   MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   const double t0 = MPI_Wtime();
+  const int send_rank = in_force.pipeline_rank(static_cast<std::size_t>(stage_));
+  const int recv_rank = in_force.pipeline_rank(static_cast<std::size_t>(stage_ + 1));
   if (recv_) {
-    recv_->codec.set_rank(effective_rank(recv_->codec, rank));
+    const int rank = recv_rank;
+    if (recv_->codec.rank() != effective_rank(recv_->codec, rank))
+      recv_->codec.set_rank(effective_rank(recv_->codec, rank));
     recv_->wire.resize(static_cast<std::size_t>(recv_->codec.wire_floats()));
     check_mpi(MPI_Irecv(recv_->wire.data(), static_cast<int>(recv_->wire.size()), MPI_FLOAT, recv_->peer, kBoundaryTag,
                         MPI_COMM_WORLD, &reqs[0]),
@@ -67,6 +71,7 @@ void BoundaryLink::exchange(const traces::IterationData& d, int rank) {
   }
   double codec = 0.0;
   if (send_) {
+    const int rank = send_rank;
     auto& s = *send_;
     if (s.codec.rank() != effective_rank(s.codec, rank)) s.codec.set_rank(effective_rank(s.codec, rank));
     const std::vector<float>& g = d.boundaries[static_cast<std::size_t>(s.boundary)];
@@ -95,7 +100,7 @@ void BoundaryLink::exchange(const traces::IterationData& d, int rank) {
     r.codec.decompress(r.wire, outs);
     codec += MPI_Wtime() - c0;
     ++totals_.received;
-    if (r.mirror) verify(r, d, effective_rank(r.codec, rank));
+    if (r.mirror) verify(r, d, effective_rank(r.codec, recv_rank));
   }
   totals_.codec_s += codec;
 }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "edgc/core/controller.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/boundary_compression.hpp"
 #include "edgc/traces/manifest.hpp"
@@ -43,10 +44,10 @@ class BoundaryLink {
   /// Whether this rank sends or receives anything (the trace records boundaries that survive the stage merge).
   bool active() const { return send_.has_value() || recv_.has_value(); }
 
-  /// One message on each boundary of this rank at pipeline rank `rank` (0 = uncompressed). Point-to-point with the
-  /// neighbouring stages' ranks of the same replica; every rank of the world calls it for every iteration. Throws
-  /// InternalError when --verify finds a difference.
-  void exchange(const traces::IterationData& d, int rank);
+  /// One message on each boundary of this rank, at the pipeline rank `in_force` gives the sending stage (0 =
+  /// uncompressed). Point-to-point with the neighbouring stages' ranks of the same replica; every rank of the world
+  /// calls it for every iteration. Throws InternalError when --verify finds a difference.
+  void exchange(const traces::IterationData& d, const core::WindowDecision& in_force);
 
   const BoundaryTotals& totals() const { return totals_; }
 
@@ -61,6 +62,7 @@ class BoundaryLink {
 
   static int effective_rank(const kernels::BoundaryCompressor& c, int rank);
   void verify(Side& r, const traces::IterationData& d, int rank);
+  int stage_ = 0;
 
   std::unique_ptr<kernels::Backend> host_;
   std::optional<Side> send_;  // the boundary this rank's stage sends backward

@@ -52,10 +52,12 @@ struct ReplayOptions {
   /// Replay only the first this-many captured iterations (0 = all); the warm-up bounds scale to them.
   std::int64_t max_iterations = 0;
   /// When set, called for every captured iteration (after the controller's window bookkeeping) with the rank in
-  /// force per stage (0 = uncompressed) and the pipeline rank in force (edgc-pp; 0 = uncompressed), INSTEAD of the
+  /// force per stage (0 = uncompressed) and the decision in force (its pipeline_rank(stage): edgc-pp), INSTEAD of the
   /// in-process emulation: `edgc live` does the real compressed all-reduces and boundary messages here. Relative
   /// errors, wire counts and boundary errors are then left empty.
-  std::function<void(const traces::IterationData&, std::span<const int> stage_ranks, int pipeline_rank)> on_iteration;
+  std::function<void(const traces::IterationData&, std::span<const int> stage_ranks,
+                     const core::WindowDecision& in_force)>
+      on_iteration;
 };
 
 /// What PowerSGD did to one stage boundary's backward messages over a window (trace format 1.1 boundary
@@ -64,6 +66,10 @@ struct ReplayOptions {
 struct BoundaryWindow {
   int rank = 0;      ///< pipeline rank in force (0 = uncompressed: the policy does not compress, or warm-up)
   int messages = 0;  ///< captured iterations in the window
+  /// Entropy of the GDS-sampled messages (nats, mean over the window's sampled iterations): what pp_rank_mode
+  /// entropy decides from.
+  std::optional<double> entropy_gaussian;
+  std::optional<double> entropy_histogram;
   /// Mean over messages of ‖Ĝ − G‖/‖G‖ with lazy error propagation (the previous message's error added first) …
   std::optional<double> message_error;
   std::optional<double> message_error_plain;  ///< … and without it (each message compressed on its own)
