@@ -1,5 +1,7 @@
 #include "edgc/sim/entropy_curves.hpp"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -53,6 +55,23 @@ core::StageObservation TraceCurve::at(int stage, double f) const {
   o.entropy_gaussian = lerp(x.entropy_gaussian, y.entropy_gaussian, b.weight);
   o.entropy_histogram = lerp(x.entropy_histogram, y.entropy_histogram, b.weight);
   o.excess_kurtosis = lerp(x.excess_kurtosis, y.excess_kurtosis, b.weight);
+  o.elements = x.elements;
+  return o;
+}
+
+std::optional<core::StageObservation> TraceCurve::boundary(int stage, double f) const {
+  if (stage < 1 || t_.boundary_stages.empty()) return std::nullopt;
+  const int ts = map_[static_cast<std::size_t>(stage)];
+  std::size_t best = 0;
+  for (std::size_t b = 1; b < t_.boundary_stages.size(); ++b)
+    if (std::abs(t_.boundary_stages[b] - ts) < std::abs(t_.boundary_stages[best] - ts)) best = b;
+  const Bracket br = bracket(f);
+  const auto& x = br.lo->boundaries[best];
+  const auto& y = br.hi->boundaries[best];
+  core::StageObservation o;
+  o.entropy_gaussian = lerp(x.entropy_gaussian, y.entropy_gaussian, br.weight);
+  o.entropy_histogram = lerp(x.entropy_histogram, y.entropy_histogram, br.weight);
+  o.excess_kurtosis = lerp(x.excess_kurtosis, y.excess_kurtosis, br.weight);
   o.elements = x.elements;
   return o;
 }

@@ -32,6 +32,8 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
   const auto stages = static_cast<std::size_t>(cc.stages);
   core::WindowDecision in_force;  // before any decision: everything uncompressed
   core::WindowAccumulator window(cc.stages);
+  core::WindowAccumulator boundary_window(cc.stages);
+  const bool boundaries = source.has_boundaries();
   const std::int64_t w_iters = gds.window_iters;
   const auto n = static_cast<double>(iterations);
   for (std::int64_t first = 0, w = 0; first < iterations; first += w_iters, ++w) {
@@ -60,6 +62,8 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
       const double f = static_cast<double>(it) / n;
       ++obs.sampled_iterations;
       for (std::size_t s = 0; s < stages; ++s) window.add(s, source.at(static_cast<int>(s), f));
+      for (std::size_t s = 1; boundaries && s < stages; ++s)
+        if (const auto b = source.boundary(static_cast<int>(s), f)) boundary_window.add(s, *b);
       if (const auto l = source.loss(f)) {
         loss_sum += *l;
         ++loss_n;
@@ -67,6 +71,10 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
     }
     obs.stages = window.means();
     window.reset();
+    if (boundaries) {
+      obs.boundaries = boundary_window.means();
+      boundary_window.reset();
+    }
     if (loss_n > 0) obs.mean_loss = loss_sum / loss_n;
     in_force = controller->decide(obs);
     ++run.windows;

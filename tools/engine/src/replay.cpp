@@ -663,6 +663,9 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
   out.steps = m.iterations.back().iteration + 1;
   out.stage_elements.assign(static_cast<std::size_t>(m.num_stages), 0);
   for (const auto& t : m.tensors) out.stage_elements[static_cast<std::size_t>(t.stage)] += t.numel();
+  for (const auto& b : m.boundaries) out.boundary_stages.push_back(b.stage);
+  const auto host = kernels::make_backend("cpu");
+  std::vector<std::optional<core::HistogramLayout>> boundary_layouts(m.boundaries.size());
   traces::IterationData data;
   WindowRow row;
   while (reader.next(data)) {
@@ -674,6 +677,16 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
     p.iteration = data.info->iteration;
     p.loss = data.info->loss;
     p.stages = observe(track, row).stages;
+    // Every boundary by itself (not merged into stages): GDS-sampled at β like the gradients.
+    for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
+      const std::vector<float>& v = data.boundaries[b];
+      std::vector<Block> blocks;
+      if (gds.beta < 1.0)
+        blocks = track.gds.blocks(data.tensors.size() + b, static_cast<std::int64_t>(v.size()), data.info->iteration);
+      const kernels::StageTensor one[] = {{v, blocks}};
+      p.boundaries.push_back(
+          kernels::measure_stage_entropy(*host, one, gds.beta >= 1.0, boundary_layouts[b], bins_per_sigma));
+    }
     out.points.push_back(std::move(p));
   }
   return out;

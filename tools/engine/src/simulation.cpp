@@ -64,16 +64,36 @@ std::optional<double> optional_from(const nlohmann::json& j) {
   return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
 }
 
+ordered_json observations_to_json(const std::vector<core::StageObservation>& v) {
+  ordered_json out = ordered_json::array();
+  for (const core::StageObservation& s : v)
+    out.push_back({optional_json(s.entropy_gaussian), optional_json(s.entropy_histogram),
+                   optional_json(s.excess_kurtosis), s.elements});
+  return out;
+}
+
+std::vector<core::StageObservation> observations_from_json(const nlohmann::json& j) {
+  std::vector<core::StageObservation> out;
+  for (const auto& s : j)
+    out.push_back(
+        {optional_from(s.at(0)), optional_from(s.at(1)), optional_from(s.at(2)), s.at(3).get<std::int64_t>()});
+  return out;
+}
+
+// The cache entry's layout; an entry of an older layout (without "boundary_stages") is measured again.
 ordered_json trace_entropy_to_json(const TraceEntropy& t) {
   ordered_json points = ordered_json::array();
   for (const TraceEntropyPoint& p : t.points) {
-    ordered_json stages = ordered_json::array();
-    for (const core::StageObservation& s : p.stages)
-      stages.push_back({optional_json(s.entropy_gaussian), optional_json(s.entropy_histogram),
-                        optional_json(s.excess_kurtosis), s.elements});
-    points.push_back({{"iteration", p.iteration}, {"loss", optional_json(p.loss)}, {"stages", stages}});
+    points.push_back({{"iteration", p.iteration},
+                      {"loss", optional_json(p.loss)},
+                      {"stages", observations_to_json(p.stages)},
+                      {"boundaries", observations_to_json(p.boundaries)}});
   }
-  return {{"path", t.path}, {"steps", t.steps}, {"stage_elements", t.stage_elements}, {"points", points}};
+  return {{"path", t.path},
+          {"steps", t.steps},
+          {"stage_elements", t.stage_elements},
+          {"boundary_stages", t.boundary_stages},
+          {"points", points}};
 }
 
 TraceEntropy trace_entropy_from_json(const nlohmann::json& j) {
@@ -81,13 +101,15 @@ TraceEntropy trace_entropy_from_json(const nlohmann::json& j) {
   t.path = j.at("path").get<std::string>();
   t.steps = j.at("steps").get<std::int64_t>();
   t.stage_elements = j.at("stage_elements").get<std::vector<std::int64_t>>();
+  t.boundary_stages = j.at("boundary_stages").get<std::vector<int>>();
   for (const auto& p : j.at("points")) {
     TraceEntropyPoint q;
     q.iteration = p.at("iteration").get<std::int64_t>();
     q.loss = optional_from(p.at("loss"));
-    for (const auto& s : p.at("stages"))
-      q.stages.push_back(
-          {optional_from(s.at(0)), optional_from(s.at(1)), optional_from(s.at(2)), s.at(3).get<std::int64_t>()});
+    q.stages = observations_from_json(p.at("stages"));
+    q.boundaries = observations_from_json(p.at("boundaries"));
+    if (q.boundaries.size() != t.boundary_stages.size())
+      throw nlohmann::json::other_error::create(0, "layout", nullptr);
     t.points.push_back(std::move(q));
   }
   return t;
@@ -237,6 +259,10 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   core::ControllerConfig& cc = in.compression.controller;
   cc.stages = st.parallel.pp;
   cc.stage_shapes = cqm_shapes(st.model, st.parallel);
+  // edgc-pp's entropy mode: every stage but the first sends the same boundary matrix.
+  const sim::PpBoundary boundary = sim::pp_boundary(st.model, st.parallel);
+  cc.pipeline_shapes.assign(static_cast<std::size_t>(st.parallel.pp), {boundary.rows, boundary.cols});
+  if (!cc.pipeline_shapes.empty()) cc.pipeline_shapes.front() = {0, 0};
   scenario::apply_warmup_bounds(cc.warmup, in.compression.warmup_floor_fraction, in.compression.warmup_ceiling_fraction,
                                 in.iterations, w);
 
@@ -265,6 +291,12 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   double bins = 8.0;
   std::string backend = "cpu";
   const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
+  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy &&
+                          std::find(in.policies.begin(), in.policies.end(), "edgc-pp") != in.policies.end();
+  if (pp_entropy && !from_trace)
+    throw ConfigError(w, "compression.pp_rank_mode",
+                      "entropy needs a trace with stage-boundary gradients (entropy.source trace, format 1.1); the "
+                      "synthetic entropy curve has none: use static");
   if (from_trace) {
     bins = sc.number("entropy.bins_per_sigma", bins);
     if (!(bins > 0.0)) throw ConfigError(w, "entropy.bins_per_sigma", "must be > 0");
@@ -302,6 +334,10 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   const std::string dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
   auto trace =
       std::make_unique<TraceCurve>(cached_trace_entropy(dir, in.compression.gds, bins, backend, cache_dir), params);
+  if (pp_entropy && !trace->has_boundaries())
+    throw ConfigError(w, "compression.pp_rank_mode",
+                      "entropy needs the trace's stage-boundary gradients (format 1.1), and " + dir +
+                          " records none: use static, or a trace captured with boundaries");
   in.source_description = {{"source", "trace"},
                            {"path", trace->trace().path},
                            {"trace_iterations", trace->trace().steps},

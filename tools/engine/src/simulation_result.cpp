@@ -63,16 +63,25 @@ results::ResultRun result_run(const PolicyRun& run, const sim::RunTotals& t, con
   r.stage_comm_latency_s = t.stage_comm_latency_s;
   r.breakdown = t.breakdown;
   r.warmup_end_iteration = run.warmup_end;
-  int pp_rank = 0;  // the pipeline's backward messages (edgc-pp): one rank for every boundary once compressing
+  int pp_rank = 0;  // the pipeline's backward messages (edgc-pp): the largest rank of any boundary
+  ordered_json pp_schedule = ordered_json::array();  // per segment, the rank of the messages each stage sends
   for (const sim::RunSegment& seg : run.schedule.segments()) {
     results::RankSegment s{seg.begin, seg.end, {}};
-    for (const sim::StageSync& st : seg.plan) {
-      s.ranks.push_back(st.powersgd_rank);
-      pp_rank = std::max(pp_rank, st.pp_rank);
+    std::vector<int> pp;
+    for (std::size_t k = 0; k < seg.plan.size(); ++k) {
+      s.ranks.push_back(seg.plan[k].powersgd_rank);
+      pp.push_back(k == 0 ? 0 : seg.plan[k].pp_rank);  // stage 0 sends no backward message
+      pp_rank = std::max(pp_rank, seg.plan[k].pp_rank);
     }
+    if (!pp_schedule.empty() && pp_schedule.back()["pp_ranks"] == ordered_json(pp) &&
+        pp_schedule.back()["end"] == seg.begin)
+      pp_schedule.back()["end"] = seg.end;
+    else
+      pp_schedule.push_back({{"begin", seg.begin}, {"end", seg.end}, {"pp_ranks", pp}});
     r.rank_schedule.push_back(std::move(s));
   }
   r.detail["pp_rank"] = pp_rank;
+  if (pp_rank > 0) r.detail["pp_rank_schedule"] = std::move(pp_schedule);
   r.detail["compressed_phase"] = t.compressed_iterations > 0
                                      ? ordered_json{{"iteration_time_s", t.compressed_iteration_time_s},
                                                     {"comm_latency_s", t.compressed_comm_latency_s},

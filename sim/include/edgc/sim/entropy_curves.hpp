@@ -40,18 +40,22 @@ struct TraceEntropyPoint {
   std::int64_t iteration = 0;
   std::optional<double> loss;
   std::vector<core::StageObservation> stages;
+  std::vector<core::StageObservation> boundaries;  ///< per trace boundary (manifest order; format 1.1 traces)
 };
 struct TraceEntropy {
   std::string path;
   std::int64_t steps = 0;                    ///< last captured iteration + 1: the trace's training length
   std::vector<std::int64_t> stage_elements;  ///< gradient elements per trace stage (all tensors)
   std::vector<TraceEntropyPoint> points;     ///< one per captured iteration, in order
+  std::vector<int> boundary_stages;          ///< per trace boundary: the trace stage that sends it (≥ 1)
 };
 
 /// A trace's entropy curve mapped onto the simulated run (scenarios/SOURCES.md §14): the iteration axis is scaled
 /// so that the trace's training length spans the whole run (run fraction f ↔ trace iteration f·steps, values
 /// interpolated linearly between captured iterations and held outside them), and simulated stage s takes the trace
-/// stage that holds the middle of s's share of the parameters (map_stages).
+/// stage that holds the middle of s's share of the parameters (map_stages). A simulated stage s ≥ 1 sends the
+/// boundary messages of the trace's boundary nearest to its mapped trace stage (the trace boundary sent by that
+/// stage, else the nearest recorded one).
 class TraceCurve final : public EntropyCurve {
  public:
   /// `stage_parameters`: the simulated stages' parameter counts. Throws TraceFormatError for a trace without
@@ -59,6 +63,8 @@ class TraceCurve final : public EntropyCurve {
   TraceCurve(TraceEntropy trace, const std::vector<double>& stage_parameters);
   core::StageObservation at(int stage, double fraction) const override;
   std::optional<double> loss(double fraction) const override;
+  std::optional<core::StageObservation> boundary(int stage, double fraction) const override;
+  bool has_boundaries() const override { return !t_.boundary_stages.empty(); }
   const TraceEntropy& trace() const noexcept { return t_; }
   const std::vector<int>& stage_map() const noexcept { return map_; }
 

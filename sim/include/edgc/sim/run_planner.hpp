@@ -21,6 +21,13 @@ class EntropyCurve {
   virtual ~EntropyCurve() = default;
   virtual core::StageObservation at(int stage, double fraction) const = 0;
   virtual std::optional<double> loss(double fraction) const = 0;
+  /// What the curve knows of the backward messages simulated stage `stage` (≥ 1) sends; nothing by default (only a
+  /// trace with stage-boundary gradients knows it).
+  virtual std::optional<core::StageObservation> boundary(int /*stage*/, double /*fraction*/) const {
+    return std::nullopt;
+  }
+  /// Whether boundary() ever answers.
+  virtual bool has_boundaries() const { return false; }
 };
 
 /// One policy's run: what the controller decided, as a schedule of per-stage ranks.
