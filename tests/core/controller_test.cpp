@@ -145,6 +145,36 @@ TEST(RankRule, ExponentTwoMovesFaster) {
   EXPECT_LT(k2.continuous, k1.continuous);
 }
 
+// The stagger per stage is a backward pass plus the backward pipeline message (dac.hpp): r_k = r0 + k·hop/η quantised
+// down, hop = t_bwd + t_p2p, or t_bwd + t_p2p_compressed when edgc-pp compresses the messages.
+TEST(Dac, CompressedPipelineMessagesShrinkTheSlackItSpends) {
+  CqmConfig c;  // r_max 128, quantum 4
+  DacConfig d;
+  d.enabled = true;
+  d.eta_s_per_rank = 1e-4;
+  d.c_s = 0.0;
+  d.t_bwd_s = 1e-3;
+  d.t_uncompressed_s = 1.0;
+  d.t_p2p_s = 2e-3;
+  d.t_p2p_compressed_s = 0.2e-3;
+  const auto plain = dac_align(32, 4, d, c, false);
+  const auto pp = dac_align(32, 4, d, c, true);
+  for (int k = 0; k < 4; ++k) {
+    const auto expect = [&](double hop) {
+      const int r = static_cast<int>(std::floor((32 + k * hop / 1e-4) / 4)) * 4;
+      return std::min(r, 128);
+    };
+    EXPECT_EQ(plain[static_cast<std::size_t>(k)].rank, expect(3e-3)) << k;  // 32, 60, 92, 120
+    EXPECT_EQ(pp[static_cast<std::size_t>(k)].rank, expect(1.2e-3)) << k;   // 32, 44, 56, 68
+  }
+  EXPECT_LT(pp[3].rank, plain[3].rank);
+  EXPECT_DOUBLE_EQ(dac_hop_s(d, true), 1.2e-3);
+  d.t_p2p_compressed_s = -1.0;  // not given: compressed messages take as long as uncompressed ones
+  EXPECT_DOUBLE_EQ(dac_hop_s(d, true), 3e-3);
+  d.t_p2p_s = -1.0;
+  EXPECT_THROW(validate(d, "s.json"), ConfigError);
+}
+
 TEST(Dac, RanksNeverDecreaseAlongTheStages) {
   Rng rng(3);
   CqmConfig c;

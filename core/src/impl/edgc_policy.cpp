@@ -93,7 +93,10 @@ class EdgcPolicy final : public WarmupPolicy {
 
   std::vector<RankDecision> align(std::vector<RankDecision> cqm) const {
     if (!config_.dac.enabled) return cqm;
-    const auto aligned = dac_align(cqm[0].rank, config_.stages, config_.dac, config_.cqm);
+    // edgc-pp compresses the backward messages in the windows these ranks apply to (warm-up is over): the stagger
+    // per stage is then the compressed hop (dac.hpp). In entropy mode the boundaries' ranks differ; the hop time is
+    // the one given for pipeline_rank.
+    const auto aligned = dac_align(cqm[0].rank, config_.stages, config_.dac, config_.cqm, pipeline_);
     for (std::size_t k = 1; k < cqm.size(); ++k) {
       cqm[k].rank = aligned[k].rank;
       cqm[k].continuous = aligned[k].rank;

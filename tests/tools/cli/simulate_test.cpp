@@ -221,6 +221,34 @@ TEST(SimulatePipelineCompression, EntropyDrivenBoundaryRanksFollowTheTrace) {
   EXPECT_FALSE(fs::exists(tmp / "c"));
 }
 
+// DAC fitted from the simulation (η, c, t_bwd, the uncompressed sync) also measures the backward pipeline hop, plain
+// and compressed at pp_rank, and credits the compressed one to edgc-pp's alignment (core/dac.hpp).
+TEST(SimulatePipelineCompression, DacFitsThePipelineHopPlainAndCompressed) {
+  TempDir tmp;
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/paper/gpt2-2.5b-32xv100-pipeline-bound.json";
+  const Result r =
+      edgc("simulate --scenario " + scenario + " --set compression.dac.enabled=true --policies none,edgc-pp" +
+               " --out " + (tmp / "o").string() + " --quiet",
+           tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = json::parse(read_file(tmp / "o" / "result.json"));
+  const json& dac = res["dac"];
+  EXPECT_EQ(dac["fitted_from_simulation"], true);
+  EXPECT_GT(dac["eta_s_per_rank"].get<double>(), 0.0);
+  EXPECT_GT(dac["t_bwd_s"].get<double>(), 0.0);
+  const double plain = dac["t_p2p_s"].get<double>();
+  const double compressed = dac["t_p2p_compressed_s"].get<double>();
+  EXPECT_GT(plain, 0.0);
+  EXPECT_GT(compressed, 0.0);
+  EXPECT_LT(compressed, plain);  // one 25 Gb/s NIC per node: the compressed message is much faster
+  // Without edgc-pp nothing is compressed on the pipeline and no compressed hop is fitted.
+  const Result e = edgc("simulate --scenario " + scenario + " --set compression.dac.enabled=true --policies none,edgc" +
+                            " --out " + (tmp / "e").string() + " --quiet",
+                        tmp);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_TRUE(json::parse(read_file(tmp / "e" / "result.json"))["dac"]["t_p2p_compressed_s"].is_null());
+}
+
 TEST(SimulateRejects, BadScenariosWithoutOutput) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"compression.r_max=1000", "compression.r_max"},

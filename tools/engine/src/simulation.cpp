@@ -271,13 +271,10 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     throw ConfigError(w, "simulate.composition", "expected auto or exact, got '" + composition + "'");
   in.compose = composition == "auto" && sim::stages_separable(st.cluster, st.parallel);
 
+  // simulate.policies is read even when --policies overrides it, so that it is a known key either way.
+  const std::string scenario_policies = sc.string("simulate.policies", "");
   std::string list = policies_arg;
-  if (list.empty()) {
-    if (const std::string p = sc.string("simulate.policies", ""); !p.empty())
-      list = p;
-    else
-      list = "none,static," + cc.policy;
-  }
+  if (list.empty()) list = !scenario_policies.empty() ? scenario_policies : "none,static," + cc.policy;
   in.policies = policies_arg.empty() ? scenario::policies_with_baseline(list, w, "simulate.policies")
                                      : scenario::policies_with_baseline(list, "--policies", "");
 
@@ -308,6 +305,12 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   for (const std::string& p : in.policies) {  // rank bounds (r_max) and policy settings fail here, before any work
     core::ControllerConfig probe = cc;
     probe.policy = p;
+    if (probe.dac.enabled && probe.dac.eta_s_per_rank <= 0.0) {
+      // DAC's η, c, t_bwd, t_uncompressed and the p2p hop times are fitted from the simulation (fit_dac): probe with
+      // stand-ins so that the other settings are checked now.
+      probe.dac.eta_s_per_rank = 1.0;
+      probe.dac.t_uncompressed_s = 1.0;
+    }
     core::make_controller(probe, w.c_str());
   }
   in.memory = memory_section(st, scenario::read_gpu_memory_GiB(sc));  // a layout that does not fit fails here
@@ -457,12 +460,31 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
     const sim::ComputeCost c0 =
         sim::stage_compute(in.setup.model, in.setup.parallel, in.setup.cluster.gpu, in.setup.cost, 0);
     dac.t_bwd_s = c0.backward_s;
+    // The backward pipeline message per hop (dac.hpp): the last stage sends only backward messages, one per
+    // micro-batch, so its summed transfer time over the micro-batches is that hop's; compressed (edgc-pp), plus the
+    // sender's compression and the receiver's decompression (stage 0 only decompresses). Interleaved schedules
+    // send several chunks per stage both ways: not credited there.
+    const sim::ParallelSpec& par = in.setup.parallel;
+    if (pp > 1 && par.virtual_stages == 1) {
+      const auto m = static_cast<double>(par.microbatches);
+      const auto last = static_cast<std::size_t>(pp - 1);
+      dac.t_p2p_s = cache.at(full).stages[last].pp_comm_s / m;
+      if (std::find(in.policies.begin(), in.policies.end(), "edgc-pp") != in.policies.end()) {
+        const sim::DpSyncPlan compressed = sim::powersgd_plan(pp, 0, in.compression.controller.pipeline_rank);
+        cache.simulate(in.setup, {compressed}, timeline, jobs);
+        const sim::IterationResult& r = cache.at(compressed);
+        dac.t_p2p_compressed_s =
+            (r.stages[last].pp_comm_s + r.stages[last].pp_compression_s + r.stages[0].pp_compression_s) / m;
+      }
+    }
   }
   return {{"fitted_from_simulation", fitted},
           {"eta_s_per_rank", dac.eta_s_per_rank},
           {"c_s", dac.c_s},
           {"t_bwd_s", dac.t_bwd_s},
-          {"t_uncompressed_s", dac.t_uncompressed_s}};
+          {"t_uncompressed_s", dac.t_uncompressed_s},
+          {"t_p2p_s", dac.t_p2p_s},
+          {"t_p2p_compressed_s", dac.t_p2p_compressed_s >= 0.0 ? ordered_json(dac.t_p2p_compressed_s) : nullptr}};
 }
 
 // Both estimators per simulated stage at `points` evenly spaced iterations of the run, for charts.

@@ -60,6 +60,8 @@ CompressionSettings read_compression(Scenario& sc) {
   c.dac.c_s = sc.number("compression.dac.c_s", 0.0);
   c.dac.t_bwd_s = sc.number("compression.dac.t_bwd_s", 0.0);
   c.dac.t_uncompressed_s = sc.number("compression.dac.t_uncompressed_s", 0.0);
+  c.dac.t_p2p_s = sc.number("compression.dac.t_p2p_s", 0.0);
+  c.dac.t_p2p_compressed_s = sc.number("compression.dac.t_p2p_compressed_s", -1.0);
   return o;
 }
 
