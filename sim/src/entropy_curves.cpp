@@ -40,6 +40,16 @@ core::StageObservation SyntheticCurve::at(int stage, double f) const {
   return o;
 }
 
+// Every estimate interpolated; the element count of the earlier point.
+static core::StageObservation lerp(const core::StageObservation& x, const core::StageObservation& y, double w) {
+  core::StageObservation o;
+  o.entropy_gaussian = lerp(x.entropy_gaussian, y.entropy_gaussian, w);
+  o.entropy_histogram = lerp(x.entropy_histogram, y.entropy_histogram, w);
+  o.excess_kurtosis = lerp(x.excess_kurtosis, y.excess_kurtosis, w);
+  o.elements = x.elements;
+  return o;
+}
+
 TraceCurve::TraceCurve(TraceEntropy trace, const std::vector<double>& stage_parameters) : t_(std::move(trace)) {
   if (t_.points.empty()) throw TraceFormatError(t_.path, "iterations", "the trace has no captured iteration");
   if (t_.steps < 1) throw TraceFormatError(t_.path, "iterations", "the trace has no training length");
@@ -49,14 +59,7 @@ TraceCurve::TraceCurve(TraceEntropy trace, const std::vector<double>& stage_para
 core::StageObservation TraceCurve::at(int stage, double f) const {
   const int ts = map_[static_cast<std::size_t>(stage)];
   const Bracket b = bracket(f);
-  const auto& x = b.lo->stages[static_cast<std::size_t>(ts)];
-  const auto& y = b.hi->stages[static_cast<std::size_t>(ts)];
-  core::StageObservation o;
-  o.entropy_gaussian = lerp(x.entropy_gaussian, y.entropy_gaussian, b.weight);
-  o.entropy_histogram = lerp(x.entropy_histogram, y.entropy_histogram, b.weight);
-  o.excess_kurtosis = lerp(x.excess_kurtosis, y.excess_kurtosis, b.weight);
-  o.elements = x.elements;
-  return o;
+  return lerp(b.lo->stages[static_cast<std::size_t>(ts)], b.hi->stages[static_cast<std::size_t>(ts)], b.weight);
 }
 
 std::optional<core::StageObservation> TraceCurve::boundary(int stage, double f) const {
@@ -66,14 +69,7 @@ std::optional<core::StageObservation> TraceCurve::boundary(int stage, double f) 
   for (std::size_t b = 1; b < t_.boundary_stages.size(); ++b)
     if (std::abs(t_.boundary_stages[b] - ts) < std::abs(t_.boundary_stages[best] - ts)) best = b;
   const Bracket br = bracket(f);
-  const auto& x = br.lo->boundaries[best];
-  const auto& y = br.hi->boundaries[best];
-  core::StageObservation o;
-  o.entropy_gaussian = lerp(x.entropy_gaussian, y.entropy_gaussian, br.weight);
-  o.entropy_histogram = lerp(x.entropy_histogram, y.entropy_histogram, br.weight);
-  o.excess_kurtosis = lerp(x.excess_kurtosis, y.excess_kurtosis, br.weight);
-  o.elements = x.elements;
-  return o;
+  return lerp(br.lo->boundaries[best], br.hi->boundaries[best], br.weight);
 }
 
 std::optional<double> TraceCurve::loss(double f) const {

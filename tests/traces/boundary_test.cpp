@@ -6,11 +6,13 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/traces/traces.hpp"
+#include "read_error.hpp"
 #include "trace_test_util.hpp"
 
 namespace edgc::traces {
 namespace {
 
+using test::read_error;
 using test::TempDir;
 using test::write_file;
 using test::write_raw_safetensors;
@@ -32,18 +34,6 @@ std::string f32_bytes(int n) {
     std::memcpy(s.data() + 4 * i, &f, 4);
   }
   return s;
-}
-
-std::string read_error(const std::filesystem::path& dir) {
-  try {
-    TraceReader r(dir);
-    IterationData d;
-    while (r.next(d)) {
-    }
-  } catch (const TraceFormatError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 class Boundary : public ::testing::Test {

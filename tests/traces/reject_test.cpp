@@ -7,11 +7,13 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/traces/traces.hpp"
+#include "read_error.hpp"
 #include "trace_test_util.hpp"
 
 namespace edgc::traces {
 namespace {
 
+using test::read_error;
 using test::TempDir;
 using test::write_file;
 using test::write_raw_safetensors;
@@ -32,19 +34,6 @@ std::string f32_bytes(int n) {
 }
 
 const std::string kGoodHeader = R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})";
-
-// Reads every iteration of a trace; returns the error message (empty when it was accepted).
-std::string read_error(const std::filesystem::path& dir) {
-  try {
-    TraceReader r(dir);
-    IterationData d;
-    while (r.next(d)) {
-    }
-  } catch (const TraceFormatError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 class Reject : public ::testing::Test {
  protected:
