@@ -67,6 +67,24 @@ class Fields {
   std::string prefix_;
 };
 
+// The "dtype" field of a tensor or boundary: a storage type of gradients (not I64).
+Dtype storage_dtype(const Fields& f) {
+  const std::string dtype = f.string("dtype");
+  const auto d = parse_manifest_dtype(dtype);
+  if (!d || *d == Dtype::kI64) f.fail("dtype", "unknown dtype '" + dtype + "' (supported: f32, f16, bf16)");
+  return *d;
+}
+
+// A tensor or boundary name: non-empty, without '@', unique among both (`names` collects them). `duplicate`: the
+// message for a repeated name, given the name.
+template <typename Message>
+void check_name(const std::string& name, const std::string& field, std::set<std::string>& names,
+                const std::string& where, Message duplicate) {
+  if (name.empty()) throw TraceFormatError(where, field, "must not be empty");
+  if (name.find('@') != std::string::npos) throw TraceFormatError(where, field, "'" + name + "' must not contain '@'");
+  if (!names.insert(name).second) throw TraceFormatError(where, field, duplicate(name));
+}
+
 TensorInfo parse_tensor(const json& j, const std::string& where, std::size_t index) {
   const Fields f(j, where, "tensors[" + std::to_string(index) + "]");
   f.only({"name", "shape", "dtype", "stage", "layer", "mode"});
@@ -79,10 +97,7 @@ TensorInfo parse_tensor(const json& j, const std::string& where, std::size_t ind
       f.fail("shape", "dimensions must be positive integers, got " + shape.dump());
     t.shape.push_back(d.get<std::int64_t>());
   }
-  const std::string dtype = f.string("dtype");
-  const auto d = parse_manifest_dtype(dtype);
-  if (!d || *d == Dtype::kI64) f.fail("dtype", "unknown dtype '" + dtype + "' (supported: f32, f16, bf16)");
-  t.dtype = *d;
+  t.dtype = storage_dtype(f);
   t.stage = static_cast<int>(f.integer("stage", 0));
   t.layer = f.has("layer") ? static_cast<int>(f.integer("layer", -1)) : -1;
   const std::string mode = f.has("mode") ? f.string("mode") : "full";
@@ -113,10 +128,7 @@ BoundaryInfo parse_boundary(const json& j, const std::string& where, std::size_t
     f.fail("micro_batch",
            std::to_string(b.micro_batch) + " does not divide the " + std::to_string(b.rows) + " tokens of shape[0]");
   }
-  const std::string dtype = f.string("dtype");
-  const auto d = parse_manifest_dtype(dtype);
-  if (!d || *d == Dtype::kI64) f.fail("dtype", "unknown dtype '" + dtype + "' (supported: f32, f16, bf16)");
-  b.dtype = *d;
+  b.dtype = storage_dtype(f);
   return b;
 }
 
@@ -148,6 +160,20 @@ int Manifest::find_boundary(const std::string& name) const noexcept {
   for (std::size_t i = 0; i < boundaries.size(); ++i)
     if (boundaries[i].name == name) return static_cast<int>(i);
   return -1;
+}
+
+int merged_stage(const Manifest& m, int t, int stages) {
+  return static_cast<int>(static_cast<std::int64_t>(t) * stages / m.num_stages);
+}
+
+std::vector<int> stage_boundaries(const Manifest& m, int stages) {
+  std::vector<int> out(static_cast<std::size_t>(stages), -1);
+  for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
+    const int to = merged_stage(m, m.boundaries[b].stage, stages);
+    if (to != merged_stage(m, m.boundaries[b].stage - 1, stages))
+      out[static_cast<std::size_t>(to)] = static_cast<int>(b);
+  }
+  return out;
 }
 
 std::string Manifest::version_string() const {
@@ -228,11 +254,8 @@ void validate_manifest(const Manifest& m, const std::string& where) {
   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
     const TensorInfo& t = m.tensors[i];
     const std::string f = "tensors[" + std::to_string(i) + "]";
-    if (t.name.empty()) throw TraceFormatError(where, f + ".name", "must not be empty");
-    if (t.name.find('@') != std::string::npos)
-      throw TraceFormatError(where, f + ".name", "'" + t.name + "' must not contain '@'");
-    if (!names.insert(t.name).second)
-      throw TraceFormatError(where, f + ".name", "duplicate tensor name '" + t.name + "'");
+    check_name(t.name, f + ".name", names, where,
+               [](const std::string& n) { return "duplicate tensor name '" + n + "'"; });
     if (t.stage >= m.num_stages) {
       throw TraceFormatError(
           where, f + ".stage",
@@ -245,12 +268,9 @@ void validate_manifest(const Manifest& m, const std::string& where) {
   for (std::size_t i = 0; i < m.boundaries.size(); ++i) {
     const BoundaryInfo& b = m.boundaries[i];
     const std::string f = "boundaries[" + std::to_string(i) + "]";
-    if (b.name.empty()) throw TraceFormatError(where, f + ".name", "must not be empty");
-    if (b.name.find('@') != std::string::npos)
-      throw TraceFormatError(where, f + ".name", "'" + b.name + "' must not contain '@'");
-    if (!names.insert(b.name).second)
-      throw TraceFormatError(where, f + ".name",
-                             "duplicate name '" + b.name + "' (tensor and boundary names share one namespace)");
+    check_name(b.name, f + ".name", names, where, [](const std::string& n) {
+      return "duplicate name '" + n + "' (tensor and boundary names share one namespace)";
+    });
     if (b.stage < 1 || b.stage >= m.num_stages) {
       throw TraceFormatError(where, f + ".stage",
                              std::to_string(b.stage) + " must be in [1, model.num_stages = " +

@@ -62,6 +62,15 @@ void read_blocks(int fd, const SafetensorsHeader& h, const SafetensorsEntry& val
   }
 }
 
+// An entry's storage type against the manifest's.
+void check_dtype(const SafetensorsEntry& e, const std::string& name, Dtype want, const std::string& path) {
+  if (e.dtype != want) {
+    throw TraceFormatError(
+        path, name + ".dtype",
+        std::string(safetensors_name(e.dtype)) + " does not match the manifest's " + std::string(manifest_name(want)));
+  }
+}
+
 }  // namespace
 
 TraceReader::TraceReader(std::filesystem::path dir) : dir_(std::move(dir)), manifest_(read_manifest(dir_)) {
@@ -112,11 +121,7 @@ void TraceReader::read(std::size_t index, IterationData& out) {
     TensorData& td = out.tensors[k];
     const SafetensorsEntry* e = h.find(t.name);
     if (e == nullptr) throw TraceFormatError(path, t.name, "tensor listed in the manifest is missing");
-    if (e->dtype != t.dtype) {
-      throw TraceFormatError(path, t.name + ".dtype",
-                             std::string(safetensors_name(e->dtype)) + " does not match the manifest's " +
-                                 std::string(manifest_name(t.dtype)));
-    }
+    check_dtype(*e, t.name, t.dtype, path);
     if (t.mode == CaptureMode::kFull) {
       if (e->shape != t.shape) {
         throw TraceFormatError(
@@ -137,11 +142,7 @@ void TraceReader::read(std::size_t index, IterationData& out) {
     const BoundaryInfo& b = manifest_.boundaries[k];
     const SafetensorsEntry* e = h.find(b.name);
     if (e == nullptr) throw TraceFormatError(path, b.name, "boundary gradient listed in the manifest is missing");
-    if (e->dtype != b.dtype) {
-      throw TraceFormatError(path, b.name + ".dtype",
-                             std::string(safetensors_name(e->dtype)) + " does not match the manifest's " +
-                                 std::string(manifest_name(b.dtype)));
-    }
+    check_dtype(*e, b.name, b.dtype, path);
     const std::vector<std::int64_t> shape{b.rows, b.cols};
     if (e->shape != shape) {
       throw TraceFormatError(path, b.name + ".shape",

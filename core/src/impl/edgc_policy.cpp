@@ -19,13 +19,13 @@ class EdgcPolicy final : public WarmupPolicy {
     pp_cqm_ = c.cqm;
     pp_cqm_.r_min = c.pipeline_r_min;
     pp_cqm_.r_max = c.pipeline_rank;
-    entropy_pp_ = pipeline && c.pipeline_rank_mode == PipelineRankMode::kEntropy;
+    const bool entropy = pipeline && c.pipeline_rank_mode == PipelineRankMode::kEntropy;
     for (int s = 0; s < c.stages; ++s) {
       const auto shape = static_cast<std::size_t>(s) < c.pipeline_shapes.size()
                              ? c.pipeline_shapes[static_cast<std::size_t>(s)]
                              : std::pair<std::int64_t, std::int64_t>{0, 0};
       pp_models_.emplace_back(std::max<std::int64_t>(shape.first, 1), std::max<std::int64_t>(shape.second, 1));
-      pp_observed_.push_back(entropy_pp_ && s > 0 && shape.first > 0);
+      pp_observed_.push_back(entropy && s > 0 && shape.first > 0);
     }
   }
   std::string_view policy() const noexcept override { return pipeline_ ? "edgc-pp" : "edgc"; }
@@ -111,7 +111,6 @@ class EdgcPolicy final : public WarmupPolicy {
   }
 
   bool pipeline_;
-  bool entropy_pp_ = false;
   CqmConfig pp_cqm_;
   std::vector<RankErrorModel> models_;
   std::vector<StageState> state_;

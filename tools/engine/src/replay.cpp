@@ -73,7 +73,7 @@ std::pair<std::int64_t, std::int64_t> as_matrix(const std::vector<std::int64_t>&
 // Pipeline stage of every tensor when the trace's stages are merged into `stages` (0 = keep the trace's).
 std::vector<int> stage_of_tensors(const traces::Manifest& m, int stages) {
   std::vector<int> out;
-  for (const auto& t : m.tensors) out.push_back(stages > 0 ? t.stage * stages / m.num_stages : t.stage);
+  for (const auto& t : m.tensors) out.push_back(stages > 0 ? traces::merged_stage(m, t.stage, stages) : t.stage);
   return out;
 }
 
@@ -104,13 +104,7 @@ TraceLayout analyse(const traces::Manifest& m, const std::vector<int>& stage_of,
     if (best[s] < 0)
       throw TraceFormatError(m.model_name, "tensors", "pipeline stage " + std::to_string(s) + " has no 2-D tensor");
   }
-  // Trace stage t is merged stage t·stages / S; a boundary is one where it changes stage.
-  const auto merged = [&](int t) { return stages == m.num_stages ? t : t * stages / m.num_stages; };
-  l.stage_boundary.assign(ns, -1);
-  for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
-    const int to = merged(m.boundaries[b].stage);
-    if (to != merged(m.boundaries[b].stage - 1)) l.stage_boundary[static_cast<std::size_t>(to)] = static_cast<int>(b);
-  }
+  l.stage_boundary = traces::stage_boundaries(m, stages);
   return l;
 }
 
@@ -286,9 +280,9 @@ void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& lay
 // pipeline rank, one with lazy error propagation and one without, fed the same messages.
 class BoundaryEmulation {
  public:
-  // `stage_boundary`: TraceLayout::stage_boundary.
-  BoundaryEmulation(const traces::Manifest& m, const std::vector<int>& stage_boundary, std::uint64_t seed)
-      : backend_(kernels::make_backend("cpu")) {
+  // `stage_boundary`: TraceLayout::stage_boundary; `host`: a host backend that outlives this object.
+  BoundaryEmulation(kernels::Backend& host, const traces::Manifest& m, const std::vector<int>& stage_boundary,
+                    std::uint64_t seed) {
     for (std::size_t to = 0; to < stage_boundary.size(); ++to) {
       const int b = stage_boundary[to];
       if (b < 0) continue;
@@ -299,9 +293,8 @@ class BoundaryEmulation {
       kernels::BoundaryConfig plain = lep;
       plain.lazy_error_propagation = false;
       const kernels::BoundaryShape shape{info.rows, info.cols, 1};
-      sides_.push_back(Side{static_cast<std::size_t>(b), to, std::min(info.rows, info.cols),
-                            kernels::BoundaryCompressor(*backend_, shape, lep),
-                            kernels::BoundaryCompressor(*backend_, shape, plain)});
+      sides_.push_back(Side{static_cast<std::size_t>(b), to, kernels::BoundaryCompressor(host, shape, lep),
+                            kernels::BoundaryCompressor(host, shape, plain)});
     }
   }
 
@@ -309,7 +302,7 @@ class BoundaryEmulation {
     for (auto& b : sides_) {
       const int rank = in_force.pipeline_rank(b.stage);
       stages[b.stage].boundary = BoundaryWindow{};
-      stages[b.stage].boundary->rank = rank < b.full_rank ? rank : 0;
+      stages[b.stage].boundary->rank = b.lep.usable_rank(rank);
       b.sum_true.assign(b.sum_true.size(), 0.0);
       b.sum_lep.assign(b.sum_true.size(), 0.0);
       b.sum_plain.assign(b.sum_true.size(), 0.0);
@@ -351,10 +344,9 @@ class BoundaryEmulation {
   struct Side {
     std::size_t index;  // into the manifest's boundaries
     std::size_t stage;  // merged sender stage
-    std::int64_t full_rank;
     kernels::BoundaryCompressor lep;
     kernels::BoundaryCompressor plain;
-    std::vector<double> sum_true, sum_lep, sum_plain;
+    std::vector<double> sum_true = {}, sum_lep = {}, sum_plain = {};
     double err_lep = 0.0;
     double err_plain = 0.0;
   };
@@ -372,7 +364,7 @@ class BoundaryEmulation {
   // Compresses one message; adds the delivered Ĝ to `sum` and ‖Ĝ − G‖/‖G‖ to `err`. Returns the wire floats.
   std::int64_t run(kernels::BoundaryCompressor& c, int rank, const std::vector<float>& g, std::vector<double>& sum,
                    double& err) {
-    if (c.rank() != rank) c.set_rank(rank);
+    c.set_rank(rank);
     shard_.assign(g.begin(), g.end());
     wire_.resize(static_cast<std::size_t>(c.wire_floats()));
     const std::span<float> one[] = {shard_};
@@ -389,7 +381,6 @@ class BoundaryEmulation {
     return st.wire_floats;
   }
 
-  std::unique_ptr<kernels::Backend> backend_;
   std::vector<Side> sides_;
   std::vector<float> shard_;
   std::vector<float> wire_;
@@ -430,7 +421,7 @@ class ReplayRun {
     for (std::size_t k : layout.compressible)
       ++result_.compressed_tensors_per_stage[static_cast<std::size_t>(stage_of_[k])];
     result_.tensor_stage = stage_of_;
-    if (!m.boundaries.empty() && !o.on_iteration) boundaries_.emplace(m, layout.stage_boundary, o.seed);
+    if (!m.boundaries.empty() && !o.on_iteration) boundaries_.emplace(*host_, m, layout.stage_boundary, o.seed);
     result_.stage_boundary = layout.stage_boundary;
     for (const auto& b : m.boundaries) {
       result_.boundary_names.push_back(b.name);
@@ -529,7 +520,6 @@ class ReplayRun {
     if (boundaries_) boundaries_->close_window(row_.stages);
     row_.sampled_iterations = sampled_.sampled_iterations;
     const core::WindowObservation obs = observe(sampled_, row_);
-    obs_boundaries_ = obs.boundaries;
     // What the controller, in exactly its current state, would decide from full-sampling observations.
     std::optional<core::WindowDecision> counterfactual;
     if (full_) {
@@ -542,15 +532,16 @@ class ReplayRun {
     if (!sampled_.in_force.warmup && !sampled_.warmup_end) sampled_.warmup_end = row_.end_iteration;
     row_.agrees = true;
     row_.trajectory_agrees = true;
-    for (std::size_t s = 0; s < row_.stages.size(); ++s) fill_stage(s, obs.stages[s], counterfactual);
+    for (std::size_t s = 0; s < row_.stages.size(); ++s) fill_stage(s, obs, counterfactual);
     result_.windows.push_back(row_);
     reset_window(sampled_);
     if (full_) reset_window(*full_);
   }
 
-  void fill_stage(std::size_t s, const core::StageObservation& so,
+  void fill_stage(std::size_t s, const core::WindowObservation& obs,
                   const std::optional<core::WindowDecision>& counterfactual) {
     StageWindow& sw = row_.stages[s];
+    const core::StageObservation& so = obs.stages[s];
     sw.entropy_gaussian = so.entropy_gaussian;
     sw.entropy_histogram = so.entropy_histogram;
     sw.excess_kurtosis = so.excess_kurtosis;
@@ -565,9 +556,9 @@ class ReplayRun {
       row_.trajectory_agrees = row_.trajectory_agrees && *sw.trajectory_full_rank == sampled_.in_force.stages[s].rank;
     }
     sw.next = sampled_.in_force.stages[s];
-    if (sw.boundary && s < obs_boundaries_.size()) {
-      sw.boundary->entropy_gaussian = obs_boundaries_[s].entropy_gaussian;
-      sw.boundary->entropy_histogram = obs_boundaries_[s].entropy_histogram;
+    if (sw.boundary && s < obs.boundaries.size()) {
+      sw.boundary->entropy_gaussian = obs.boundaries[s].entropy_gaussian;
+      sw.boundary->entropy_histogram = obs.boundaries[s].entropy_histogram;
     }
     if (err_n_[s] > 0) {
       sw.relative_error = err_sum_[s] / err_n_[s];
@@ -581,14 +572,13 @@ class ReplayRun {
   std::vector<int> stage_of_;
   const TraceLayout& layout_;
   std::unique_ptr<kernels::Backend> backend_;
-  std::unique_ptr<kernels::Backend> host_;  // boundary entropy: boundaries stay in host memory
+  std::unique_ptr<kernels::Backend> host_;  // boundary entropy and compression: boundaries stay in host memory
   ValueMirror mirror_;
   TraceHealth health_;
   Track sampled_;
   std::optional<Track> full_;
   std::unique_ptr<kernels::DataParallelEmulator> emulator_;
   std::optional<BoundaryEmulation> boundaries_;
-  std::vector<core::StageObservation> obs_boundaries_;  // the closing window's boundary observations
   ReplayResult result_;
   WindowRow row_;
   double loss_sum_ = 0.0;
@@ -665,28 +655,21 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
   for (const auto& t : m.tensors) out.stage_elements[static_cast<std::size_t>(t.stage)] += t.numel();
   for (const auto& b : m.boundaries) out.boundary_stages.push_back(b.stage);
   const auto host = kernels::make_backend("cpu");
-  std::vector<std::optional<core::HistogramLayout>> boundary_layouts(m.boundaries.size());
   traces::IterationData data;
   WindowRow row;
   while (reader.next(data)) {
     reset_window(track);
     measure(track, data, mirror.of(*backend, data), layout, *backend, bins_per_sigma);
+    measure_boundaries(track, data, layout, *host, bins_per_sigma);
     row.window = row.first_iteration = data.info->iteration;
     row.end_iteration = row.first_iteration + 1;
     TraceEntropyPoint p;
     p.iteration = data.info->iteration;
     p.loss = data.info->loss;
-    p.stages = observe(track, row).stages;
-    // Every boundary by itself (not merged into stages): GDS-sampled at β like the gradients.
-    for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
-      const std::vector<float>& v = data.boundaries[b];
-      std::vector<Block> blocks;
-      if (gds.beta < 1.0)
-        blocks = track.gds.blocks(data.tensors.size() + b, static_cast<std::int64_t>(v.size()), data.info->iteration);
-      const kernels::StageTensor one[] = {{v, blocks}};
-      p.boundaries.push_back(
-          kernels::measure_stage_entropy(*host, one, gds.beta >= 1.0, boundary_layouts[b], bins_per_sigma));
-    }
+    core::WindowObservation obs = observe(track, row);
+    p.stages = std::move(obs.stages);
+    // The trace's stages are not merged here, so every boundary is the one its own stage sends.
+    for (const auto& b : m.boundaries) p.boundaries.push_back(obs.boundaries[static_cast<std::size_t>(b.stage)]);
     out.points.push_back(std::move(p));
   }
   return out;

@@ -208,6 +208,10 @@ struct Inputs {
   std::vector<std::string> warnings;  ///< found while reading: what the run goes on with but the user should know
 };
 
+bool runs_policy(const Inputs& in, const std::string& policy) {
+  return std::find(in.policies.begin(), in.policies.end(), policy) != in.policies.end();
+}
+
 // Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
 // Returns whether their stacks keep guard pages; adds a warning when they cannot. A timeline shows every GPU, so
 // replicas do not fold then (IterationOptions::record_timeline).
@@ -288,8 +292,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   double bins = 8.0;
   std::string backend = "cpu";
   const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
-  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy &&
-                          std::find(in.policies.begin(), in.policies.end(), "edgc-pp") != in.policies.end();
+  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && runs_policy(in, "edgc-pp");
   if (pp_entropy && !from_trace)
     throw ConfigError(w, "compression.pp_rank_mode",
                       "entropy needs a trace with stage-boundary gradients (entropy.source trace, format 1.1); the "
@@ -469,7 +472,7 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
       const auto m = static_cast<double>(par.microbatches);
       const auto last = static_cast<std::size_t>(pp - 1);
       dac.t_p2p_s = cache.at(full).stages[last].pp_comm_s / m;
-      if (std::find(in.policies.begin(), in.policies.end(), "edgc-pp") != in.policies.end()) {
+      if (runs_policy(in, "edgc-pp")) {
         const sim::DpSyncPlan compressed = sim::powersgd_plan(pp, 0, in.compression.controller.pipeline_rank);
         cache.simulate(in.setup, {compressed}, timeline, jobs);
         const sim::IterationResult& r = cache.at(compressed);

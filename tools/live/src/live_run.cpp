@@ -21,11 +21,9 @@ void LiveRun::run() {
   traces::TraceReader reader(o_.trace_dir);
   const traces::Manifest& man = reader.manifest();
   std::vector<int> tensor_stage;
-  for (const auto& t : man.tensors) tensor_stage.push_back(t.stage * w_.pp / man.num_stages);
+  for (const auto& t : man.tensors) tensor_stage.push_back(traces::merged_stage(man, t.stage, w_.pp));
   tensors_ = stage_tensors(man, tensor_stage, w_.stage);
   trace_manifest_ = man;
-  merged_stage_.clear();
-  for (int t = 0; t < man.num_stages; ++t) merged_stage_.push_back(t * w_.pp / man.num_stages);
 
   open_communicators();
 

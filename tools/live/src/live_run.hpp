@@ -90,7 +90,6 @@ class LiveRun {
   double worst_ef_ = 0.0;
   std::int64_t verified_steps_ = 0;
   traces::Manifest trace_manifest_;
-  std::vector<int> merged_stage_;  // the run's stage of every trace stage
   std::vector<std::pair<std::string, BoundaryTotals> > boundary_totals_;
 };
 

@@ -17,7 +17,7 @@ void LiveRun::run_policy(const std::string& policy) {
   engine::ReplayOptions ro = replay_options(policy);
   auto psgd = make_psgd(0);
   Verifier verifier = make_verifier();
-  BoundaryLink boundaries(w_, trace_manifest_, merged_stage_, o_.seed, o_.verify);
+  BoundaryLink boundaries(w_, trace_manifest_, o_.seed, o_.verify);
   std::vector<LocalStep> local;
   ro.on_iteration = [&](const traces::IterationData& data, std::span<const int> stage_ranks,
                         const core::WindowDecision& in_force) {

@@ -23,6 +23,7 @@
 // Memory: E (rows × cols per shard, with lazy error propagation, once compressed) and Q (cols × r per shard) in
 // the backend's memory (device memory on "cuda"); the message buffer and the shards are the caller's, in the same
 // memory. Float32 activation gradients; factors and errors float32.
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -75,9 +76,12 @@ class BoundaryCompressor {
   const BoundaryShape& shape() const noexcept { return shape_; }
   const BoundaryConfig& config() const noexcept { return config_; }
   int rank() const noexcept { return rank_; }
-  /// Changes the rank (0 = uncompressed); the carried error is kept, the warm-start Q redrawn. Throws ConfigError
-  /// (field "rank") for r < 0 or r > min(rows, cols).
+  /// Changes the rank (0 = uncompressed); the carried error is kept, the warm-start Q redrawn (only when r differs
+  /// from the current rank). Throws ConfigError (field "rank") for r < 0 or r > min(rows, cols).
   void set_rank(int r);
+  /// The rank a policy's rank r ≥ 0 becomes on this boundary: r below min(rows, cols), else 0 (a rank at or past the
+  /// matrix's rank is no compression).
+  int usable_rank(int r) const noexcept { return r < std::min(shape_.rows, shape_.cols) ? r : 0; }
   /// Whether the next message is compressed: rank > 0 and the skip rule passes.
   bool compressed() const noexcept;
   /// Floats of the next message: shards · (rows + cols) · rank compressed, shards · rows · cols otherwise.

@@ -23,47 +23,29 @@ kernels::BoundaryConfig codec_config(std::uint64_t seed, int boundary) {
   return c;
 }
 
-// The trace boundary whose messages merged stage `s` sends backward, or -1.
-int boundary_sent_by(const traces::Manifest& m, const std::vector<int>& merged, int s) {
-  for (std::size_t b = 0; b < m.boundaries.size(); ++b) {
-    const int ts = m.boundaries[b].stage;
-    if (merged[static_cast<std::size_t>(ts)] == s && merged[static_cast<std::size_t>(ts - 1)] == s - 1)
-      return static_cast<int>(b);
-  }
-  return -1;
-}
-
 }  // namespace
 
-BoundaryLink::BoundaryLink(const World& w, const traces::Manifest& m, const std::vector<int>& merged,
-                           std::uint64_t seed, bool verify)
+BoundaryLink::BoundaryLink(const World& w, const traces::Manifest& m, std::uint64_t seed, bool verify)
     : host_(kernels::make_backend("cpu", {.threads = 1, .device = 0})), stage_(w.stage) {
   const auto side = [&](int b, int peer, bool receiver) {
     const auto& info = m.boundaries[static_cast<std::size_t>(b)];
     const kernels::BoundaryShape shape{info.rows, info.cols, 1};
-    Side s{b, peer, kernels::BoundaryCompressor(*host_, shape, codec_config(seed, b)), std::nullopt, {}, {}, {}};
+    Side s{b, peer, kernels::BoundaryCompressor(*host_, shape, codec_config(seed, b))};
     if (receiver && verify) s.mirror.emplace(*host_, shape, codec_config(seed, b));
     return s;
   };
-  const int sb = w.stage >= 1 ? boundary_sent_by(m, merged, w.stage) : -1;
+  const std::vector<int> sent_by = traces::stage_boundaries(m, w.pp);
+  const int sb = sent_by[static_cast<std::size_t>(w.stage)];
   if (sb >= 0) send_.emplace(side(sb, w.rank - w.dp, false));
-  const int rb = w.stage + 1 < w.pp ? boundary_sent_by(m, merged, w.stage + 1) : -1;
+  const int rb = w.stage + 1 < w.pp ? sent_by[static_cast<std::size_t>(w.stage + 1)] : -1;
   if (rb >= 0) recv_.emplace(side(rb, w.rank + w.dp, true));
-}
-
-int BoundaryLink::effective_rank(const kernels::BoundaryCompressor& c, int rank) {
-  return rank < std::min(c.shape().rows, c.shape().cols) ? rank : 0;  // at or past full rank: uncompressed
 }
 
 void BoundaryLink::exchange(const traces::IterationData& d, const core::WindowDecision& in_force) {
   MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   const double t0 = MPI_Wtime();
-  const int send_rank = in_force.pipeline_rank(static_cast<std::size_t>(stage_));
-  const int recv_rank = in_force.pipeline_rank(static_cast<std::size_t>(stage_ + 1));
   if (recv_) {
-    const int rank = recv_rank;
-    if (recv_->codec.rank() != effective_rank(recv_->codec, rank))
-      recv_->codec.set_rank(effective_rank(recv_->codec, rank));
+    recv_->codec.set_rank(recv_->codec.usable_rank(in_force.pipeline_rank(static_cast<std::size_t>(stage_ + 1))));
     recv_->wire.resize(static_cast<std::size_t>(recv_->codec.wire_floats()));
     check_mpi(MPI_Irecv(recv_->wire.data(), static_cast<int>(recv_->wire.size()), MPI_FLOAT, recv_->peer, kBoundaryTag,
                         MPI_COMM_WORLD, &reqs[0]),
@@ -71,9 +53,8 @@ void BoundaryLink::exchange(const traces::IterationData& d, const core::WindowDe
   }
   double codec = 0.0;
   if (send_) {
-    const int rank = send_rank;
     auto& s = *send_;
-    if (s.codec.rank() != effective_rank(s.codec, rank)) s.codec.set_rank(effective_rank(s.codec, rank));
+    s.codec.set_rank(s.codec.usable_rank(in_force.pipeline_rank(static_cast<std::size_t>(stage_))));
     const std::vector<float>& g = d.boundaries[static_cast<std::size_t>(s.boundary)];
     s.shard.assign(g.begin(), g.end());
     s.wire.resize(static_cast<std::size_t>(s.codec.wire_floats()));
@@ -100,17 +81,20 @@ void BoundaryLink::exchange(const traces::IterationData& d, const core::WindowDe
     r.codec.decompress(r.wire, outs);
     codec += MPI_Wtime() - c0;
     ++totals_.received;
-    if (r.mirror) verify(r, d, effective_rank(r.codec, recv_rank));
+    if (r.mirror) verify(r, d);
   }
   totals_.codec_s += codec;
 }
 
-void BoundaryLink::verify(Side& r, const traces::IterationData& d, int rank) {
+// The receiver's rank is the sender's (both follow the same controller), so the mirror takes it from the codec.
+void BoundaryLink::verify(Side& r, const traces::IterationData& d) {
   kernels::BoundaryCompressor& m = *r.mirror;
-  if (m.rank() != rank) m.set_rank(rank);
+  m.set_rank(r.codec.rank());
   const std::vector<float>& g = d.boundaries[static_cast<std::size_t>(r.boundary)];
-  std::vector<float> shard(g.begin(), g.end());
-  std::vector<float> wire(static_cast<std::size_t>(m.wire_floats()));
+  std::vector<float>& shard = r.mirror_shard;
+  std::vector<float>& wire = r.mirror_wire;
+  shard.assign(g.begin(), g.end());
+  wire.resize(static_cast<std::size_t>(m.wire_floats()));
   const std::span<float> shards[] = {shard};
   m.compress(shards, wire);
   const std::string what = "live --verify: the stage-boundary message '" + std::to_string(r.boundary) + "' from rank " +

@@ -37,9 +37,8 @@ struct BoundaryTotals {
 
 class BoundaryLink {
  public:
-  /// `merged_stage_of_trace_stage`: the run's stage of every trace stage (trace stage t -> t·pp / S).
-  BoundaryLink(const World& w, const traces::Manifest& m, const std::vector<int>& merged_stage_of_trace_stage,
-               std::uint64_t seed, bool verify);
+  /// `w`: laid out (its pp merges the trace's stages, traces::stage_boundaries); `m`: the trace's manifest.
+  BoundaryLink(const World& w, const traces::Manifest& m, std::uint64_t seed, bool verify);
 
   /// Whether this rank sends or receives anything (the trace records boundaries that survive the stage merge).
   bool active() const { return send_.has_value() || recv_.has_value(); }
@@ -56,15 +55,16 @@ class BoundaryLink {
     int boundary = 0;  // index into the manifest's boundaries
     int peer = 0;      // world rank at the other end
     kernels::BoundaryCompressor codec;
-    std::optional<kernels::BoundaryCompressor> mirror;  // receiver with --verify: the sender's compressor
-    std::vector<float> shard, wire, out;
+    std::optional<kernels::BoundaryCompressor> mirror =
+        std::nullopt;  // receiver with --verify: the sender's compressor
+    std::vector<float> shard = {}, wire = {}, out = {};
+    std::vector<float> mirror_shard = {}, mirror_wire = {};
   };
 
-  static int effective_rank(const kernels::BoundaryCompressor& c, int rank);
-  void verify(Side& r, const traces::IterationData& d, int rank);
-  int stage_ = 0;
+  void verify(Side& r, const traces::IterationData& d);
 
   std::unique_ptr<kernels::Backend> host_;
+  int stage_ = 0;             // this rank's pipeline stage
   std::optional<Side> send_;  // the boundary this rank's stage sends backward
   std::optional<Side> recv_;  // the boundary the next stage sends to this rank
   BoundaryTotals totals_;

@@ -78,6 +78,14 @@ struct Manifest {
   std::string version_string() const;
 };
 
+/// The stage of a run with `stages` pipeline stages (1 ≤ stages ≤ m.num_stages) that trace stage `t` falls into when
+/// the trace's stages are merged: t·stages / num_stages.
+int merged_stage(const Manifest& m, int t, int stages);
+
+/// Per stage of such a run: the index in m.boundaries of the boundary whose messages that stage sends backward, or -1
+/// (stage 0, a boundary inside a merged stage, a trace without boundaries).
+std::vector<int> stage_boundaries(const Manifest& m, int stages);
+
 /// Reads and validates `dir/trace.json`. Throws TraceFormatError naming the file and field.
 Manifest read_manifest(const std::filesystem::path& dir);
 
