@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_test_util.hpp"
 
@@ -90,6 +92,27 @@ TEST(SimulatePipelineCompression, DacFitsThePipelineHopPlainAndCompressed) {
                         tmp);
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_TRUE(json::parse(read_file(tmp / "e" / "result.json"))["dac"]["t_p2p_compressed_s"].is_null());
+}
+
+// The new settings refuse bad values naming their key, exit 2, no output.
+TEST(SimulatePipelineCompression, BadPipelineRankAndHopSettingsAreRefusedWithoutOutput) {
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/paper/gpt2-2.5b-32xv100-pipeline-bound.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--set compression.pp_rank_mode=entropy --set compression.pp_r_min=3", "compression.pp_r_min"},
+      {"--set compression.pp_rank_mode=entropy --set compression.pp_r_min=20", "compression.pp_r_min"},
+      {"--set compression.pp_rank_mode=entropy --set compression.pp_rank=18", "compression.pp_rank"},
+      {"--set compression.pp_rank_mode=1", "compression.pp_rank_mode"},
+      {"--set compression.dac.enabled=true --set compression.dac.eta_s_per_rank=1e-5 "
+       "--set compression.dac.t_uncompressed_s=0.01 --set compression.dac.t_p2p_s=-1",
+       "compression.dac.t_p2p_s"},
+  };
+  for (const auto& [sets, key] : cases) {
+    TempDir tmp;
+    const Result r = edgc("simulate --scenario " + scenario + " " + sets + " --out " + (tmp / "o").string(), tmp);
+    EXPECT_EQ(r.code, 2) << sets << ": " << r.err;
+    EXPECT_NE(r.err.find("pipeline-bound.json: " + key), std::string::npos) << sets << ": " << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "o")) << sets;
+  }
 }
 
 }  // namespace
