@@ -31,18 +31,7 @@ ClusterSpec two_slow_gpus() {
 }
 
 // 8 layers of h = 1024, sequence 128, micro-batch 1: the boundary tensor is 128 × 1024.
-ModelSpec small_model(int microbatches) {
-  ModelSpec m;
-  m.name = "small";
-  m.layers = 8;
-  m.hidden = 1024;
-  m.heads = 16;
-  m.seq_len = 128;
-  m.vocab = 512;
-  m.micro_batch_size = 1;
-  m.global_batch_size = microbatches;
-  return m;
-}
+ModelSpec small_model(int microbatches) { return test::small_gpt(1024, 128, 512, microbatches); }
 
 ParallelSpec two_stages() {
   ParallelSpec p;

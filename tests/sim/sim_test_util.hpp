@@ -52,4 +52,18 @@ inline ClusterSpec dgx1_like(int nodes) {
   return s;
 }
 
+/// A small GPT for iteration tests: 8 layers, 16 heads, micro-batch 1.
+inline ModelSpec small_gpt(int hidden, int seq_len, int vocab, int global_batch) {
+  ModelSpec m;
+  m.name = "small";
+  m.layers = 8;
+  m.hidden = hidden;
+  m.heads = 16;
+  m.seq_len = seq_len;
+  m.vocab = vocab;
+  m.micro_batch_size = 1;
+  m.global_batch_size = global_batch;
+  return m;
+}
+
 }  // namespace edgc::sim::test

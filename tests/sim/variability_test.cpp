@@ -32,18 +32,7 @@ ClusterSpec four_gpus() {
   return s;
 }
 
-ModelSpec small_model(int global_batch) {
-  ModelSpec m;
-  m.name = "small";
-  m.layers = 8;
-  m.hidden = 2048;
-  m.heads = 16;
-  m.seq_len = 512;
-  m.vocab = 1024;
-  m.micro_batch_size = 1;
-  m.global_batch_size = global_batch;
-  return m;
-}
+ModelSpec small_model(int global_batch) { return test::small_gpt(2048, 512, 1024, global_batch); }
 
 ParallelSpec layout_of(int tp, int pp, int dp) {
   ParallelSpec p;
