@@ -3,9 +3,14 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "edgc/core/error.hpp"
+#include "edgc/sim/platform.hpp"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_collectives, "edgc: collectives over mailboxes");
 
@@ -15,8 +20,20 @@ namespace {
 // put_async refuses a null payload; nobody reads it, so every transfer carries the address of this one.
 int g_payload = 0;
 
+CollectiveAlgorithm g_algorithm = CollectiveAlgorithm::kAuto;
+
 sg4::Mailbox* inbox(const Group& group, int member) {
   return sg4::Mailbox::by_name(group.tag + "/" + std::to_string(member));
+}
+
+// Channel c's mailbox of `member` (channel 0 is the plain one, so one-channel rings keep their names).
+sg4::Mailbox* channel_inbox(const Group& group, int channel, int member) {
+  if (channel == 0) return inbox(group, member);
+  return sg4::Mailbox::by_name(group.tag + "/c" + std::to_string(channel) + "/" + std::to_string(member));
+}
+
+sg4::Mailbox* tree_inbox(const Group& group, int member) {
+  return sg4::Mailbox::by_name(group.tag + "/tree/" + std::to_string(member));
 }
 
 void check_member(const Group& group, int my_index) {
@@ -25,20 +42,228 @@ void check_member(const Group& group, int my_index) {
                         std::to_string(group.size()));
 }
 
-// `steps` ring steps of `chunk` bytes: post the send first so that neighbours' rendezvous can match in any order.
+// What the channel and tree algorithms need to know about a group, derived once from its hosts' routes.
+struct Shape {
+  std::vector<sg4::Host*> hosts;  // the group it was made for (the cache is keyed by tag; a different group with
+                                  // the same tag gets a new shape)
+  int channels = 1;
+  std::vector<std::vector<int>> next;  // [channel][member]: ring successor
+  bool tree = false;                   // a tree can run (see tree_estimate_s)
+  int per_node = 0;                    // members on each node (0: the group is not regular)
+  struct Edge {
+    int child = 0;
+    int parent = 0;
+  };
+  std::vector<Edge> tree_edges;      // every (channel, tree) edge: S/(2C) up child → parent and down parent → child
+  double tree_latency_s = 0.0;       // a root-to-leaf path up and down
+  double tree_flow_latency_s = 0.0;  // the largest latency of one edge's route (already paid by the flows)
+  double ring_latency_s = 0.0;       // per ring step: the slowest hop's latency
+  double ring_s_per_chunk_byte = 0.0;  // per ring step and byte of the chunk: the most loaded link's time
+  double tree_s_per_byte = std::numeric_limits<double>::infinity();
+  sg4::BarrierPtr barrier;  // the tree's "everyone received the broadcast"
+};
+
+// Accumulates bytes per link (a split-duplex direction is its own link) and returns the most loaded link's time.
+class LinkLoad {
+ public:
+  void add(const Route& r, double bytes) {
+    for (const sg4::Link* l : r.links) load_[l] += bytes / l->get_bandwidth();
+  }
+  double worst_s() const {
+    double w = 0.0;
+    for (const auto& [link, s] : load_) w = std::max(w, s);
+    return w;
+  }
+
+ private:
+  std::unordered_map<const sg4::Link*, double> load_;
+};
+
+// In-order balanced binary tree over positions [lo, hi]: parent[mid] = up, then both halves under mid.
+void binary_tree(int lo, int hi, int up, std::vector<int>& parent) {
+  if (lo > hi) return;
+  const int mid = lo + (hi - lo) / 2;
+  parent[static_cast<std::size_t>(mid)] = up;
+  binary_tree(lo, mid - 1, mid, parent);
+  binary_tree(mid + 1, hi, mid, parent);
+}
+
+int tree_depth(const std::vector<int>& parent, int node) {
+  int depth = 0;
+  for (int n = node; parent[static_cast<std::size_t>(n)] >= 0; n = parent[static_cast<std::size_t>(n)]) ++depth;
+  return depth;
+}
+
+std::shared_ptr<Shape> make_shape(const Group& group) {
+  auto shape = std::make_shared<Shape>();
+  shape->hosts = group.hosts;
+  const int d = group.size();
+  std::vector<int> plain(static_cast<std::size_t>(d));
+  for (int i = 0; i < d; ++i) plain[static_cast<std::size_t>(i)] = (i + 1) % d;
+  shape->next = {plain};
+
+  // Node segments: members of one node zone, contiguous in member order, the same count on every node.
+  std::vector<std::pair<int, int>> segments;  // [first, last] member
+  for (int i = 0; i < d; ++i) {
+    const bool same = i > 0 && group.hosts[static_cast<std::size_t>(i)]->get_englobing_zone() ==
+                                   group.hosts[static_cast<std::size_t>(i - 1)]->get_englobing_zone();
+    if (same)
+      segments.back().second = i;
+    else
+      segments.emplace_back(i, i);
+  }
+  const int k = d / std::max<int>(1, static_cast<int>(segments.size()));
+  bool regular = segments.size() >= 2;
+  std::unordered_set<const sg4::NetZone*> zones;
+  for (const auto& [first, last] : segments) {
+    regular = regular && last - first + 1 == k &&
+              zones.insert(group.hosts[static_cast<std::size_t>(first)]->get_englobing_zone()).second;
+  }
+  // NVSwitch nodes: every pair of members of a node is two links apart (up to the switch, down from it).
+  for (int a = 0; regular && a < k; ++a)
+    for (int b = 0; regular && b < k; ++b)
+      if (a != b)
+        regular = route_between(group.hosts[static_cast<std::size_t>(a)], group.hosts[static_cast<std::size_t>(b)])
+                      .links.size() == 2;
+
+  // Each segment's members' NICs (the first link of a route to another node), by position.
+  std::vector<std::vector<int>> heads;  // [segment][channel] → position of the member on the channel's NIC
+  if (regular) {
+    for (std::size_t s = 0; s < segments.size() && regular; ++s) {
+      const sg4::Host* other = group.hosts[static_cast<std::size_t>(segments[(s + 1) % segments.size()].first)];
+      std::vector<const sg4::Link*> nics;
+      std::vector<int> first_on;
+      for (int p = 0; p < k; ++p) {
+        const Route r = route_between(group.hosts[static_cast<std::size_t>(segments[s].first + p)], other);
+        const sg4::Link* nic = r.links.empty() ? nullptr : r.links.front();
+        if (std::find(nics.begin(), nics.end(), nic) == nics.end()) {
+          nics.push_back(nic);
+          first_on.push_back(p);
+        }
+      }
+      regular = heads.empty() || first_on.size() == heads.front().size();
+      heads.push_back(first_on);
+    }
+  }
+  if (!regular) {
+    LinkLoad step;
+    for (int i = 0; i < d; ++i) {
+      const Route r = route_between(group.hosts[static_cast<std::size_t>(i)], group.hosts[plain[i]]);
+      shape->ring_latency_s = std::max(shape->ring_latency_s, r.latency_s);
+      step.add(r, 1.0);
+    }
+    shape->ring_s_per_chunk_byte = step.worst_s();
+    return shape;
+  }
+
+  const int channels = static_cast<int>(heads.front().size());
+  const int nodes = static_cast<int>(segments.size());
+  const auto member = [&](int node, int channel, int offset) {  // offset 0 = the channel's head
+    return segments[static_cast<std::size_t>(node)].first +
+           (heads[static_cast<std::size_t>(node)][static_cast<std::size_t>(channel)] + offset) % k;
+  };
+  if (channels > 1) {
+    shape->channels = channels;
+    shape->next.assign(static_cast<std::size_t>(channels), std::vector<int>(static_cast<std::size_t>(d)));
+    for (int c = 0; c < channels; ++c)
+      for (int n = 0; n < nodes; ++n)
+        for (int off = 1; off <= k; ++off) {
+          // Inside node n: head+1, …, head; the head leaves for node n+1's head+1.
+          const int from = member(n, c, off);
+          const int to = off < k ? member(n, c, off + 1) : member((n + 1) % nodes, c, 1);
+          shape->next[static_cast<std::size_t>(c)][static_cast<std::size_t>(from)] = to;
+        }
+  }
+  LinkLoad step;
+  for (int c = 0; c < shape->channels; ++c)
+    for (int i = 0; i < d; ++i) {
+      const Route r = route_between(group.hosts[static_cast<std::size_t>(i)],
+                                    group.hosts[static_cast<std::size_t>(shape->next[static_cast<std::size_t>(c)][i])]);
+      shape->ring_latency_s = std::max(shape->ring_latency_s, r.latency_s);
+      step.add(r, 1.0 / shape->channels);
+    }
+  shape->ring_s_per_chunk_byte = step.worst_s();
+
+  // Trees: per channel, tree 0 the in-order binary tree over node positions, tree 1 the same over positions
+  // shifted by one (so that, as in NCCL's double binary tree, most inner nodes of one are leaves of the other).
+  shape->tree = true;
+  shape->per_node = k;
+  std::vector<int> parent0(static_cast<std::size_t>(nodes), -1);
+  binary_tree(0, nodes - 1, -1, parent0);
+  int depth = 0;
+  for (int n = 0; n < nodes; ++n) depth = std::max(depth, tree_depth(parent0, n));
+  LinkLoad tree_load;
+  double inter_latency = 0.0;
+  double intra_latency = 0.0;
+  for (int c = 0; c < channels; ++c)
+    for (int t = 0; t < 2; ++t) {
+      for (int pos = 0; pos < nodes; ++pos) {
+        const int up = parent0[static_cast<std::size_t>(pos)];
+        const int node = (pos + t) % nodes;
+        if (up >= 0) shape->tree_edges.push_back({member(node, c, 0), member((up + t) % nodes, c, 0)});
+        for (int off = 1; off < k; ++off) shape->tree_edges.push_back({member(node, c, off), member(node, c, off - 1)});
+      }
+    }
+  for (const Shape::Edge& e : shape->tree_edges) {
+    const sg4::Host* child = group.hosts[static_cast<std::size_t>(e.child)];
+    const sg4::Host* parent = group.hosts[static_cast<std::size_t>(e.parent)];
+    const Route r = route_between(child, parent);
+    tree_load.add(r, 1.0 / (2 * channels));
+    tree_load.add(route_between(parent, child), 1.0 / (2 * channels));
+    (child->get_englobing_zone() == parent->get_englobing_zone() ? intra_latency : inter_latency) = std::max(
+        child->get_englobing_zone() == parent->get_englobing_zone() ? intra_latency : inter_latency, r.latency_s);
+  }
+  shape->tree_s_per_byte = tree_load.worst_s();
+  shape->tree_latency_s = 2.0 * (depth * inter_latency + (k - 1) * intra_latency);
+  shape->tree_flow_latency_s = std::max(inter_latency, intra_latency);
+  shape->barrier = sg4::Barrier::create(static_cast<unsigned>(d));
+  return shape;
+}
+
+// The shape of `group`, made on first use. Actors are not threads: the cache needs no lock.
+const Shape& shape_of(const Group& group) {
+  static std::unordered_map<std::string, std::shared_ptr<Shape>> cache;
+  std::shared_ptr<Shape>& s = cache[group.tag];
+  if (!s || s->hosts != group.hosts) s = make_shape(group);
+  return *s;
+}
+
+// `steps` ring steps of `chunk` bytes over every channel at once: post the sends first so that neighbours'
+// rendezvous can match in any order.
 void ring_steps_of(const Group& group, int my_index, int steps, std::uint64_t chunk) {
   check_member(group, my_index);
   const int d = group.size();
   if (d == 1 || chunk == 0) return;
-  sg4::Mailbox* next = inbox(group, (my_index + 1) % d);
-  sg4::Mailbox* mine = inbox(group, my_index);
-  for (int s = 0; s < steps; ++s) {
-    sg4::CommPtr out = next->put_async(&g_payload, chunk);
-    mine->get<int>();
-    out->wait();
+  const Shape& shape = shape_of(group);
+  const int channels = shape.channels;
+  const std::uint64_t part = (chunk + static_cast<std::uint64_t>(channels) - 1) / static_cast<std::uint64_t>(channels);
+  std::vector<sg4::Mailbox*> next(static_cast<std::size_t>(channels));
+  std::vector<sg4::Mailbox*> mine(static_cast<std::size_t>(channels));
+  for (int c = 0; c < channels; ++c) {
+    next[static_cast<std::size_t>(c)] =
+        channel_inbox(group, c, shape.next[static_cast<std::size_t>(c)][static_cast<std::size_t>(my_index)]);
+    mine[static_cast<std::size_t>(c)] = channel_inbox(group, c, my_index);
   }
-  XBT_DEBUG("%s: member %d done after %d steps of %llu B", group.tag.c_str(), my_index, steps,
-            static_cast<unsigned long long>(chunk));
+  if (channels == 1) {
+    for (int s = 0; s < steps; ++s) {
+      sg4::CommPtr out = next[0]->put_async(&g_payload, part);
+      mine[0]->get<int>();
+      out->wait();
+    }
+  } else {
+    // Every receive is posted before any is waited for: a transfer starts only once its receive is posted.
+    std::vector<sg4::CommPtr> comms(2 * static_cast<std::size_t>(channels));
+    std::vector<int*> got(static_cast<std::size_t>(channels));
+    for (int s = 0; s < steps; ++s) {
+      for (std::size_t c = 0; c < next.size(); ++c) {
+        comms[2 * c] = next[c]->put_async(&g_payload, part);
+        comms[2 * c + 1] = mine[c]->get_async<int>(&got[c]);
+      }
+      for (const sg4::CommPtr& comm : comms) comm->wait();
+    }
+  }
+  XBT_DEBUG("%s: member %d done after %d steps of %llu B on %d channel(s)", group.tag.c_str(), my_index, steps,
+            static_cast<unsigned long long>(chunk), channels);
 }
 
 // One member of a timed sweep: for each size, meet the others at the barrier, run the collective, and record
@@ -131,6 +356,93 @@ std::uint64_t ring_chunk_bytes(CollectiveOp op, int ranks, std::uint64_t bytes) 
   return (bytes + d - 1) / d;
 }
 
+std::optional<CollectiveAlgorithm> allreduce_algorithm_from_name(const std::string& name) {
+  if (name == "auto") return CollectiveAlgorithm::kAuto;
+  if (name == "ring") return CollectiveAlgorithm::kRing;
+  if (name == "tree") return CollectiveAlgorithm::kTree;
+  return std::nullopt;
+}
+
+std::string allreduce_algorithm_name(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::kAuto:
+      return "auto";
+    case CollectiveAlgorithm::kRing:
+      return "ring";
+    case CollectiveAlgorithm::kTree:
+      return "tree";
+  }
+  return "?";
+}
+
+void set_allreduce_algorithm(CollectiveAlgorithm algorithm) { g_algorithm = algorithm; }
+CollectiveAlgorithm allreduce_algorithm() { return g_algorithm; }
+
+int ring_channels(const Group& group) { return group.size() < 2 ? 1 : shape_of(group).channels; }
+
+double ring_estimate_s(const Group& group, std::uint64_t bytes) {
+  if (group.size() < 2) return 0.0;
+  const Shape& shape = shape_of(group);
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const double chunk = static_cast<double>(ring_chunk_bytes(op, group.size(), bytes));
+  return ring_steps(op, group.size()) * (shape.ring_latency_s + chunk * shape.ring_s_per_chunk_byte);
+}
+
+double tree_estimate_s(const Group& group, std::uint64_t bytes) {
+  if (group.size() < 2) return std::numeric_limits<double>::infinity();
+  const Shape& shape = shape_of(group);
+  if (!shape.tree) return std::numeric_limits<double>::infinity();
+  return shape.tree_latency_s + static_cast<double>(bytes) * shape.tree_s_per_byte;
+}
+
+CollectiveAlgorithm chosen_allreduce_algorithm(const Group& group, std::uint64_t bytes) {
+  if (group.size() < 2 || g_algorithm == CollectiveAlgorithm::kRing) return CollectiveAlgorithm::kRing;
+  const Shape& shape = shape_of(group);
+  if (!shape.tree) return CollectiveAlgorithm::kRing;
+  if (g_algorithm == CollectiveAlgorithm::kTree) return CollectiveAlgorithm::kTree;
+  // Auto: the tree only with several members per node (see the header), and only where it is estimated faster.
+  if (shape.per_node < 2) return CollectiveAlgorithm::kRing;
+  return tree_estimate_s(group, bytes) < ring_estimate_s(group, bytes) ? CollectiveAlgorithm::kTree
+                                                                       : CollectiveAlgorithm::kRing;
+}
+
+void all_reduce(const Group& group, int my_index, std::uint64_t bytes) {
+  if (chosen_allreduce_algorithm(group, bytes) == CollectiveAlgorithm::kTree)
+    tree_all_reduce(group, my_index, bytes);
+  else
+    ring_all_reduce(group, my_index, bytes);
+}
+
+void tree_all_reduce(const Group& group, int my_index, std::uint64_t bytes) {
+  check_member(group, my_index);
+  if (group.size() < 2 || bytes == 0) return;
+  const Shape& shape = shape_of(group);
+  if (!shape.tree) throw InternalError("collective '" + group.tag + "': no tree over this group");
+  const auto parts = static_cast<std::uint64_t>(2 * shape.channels);
+  const std::uint64_t part = (bytes + parts - 1) / parts;
+  // Every edge at once, both ways: reduction up to the parent, broadcast down to the child.
+  std::vector<sg4::CommPtr> comms;
+  int incoming = 0;
+  for (const Shape::Edge& e : shape.tree_edges) {
+    if (e.child == my_index) {
+      comms.push_back(tree_inbox(group, e.parent)->put_async(&g_payload, part));
+      ++incoming;
+    }
+    if (e.parent == my_index) {
+      comms.push_back(tree_inbox(group, e.child)->put_async(&g_payload, part));
+      ++incoming;
+    }
+  }
+  // Every receive posted before any is waited for (a transfer starts once its receive is posted).
+  sg4::Mailbox* mine = tree_inbox(group, my_index);
+  std::vector<int*> got(static_cast<std::size_t>(incoming));
+  for (int i = 0; i < incoming; ++i) comms.push_back(mine->get_async<int>(&got[static_cast<std::size_t>(i)]));
+  for (const sg4::CommPtr& comm : comms) comm->wait();
+  shape.barrier->wait();
+  const double rest_s = shape.tree_latency_s - shape.tree_flow_latency_s;
+  if (rest_s > 0) sg4::this_actor::sleep_for(rest_s);
+}
+
 void ring_all_reduce(const Group& group, int my_index, std::uint64_t bytes) {
   const CollectiveOp op = CollectiveOp::kAllReduce;
   ring_steps_of(group, my_index, ring_steps(op, group.size()), ring_chunk_bytes(op, group.size(), bytes));
@@ -163,7 +475,7 @@ void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t 
 void run_collective(CollectiveOp op, const Group& group, int my_index, std::uint64_t bytes) {
   switch (op) {
     case CollectiveOp::kAllReduce:
-      ring_all_reduce(group, my_index, bytes);
+      all_reduce(group, my_index, bytes);
       return;
     case CollectiveOp::kReduceScatter:
       ring_reduce_scatter(group, my_index, bytes);

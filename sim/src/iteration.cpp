@@ -222,6 +222,8 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
   const ClusterSpec& spec = platform.spec();
   if (!plain_cm02() || spec.fabric != Fabric::kStar || spec.nics_per_node != spec.gpus_per_node) return false;
   if (par.overlap_grad_reduce && par.pp > 1) return false;
+  // The closed form is a ring's: a forced tree runs as messages (with one member per node auto keeps the ring).
+  if (allreduce_algorithm() == CollectiveAlgorithm::kTree) return false;
   std::unordered_set<const sg4::Link*> used;
   const auto links_unused = [&used](const Route& hop) {
     return std::all_of(hop.links.begin(), hop.links.end(),
@@ -477,7 +479,7 @@ class GpuWorker {
       }
       state_->dp_barriers[group]->wait();
     } else {
-      ring_all_reduce(g, coord_.dp, bytes);
+      all_reduce(g, coord_.dp, bytes);
     }
     record().dp_comms.push_back({start, now()});
     note(name, "dp", start);
@@ -520,10 +522,10 @@ class GpuWorker {
     if (state_->fused_embedding) {
       // One ring over both stages' DP groups: stage 0's members first, then stage pp − 1's.
       const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.tp)];
-      ring_all_reduce(g, (coord_.pp == 0 ? 0 : state_->parallel.dp) + coord_.dp, bytes);
+      all_reduce(g, (coord_.pp == 0 ? 0 : state_->parallel.dp) + coord_.dp, bytes);
     } else {
       const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
-      ring_all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
+      all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
     }
     record().embedding_end_s = now();
     note(state_->fused_embedding ? "fused embedding allreduce" : "embedding allreduce", "dp", start);
@@ -678,11 +680,12 @@ bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
   return dp_rings_are_contention_free(platform, parallel, make_dp_groups(platform, layout));
 }
 
-bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability) {
-  if (parallel.dp < 2 || cluster.fabric != Fabric::kStar || cluster.nics_per_node != cluster.gpus_per_node ||
-      cluster.intra_topology != IntraNodeTopology::kSwitch || variability.compute_jitter_cv != 0.0 ||
-      variability.straggler_probability != 0.0 || (parallel.overlap_grad_reduce && parallel.pp > 1) ||
-      fused_embedding_sync_applies(parallel))
+bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
+                   CollectiveAlgorithm algorithm) {
+  if (parallel.dp < 2 || algorithm == CollectiveAlgorithm::kTree || cluster.fabric != Fabric::kStar ||
+      cluster.nics_per_node != cluster.gpus_per_node || cluster.intra_topology != IntraNodeTopology::kSwitch ||
+      variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0 ||
+      (parallel.overlap_grad_reduce && parallel.pp > 1) || fused_embedding_sync_applies(parallel))
     return false;
   const Layout layout(parallel, cluster.gpus_per_node);
   for (int r = 0; r < layout.world_size(); ++r)

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "edgc/core/error.hpp"
+#include "edgc/sim/collectives.hpp"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_platform, "edgc: building the cluster platform");
 
@@ -306,6 +307,7 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
   }
   fabric->seal();
   install_factors(engine, profile);
+  set_allreduce_algorithm(profile.algorithm);
   XBT_DEBUG("platform '%s': %d nodes x %d GPUs", spec.name.c_str(), spec.nodes, spec.gpus_per_node);
   return p;
 }

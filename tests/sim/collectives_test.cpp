@@ -31,7 +31,9 @@ const std::vector<std::uint64_t> kSizes = {1ULL << 20, 100ULL << 20, 1ULL << 30}
 
 // Ring all-reduce over `ranks` of `spec` on the ideal profile: simulated time equals 2(D-1)/D·S/B + 2(D-1)·L.
 void expect_all_reduce_closed_form(const ClusterSpec& spec, const std::vector<int>& ranks) {
-  const Platform p = Platform::build(engine(), spec, NetworkProfile{});
+  NetworkProfile ring;  // auto would run a tree over packed nodes
+  ring.algorithm = CollectiveAlgorithm::kRing;
+  const Platform p = Platform::build(engine(), spec, ring);
   Group g{{}, "ar"};
   for (int r : ranks) g.hosts.push_back(p.gpu(r));
   const Route hop = slowest_hop(g.hosts);
@@ -61,10 +63,90 @@ TEST(RingClosedForm, FabricD8) { expect_all_reduce_closed_form(test::h100_like(8
 TEST(RingClosedForm, FabricD32) { expect_all_reduce_closed_form(test::h100_like(32), spread(32)); }
 TEST(RingClosedForm, IntraNodeD2) { expect_all_reduce_closed_form(test::h100_like(1), packed(2)); }
 TEST(RingClosedForm, IntraNodeD8) { expect_all_reduce_closed_form(test::h100_like(1), packed(8)); }
-TEST(RingClosedForm, PackedD32AcrossFourNodes) {
-  // Rank order 0..31: 7 NVLink hops and one NIC hop per node; the NIC hops are the bottleneck.
-  expect_all_reduce_closed_form(test::h100_like(4), packed(32));
+TEST(RingClosedForm, PackedD32AcrossFourNodesWithOneNic) {
+  // Rank order 0..31, one NIC per node: one ring, 7 NVLink hops and one NIC hop per node; the NIC is the bottleneck.
+  ClusterSpec s = test::h100_like(4);
+  s.nics_per_node = 1;
+  expect_all_reduce_closed_form(s, packed(32));
 }
+
+// 8 GPUs and 8 NICs per node: 8 rings, each leaving every node through another NIC with 1/8 of each chunk. A member
+// sends 7 of its 8 parts over NVLink and one over its NIC, so a step takes the slower of the two.
+TEST(Channels, PackedRingsUseEveryNic) {
+  const ClusterSpec spec = test::h100_like(4);
+  NetworkProfile ring;
+  ring.algorithm = CollectiveAlgorithm::kRing;
+  const Platform p = Platform::build(engine(), spec, ring);
+  Group g{{}, "ch"};
+  for (int r : packed(32)) g.hosts.push_back(p.gpu(r));
+  ASSERT_EQ(ring_channels(g), 8);
+  const double d = 32;
+  const double nic = spec.nic_bandwidth_GBps * 1e9;
+  const double nvl = spec.intra_bandwidth_GBps * 1e9;
+  const auto times = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, kSizes);
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    const double chunk = static_cast<double>(kSizes[i]) / d;
+    const double step =
+        std::max(spec.inter_latency_us * 1e-6 + chunk / 8 / nic, spec.intra_latency_us * 1e-6 + chunk * 7 / 8 / nvl);
+    EXPECT_NEAR(times[i] / (2 * (d - 1) * step), 1.0, 1e-3) << "S=" << kSizes[i];
+    EXPECT_NEAR(times[i] / ring_estimate_s(g, kSizes[i]), 1.0, 1e-3) << "S=" << kSizes[i];
+  }
+}
+
+TEST(Channels, CubeMeshAndOneGpuPerNodeKeepOneRing) {
+  const Platform p = Platform::build(engine(), test::dgx1_like(2), NetworkProfile{});
+  Group cube{{}, "cube"};
+  for (int r : packed(16)) cube.hosts.push_back(p.gpu(r));
+  Group spread_ring{{p.gpu(0), p.gpu(8)}, "spread"};
+  EXPECT_EQ(ring_channels(cube), 1);
+  EXPECT_EQ(ring_channels(spread_ring), 1);
+  EXPECT_EQ(chosen_allreduce_algorithm(cube, 1ULL << 30), CollectiveAlgorithm::kRing);  // no tree over cube-mesh
+}
+
+// Two nodes of 8: 8 channels × 2 trees each carry S/16. Inside a node every member is, over the channels, once the
+// chain's head, once its tail and six times in the middle, so its NVLink up-link carries (1 + 12 + 1)·2 = 28 flows
+// of S/16 = 1.75·S; a NIC carries S/8 each way. NVLink (1.75/450 GB/s) is the bottleneck, not the NICs (1/400).
+TEST(Tree, TwoNodesTakeTheMostLoadedLinkPlusThePathLatency) {
+  const ClusterSpec spec = test::h100_like(2);
+  NetworkProfile tree;
+  tree.algorithm = CollectiveAlgorithm::kTree;
+  const Platform p = Platform::build(engine(), spec, tree);
+  Group g{{}, "tree"};
+  for (int r : packed(16)) g.hosts.push_back(p.gpu(r));
+  ASSERT_EQ(chosen_allreduce_algorithm(g, 1ULL << 30), CollectiveAlgorithm::kTree);
+  const double l_intra = spec.intra_latency_us * 1e-6;
+  const double l_inter = spec.inter_latency_us * 1e-6;
+  const double path_s = 2 * (1 * l_inter + 7 * l_intra);  // depth 1 between nodes, a chain of 8 inside
+  const auto times = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, kSizes);
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    const double s = static_cast<double>(kSizes[i]);
+    // The slowest flow, NVLink or NIC, then the path latency the flows have not paid (less the NIC route's).
+    const double nvlink_s = l_intra + 1.75 * s / (spec.intra_bandwidth_GBps * 1e9);
+    const double nic_s = l_inter + s / 8 / (spec.nic_bandwidth_GBps * 1e9);
+    const double expected = std::max(nvlink_s, nic_s) + path_s - l_inter;
+    EXPECT_NEAR(times[i] / expected, 1.0, 1e-3) << "S=" << s << " sim " << times[i];
+    EXPECT_NEAR(tree_estimate_s(g, kSizes[i]), path_s + 1.75 * s / (spec.intra_bandwidth_GBps * 1e9), 1e-12);
+  }
+}
+
+// Auto: a tree where several members share a node and it is estimated faster; always a ring with one GPU per node.
+TEST(Tree, AutoChoosesByTheLineRateEstimates) {
+  const Platform p = Platform::build(engine(), test::h100_like(4), NetworkProfile{});
+  Group two_nodes{{}, "two"};
+  for (int r : packed(16)) two_nodes.hosts.push_back(p.gpu(r));
+  Group spread_ring{{}, "spread"};
+  for (int r : spread(4)) spread_ring.hosts.push_back(p.gpu(r));
+  for (const std::uint64_t bytes : std::vector<std::uint64_t>{8, 1ULL << 20, 1ULL << 30}) {
+    const bool tree_faster = tree_estimate_s(two_nodes, bytes) < ring_estimate_s(two_nodes, bytes);
+    EXPECT_EQ(chosen_allreduce_algorithm(two_nodes, bytes),
+              tree_faster ? CollectiveAlgorithm::kTree : CollectiveAlgorithm::kRing);
+    EXPECT_EQ(chosen_allreduce_algorithm(spread_ring, bytes), CollectiveAlgorithm::kRing);
+    EXPECT_LT(tree_estimate_s(spread_ring, bytes), 1e300);  // a tree could run (forced), auto keeps the ring
+  }
+  // 2 nodes × 8: the ring moves 2·15/16 = 1.875·S over each node's 8 NICs, the tree S, so at 1 GiB the tree wins.
+  EXPECT_EQ(chosen_allreduce_algorithm(two_nodes, 1ULL << 30), CollectiveAlgorithm::kTree);
+}
+
 TEST(RingClosedForm, NonBlockingFatTreeD8) {
   ClusterSpec s = test::h100_like(8);
   s.fabric = Fabric::kFatTree;

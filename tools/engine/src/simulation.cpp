@@ -216,9 +216,9 @@ bool runs_policy(const Inputs& in, const std::string& policy) {
 // Returns whether their stacks keep guard pages; adds a warning when they cannot. A timeline shows every GPU, so
 // replicas do not fold then (IterationOptions::record_timeline).
 bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& par,
-                      const sim::ComputeVariability& variability, bool timeline, const std::string& w,
-                      std::vector<std::string>& warnings) {
-  const bool folded = !timeline && sim::replicas_fold(cluster, par, variability);
+                      const sim::ComputeVariability& variability, sim::CollectiveAlgorithm algorithm, bool timeline,
+                      const std::string& w, std::vector<std::string>& warnings) {
+  const bool folded = !timeline && sim::replicas_fold(cluster, par, variability, algorithm);
   const sim::ActorStacks s = sim::plan_actor_stacks(sim::iteration_actors(par, folded), sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
@@ -255,7 +255,8 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
   st.variability.seed = static_cast<std::uint64_t>(sc.integer("variability.seed", 0));
   sim::validate(st.variability, w);
-  st.guard_pages = actor_stacks_fit(st.cluster, st.parallel, st.variability, timeline, w, in.warnings);
+  st.guard_pages =
+      actor_stacks_fit(st.cluster, st.parallel, st.variability, st.network.algorithm, timeline, w, in.warnings);
   in.iterations = sc.integer("run.iterations", 100000);
   if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
 

@@ -56,7 +56,7 @@ class RankActor {
       state_->world->wait();
       state_->calibration_start_s[i] = sg4::Engine::get_clock();  // the same for every rank
       if (!member) continue;
-      sim::ring_all_reduce(state_->calibration, place.replica, static_cast<std::uint64_t>(rows[i].bytes));
+      sim::all_reduce(state_->calibration, place.replica, static_cast<std::uint64_t>(rows[i].bytes));
       state_->calibration_end_s[i] = std::max(state_->calibration_end_s[i], sg4::Engine::get_clock());
     }
   }
@@ -87,8 +87,7 @@ class RankActor {
     for (int i = 0; i < static_cast<int>(sp.collectives.size()); ++i) {
       if (i == first_p) think();
       const double entered = sg4::Engine::get_clock();
-      sim::ring_all_reduce(group, replica,
-                           static_cast<std::uint64_t>(sp.collectives[static_cast<std::size_t>(i)].bytes));
+      sim::all_reduce(group, replica, static_cast<std::uint64_t>(sp.collectives[static_cast<std::size_t>(i)].bytes));
       // Live records the SHORTEST duration of a call over the group's ranks: the last rank to arrive waits for
       // nobody, so its duration is the collective itself, not the skew between ranks. The same statistic here is
       // the duration counted from when the LAST member entered (a ring ends for everyone about then + its time),

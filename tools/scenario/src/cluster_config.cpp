@@ -11,6 +11,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/json_depth.hpp"
 #include "edgc/scenario/limits.hpp"
+#include "edgc/sim/collectives.hpp"
 #include "edgc/sim/platform.hpp"
 
 namespace edgc::scenario {
@@ -144,8 +145,17 @@ std::optional<double> read_gpu_memory_GiB(Scenario& s) {
 sim::NetworkProfile read_network(Scenario& s, const std::string& profile_override) {
   std::string profile = s.string("network.profile", "ideal");
   const std::string calibration = s.string("network.calibration", "");
+  const std::string algorithm = s.string("network.algorithm", "auto");
+  const std::optional<sim::CollectiveAlgorithm> chosen = sim::allreduce_algorithm_from_name(algorithm);
+  if (!chosen)
+    throw ConfigError(s.where(), "network.algorithm",
+                      "expected \"auto\", \"ring\" or \"tree\", got \"" + algorithm + "\"");
   if (!profile_override.empty()) profile = profile_override;
-  if (profile == "ideal") return {};
+  if (profile == "ideal") {
+    sim::NetworkProfile ideal;
+    ideal.algorithm = *chosen;
+    return ideal;
+  }
   if (profile != "calibrated" && !profile_override.empty())
     throw UsageError("--network", "expected ideal or calibrated, got '" + profile + "'");
   if (profile != "calibrated")
@@ -153,7 +163,9 @@ sim::NetworkProfile read_network(Scenario& s, const std::string& profile_overrid
   if (calibration.empty())
     throw ConfigError(s.where(), "network.calibration",
                       "required with the calibrated profile: an efficiency file written by 'edgc calibrate'");
-  return load_calibration(s.resolve(calibration));
+  sim::NetworkProfile calibrated = load_calibration(s.resolve(calibration));
+  calibrated.algorithm = *chosen;
+  return calibrated;
 }
 
 sim::NetworkProfile load_calibration(const std::string& path) {

@@ -4,17 +4,42 @@
 // "<tag>/<receiver index>", so concurrent collectives of different groups or purposes never match each other's
 // messages. Each call returns when this member's part is done; the simulated clock then says how long it took.
 //
-// Ring algorithms as NCCL's Ring/Simple runs them (one channel): with D members and S bytes,
+// Ring algorithms as NCCL's Ring/Simple runs them: with D members and S bytes,
 //   all-reduce      2(D-1) steps of S/D  (reduce-scatter then all-gather),
 //   reduce-scatter   (D-1) steps of S/D  (S = the full input array),
 //   all-gather       (D-1) steps of S/D  (S = the full output array).
 // In each step every member sends one chunk to the next member and receives one from the previous, so with a
-// contention-free platform a collective takes steps · (L + (S/D)/B), L and B being the route latency and
-// bottleneck bandwidth between neighbours. Chunks are rounded up to whole bytes.
+// contention-free platform a one-channel collective takes steps · (L + (S/D)/B), L and B being the route latency
+// and bottleneck bandwidth between neighbours. Chunks are rounded up to whole bytes.
+//
+// Channels (NCCL runs one ring per NIC): when a group spans several nodes of NVSwitch GPUs with the same number of
+// members on each, contiguous in member order, and those members use C > 1 distinct NICs per node, the collective
+// runs C rings at once, each carrying 1/C of every chunk. Ring c enters each node's members after the one that
+// uses the node's c-th NIC and leaves the node through that member, so ring c crosses between nodes on NIC c and
+// the C rings together use every NIC, as NCCL's rings do. The rings advance step by step together. Otherwise
+// (one member per node, one NIC, cube-mesh nodes, uneven groups) there is one ring, in member order.
+//
+// Tree all-reduce (NCCL's Tree: a chain through each node's members, double binary trees between the nodes): each
+// channel runs two trees over the nodes, each carrying S/(2C); inside a node the chain starts at the member that
+// uses the channel's NIC. Reduction up and broadcast down are pipelined in NCCL, so the simulation sends every
+// tree edge's data up and down at once (one flow each way, S/(2C) bytes, sharing links under SimGrid's max-min
+// model), waits for the whole group, then adds the latency of a root-to-leaf path up and down that the flows have
+// not already paid. Not modelled: NCCL's pipeline fill (slices of a few hundred KiB), NVLS/CollNet in-network
+// reduction.
+//
+// Which one runs (all_reduce): the network profile's `algorithm` — ring, tree, or auto: the one with the smaller
+// line-rate estimate for this group and size (latency plus the most loaded link's bytes over its bandwidth), the
+// way NCCL's tuner compares its own per-algorithm model. Auto considers the tree only for groups with at least two
+// members on each of at least two nodes, where its hierarchy moves less data over the NICs than a ring; with one
+// member per node NCCL's tree wins only on latency for small messages at many nodes, which is not modelled (the
+// closed forms of iteration.cpp rely on rings there).
 #include <cstdint>
+#include <optional>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
+
+#include "edgc/sim/spec.hpp"
 
 namespace edgc::sim {
 
@@ -27,6 +52,28 @@ struct Group {
 
   int size() const noexcept { return static_cast<int>(hosts.size()); }
 };
+
+/// "auto" | "ring" | "tree" → the algorithm; nullopt for anything else.
+std::optional<CollectiveAlgorithm> allreduce_algorithm_from_name(const std::string& name);
+std::string allreduce_algorithm_name(CollectiveAlgorithm algorithm);
+
+/// The algorithm setting of this process's simulation (Platform::build sets it from the network profile; one
+/// simulation per process).
+void set_allreduce_algorithm(CollectiveAlgorithm algorithm);
+CollectiveAlgorithm allreduce_algorithm();
+
+/// What all_reduce() runs over `group` for `bytes`: kRing or kTree (never kAuto). A forced tree falls back to the
+/// ring for a group inside one node.
+CollectiveAlgorithm chosen_allreduce_algorithm(const Group& group, std::uint64_t bytes);
+
+/// Ring channels of `group` (1 unless the conditions above hold).
+int ring_channels(const Group& group);
+
+/// Line-rate estimates (seconds) of a ring and of a tree all-reduce of `bytes` over `group` alone on the platform:
+/// the latency of the path plus the most loaded link's bytes over its bandwidth. The tree estimate is +inf where no
+/// tree can run (a group inside one node, or nodes that are not NVSwitch nodes with equal contiguous members).
+double ring_estimate_s(const Group& group, std::uint64_t bytes);
+double tree_estimate_s(const Group& group, std::uint64_t bytes);
 
 /// Collective kinds, as nccl-tests names them.
 enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kSendRecv };
@@ -43,7 +90,10 @@ double bus_bandwidth_factor(CollectiveOp op, int ranks);
 int ring_steps(CollectiveOp op, int ranks);
 std::uint64_t ring_chunk_bytes(CollectiveOp op, int ranks, std::uint64_t bytes);
 
+/// All-reduce by the algorithm chosen_allreduce_algorithm() names.
+void all_reduce(const Group& group, int my_index, std::uint64_t bytes);
 void ring_all_reduce(const Group& group, int my_index, std::uint64_t bytes);
+void tree_all_reduce(const Group& group, int my_index, std::uint64_t bytes);
 void ring_reduce_scatter(const Group& group, int my_index, std::uint64_t bytes);
 void ring_all_gather(const Group& group, int my_index, std::uint64_t bytes);
 

@@ -167,8 +167,10 @@ bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const
 /// replicas_fold() decided from the cluster's description alone, before any platform exists (the actor count a
 /// simulation needs is checked before it starts): the same conditions, with routes as Platform::build makes them
 /// (a star fabric's route between two GPUs is exactly their two NIC links, all alike) and SimGrid's network model
-/// as it configures it (plain CM02). `parallel` validated.
-bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability);
+/// as it configures it (plain CM02). `parallel` validated. A forced tree all-reduce (network.algorithm) never folds:
+/// the DP closed form is a ring's.
+bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
+                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
 /// Simulates one iteration on `platform` (built by Platform::build in this process, engine not yet run) and
 /// runs `engine` to completion: call once per process. `parallel` is checked with validate() against

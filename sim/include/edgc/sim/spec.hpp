@@ -68,10 +68,14 @@ struct EfficiencyCurve {
   double latency_factor = 1.0;
 };
 
+/// All-reduce algorithm (collectives.hpp): auto chooses ring or tree per group and size; ring or tree force one.
+enum class CollectiveAlgorithm { kAuto, kRing, kTree };
+
 struct NetworkProfile {
   NetworkProfileKind kind = NetworkProfileKind::kIdeal;
-  EfficiencyCurve intra;  ///< kCalibrated only
-  EfficiencyCurve inter;  ///< kCalibrated only
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;  ///< network.algorithm
+  EfficiencyCurve intra;                                       ///< kCalibrated only
+  EfficiencyCurve inter;                                       ///< kCalibrated only
 };
 
 /// Activation recomputation (Megatron's --recompute-granularity): none; selective (Korthikanti et al. 2022: only
