@@ -69,6 +69,8 @@ struct CollectiveRun {
   std::string network;
   const std::vector<std::uint64_t>& sizes;
   const std::vector<double>& took_s;
+  std::vector<std::string> algorithm;  ///< per size: ring | tree (what all_reduce() chose; rings otherwise)
+  int channels = 1;
 };
 
 void print_json(const CollectiveRun& c) {
@@ -79,6 +81,7 @@ void print_json(const CollectiveRun& c) {
                               {"ranks", c.ranks},
                               {"placement", c.placement},
                               {"network", c.network},
+                              {"channels", c.channels},
                               {"simgrid", sim::simgrid_version()},
                               {"rows", nlohmann::ordered_json::array()}};
   for (std::size_t i = 0; i < c.sizes.size(); ++i) {
@@ -88,7 +91,8 @@ void print_json(const CollectiveRun& c) {
                          {"type", "float"},
                          {"time_us", c.took_s[i] * 1e6},
                          {"algbw_GBps", algbw},
-                         {"busbw_GBps", algbw * factor}});
+                         {"busbw_GBps", algbw * factor},
+                         {"algorithm", c.algorithm[i]}});
   }
   std::cout << j.dump(1) << "\n";
 }
@@ -98,14 +102,16 @@ void print_table(const CollectiveRun& c) {
   const double factor = sim::bus_bandwidth_factor(c.op, c.ranks);
   std::cout << "# edgc collective: " << sim::collective_op_name(c.op) << " on " << c.ranks << " of "
             << c.spec.total_gpus() << " GPUs of '" << c.spec.name << "' (" << c.placement << " placement, " << c.network
-            << " network, ring algorithm, simulated with SimGrid " << sim::simgrid_version() << ")\n";
-  results::Table table({"size(B)", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)"});
+            << " network, " << c.channels << " ring channel" << (c.channels == 1 ? "" : "s")
+            << ", simulated with SimGrid " << sim::simgrid_version() << ")\n";
+  results::Table table({"size(B)", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "algo"});
   double busbw_sum = 0;
   for (std::size_t i = 0; i < c.sizes.size(); ++i) {
     const double algbw = static_cast<double>(c.sizes[i]) / c.took_s[i] / 1e9;
     busbw_sum += algbw * factor;
     table.add_row({std::to_string(c.sizes[i]), std::to_string(c.sizes[i] / kFloatBytes), "float",
-                   results::fmt_f(c.took_s[i] * 1e6, 2), results::fmt_f(algbw, 2), results::fmt_f(algbw * factor, 2)});
+                   results::fmt_f(c.took_s[i] * 1e6, 2), results::fmt_f(algbw, 2), results::fmt_f(algbw * factor, 2),
+                   c.algorithm[i]});
   }
   table.print(std::cout);
   std::cout << "# Avg bus bandwidth    : " << results::fmt_f(busbw_sum / static_cast<double>(c.sizes.size()), 3)
@@ -174,9 +180,19 @@ int run_collective_cmd(const std::vector<std::string>& args) {
   for (int r : place(platform, ranks, placement == "spread")) group.hosts.push_back(platform.gpu(r));
   const std::vector<double> took_s = sim::time_collective_sweep(engine, op, group, sizes);
 
-  const CollectiveRun run{
-      spec,  op,    ranks, placement, profile.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated",
-      sizes, took_s};
+  CollectiveRun run{spec,
+                    op,
+                    ranks,
+                    placement,
+                    profile.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated",
+                    sizes,
+                    took_s,
+                    {},
+                    sim::ring_channels(group)};
+  for (const std::uint64_t bytes : sizes)
+    run.algorithm.push_back(op == sim::CollectiveOp::kAllReduce
+                                ? sim::allreduce_algorithm_name(sim::chosen_allreduce_algorithm(group, bytes))
+                                : "ring");
   if (vm.count("json") != 0U)
     print_json(run);
   else
