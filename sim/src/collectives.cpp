@@ -3,6 +3,7 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -94,6 +95,77 @@ int tree_depth(const std::vector<int>& parent, int node) {
   return depth;
 }
 
+// Rings over a node whose GPUs are wired pair by pair (the DGX-1 cube-mesh: a route of one link is a direct NVLink,
+// two links a detour through another GPU). NCCL builds several rings over the direct links and runs each also
+// reversed, so every lane carries traffic both ways. Here: every Hamiltonian cycle over direct links, each taken in
+// both directions, and of all multisets of at most kMaxCycles cycles the one whose most loaded link in one ring
+// step (each of the 2u rings carrying 1/(2u) of the chunk) is least, fewest cycles on ties. Empty when the group is
+// not such a node or has no such cycle.
+constexpr int kMaxCycles = 4;
+constexpr int kMaxCubeMembers = 8;
+
+std::vector<std::vector<int>> direct_link_rings(const Group& group) {
+  const int d = group.size();
+  if (d < 3 || d > kMaxCubeMembers) return {};
+  std::vector<std::vector<Route>> route(static_cast<std::size_t>(d), std::vector<Route>(static_cast<std::size_t>(d)));
+  bool wired = false;
+  for (int a = 0; a < d; ++a)
+    for (int b = 0; b < d; ++b)
+      if (a != b) {
+        route[a][b] = route_between(group.hosts[static_cast<std::size_t>(a)], group.hosts[static_cast<std::size_t>(b)]);
+        wired = wired || route[a][b].links.size() == 1;
+      }
+  if (!wired) return {};
+  // Undirected cycles (member 0 first, second member below the last), each as its two directed successor arrays.
+  std::vector<std::array<std::vector<int>, 2>> cycles;
+  std::vector<int> order(static_cast<std::size_t>(d));
+  for (int i = 0; i < d; ++i) order[static_cast<std::size_t>(i)] = i;
+  do {
+    if (order[1] > order[static_cast<std::size_t>(d - 1)]) continue;
+    bool direct = true;
+    for (int i = 0; i < d && direct; ++i) direct = route[order[i]][order[(i + 1) % d]].links.size() == 1;
+    if (!direct) continue;
+    std::array<std::vector<int>, 2> both{std::vector<int>(static_cast<std::size_t>(d)),
+                                         std::vector<int>(static_cast<std::size_t>(d))};
+    for (int i = 0; i < d; ++i) {
+      both[0][static_cast<std::size_t>(order[i])] = order[(i + 1) % d];
+      both[1][static_cast<std::size_t>(order[(i + 1) % d])] = order[i];
+    }
+    cycles.push_back(both);
+  } while (std::next_permutation(order.begin() + 1, order.end()));
+  if (cycles.empty()) return {};
+  const auto step_s = [&](const std::vector<std::size_t>& pick) {
+    LinkLoad load;
+    const double share = 1.0 / (2.0 * static_cast<double>(pick.size()));
+    for (const std::size_t c : pick)
+      for (const std::vector<int>& next : cycles[c])
+        for (int i = 0; i < d; ++i) load.add(route[i][next[static_cast<std::size_t>(i)]], share);
+    return load.worst_s();
+  };
+  std::vector<std::size_t> best;
+  double best_s = std::numeric_limits<double>::infinity();
+  // Multisets of u cycles as non-decreasing index vectors.
+  for (int u = 1; u <= kMaxCycles; ++u) {
+    std::vector<std::size_t> pick(static_cast<std::size_t>(u), 0);
+    while (true) {
+      const double t = step_s(pick);
+      if (t < best_s * (1 - 1e-9)) {
+        best_s = t;
+        best = pick;
+      }
+      int i = u - 1;
+      while (i >= 0 && pick[static_cast<std::size_t>(i)] + 1 == cycles.size()) --i;
+      if (i < 0) break;
+      ++pick[static_cast<std::size_t>(i)];
+      for (int j = i + 1; j < u; ++j) pick[static_cast<std::size_t>(j)] = pick[static_cast<std::size_t>(i)];
+    }
+  }
+  std::vector<std::vector<int>> rings;
+  for (const std::size_t c : best)
+    for (const std::vector<int>& next : cycles[c]) rings.push_back(next);
+  return rings;
+}
+
 std::shared_ptr<Shape> make_shape(const Group& group) {
   auto shape = std::make_shared<Shape>();
   shape->hosts = group.hosts;
@@ -145,13 +217,22 @@ std::shared_ptr<Shape> make_shape(const Group& group) {
       heads.push_back(first_on);
     }
   }
+  if (!regular && segments.size() == 1) {
+    std::vector<std::vector<int>> rings = direct_link_rings(group);
+    if (rings.size() > 1) {
+      shape->channels = static_cast<int>(rings.size());
+      shape->next = std::move(rings);
+    }
+  }
   if (!regular) {
     LinkLoad step;
-    for (int i = 0; i < d; ++i) {
-      const Route r = route_between(group.hosts[static_cast<std::size_t>(i)], group.hosts[plain[i]]);
-      shape->ring_latency_s = std::max(shape->ring_latency_s, r.latency_s);
-      step.add(r, 1.0);
-    }
+    for (const std::vector<int>& next : shape->next)
+      for (int i = 0; i < d; ++i) {
+        const Route r = route_between(group.hosts[static_cast<std::size_t>(i)],
+                                      group.hosts[static_cast<std::size_t>(next[static_cast<std::size_t>(i)])]);
+        shape->ring_latency_s = std::max(shape->ring_latency_s, r.latency_s);
+        step.add(r, 1.0 / shape->channels);
+      }
     shape->ring_s_per_chunk_byte = step.worst_s();
     return shape;
   }

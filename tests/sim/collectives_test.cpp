@@ -93,7 +93,36 @@ TEST(Channels, PackedRingsUseEveryNic) {
   }
 }
 
-TEST(Channels, CubeMeshAndOneGpuPerNodeKeepOneRing) {
+// A whole DGX-1 node: the rings over direct NVLinks, each also reversed, keep all 6 lanes of every GPU busy both
+// ways, so a step moves a chunk at 6 × 25 GB/s (one ring over single lanes: 25 GB/s).
+TEST(Channels, CubeMeshNodeRingsUseEveryLane) {
+  const ClusterSpec spec = test::dgx1_like(1);
+  const Platform p = Platform::build(engine(), spec, NetworkProfile{});
+  Group g{{}, "cube8"};
+  for (int r : packed(8)) g.hosts.push_back(p.gpu(r));
+  EXPECT_GE(ring_channels(g), 2);
+  const double lanes_Bps = 6 * spec.intra_bandwidth_GBps * 1e9;
+  const auto times = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, kSizes);
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    const double expected = 14 * (spec.intra_latency_us * 1e-6 + static_cast<double>(kSizes[i]) / 8 / lanes_Bps);
+    EXPECT_NEAR(times[i] / expected, 1.0, 1e-3) << "S=" << kSizes[i];
+    EXPECT_NEAR(times[i] / ring_estimate_s(g, kSizes[i]), 1.0, 1e-3) << "S=" << kSizes[i];
+  }
+}
+
+// GPUs 0-3 of a DGX-1 are wired to each other by 4 lanes each (pairs 0-2, 1-3, 2-3 doubled): 100 GB/s per step.
+TEST(Channels, CubeMeshQuadRingsUseItsFourLanes) {
+  const ClusterSpec spec = test::dgx1_like(1);
+  const Platform p = Platform::build(engine(), spec, NetworkProfile{});
+  Group g{{}, "cube4"};
+  for (int r : packed(4)) g.hosts.push_back(p.gpu(r));
+  const auto times = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, {1ULL << 30});
+  const double expected =
+      6 * (spec.intra_latency_us * 1e-6 + static_cast<double>(1ULL << 30) / 4 / (4 * spec.intra_bandwidth_GBps * 1e9));
+  EXPECT_NEAR(times[0] / expected, 1.0, 1e-3);
+}
+
+TEST(Channels, CubeMeshAcrossNodesAndOneGpuPerNodeKeepOneRing) {
   const Platform p = Platform::build(engine(), test::dgx1_like(2), NetworkProfile{});
   Group cube{{}, "cube"};
   for (int r : packed(16)) cube.hosts.push_back(p.gpu(r));
