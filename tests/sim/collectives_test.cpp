@@ -58,6 +58,12 @@ std::vector<int> packed(int d) {
   return r;
 }
 
+Group group_of(const Platform& p, const std::vector<int>& ranks, const std::string& tag) {
+  Group g{{}, tag};
+  for (int r : ranks) g.hosts.push_back(p.gpu(r));
+  return g;
+}
+
 TEST(RingClosedForm, FabricD2) { expect_all_reduce_closed_form(test::h100_like(2), spread(2)); }
 TEST(RingClosedForm, FabricD8) { expect_all_reduce_closed_form(test::h100_like(8), spread(8)); }
 TEST(RingClosedForm, FabricD32) { expect_all_reduce_closed_form(test::h100_like(32), spread(32)); }
@@ -77,8 +83,7 @@ TEST(Channels, PackedRingsUseEveryNic) {
   NetworkProfile ring;
   ring.algorithm = CollectiveAlgorithm::kRing;
   const Platform p = Platform::build(engine(), spec, ring);
-  Group g{{}, "ch"};
-  for (int r : packed(32)) g.hosts.push_back(p.gpu(r));
+  const Group g = group_of(p, packed(32), "ch");
   ASSERT_EQ(ring_channels(g), 8);
   const double d = 32;
   const double nic = spec.nic_bandwidth_GBps * 1e9;
@@ -98,8 +103,7 @@ TEST(Channels, PackedRingsUseEveryNic) {
 TEST(Channels, CubeMeshNodeRingsUseEveryLane) {
   const ClusterSpec spec = test::dgx1_like(1);
   const Platform p = Platform::build(engine(), spec, NetworkProfile{});
-  Group g{{}, "cube8"};
-  for (int r : packed(8)) g.hosts.push_back(p.gpu(r));
+  const Group g = group_of(p, packed(8), "cube8");
   EXPECT_GE(ring_channels(g), 2);
   const double lanes_Bps = 6 * spec.intra_bandwidth_GBps * 1e9;
   const auto times = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, kSizes);
@@ -110,12 +114,11 @@ TEST(Channels, CubeMeshNodeRingsUseEveryLane) {
   }
 }
 
-// GPUs 0-3 of a DGX-1 are wired to each other by 4 lanes each (pairs 0-2, 1-3, 2-3 doubled): 100 GB/s per step.
+// GPUs 0-3 of a DGX-1: GPUs 0 and 1 have 4 lanes to the other three (2 and 3 have 5), so a step runs at 4 × 25 GB/s.
 TEST(Channels, CubeMeshQuadRingsUseItsFourLanes) {
   const ClusterSpec spec = test::dgx1_like(1);
   const Platform p = Platform::build(engine(), spec, NetworkProfile{});
-  Group g{{}, "cube4"};
-  for (int r : packed(4)) g.hosts.push_back(p.gpu(r));
+  const Group g = group_of(p, packed(4), "cube4");
   const auto times = time_collective_sweep(engine(), CollectiveOp::kAllReduce, g, {1ULL << 30});
   const double expected =
       6 * (spec.intra_latency_us * 1e-6 + static_cast<double>(1ULL << 30) / 4 / (4 * spec.intra_bandwidth_GBps * 1e9));
@@ -124,8 +127,7 @@ TEST(Channels, CubeMeshQuadRingsUseItsFourLanes) {
 
 TEST(Channels, CubeMeshAcrossNodesAndOneGpuPerNodeKeepOneRing) {
   const Platform p = Platform::build(engine(), test::dgx1_like(2), NetworkProfile{});
-  Group cube{{}, "cube"};
-  for (int r : packed(16)) cube.hosts.push_back(p.gpu(r));
+  const Group cube = group_of(p, packed(16), "cube");
   Group spread_ring{{p.gpu(0), p.gpu(8)}, "spread"};
   EXPECT_EQ(ring_channels(cube), 1);
   EXPECT_EQ(ring_channels(spread_ring), 1);
@@ -140,8 +142,7 @@ TEST(Tree, TwoNodesTakeTheMostLoadedLinkPlusThePathLatency) {
   NetworkProfile tree;
   tree.algorithm = CollectiveAlgorithm::kTree;
   const Platform p = Platform::build(engine(), spec, tree);
-  Group g{{}, "tree"};
-  for (int r : packed(16)) g.hosts.push_back(p.gpu(r));
+  const Group g = group_of(p, packed(16), "tree");
   ASSERT_EQ(chosen_allreduce_algorithm(g, 1ULL << 30), CollectiveAlgorithm::kTree);
   const double l_intra = spec.intra_latency_us * 1e-6;
   const double l_inter = spec.inter_latency_us * 1e-6;
@@ -161,10 +162,8 @@ TEST(Tree, TwoNodesTakeTheMostLoadedLinkPlusThePathLatency) {
 // Auto: a tree where several members share a node and it is estimated faster; always a ring with one GPU per node.
 TEST(Tree, AutoChoosesByTheLineRateEstimates) {
   const Platform p = Platform::build(engine(), test::h100_like(4), NetworkProfile{});
-  Group two_nodes{{}, "two"};
-  for (int r : packed(16)) two_nodes.hosts.push_back(p.gpu(r));
-  Group spread_ring{{}, "spread"};
-  for (int r : spread(4)) spread_ring.hosts.push_back(p.gpu(r));
+  const Group two_nodes = group_of(p, packed(16), "two");
+  const Group spread_ring = group_of(p, spread(4), "spread");
   for (const std::uint64_t bytes : std::vector<std::uint64_t>{8, 1ULL << 20, 1ULL << 30}) {
     const bool tree_faster = tree_estimate_s(two_nodes, bytes) < ring_estimate_s(two_nodes, bytes);
     EXPECT_EQ(chosen_allreduce_algorithm(two_nodes, bytes),
