@@ -16,8 +16,10 @@
 // members on each, contiguous in member order, and those members use C > 1 distinct NICs per node, the collective
 // runs C rings at once, each carrying 1/C of every chunk. Ring c enters each node's members after the one that
 // uses the node's c-th NIC and leaves the node through that member, so ring c crosses between nodes on NIC c and
-// the C rings together use every NIC, as NCCL's rings do. The rings advance step by step together. Otherwise
-// (one member per node, one NIC, cube-mesh nodes, uneven groups) there is one ring, in member order.
+// the C rings together use every NIC, as NCCL's rings do. Inside one DGX-1 cube-mesh node the rings follow direct
+// NVLinks (Hamiltonian cycles, each run both ways, the set that loads the busiest link least). The rings advance
+// step by step together. Otherwise (one member per node, one NIC, groups over several cube-mesh nodes, uneven
+// groups) there is one ring, in member order.
 //
 // Tree all-reduce (NCCL's Tree: a chain through each node's members, double binary trees between the nodes): each
 // channel runs two trees over the nodes, each carrying S/(2C); inside a node the chain starts at the member that
@@ -63,7 +65,7 @@ void set_allreduce_algorithm(CollectiveAlgorithm algorithm);
 CollectiveAlgorithm allreduce_algorithm();
 
 /// What all_reduce() runs over `group` for `bytes`: kRing or kTree (never kAuto). A forced tree falls back to the
-/// ring for a group inside one node.
+/// ring where no tree can run (tree_estimate_s() infinite).
 CollectiveAlgorithm chosen_allreduce_algorithm(const Group& group, std::uint64_t bytes);
 
 /// Ring channels of `group` (1 unless the conditions above hold).
