@@ -48,17 +48,13 @@ struct Shape {
   std::vector<sg4::Host*> hosts;  // the group it was made for (the cache is keyed by tag; a different group with
                                   // the same tag gets a new shape)
   int channels = 1;
-  std::vector<std::vector<int>> next;  // [channel][member]: ring successor
-  bool tree = false;                   // a tree can run (see tree_estimate_s)
-  int per_node = 0;                    // members on each node (0: the group is not regular)
-  struct Edge {
-    int child = 0;
-    int parent = 0;
-  };
-  std::vector<Edge> tree_edges;      // every (channel, tree) edge: S/(2C) up child → parent and down parent → child
-  double tree_latency_s = 0.0;       // a root-to-leaf path up and down
-  double tree_flow_latency_s = 0.0;  // the largest latency of one edge's route (already paid by the flows)
-  double ring_latency_s = 0.0;       // per ring step: the slowest hop's latency
+  std::vector<std::vector<int>> next;        // [channel][member]: ring successor
+  bool tree = false;                         // a tree can run (see tree_estimate_s)
+  int per_node = 0;                          // members on each node (0: the group is not regular)
+  std::vector<std::vector<int>> tree_peers;  // [member]: the other end of each (channel, tree) edge it is on
+  double tree_latency_s = 0.0;               // a root-to-leaf path up and down
+  double tree_rest_s = 0.0;            // of that, what the flows have not paid (each paid its own route's latency)
+  double ring_latency_s = 0.0;         // per ring step: the slowest hop's latency
   double ring_s_per_chunk_byte = 0.0;  // per ring step and byte of the chunk: the most loaded link's time
   double tree_s_per_byte = std::numeric_limits<double>::infinity();
   sg4::BarrierPtr barrier;  // the tree's "everyone received the broadcast"
@@ -217,86 +213,72 @@ std::shared_ptr<Shape> make_shape(const Group& group) {
       heads.push_back(first_on);
     }
   }
-  if (!regular && segments.size() == 1) {
-    std::vector<std::vector<int>> rings = direct_link_rings(group);
-    if (rings.size() > 1) {
-      shape->channels = static_cast<int>(rings.size());
-      shape->next = std::move(rings);
-    }
-  }
-  if (!regular) {
-    LinkLoad step;
-    for (const std::vector<int>& next : shape->next)
-      for (int i = 0; i < d; ++i) {
-        const Route r = route_between(group.hosts[static_cast<std::size_t>(i)],
-                                      group.hosts[static_cast<std::size_t>(next[static_cast<std::size_t>(i)])]);
-        shape->ring_latency_s = std::max(shape->ring_latency_s, r.latency_s);
-        step.add(r, 1.0 / shape->channels);
-      }
-    shape->ring_s_per_chunk_byte = step.worst_s();
-    return shape;
-  }
-
-  const int channels = static_cast<int>(heads.front().size());
+  // The rings: one per NIC over regular nodes, over direct NVLinks inside one cube-mesh node, else one in order.
   const int nodes = static_cast<int>(segments.size());
+  const int nics = regular ? static_cast<int>(heads.front().size()) : 1;
   const auto member = [&](int node, int channel, int offset) {  // offset 0 = the channel's head
     return segments[static_cast<std::size_t>(node)].first +
            (heads[static_cast<std::size_t>(node)][static_cast<std::size_t>(channel)] + offset) % k;
   };
-  if (channels > 1) {
-    shape->channels = channels;
-    shape->next.assign(static_cast<std::size_t>(channels), std::vector<int>(static_cast<std::size_t>(d)));
-    for (int c = 0; c < channels; ++c)
+  if (nics > 1) {
+    shape->next.assign(static_cast<std::size_t>(nics), std::vector<int>(static_cast<std::size_t>(d)));
+    for (int c = 0; c < nics; ++c)
       for (int n = 0; n < nodes; ++n)
         for (int off = 1; off <= k; ++off) {
           // Inside node n: head+1, …, head; the head leaves for node n+1's head+1.
-          const int from = member(n, c, off);
           const int to = off < k ? member(n, c, off + 1) : member((n + 1) % nodes, c, 1);
-          shape->next[static_cast<std::size_t>(c)][static_cast<std::size_t>(from)] = to;
+          shape->next[static_cast<std::size_t>(c)][static_cast<std::size_t>(member(n, c, off))] = to;
         }
+  } else if (nodes == 1) {
+    std::vector<std::vector<int>> rings = direct_link_rings(group);
+    if (rings.size() > 1) shape->next = std::move(rings);
   }
+  shape->channels = static_cast<int>(shape->next.size());
   LinkLoad step;
-  for (int c = 0; c < shape->channels; ++c)
+  for (const std::vector<int>& next : shape->next)
     for (int i = 0; i < d; ++i) {
       const Route r = route_between(group.hosts[static_cast<std::size_t>(i)],
-                                    group.hosts[static_cast<std::size_t>(shape->next[static_cast<std::size_t>(c)][i])]);
+                                    group.hosts[static_cast<std::size_t>(next[static_cast<std::size_t>(i)])]);
       shape->ring_latency_s = std::max(shape->ring_latency_s, r.latency_s);
       step.add(r, 1.0 / shape->channels);
     }
   shape->ring_s_per_chunk_byte = step.worst_s();
+  if (!regular) return shape;
 
   // Trees: per channel, tree 0 the in-order binary tree over node positions, tree 1 the same over positions
   // shifted by one (so that, as in NCCL's double binary tree, most inner nodes of one are leaves of the other).
+  // Each edge carries S/(2C) up and down, so both of its ends get the other as a peer.
   shape->tree = true;
   shape->per_node = k;
   std::vector<int> parent0(static_cast<std::size_t>(nodes), -1);
   binary_tree(0, nodes - 1, -1, parent0);
   int depth = 0;
   for (int n = 0; n < nodes; ++n) depth = std::max(depth, tree_depth(parent0, n));
+  shape->tree_peers.assign(static_cast<std::size_t>(d), {});
   LinkLoad tree_load;
-  double inter_latency = 0.0;
-  double intra_latency = 0.0;
-  for (int c = 0; c < channels; ++c)
-    for (int t = 0; t < 2; ++t) {
+  double latency[2] = {0.0, 0.0};  // the slowest edge inside a node, between nodes
+  const auto edge = [&](int child, int parent) {
+    shape->tree_peers[static_cast<std::size_t>(child)].push_back(parent);
+    shape->tree_peers[static_cast<std::size_t>(parent)].push_back(child);
+    const sg4::Host* c = group.hosts[static_cast<std::size_t>(child)];
+    const sg4::Host* p = group.hosts[static_cast<std::size_t>(parent)];
+    const Route up = route_between(c, p);
+    tree_load.add(up, 1.0 / (2 * nics));
+    tree_load.add(route_between(p, c), 1.0 / (2 * nics));
+    double& worst = latency[c->get_englobing_zone() == p->get_englobing_zone() ? 0 : 1];
+    worst = std::max(worst, up.latency_s);
+  };
+  for (int c = 0; c < nics; ++c)
+    for (int t = 0; t < 2; ++t)
       for (int pos = 0; pos < nodes; ++pos) {
         const int up = parent0[static_cast<std::size_t>(pos)];
         const int node = (pos + t) % nodes;
-        if (up >= 0) shape->tree_edges.push_back({member(node, c, 0), member((up + t) % nodes, c, 0)});
-        for (int off = 1; off < k; ++off) shape->tree_edges.push_back({member(node, c, off), member(node, c, off - 1)});
+        if (up >= 0) edge(member(node, c, 0), member((up + t) % nodes, c, 0));
+        for (int off = 1; off < k; ++off) edge(member(node, c, off), member(node, c, off - 1));
       }
-    }
-  for (const Shape::Edge& e : shape->tree_edges) {
-    const sg4::Host* child = group.hosts[static_cast<std::size_t>(e.child)];
-    const sg4::Host* parent = group.hosts[static_cast<std::size_t>(e.parent)];
-    const Route r = route_between(child, parent);
-    tree_load.add(r, 1.0 / (2 * channels));
-    tree_load.add(route_between(parent, child), 1.0 / (2 * channels));
-    (child->get_englobing_zone() == parent->get_englobing_zone() ? intra_latency : inter_latency) = std::max(
-        child->get_englobing_zone() == parent->get_englobing_zone() ? intra_latency : inter_latency, r.latency_s);
-  }
   shape->tree_s_per_byte = tree_load.worst_s();
-  shape->tree_latency_s = 2.0 * (depth * inter_latency + (k - 1) * intra_latency);
-  shape->tree_flow_latency_s = std::max(inter_latency, intra_latency);
+  shape->tree_latency_s = 2.0 * (depth * latency[1] + (k - 1) * latency[0]);
+  shape->tree_rest_s = std::max(0.0, shape->tree_latency_s - std::max(latency[0], latency[1]));
   shape->barrier = sg4::Barrier::create(static_cast<unsigned>(d));
   return shape;
 }
@@ -501,27 +483,19 @@ void tree_all_reduce(const Group& group, int my_index, std::uint64_t bytes) {
   if (!shape.tree) throw InternalError("collective '" + group.tag + "': no tree over this group");
   const auto parts = static_cast<std::uint64_t>(2 * shape.channels);
   const std::uint64_t part = (bytes + parts - 1) / parts;
-  // Every edge at once, both ways: reduction up to the parent, broadcast down to the child.
-  std::vector<sg4::CommPtr> comms;
-  int incoming = 0;
-  for (const Shape::Edge& e : shape.tree_edges) {
-    if (e.child == my_index) {
-      comms.push_back(tree_inbox(group, e.parent)->put_async(&g_payload, part));
-      ++incoming;
-    }
-    if (e.parent == my_index) {
-      comms.push_back(tree_inbox(group, e.child)->put_async(&g_payload, part));
-      ++incoming;
-    }
-  }
-  // Every receive posted before any is waited for (a transfer starts once its receive is posted).
+  // Every edge at once, both ways (reduction up, broadcast down): one flow to and one from each tree peer, every
+  // receive posted before any is waited for (a transfer starts once its receive is posted).
+  const std::vector<int>& peers = shape.tree_peers[static_cast<std::size_t>(my_index)];
   sg4::Mailbox* mine = tree_inbox(group, my_index);
-  std::vector<int*> got(static_cast<std::size_t>(incoming));
-  for (int i = 0; i < incoming; ++i) comms.push_back(mine->get_async<int>(&got[static_cast<std::size_t>(i)]));
+  std::vector<sg4::CommPtr> comms;
+  std::vector<int*> got(peers.size());
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    comms.push_back(tree_inbox(group, peers[i])->put_async(&g_payload, part));
+    comms.push_back(mine->get_async<int>(&got[i]));
+  }
   for (const sg4::CommPtr& comm : comms) comm->wait();
   shape.barrier->wait();
-  const double rest_s = shape.tree_latency_s - shape.tree_flow_latency_s;
-  if (rest_s > 0) sg4::this_actor::sleep_for(rest_s);
+  if (shape.tree_rest_s > 0) sg4::this_actor::sleep_for(shape.tree_rest_s);
 }
 
 void ring_all_reduce(const Group& group, int my_index, std::uint64_t bytes) {

@@ -27,13 +27,19 @@ Route slowest_hop(const std::vector<sg4::Host*>& hosts) {
   return worst;
 }
 
+// The ideal profile with all-reduces forced to `algorithm`.
+NetworkProfile ideal(CollectiveAlgorithm algorithm) {
+  NetworkProfile p;
+  p.algorithm = algorithm;
+  return p;
+}
+
 const std::vector<std::uint64_t> kSizes = {1ULL << 20, 100ULL << 20, 1ULL << 30};
 
 // Ring all-reduce over `ranks` of `spec` on the ideal profile: simulated time equals 2(D-1)/D·S/B + 2(D-1)·L.
 void expect_all_reduce_closed_form(const ClusterSpec& spec, const std::vector<int>& ranks) {
-  NetworkProfile ring;  // auto would run a tree over packed nodes
-  ring.algorithm = CollectiveAlgorithm::kRing;
-  const Platform p = Platform::build(engine(), spec, ring);
+  // A forced ring: auto would run a tree over packed nodes.
+  const Platform p = Platform::build(engine(), spec, ideal(CollectiveAlgorithm::kRing));
   Group g{{}, "ar"};
   for (int r : ranks) g.hosts.push_back(p.gpu(r));
   const Route hop = slowest_hop(g.hosts);
@@ -80,9 +86,7 @@ TEST(RingClosedForm, PackedD32AcrossFourNodesWithOneNic) {
 // sends 7 of its 8 parts over NVLink and one over its NIC, so a step takes the slower of the two.
 TEST(Channels, PackedRingsUseEveryNic) {
   const ClusterSpec spec = test::h100_like(4);
-  NetworkProfile ring;
-  ring.algorithm = CollectiveAlgorithm::kRing;
-  const Platform p = Platform::build(engine(), spec, ring);
+  const Platform p = Platform::build(engine(), spec, ideal(CollectiveAlgorithm::kRing));
   const Group g = group_of(p, packed(32), "ch");
   ASSERT_EQ(ring_channels(g), 8);
   const double d = 32;
@@ -139,9 +143,7 @@ TEST(Channels, CubeMeshAcrossNodesAndOneGpuPerNodeKeepOneRing) {
 // of S/16 = 1.75·S; a NIC carries S/8 each way. NVLink (1.75/450 GB/s) is the bottleneck, not the NICs (1/400).
 TEST(Tree, TwoNodesTakeTheMostLoadedLinkPlusThePathLatency) {
   const ClusterSpec spec = test::h100_like(2);
-  NetworkProfile tree;
-  tree.algorithm = CollectiveAlgorithm::kTree;
-  const Platform p = Platform::build(engine(), spec, tree);
+  const Platform p = Platform::build(engine(), spec, ideal(CollectiveAlgorithm::kTree));
   const Group g = group_of(p, packed(16), "tree");
   ASSERT_EQ(chosen_allreduce_algorithm(g, 1ULL << 30), CollectiveAlgorithm::kTree);
   const double l_intra = spec.intra_latency_us * 1e-6;

@@ -204,14 +204,17 @@ int run_calibrate(const std::vector<std::string>& args) {
   profile.kind = sim::NetworkProfileKind::kCalibrated;
   profile.algorithm = *algorithm;
   const auto curve_of = [&](bool intra) -> sim::EfficiencyCurve& { return intra ? profile.intra : profile.inter; };
-  std::vector<std::vector<double>> eff(fits.size());
-  for (const char* kind : {"intra", "inter"}) {
-    sim::EfficiencyCurve& c = curve_of(std::string(kind) == "intra");
-    c.latency_factor = j[kind]["latency_factor"].get<double>();
-    for (const auto& pt : j[kind]["points"]) c.points.emplace_back(pt[0].get<double>(), pt[1].get<double>());
+  // A class without a log keeps the line rate (no points: efficiency 1, latency factor 1).
+  std::vector<std::vector<double>> eff(fits.size());  // [log][row]
+  for (std::size_t l = 0; l < fits.size(); ++l) {
+    const nlohmann::ordered_json& start = j[fits[l].intra ? "intra" : "inter"];
+    sim::EfficiencyCurve& c = curve_of(fits[l].intra);
+    c.latency_factor = start["latency_factor"].get<double>();
+    for (const auto& pt : start["points"]) {
+      c.points.emplace_back(pt[0].get<double>(), pt[1].get<double>());
+      eff[l].push_back(pt[1].get<double>());
+    }
   }
-  for (std::size_t l = 0; l < fits.size(); ++l)
-    for (const auto& pt : j[fits[l].intra ? "intra" : "inter"]["points"]) eff[l].push_back(pt[1].get<double>());
   std::vector<Simulated> sims = simulate_logs(big, ranks_per_node, profile, fits);
   for (int round = 0; round < kFitRounds; ++round) {
     for (std::size_t l = 0; l < fits.size(); ++l) {
