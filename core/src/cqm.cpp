@@ -212,6 +212,8 @@ double RankErrorModel::inverse(double e) const {
   return p * fraction_at(angle_of_residual(e));
 }
 
+double equivalent_rank(double r, const RankErrorModel& from, const RankErrorModel& to) { return to.inverse(from.g(r)); }
+
 double compression_ratio(std::int64_t m, std::int64_t n, double r) {
   require_positive(m, "m");
   require_positive(n, "n");

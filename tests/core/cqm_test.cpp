@@ -146,6 +146,26 @@ TEST(RankErrorModel, RejectsBadSizes) {
   }
 }
 
+// g depends on the shape through the aspect ratio and p only, as the top fraction r/p of one spectrum: shapes of one
+// aspect ratio map rank r to r·p'/p, and equal-energy ranks give equal g whatever the shapes.
+TEST(CqmEquivalentRank, ScalesWithTheSmallerSideAtOneAspectRatio) {
+  const RankErrorModel big(5120, 2560);
+  const RankErrorModel small(256, 128);
+  for (double r : {1.0, 8.0, 32.0, 64.0, 640.0}) {
+    EXPECT_NEAR(equivalent_rank(r, big, small), r * 128.0 / 2560.0, 1e-9 * r) << r;
+    EXPECT_NEAR(equivalent_rank(r, big, big), r, 1e-9 * r) << r;
+  }
+  const RankErrorModel trace(64, 256);  // another aspect ratio
+  for (double r : {4.0, 32.0, 64.0}) {
+    const double r2 = equivalent_rank(r, big, trace);
+    EXPECT_NEAR(trace.g(r2), big.g(r), 1e-9) << r;
+    EXPECT_GT(r2, 0.0);
+    EXPECT_LT(r2, 64.0);
+  }
+  EXPECT_LT(equivalent_rank(8.0, big, trace), equivalent_rank(32.0, big, trace));  // monotone
+  EXPECT_EQ(equivalent_rank(2560.0, big, trace), 64.0);                            // exact stays exact
+}
+
 TEST(CqmCompressionRatio, IsFullBytesOverFactorBytes) {
   EXPECT_DOUBLE_EQ(compression_ratio(1920, 1920, 4), 1920.0 * 1920.0 / (3840.0 * 4.0));
   EXPECT_DOUBLE_EQ(compression_ratio(1920, 7680, 64), 1920.0 * 7680.0 / (9600.0 * 64.0));

@@ -41,8 +41,11 @@ TEST(PlanCli, RanksOptionsMarksTheParetoFrontAndSaysWhereCompressionPays) {
   for (const json& a : options) {
     bool dominated = false;
     for (const json& b : options) {
+      // Time, cost and gradient error (null: unknown, compared as neither better nor worse).
       const double ta = a["training_time_s"], ca = a["cost_usd"], tb = b["training_time_s"], cb = b["cost_usd"];
-      if (tb <= ta && cb <= ca && (tb < ta || cb < ca)) dominated = true;
+      const double ea = a["gradient_error"].is_null() ? NAN : a["gradient_error"].get<double>();
+      const double eb = b["gradient_error"].is_null() ? NAN : b["gradient_error"].get<double>();
+      if (tb <= ta && cb <= ca && !(eb > ea) && (tb < ta || cb < ca || eb < ea)) dominated = true;
     }
     EXPECT_EQ(a["pareto"].get<bool>(), !dominated) << a["label"];
     front += dominated ? 0 : 1;

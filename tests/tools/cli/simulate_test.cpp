@@ -93,9 +93,9 @@ TEST_F(Simulate, TotalsAreSegmentWeightedConfigurationTimes) {
       total += n * c["iteration_s"].get<double>();
       latency += n * c["comm_latency_s"].get<double>();
       for (int r : seg["ranks"]) {
-        if (run["policy"] == "none") {
+        if (run["policy"].get<std::string>() == "none") {
           EXPECT_EQ(r, 0);
-        } else if (run["policy"] == "static") {
+        } else if (run["policy"].get<std::string>() == "static") {
           EXPECT_TRUE(r == 0 || r == 64) << r;
         } else {
           EXPECT_TRUE(r == 0 || (r >= 8 && r <= 64)) << r;
@@ -173,6 +173,57 @@ TEST(SimulatePipelineCompression, PaysOnThePipelineBoundWhatIf) {
     ASSERT_EQ(c["pp_ranks"].size(), c["ranks"].size());
     for (const auto& s : c["stages"]) EXPECT_TRUE(s.contains("pp_comm_s"));
   }
+}
+
+// The accuracy side in result.json: every run carries its measured and predicted gradient error with the per-stage
+// detail, "fidelity" says how it was obtained, and the warnings on thin evidence appear in the summary (stderr) and
+// in result.json.
+TEST(SimulateFidelity, EveryRunCarriesItsErrorAndThinEvidenceIsWarned) {
+  TempDir tmp;
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small-trace.json";
+  const Result quiet = edgc("simulate --scenario " + scenario + " --out " + (tmp / "a").string(), tmp);
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("warning"), std::string::npos) << quiet.err;  // 120 iterations on a 499-step trace
+  EXPECT_NE(quiet.out.find("grad err %"), std::string::npos) << quiet.out;
+  const json a = json::parse(read_file(tmp / "a" / "result.json"));
+  EXPECT_EQ(a.at("fidelity").at("source"), "trace");
+  EXPECT_EQ(a.at("fidelity").at("captured_iterations"), 250);
+  EXPECT_TRUE(a.at("warnings").empty());
+  for (const json& run : a.at("runs")) {
+    ASSERT_TRUE(run.contains("gradient_error")) << run.at("policy");
+    ASSERT_TRUE(run.contains("cqm_error")) << run.at("policy");
+    const json& f = run.at("fidelity");
+    EXPECT_EQ(f.at("stages").size(), 2U);
+    if (run.at("policy") == "none") {
+      EXPECT_EQ(run.at("gradient_error"), 0.0);
+    } else {
+      EXPECT_GT(run.at("gradient_error").get<double>(), 0.0);
+      EXPECT_LT(run.at("gradient_error").get<double>(),
+                run.at("cqm_error").get<double>());  // real gradients are low-rank
+      EXPECT_GT(f.at("stages")[0].at("points").get<int>(), 0);
+    }
+  }
+  const Result thin = edgc("simulate --scenario " + scenario + " --out " + (tmp / "b").string() +
+                               " --set run.iterations=10000 --set compression.window=200 --set fidelity.max_error=0.01",
+                           tmp);
+  ASSERT_EQ(thin.code, 0) << thin.err;
+  const json b = json::parse(read_file(tmp / "b" / "result.json"));
+  for (const char* expected : {"steps are stretched 20.0x over 10000 iterations",
+                               "span fewer than 3 windows of 200 iterations", "exceeds fidelity.max_error 1.0 %"}) {
+    EXPECT_NE(thin.err.find(expected), std::string::npos) << expected << "\n" << thin.err;
+    bool in_result = false;
+    for (const json& w : b.at("warnings"))
+      in_result = in_result || w.get<std::string>().find(expected) != std::string::npos;
+    EXPECT_TRUE(in_result) << expected;
+  }
+  EXPECT_EQ(b.at("fidelity").at("max_error"), 0.01);
+  // A synthetic entropy curve has no gradients: the CQM figure only, and said so.
+  const Result synthetic = edgc("simulate --scenario " + kScenario + " --out " + (tmp / "c").string(), tmp);
+  ASSERT_EQ(synthetic.code, 0) << synthetic.err;
+  const json c = json::parse(read_file(tmp / "c" / "result.json"));
+  EXPECT_EQ(c.at("fidelity").at("source"), "cqm");
+  EXPECT_FALSE(c.at("runs")[1].contains("gradient_error"));
+  EXPECT_GT(c.at("runs")[1].at("cqm_error").get<double>(), 0.0);
 }
 
 TEST(SimulateRejects, BadScenariosWithoutOutput) {

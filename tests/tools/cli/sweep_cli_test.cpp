@@ -231,6 +231,42 @@ TEST(SweepCli, InvalidPointsAreRecordedWithTheirErrorAndExitTwo) {
       << lines.at(1);
 }
 
+// A gradient-error budget: every point carries its measured and predicted error, summary.csv says per policy whether
+// the point is within the budget (and why not), and the best points leave the others out.
+TEST(SweepCli, AnErrorBudgetMarksPointsInfeasibleWithTheFigure) {
+  TempDir tmp;
+  const auto spec = tmp / "spec.json";
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR
+                      << R"(/tests/data/simulate/small-trace.json", "policies": "none,static",
+                           "axes": [{"key": "compression.r_max", "values": [32, 128]}]})";
+  // Between the two points' errors: rank 32 is over the budget, rank 128 within it.
+  const auto probe = edgc("sweep --spec " + spec.string() + " --out " + (tmp / "p").string() + " --quiet", tmp);
+  ASSERT_EQ(probe.code, 0) << probe.err;
+  const auto lines = results(tmp / "p");
+  const double e32 = run_of(lines.at(0), "static").at("gradient_error").get<double>();
+  const double e128 = run_of(lines.at(1), "static").at("gradient_error").get<double>();
+  EXPECT_GT(e32, e128);
+  EXPECT_GT(e128, 0.0);
+  EXPECT_EQ(run_of(lines.at(0), "none").at("gradient_error").get<double>(), 0.0);
+  EXPECT_GT(run_of(lines.at(0), "static").at("cqm_error").get<double>(), 0.0);
+  const double budget = 0.5 * (e32 + e128);
+  const auto r = edgc(
+      "sweep --spec " + spec.string() + " --out " + (tmp / "s").string() + " --max-error " + std::to_string(budget),
+      tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("within a gradient error of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(1 points over it left out)"), std::string::npos) << r.out;
+  std::istringstream csv(read_file(tmp / "s" / "summary.csv"));
+  std::string header, row0, row1;
+  std::getline(csv, header);
+  std::getline(csv, row0);
+  std::getline(csv, row1);
+  EXPECT_NE(header.find(",static.gradient_error,static.cqm_error,static.error_budget,"), std::string::npos) << header;
+  EXPECT_NE(row0.find(",infeasible: gradient error "), std::string::npos) << row0;
+  EXPECT_NE(row0.find(",ok,"), std::string::npos) << row0;  // none is exact
+  EXPECT_EQ(row1.find("infeasible"), std::string::npos) << row1;
+}
+
 TEST(SweepCli, RepeatsGiveTheMeanAndA95PercentIntervalOverSeeds) {
   TempDir tmp;
   const auto spec = tmp / "spec.json";

@@ -339,7 +339,9 @@ TEST(SweepCsv, OneColumnPerAxisAndFigureAndOneRowPerPoint) {
   std::getline(in, row1);
   std::getline(in, row2);
   EXPECT_EQ(header.rfind("point,compression.r_min,cluster,gpus,gpu,edgc.iteration_time_s,", 0), 0U) << header;
-  EXPECT_NE(header.find(",edgc.cost_usd,edgc.iteration_time_s_ci95,"), std::string::npos) << header;
+  EXPECT_NE(header.find(",edgc.cost_usd,edgc.gradient_error,edgc.cqm_error,edgc.iteration_time_s_ci95,"),
+            std::string::npos)
+      << header;
   EXPECT_EQ(header.substr(header.size() - 6), ",error");
   EXPECT_EQ(row1.rfind("4,8,dgx,64,H100,8.0,0.125,800.0,1.25,", 0), 0U) << row1;
   EXPECT_EQ(row2.rfind("5,16,\"a,b\",,,", 0), 0U) << row2;

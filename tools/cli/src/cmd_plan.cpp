@@ -4,6 +4,7 @@
 // cost to reach the target, with the time–cost Pareto front and a verdict on whether compression pays.
 // The spec format: tools/scenario/include/edgc/scenario/plan_spec.hpp; what runs: edgc/engine/plan.hpp.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -31,16 +32,24 @@ int run_plan_command(const std::vector<std::string>& args) {
       "out", po::value(&so.out)->required(), "output directory: plan.json plus the sweep's files")(
       "jobs", po::value(&so.jobs), "worker processes (on each MPI rank; default: the CPU count)")(
       "resume", "continue a plan whose simulations were interrupted")(
+      "max-error", po::value<double>(), "gradient-error budget: options above it are infeasible (e.g. 0.2)")(
       "report", "also write DIR/report.html (time-cost Pareto front, heatmaps) and DIR/report/*.svg")(
       "quiet", "print only the output paths");
   po::variables_map vm;
-  if (!parse("plan", "--spec F --out DIR [--jobs N] [--resume] [--report] [--quiet]", opts, {}, args, vm)) return 0;
+  if (!parse("plan", "--spec F --out DIR [--jobs N] [--resume] [--max-error X] [--report] [--quiet]", opts, {}, args,
+             vm))
+    return 0;
   so.resume = vm.count("resume") != 0U;
   so.quiet = true;  // the plan prints its own tables
   const bool quiet = vm.count("quiet") != 0U;
   if (so.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(so.jobs));
 
-  const scenario::PlanSpec plan = scenario::read_plan_spec(spec_path);
+  scenario::PlanSpec plan = scenario::read_plan_spec(spec_path);
+  if (vm.count("max-error") != 0U) {
+    plan.max_error = vm["max-error"].as<double>();
+    if (!(*plan.max_error > 0.0))
+      throw UsageError("--max-error", "must be > 0 (a relative error of the averaged gradient, e.g. 0.2)");
+  }
   const std::unique_ptr<engine::MpiSession> mpi = engine::MpiSession::open_if_launched();
   const std::optional<engine::PlanOutcome> outcome = engine::run_plan(plan, so, mpi.get());
   if (!outcome) return 0;  // an MPI rank other than 0: its share is done
@@ -57,17 +66,18 @@ int run_plan_command(const std::vector<std::string>& args) {
   std::cout << "plan        " << spec_path << ": " << plan.options.size() << " cluster options x "
             << plan.policies.size() << " policies, target " << *plan.iterations << " iterations; " << outcome->sweep.ran
             << " simulated now, " << outcome->sweep.already_done << " from an earlier run\n\n";
-  results::Table t({"#", "option", "policy", "train h", "cost $", "speedup vs none", "Pareto"});
+  results::Table t({"#", "option", "policy", "train h", "cost $", "speedup vs none", "grad err %", "Pareto"});
   for (std::size_t i = 0; i < outcome->entries.size(); ++i) {
     const engine::PlanEntry& e = outcome->entries[i];
     t.add_row({std::to_string(i + 1), e.option->label, e.policy, engine::plan_amount(e.time_s / 3600.0),
-               engine::plan_amount(e.cost), results::fmt_f(e.speedup, 4), e.pareto ? "*" : ""});
+               engine::plan_amount(e.cost), results::fmt_f(e.speedup, 4),
+               std::isfinite(e.error) ? results::fmt_f(100.0 * e.error, 1) : "-", e.pareto ? "*" : ""});
   }
   t.print(std::cout);
   std::cout << "\n";
   for (const std::string& v : outcome->verdicts) std::cout << "- " << v << "\n";
   if (!outcome->infeasible.empty()) {
-    std::cout << "\nnot simulated (" << outcome->infeasible.size() << "):\n";
+    std::cout << "\ninfeasible or not simulated (" << outcome->infeasible.size() << "):\n";
     for (const std::string& s : outcome->infeasible) std::cout << "  " << s << "\n";
   }
   std::cout << "\nwrote       " << so.out << "/plan.json\n";

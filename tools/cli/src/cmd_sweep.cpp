@@ -26,20 +26,28 @@ int run_sweep_command(const std::vector<std::string>& args) {
       "resume", "continue the sweep in --out: points already in results.jsonl are skipped")(
       "set", po::value(&sets)->composing(), "override a key of every point: dotted.key=value (repeatable)")(
       "best-by", po::value(&o.best_by), "rank the printed best points by this run field (default training_time_s)")(
+      "max-error", po::value<double>(),
+      "gradient-error budget: points whose relative gradient error exceeds it are infeasible (e.g. 0.2)")(
       "max-points", po::value(&o.max_points),
       ("refuse a sweep of more points than this (default " + std::to_string(o.max_points) + ")").c_str())(
       "report", "also write DIR/report.html (heatmaps, best points) and DIR/report/*.svg")("quiet",
                                                                                            "no progress and no table");
   po::variables_map vm;
-  if (!parse("sweep",
-             "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--max-points N] [--report] "
-             "[--quiet]",
-             opts, {}, args, vm))
+  if (!parse(
+          "sweep",
+          "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--max-error X] [--max-points N] "
+          "[--report] [--quiet]",
+          opts, {}, args, vm))
     return 0;
   o.resume = vm.count("resume") != 0U;
   o.quiet = vm.count("quiet") != 0U;
   if (o.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(o.jobs));
   if (o.max_points < 1) throw UsageError("--max-points", "must be >= 1, got " + std::to_string(o.max_points));
+  if (vm.count("max-error") != 0U) {
+    o.max_error = vm["max-error"].as<double>();
+    if (!(*o.max_error > 0.0))
+      throw UsageError("--max-error", "must be > 0 (a relative error of the averaged gradient, e.g. 0.2)");
+  }
 
   scenario::SweepSpec spec = scenario::read_sweep_spec(spec_path);
   for (const std::string& s : sets) {

@@ -1,6 +1,7 @@
 #include "edgc/engine/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -48,15 +49,27 @@ void collect_entries(const PlanSpec& plan, PlanOutcome& out) {
       out.infeasible.push_back(o.label + ": " + line.error);
       continue;
     }
-    for (const results::SweepRun& r : line.runs)
-      out.entries.push_back({&o, r.policy, r.training_time_s, r.cost_usd, r.speedup_vs_none, false});
+    for (const results::SweepRun& r : line.runs) {
+      if (plan.max_error) {
+        if (const std::string why = results::over_budget(r, *plan.max_error); !why.empty()) {
+          out.infeasible.push_back(o.label + " " + r.policy + ": " + why);
+          continue;
+        }
+      }
+      out.entries.push_back(
+          {&o, r.policy, r.training_time_s, r.cost_usd, r.speedup_vs_none, results::judged_error(r), false});
+    }
   }
   if (out.entries.empty())
-    throw ConfigError(plan.path, "clusters", "no option could be simulated: " + out.infeasible.front());
+    throw ConfigError(plan.path, plan.max_error ? "max_error" : "clusters",
+                      "no option could be simulated within the plan's limits: " + out.infeasible.front());
   std::vector<PlanEntry>& entries = out.entries;
   for (PlanEntry& e : entries) {
+    // An unknown error (NaN) compares as neither better nor worse: the front is then time and cost only.
+    const auto no_worse = [](double a, double b) { return !(a > b); };
     e.pareto = std::none_of(entries.begin(), entries.end(), [&](const PlanEntry& x) {
-      return x.time_s <= e.time_s && x.cost <= e.cost && (x.time_s < e.time_s || x.cost < e.cost);
+      return x.time_s <= e.time_s && x.cost <= e.cost && no_worse(x.error, e.error) &&
+             (x.time_s < e.time_s || x.cost < e.cost || x.error < e.error);
     });
   }
   std::stable_sort(entries.begin(), entries.end(),
@@ -86,7 +99,10 @@ std::vector<std::string> verdicts(const PlanSpec& plan, const std::vector<PlanEn
     if (none == nullptr || best == nullptr) continue;
     const double cut = 1.0 - best->time_s / none->time_s;
     (cut > plan.pays_threshold ? pays : not_pays)
-        .push_back(o.label + " (" + best->policy + " " + results::fmt_f(-100.0 * cut, 2) + " %)");
+        .push_back(o.label + " (" + best->policy + " " + results::fmt_f(-100.0 * cut, 2) + " %" +
+                   (std::isfinite(best->error) ? " at " + results::fmt_f(100.0 * best->error, 1) + " % gradient error"
+                                               : std::string()) +
+                   ")");
   }
   std::vector<std::string> v;
   if (!pays.empty())
@@ -149,11 +165,12 @@ results::PlanDocument plan_document(const PlanSpec& plan, const PlanOutcome& out
   doc.target_iterations = *plan.iterations;
   doc.target_tokens = plan.tokens;
   doc.pays_threshold = plan.pays_threshold;
+  doc.max_error = plan.max_error;
   doc.infeasible = outcome.infeasible;
   doc.verdicts = outcome.verdicts;
   for (const PlanEntry& e : outcome.entries)
     doc.options.push_back({e.option->label + " " + e.policy, e.option->gpu, e.policy, e.option->gpus, e.option->tp,
-                           e.option->pp, e.option->dp, e.time_s, e.cost, e.speedup, e.pareto});
+                           e.option->pp, e.option->dp, e.time_s, e.cost, e.speedup, e.error, e.pareto});
   return doc;
 }
 

@@ -9,12 +9,14 @@
 #include <optional>
 #include <sstream>
 
+#include "cache_entry.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
-#include "edgc/core/random.hpp"
+#include "edgc/engine/fidelity.hpp"
 #include "edgc/engine/replay.hpp"
 #include "edgc/engine/trace_health.hpp"
 #include "edgc/engine/whole_run_plan.hpp"
+#include "edgc/results/table.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
@@ -32,32 +34,6 @@ namespace {
 
 using nlohmann::ordered_json;
 namespace fs = std::filesystem;
-
-// 128-bit digest (two independently seeded 64-bit mixes over the bytes) as 32 hex digits: a cache file name.
-std::string hex_digest(const std::string& text) {
-  std::uint64_t a = 0x243f6a8885a308d3ULL;
-  std::uint64_t b = 0x13198a2e03707344ULL;
-  for (const unsigned char c : text) {
-    a = mix64(a ^ c);
-    b = mix64(b + c * 0x9e3779b97f4a7c15ULL);
-  }
-  a = mix64(a ^ text.size());
-  b = mix64(b ^ (text.size() * 31));
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b));
-  return buf;
-}
-
-// A cache entry, or nullopt when absent. An entry that does not parse (it cannot be half-written: entries are
-// renamed into place) is treated as absent and rewritten.
-std::optional<nlohmann::json> read_json_if_present(const fs::path& p) {
-  const std::optional<std::string> text = read_file_if_present(p);
-  if (!text) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
-}
 
 ordered_json optional_json(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 std::optional<double> optional_from(const nlohmann::json& j) {
@@ -205,6 +181,8 @@ struct Inputs {
   ordered_json memory;                ///< result.json's "memory"
   std::string setup_key;              ///< the sections that determine one iteration's simulation, as read (cache key)
   bool compose = false;               ///< simulate.composition allows it and the layout is stage-separable
+  FidelitySetup fidelity;             ///< how the rank schedules' gradient error is measured (trace_dir empty: CQM)
+  std::optional<double> max_error;    ///< fidelity.max_error: the gradient-error budget, when given
   std::vector<std::string> warnings;  ///< found while reading: what the run goes on with but the user should know
 };
 
@@ -303,6 +281,26 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     if (!(bins > 0.0)) throw ConfigError(w, "entropy.bins_per_sigma", "must be > 0");
     backend = sc.string("entropy.backend", backend);
   }
+  const bool measure_fidelity = sc.boolean("fidelity.measure", true);
+  in.fidelity.backend = sc.string("fidelity.backend", "cpu");
+  require_backend(in.fidelity.backend, w, "fidelity.backend");
+  if (sc.has("fidelity.max_error")) {
+    in.max_error = sc.number("fidelity.max_error", 0.0);
+    if (!(*in.max_error > 0.0))
+      throw ConfigError(
+          w, "fidelity.max_error",
+          "must be > 0 (a relative error of the averaged gradient, e.g. 0.2), got " + std::to_string(*in.max_error));
+  }
+  in.fidelity.run_iterations = in.iterations;
+  in.fidelity.shapes = cc.stage_shapes;
+  in.fidelity.seed = in.compression.gds.seed;
+  in.fidelity.cache_dir = cache_dir;
+  in.fidelity.where = w;
+  for (int s = 0; s < st.parallel.pp; ++s) {
+    const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
+    in.fidelity.stage_parameters.push_back(static_cast<double>(sp.sharded_per_shard) * st.parallel.tp +
+                                           static_cast<double>(sp.replicated));
+  }
   // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
   sc.reject_unknown(simulate_sections());
   sc.reject_unknown_sections(simulate_sections());
@@ -333,11 +331,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
                              {"seed", curve.seed}};
     return in;
   }
-  std::vector<double> params;
-  for (int s = 0; s < st.parallel.pp; ++s) {
-    const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
-    params.push_back(static_cast<double>(sp.sharded_per_shard) * st.parallel.tp + static_cast<double>(sp.replicated));
-  }
+  const std::vector<double>& params = in.fidelity.stage_parameters;
   const std::string dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
   auto trace =
       std::make_unique<TraceCurve>(cached_trace_entropy(dir, in.compression.gds, bins, backend, cache_dir), params);
@@ -345,6 +339,10 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     throw ConfigError(w, "compression.pp_rank_mode",
                       "entropy needs the trace's stage-boundary gradients (format 1.1), and " + dir +
                           " records none: use static, or a trace captured with boundaries");
+  if (measure_fidelity) {
+    in.fidelity.trace_dir = dir;
+    in.fidelity.stage_map = trace->stage_map();
+  }
   in.source_description = {{"source", "trace"},
                            {"path", trace->trace().path},
                            {"trace_iterations", trace->trace().steps},
@@ -511,12 +509,82 @@ results::EntropySeries entropy_series(const sim::EntropyCurve& source, int stage
   return out;
 }
 
+// Warning thresholds of the accuracy side: a trace stretched over more than this many times its own steps, a trace
+// shorter than this many windows (compression.window, in its own steps).
+constexpr double kMaxStretch = 10.0;
+constexpr std::int64_t kMinTraceWindows = 3;
+
+// The accuracy side of every run (fidelity.hpp): the measured and predicted gradient error as run figures, the
+// per-stage detail in runs[].fidelity, how it was obtained in "fidelity", and warnings where it rests on little.
+void set_fidelity(results::ResultDocument& result, const Inputs& in,
+                  const std::vector<const sim::RunSchedule*>& schedules, std::vector<std::string>& warnings) {
+  FidelityMeter meter(in.fidelity);
+  const std::vector<Fidelity> fid = meter.measure(schedules);
+  const bool measured = meter.trace_points() > 0;
+  ordered_json section = {{"source", measured ? "trace" : "cqm"}};
+  if (measured) {
+    section["trace"] = in.fidelity.trace_dir;
+    section["trace_steps"] = meter.trace_steps();
+    section["captured_iterations"] = meter.trace_points();
+    section["stretch"] = static_cast<double>(in.iterations) / static_cast<double>(meter.trace_steps());
+    section["rank_mapping"] =
+        "equal CQM captured energy: a simulated stage's rank r maps onto each matrix of its trace stage at r' with "
+        "g(r'; trace shape) = g(r; simulated shape), figures interpolated between the replays at floor(r') and "
+        "ceil(r'), rank 1 below it";
+    section["backend"] = in.fidelity.backend;
+    section["replays_run"] = meter.replays();
+    // Thin evidence: a trace stretched far beyond its own length, or too short for a few of its windows.
+    const double stretch = static_cast<double>(in.iterations) / static_cast<double>(meter.trace_steps());
+    if (stretch > kMaxStretch)
+      warnings.push_back(in.setup.where + ": the trace's " + std::to_string(meter.trace_steps()) +
+                         " steps are stretched " + results::fmt_f(stretch, 1) + "x over " +
+                         std::to_string(in.iterations) + " iterations (more than " + results::fmt_f(kMaxStretch, 0) +
+                         "x): its entropy trend and gradient error stand for a much longer run than was recorded");
+    const std::int64_t window = in.compression.gds.window_iters;
+    if (meter.trace_steps() < kMinTraceWindows * window)
+      warnings.push_back(in.setup.where + ": the trace's " + std::to_string(meter.trace_steps()) +
+                         " steps span fewer than " + std::to_string(kMinTraceWindows) + " windows of " +
+                         std::to_string(window) + " iterations: the entropy trend EDGC decides from is thin");
+  } else {
+    section["note"] = in.fidelity.trace_dir.empty() && in.source_description.value("source", "") == "trace"
+                          ? "fidelity.measure is false: CQM prediction only"
+                      : in.fidelity.trace_dir.empty()
+                          ? "no trace (entropy.source synthetic): CQM prediction only"
+                          : "the trace holds no fully captured matrix in some stage the run reads: CQM prediction only";
+  }
+  section["stage_weights"] = in.fidelity.stage_parameters;
+  section["max_error"] = in.max_error ? ordered_json(*in.max_error) : ordered_json(nullptr);
+  for (std::size_t i = 0; i < fid.size(); ++i) {
+    results::ResultRun& run = result.runs[i];
+    const Fidelity& f = fid[i];
+    if (f.relative_error) run.gradient_error = *f.relative_error;
+    if (f.cqm_relative_error) run.cqm_error = *f.cqm_relative_error;
+    run.detail["fidelity"] = to_json(f);
+    const double judged = f.relative_error.value_or(f.cqm_relative_error.value_or(0.0));
+    if (in.max_error) {
+      run.detail["within_error_budget"] = judged <= *in.max_error;
+      if (judged > *in.max_error)
+        warnings.push_back(in.setup.where + ": policy " + run.policy + ": gradient error " +
+                           results::fmt_f(100.0 * judged, 1) + " % exceeds fidelity.max_error " +
+                           results::fmt_f(100.0 * *in.max_error, 1) + " %");
+    }
+    std::int64_t below = 0;
+    for (const StageFidelity& s : f.stages) below += s.below_rank_one;
+    if (below > 0)
+      warnings.push_back(
+          in.setup.where + ": policy " + run.policy + ": at " + std::to_string(below) +
+          " stage-iterations the rank maps below rank 1 on the trace's matrices; rank 1 was replayed, "
+          "so the measured gradient error is understated there (a trace of larger matrices resolves it)");
+  }
+  result.sections["fidelity"] = section;
+}
+
 }  // namespace
 
 const std::vector<std::string>& simulate_sections() {
-  static const std::vector<std::string> sections = {"cluster", "network",     "model",      "parallelism",
-                                                    "compute", "compression", "run",        "trace",
-                                                    "entropy", "simulate",    "variability"};
+  static const std::vector<std::string> sections = {"cluster", "network",     "model",       "parallelism",
+                                                    "compute", "compression", "run",         "trace",
+                                                    "entropy", "simulate",    "variability", "fidelity"};
   return sections;
 }
 
@@ -563,9 +631,10 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   result.simulated_iterations = static_cast<std::int64_t>(cache.simulated_plans.size());
   for (std::size_t i = 0; i < runs.size(); ++i)
     result.runs.push_back(result_run(runs[i], totals[i], base, gpu_hours_of(totals[i]), cl.price_per_gpu_hour_usd));
+  set_fidelity(result, in, schedules, out.warnings);
   result.entropy_series = entropy_series(*in.source, in.setup.parallel.pp, in.iterations);
   if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);
-  out.warnings = in.warnings;
+  out.warnings.insert(out.warnings.begin(), in.warnings.begin(), in.warnings.end());
   for (std::string& w : trace_warnings(result)) out.warnings.push_back(std::move(w));
   result.warnings = out.warnings;
   return out;

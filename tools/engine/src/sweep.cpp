@@ -425,10 +425,11 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   outcome.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
 
   outcome.results = read_results(o.out);
-  write_summary(dir, spec, outcome.results);
+  const std::optional<double> budget = o.max_error ? o.max_error : spec.max_error;
+  write_summary(dir, spec, outcome.results, budget);
   if (!o.quiet) {
     std::cout << "\n";
-    print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by);
+    print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by, budget);
   }
   return outcome;
 }

@@ -14,43 +14,31 @@ using nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 void write_summary(const fs::path& dir, const scenario::SweepSpec& spec,
-                   const std::vector<results::SweepRecord>& records) {
+                   const std::vector<results::SweepRecord>& records, std::optional<double> max_error) {
   std::vector<std::string> keys;
   for (const scenario::SweepAxis& a : spec.axes) keys.push_back(a.key);
-  write_file_atomic(dir / "summary.csv", results::summary_csv(keys, records, spec.repeats > 1));
+  write_file_atomic(dir / "summary.csv", results::summary_csv(keys, records, spec.repeats > 1, max_error));
 }
 
-// The ten best points for the last compared policy, by `field` (times and cost ascending, others descending).
-void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<results::SweepRecord>& records,
-                const std::string& field) {
-  struct Row {
-    double key;
-    const results::SweepRecord* line;
-    const results::SweepRun* run;
-  };
-  std::vector<Row> rows;
-  for (const results::SweepRecord& l : records) {
-    if (l.runs.empty()) continue;
-    const results::SweepRun& run = l.runs.back();
-    const std::optional<double> key = results::run_figure(run, field);
-    if (!key || std::isnan(*key)) throw UsageError("--best-by", "'" + field + "' is not a run field of results.jsonl");
-    rows.push_back({*key, &l, &run});
-  }
-  if (rows.empty()) return;
-  const bool ascending =
-      field.size() > 2 && (field.rfind("_s") == field.size() - 2 || field == "cost_usd" || field == "gpu_hours");
-  std::stable_sort(rows.begin(), rows.end(),
-                   [ascending](const Row& a, const Row& b) { return ascending ? a.key < b.key : a.key > b.key; });
-  const std::string policy = rows.front().run->policy;
-  os << "best points for policy " << policy << " by " << field << (ascending ? " (lowest first)" : " (highest first)")
-     << "\n";
+namespace {
+
+struct Row {
+  double key;
+  const results::SweepRecord* line;
+  const results::SweepRun* run;
+};
+
+// A table of `rows`: the point, its axis values and the run's main figures.
+void print_rows(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<Row>& rows) {
   std::vector<std::string> head = {"point"};
   for (const scenario::SweepAxis& a : spec.axes) head.push_back(a.key);
-  for (const char* h : {"iter s", "comm -%", "train h", "speedup", "cost $"}) head.emplace_back(h);
+  for (const char* h : {"iter s", "comm -%", "train h", "speedup", "cost $", "grad err %", "CQM err %"})
+    head.emplace_back(h);
   results::Table t(head);
-  for (std::size_t i = 0; i < std::min<std::size_t>(10, rows.size()); ++i) {
-    const results::SweepRecord& l = *rows[i].line;
-    const results::SweepRun& r = *rows[i].run;
+  const auto error_pct = [](double e) { return std::isfinite(e) ? results::fmt_f(100.0 * e, 1) : std::string("-"); };
+  for (const Row& row : rows) {
+    const results::SweepRecord& l = *row.line;
+    const results::SweepRun& r = *row.run;
     std::vector<std::string> cells = {std::to_string(l.point)};
     for (const scenario::SweepAxis& a : spec.axes) {
       const ordered_json v = l.params.value(a.key, ordered_json());
@@ -63,9 +51,64 @@ void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::ve
     cells.push_back(results::fmt_f(r.training_time_s / 3600.0, 2));
     cells.push_back(results::fmt_f(r.speedup_vs_none, 4));
     cells.push_back(results::fmt_f(r.cost_usd, 0));
+    cells.push_back(error_pct(r.gradient_error));
+    cells.push_back(error_pct(r.cqm_error));
     t.add_row(cells);
   }
   t.print(os);
+}
+
+}  // namespace
+
+void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<results::SweepRecord>& records,
+                const std::string& field, std::optional<double> max_error) {
+  std::vector<Row> rows;
+  std::int64_t over = 0;
+  for (const results::SweepRecord& l : records) {
+    if (l.runs.empty()) continue;
+    const results::SweepRun& run = l.runs.back();
+    const std::optional<double> key = results::run_figure(run, field);
+    if (!key || std::isnan(*key)) throw UsageError("--best-by", "'" + field + "' is not a run field of results.jsonl");
+    if (max_error && !results::over_budget(run, *max_error).empty()) {
+      ++over;
+      continue;
+    }
+    rows.push_back({*key, &l, &run});
+  }
+  if (rows.empty()) {
+    if (over > 0)
+      os << "no point is within the gradient-error budget of " << results::fmt_f(100.0 * *max_error, 1) << " % ("
+         << over << " over it; summary.csv says by how much)\n";
+    return;
+  }
+  const bool ascending = (field.size() > 2 && field.rfind("_s") == field.size() - 2) || field == "cost_usd" ||
+                         field == "gpu_hours" || field == "gradient_error" || field == "cqm_error";
+  std::stable_sort(rows.begin(), rows.end(),
+                   [ascending](const Row& a, const Row& b) { return ascending ? a.key < b.key : a.key > b.key; });
+  const std::string policy = rows.front().run->policy;
+  os << "best points for policy " << policy << " by " << field << (ascending ? " (lowest first)" : " (highest first)");
+  if (max_error)
+    os << ", within a gradient error of " << results::fmt_f(100.0 * *max_error, 1) << " % (" << over
+       << " points over it left out)";
+  os << "\n";
+  print_rows(os, spec, std::vector<Row>(rows.begin(), rows.begin() + std::min<std::ptrdiff_t>(10, std::ssize(rows))));
+  // The time–error trade-off: points no other point beats on both training time and gradient error.
+  std::vector<Row> front;
+  for (const Row& r : rows) {
+    const double t = r.run->training_time_s;
+    const double e = results::judged_error(*r.run);
+    if (!std::isfinite(e)) continue;
+    const bool dominated = std::any_of(rows.begin(), rows.end(), [&](const Row& x) {
+      const double xe = results::judged_error(*x.run);
+      return x.run->training_time_s <= t && xe <= e && (x.run->training_time_s < t || xe < e);
+    });
+    if (!dominated) front.push_back({t, r.line, r.run});
+  }
+  std::stable_sort(front.begin(), front.end(), [](const Row& a, const Row& b) { return a.key < b.key; });
+  if (front.size() > 1) {
+    os << "\ntime-error Pareto front for policy " << policy << " (no other point is both faster and more accurate)\n";
+    print_rows(os, spec, front);
+  }
 }
 
 }  // namespace edgc::engine

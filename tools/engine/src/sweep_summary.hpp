@@ -1,6 +1,7 @@
 #pragma once
 // Private to the sweep: summary.csv and the best-points table (sweep_summary.cpp).
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -10,13 +11,14 @@
 
 namespace edgc::engine {
 
-/// Writes DIR/summary.csv (results::summary_csv over the spec's axes).
+/// Writes DIR/summary.csv (results::summary_csv over the spec's axes, with the gradient-error budget if any).
 void write_summary(const std::filesystem::path& dir, const scenario::SweepSpec& spec,
-                   const std::vector<results::SweepRecord>& records);
+                   const std::vector<results::SweepRecord>& records, std::optional<double> max_error);
 
-/// The ten best points for the last compared policy, by `field` (times and cost ascending, others descending);
+/// The ten best points for the last compared policy, by `field` (times, cost and errors ascending, others
+/// descending), leaving out points over the gradient-error budget; then that policy's time–error Pareto front.
 /// UsageError (--best-by) when `field` is not a run figure.
 void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<results::SweepRecord>& records,
-                const std::string& field);
+                const std::string& field, std::optional<double> max_error);
 
 }  // namespace edgc::engine

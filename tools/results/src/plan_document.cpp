@@ -1,5 +1,7 @@
 #include "edgc/results/plan_document.hpp"
 
+#include <cmath>
+
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 
@@ -22,12 +24,14 @@ ordered_json to_json(const PlanDocument& doc) {
                        {"training_time_s", o.training_time_s},
                        {"cost_usd", o.cost_usd},
                        {"speedup_vs_none", o.speedup_vs_none},
+                       {"gradient_error", std::isfinite(o.gradient_error) ? ordered_json(o.gradient_error) : nullptr},
                        {"pareto", o.pareto}});
   return {{"schema", kPlanSchema},
           {"spec", doc.spec},
           {"base", doc.base},
           {"target", target},
           {"pays_threshold", doc.pays_threshold},
+          {"max_error", doc.max_error ? ordered_json(*doc.max_error) : nullptr},
           {"options", options},
           {"infeasible", doc.infeasible},
           {"verdicts", doc.verdicts}};
@@ -43,6 +47,7 @@ PlanDocument parse_plan_document(const JsonNode& root) {
     if (const auto tok = t->find("tokens")) out.target_tokens = tok->non_negative();
   }
   if (const auto p = root.find("pays_threshold")) out.pays_threshold = p->number();
+  if (const auto m = root.find("max_error"); m && !m->raw().is_null()) out.max_error = m->number();
   const JsonNode options = root.at("options");
   for (std::size_t i = 0; i < options.size(); ++i) {
     const JsonNode o = options[i];
@@ -51,6 +56,7 @@ PlanDocument parse_plan_document(const JsonNode& root) {
     p.training_time_s = o.number_at("training_time_s");
     p.cost_usd = o.number_at("cost_usd");
     p.speedup_vs_none = o.optional_number("speedup_vs_none");
+    p.gradient_error = o.optional_number("gradient_error");
     p.gpu = o.optional_string("gpu");
     p.policy = o.optional_string("policy");
     p.gpus = o.optional_integer("gpus");

@@ -1,5 +1,6 @@
 #include "edgc/results/result_console.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "edgc/core/error.hpp"
@@ -33,14 +34,24 @@ void print_result_summary(std::ostream& os, const ResultDocument& r) {
   print_setup(os, r);
   const double price = r.cluster->price_per_gpu_hour_usd;
   Table t({"policy", "iter s", "comm latency s", "comm -%", "train h", "train -%", "speedup", "GPU-h", "cost $",
-           "warm-up end"});
+           "warm-up end", "grad err %", "CQM err %"});
+  const auto error_pct = [](double e) { return std::isfinite(e) ? fmt_f(100.0 * e, 1) : std::string("-"); };
   for (const ResultRun& x : r.runs)
     t.add_row({x.policy, fmt_f(x.iteration_time_s, 3), fmt_f(x.comm_latency_s, 3),
                pct(x.comm_latency_reduction_vs_none), fmt_amount(x.training_time_s / 3600.0),
                pct(x.training_time_reduction_vs_none), fmt_f(x.speedup_vs_none, 3), fmt_amount(x.gpu_hours),
                fmt_amount(x.gpu_hours * price),
-               x.warmup_end_iteration ? std::to_string(*x.warmup_end_iteration) : std::string("-")});
+               x.warmup_end_iteration ? std::to_string(*x.warmup_end_iteration) : std::string("-"),
+               error_pct(x.gradient_error), error_pct(x.cqm_error)});
   t.print(os);
+  if (const auto f = r.sections.find("fidelity"); f != r.sections.end() && f->is_object()) {
+    if (f->value("source", "") == "trace")
+      os << "grad err: relative error of the averaged gradient, PowerSGD with error feedback replayed on "
+         << f->value("trace", "") << " (mean over compressed iterations; ranks mapped by equal CQM energy). "
+         << "CQM err: the structure-free prediction for the simulated shapes.\n";
+    else
+      os << "CQM err: the structure-free prediction for the simulated shapes (" << f->value("note", "") << ").\n";
+  }
   os << "\nper iteration (mean over the run), seconds\n";
   Table b({"policy", "compute", "TP comm", "bubble+PP", "exposed DP", "embedding", "optimizer", "exposed compress",
            "compress total", "PP transfers", "PP compress", "PP MB sent"});

@@ -108,7 +108,9 @@ const std::set<std::string> kFigureKeys = {"policy",
                                            "comm_latency_reduction_vs_none",
                                            "training_time_reduction_vs_none",
                                            "gpu_hours",
-                                           "cost_usd"};
+                                           "cost_usd",
+                                           "gradient_error",
+                                           "cqm_error"};
 
 ResultRun read_run(const JsonNode& r) {
   ResultRun run;
@@ -221,7 +223,9 @@ void write_figures(const RunFigures& f, ordered_json& out) {
   for (const auto& [key, value] : {std::pair{"comm_latency_reduction_vs_none", f.comm_latency_reduction_vs_none},
                                    {"training_time_reduction_vs_none", f.training_time_reduction_vs_none},
                                    {"gpu_hours", f.gpu_hours},
-                                   {"cost_usd", f.cost_usd}})
+                                   {"cost_usd", f.cost_usd},
+                                   {"gradient_error", f.gradient_error},
+                                   {"cqm_error", f.cqm_error}})
     if (std::isfinite(value)) out[key] = value;
 }
 
@@ -263,6 +267,8 @@ void read_figures(const JsonNode& r, bool times_required, RunFigures& f) {
   f.training_time_reduction_vs_none = r.optional_number("training_time_reduction_vs_none");
   f.gpu_hours = r.optional_number("gpu_hours");
   f.cost_usd = r.optional_number("cost_usd");
+  f.gradient_error = r.optional_number("gradient_error");
+  f.cqm_error = r.optional_number("cqm_error");
 }
 
 ResultDocument parse_result_document(const JsonNode& root) {

@@ -36,7 +36,9 @@ constexpr std::pair<const char*, double RunFigures::*> kFigures[] = {
     {"comm_latency_reduction_vs_none", &RunFigures::comm_latency_reduction_vs_none},
     {"training_time_reduction_vs_none", &RunFigures::training_time_reduction_vs_none},
     {"gpu_hours", &RunFigures::gpu_hours},
-    {"cost_usd", &RunFigures::cost_usd}};
+    {"cost_usd", &RunFigures::cost_usd},
+    {"gradient_error", &RunFigures::gradient_error},
+    {"cqm_error", &RunFigures::cqm_error}};
 
 // Two-sided 95 % Student-t quantile for `dof` degrees of freedom.
 double t95(int dof) {
@@ -224,8 +226,27 @@ SweepDocument read_sweep_document(const std::filesystem::path& file) {
 
 // ---- summary.csv ----
 
+double judged_error(const RunFigures& run) {
+  return std::isfinite(run.gradient_error) ? run.gradient_error : run.cqm_error;
+}
+
+std::string over_budget(const RunFigures& run, double max_error) {
+  const double e = judged_error(run);
+  if (!std::isfinite(e)) return "no gradient-error figure to check against the budget";
+  if (e <= max_error) return "";
+  const auto pct = [](double x) {
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(1);
+    os << 100.0 * x;
+    return os.str();
+  };
+  return std::string(std::isfinite(run.gradient_error) ? "gradient error " : "CQM-predicted gradient error ") + pct(e) +
+         " % > budget " + pct(max_error) + " %";
+}
+
 std::string summary_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRecord>& records,
-                        bool with_ci) {
+                        bool with_ci, std::optional<double> max_error) {
   std::vector<std::string> policies;
   for (const SweepRecord& r : records)
     for (const SweepRun& run : r.runs)
@@ -236,8 +257,10 @@ std::string summary_csv(const std::vector<std::string>& axis_keys, const std::ve
   os << "point";
   for (const std::string& k : axis_keys) os << ',' << csv_cell(json(k));
   os << ",gpus,gpu";
-  for (const std::string& p : policies)
+  for (const std::string& p : policies) {
     for (const std::string& f : fields) os << ',' << p << '.' << f;
+    if (max_error) os << ',' << p << ".error_budget";
+  }
   os << ",error\n";
   for (const SweepRecord& r : records) {
     os << r.point;
@@ -249,6 +272,13 @@ std::string summary_csv(const std::vector<std::string>& axis_keys, const std::ve
         os << ',';
         if (run == nullptr) continue;
         if (const std::optional<double> v = run_figure(*run, f); v && std::isfinite(*v)) os << csv_cell(json(*v));
+      }
+      if (max_error) {
+        os << ',';
+        if (run != nullptr) {
+          const std::string why = over_budget(*run, *max_error);
+          os << csv_cell(json(why.empty() ? "ok" : "infeasible: " + why));
+        }
       }
     }
     os << ',' << csv_cell(r.failed() ? json(r.error) : json()) << '\n';

@@ -186,8 +186,8 @@ PlanSpec read_plan_spec(const std::string& path) {
   PlanSpec spec;
   spec.path = path;
   spec.document = ordered_json::parse(d.dump());
-  const std::set<std::string> known = {"description", "base",    "target", "policies",      "clusters",
-                                       "gpus",        "layouts", "set",    "pays_threshold"};
+  const std::set<std::string> known = {"description", "base",    "target", "policies",       "clusters",
+                                       "gpus",        "layouts", "set",    "pays_threshold", "max_error"};
   for (auto it = d.begin(); it != d.end(); ++it)
     if (known.count(it.key()) == 0U) throw ConfigError(w, it.key(), "unknown key");
   spec.description = sc.string("description", "");
@@ -200,6 +200,11 @@ PlanSpec read_plan_spec(const std::string& path) {
   spec.pays_threshold = sc.number("pays_threshold", spec.pays_threshold);
   if (!(spec.pays_threshold >= 0.0 && spec.pays_threshold < 1.0))
     throw ConfigError(w, "pays_threshold", "must be in [0, 1)");
+  if (d.contains("max_error")) {
+    spec.max_error = sc.number("max_error", 0.0);
+    if (!(*spec.max_error > 0.0))
+      throw ConfigError(w, "max_error", "must be > 0 (a relative error of the averaged gradient, e.g. 0.2)");
+  }
   read_target(d, w, spec);
   read_policies_and_sets(d, w, spec);
   const std::vector<ClusterChoice> clusters = read_clusters(sc, d, w);

@@ -129,7 +129,8 @@ SweepSpec read_sweep_spec(const std::string& path) {
   spec.path = path;
   spec.document = nlohmann::ordered_json::parse(d.dump());
   for (auto it = d.begin(); it != d.end(); ++it)
-    if (std::set<std::string>{"description", "base", "set", "policies", "mode", "samples", "seed", "repeats", "axes"}
+    if (std::set<std::string>{"description", "base", "set", "policies", "mode", "samples", "seed", "repeats", "axes",
+                              "max_error"}
             .count(it.key()) == 0U)
       throw ConfigError(w, it.key(), "unknown key");
   spec.description = sc.string("description", "");
@@ -175,6 +176,11 @@ SweepSpec read_sweep_spec(const std::string& path) {
   if (repeats < 1 || repeats > 1000)
     throw ConfigError(w, "repeats", "must be in 1..1000, got " + std::to_string(repeats));
   spec.repeats = static_cast<int>(repeats);
+  if (d.contains("max_error")) {
+    spec.max_error = sc.number("max_error", 0.0);
+    if (!(*spec.max_error > 0.0))
+      throw ConfigError(w, "max_error", "must be > 0 (a relative error of the averaged gradient, e.g. 0.2)");
+  }
   if (!d.contains("axes") || !d["axes"].is_array() || d["axes"].empty())
     throw ConfigError(w, "axes", "expected a non-empty array of axes");
   std::set<std::string> keys;

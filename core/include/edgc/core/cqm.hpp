@@ -51,6 +51,11 @@ class RankErrorModel {
   double angle_of_fraction(double fraction) const;
 };
 
+/// The rank r' at which matrices of `to`'s shape keep the same expected share of their energy as matrices of `from`'s
+/// shape keep at rank r: g_to(r') = g_from(r), continuous in [0, p_to]. This is how the ranks of a simulated model
+/// map onto a recorded trace of another model ("equal CQM captured energy"); the same shape maps r to r.
+double equivalent_rank(double r, const RankErrorModel& from, const RankErrorModel& to);
+
 /// Bytes of the full m×n matrix over bytes of its rank-r factors P (m×r) and Q (n×r) in the same dtype:
 /// m·n / ((m + n)·r). Higher is more compression. Requires m, n ≥ 1 and r > 0 (ConfigError otherwise).
 double compression_ratio(std::int64_t m, std::int64_t n, double r);

@@ -23,7 +23,8 @@ struct PlanEntry {
   double time_s = 0.0;  ///< training time to the target
   double cost = 0.0;    ///< USD
   double speedup = 1.0;
-  bool pareto = false;  ///< no other entry is at least as fast and as cheap, and strictly better in one
+  double error = 0.0;   ///< measured (else CQM-predicted) relative gradient error; NaN when unknown
+  bool pareto = false;  ///< no other entry is at least as fast, as cheap and as accurate, and strictly better in one
 };
 
 struct PlanOutcome {

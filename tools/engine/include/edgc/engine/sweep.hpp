@@ -13,6 +13,7 @@
 // partial last line, which the next --resume cuts off before appending, so points are neither lost nor
 // duplicated. Workers die with their parent.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "edgc/results/sweep_document.hpp"
@@ -28,6 +29,8 @@ struct SweepOptions {
   bool resume = false;  ///< continue a sweep in DIR (else DIR must be new or empty)
   bool quiet = false;   ///< no progress, no tables: only the paths
   std::string best_by;  ///< summary ranking: a run field, default training_time_s
+  /// The gradient-error budget (--max-error), overriding the spec's max_error.
+  std::optional<double> max_error;
   /// A spec with more points is refused before anything runs (a typo in a grid can make millions).
   std::int64_t max_points = 100'000;
 };

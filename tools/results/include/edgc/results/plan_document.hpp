@@ -24,14 +24,17 @@ struct PlanDocument {
     double training_time_s = 0.0;
     double cost_usd = 0.0;
     double speedup_vs_none = 0.0;  ///< NaN when absent
-    bool pareto = false;           ///< no other option is at least as fast and as cheap, and better in one
+    double gradient_error = 0.0;   ///< measured (else CQM-predicted) relative gradient error; NaN when absent
+    /// no other option is at least as fast, as cheap and as accurate, and better in one
+    bool pareto = false;
   };
   std::string spec;  ///< the plan spec file
   std::string base;  ///< its base scenario
   std::int64_t target_iterations = 0;
   std::optional<double> target_tokens;  ///< when the target was given in tokens
   double pays_threshold = 0.0;
-  std::vector<Option> options;  ///< fastest first
+  std::optional<double> max_error;  ///< the gradient-error budget, when the plan had one
+  std::vector<Option> options;      ///< fastest first
   std::vector<std::string> infeasible;
   std::vector<std::string> verdicts;
 };

@@ -42,6 +42,11 @@ struct RunFigures {
   double training_time_reduction_vs_none = kAbsent;
   double gpu_hours = kAbsent;
   double cost_usd = kAbsent;
+  /// The accuracy side (engine/fidelity.hpp): relative error ‖Ĝ − G‖/‖G‖ of the averaged gradient, measured by
+  /// replaying the rank schedule through PowerSGD on the trace (mean over compressed iterations, stages weighted by
+  /// parameters; 0 for a run without compression), and the CQM's prediction for the simulated shapes.
+  double gradient_error = kAbsent;
+  double cqm_error = kAbsent;
 };
 
 /// A run's figures against the baseline run (policy none) of the same comparison: speedup = baseline training

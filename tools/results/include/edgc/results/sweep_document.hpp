@@ -83,9 +83,16 @@ SweepDocument parse_sweep_document(const JsonNode& root);
 SweepDocument read_sweep_document(const std::filesystem::path& file);
 
 /// summary.csv: one row per record, the axes (in `axis_keys` order), GPUs and GPU, then every figure per
-/// policy (policies in first-seen order; the *_ci95 columns when `with_ci`), then the error.
+/// policy (policies in first-seen order; the *_ci95 columns when `with_ci`; with a gradient-error budget a
+/// `<policy>.error_budget` column: ok, or why the point is infeasible), then the error.
 std::string summary_csv(const std::vector<std::string>& axis_keys, const std::vector<SweepRecord>& records,
-                        bool with_ci);
+                        bool with_ci, std::optional<double> max_error = std::nullopt);
+
+/// The gradient error a budget judges: the measured one, else the CQM's prediction; NaN when the run has neither.
+double judged_error(const RunFigures& run);
+/// Empty when the run is within the budget, else why not ("gradient error 55.5 % > budget 20.0 %", or that no
+/// error figure is known).
+std::string over_budget(const RunFigures& run, double max_error);
 
 /// The names run_figure() knows, in column order: the figures, their *_ci95 half-widths (`with_ci`), then
 /// warmup_end_iteration and compressed_iterations.

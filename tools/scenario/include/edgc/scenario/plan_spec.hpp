@@ -45,6 +45,9 @@ struct PlanSpec {
   std::vector<std::string> skipped;  ///< combinations that cannot be laid out, with the reason
   nlohmann::json sets = nlohmann::json::object();
   double pays_threshold = 0.01;  ///< fraction of training time
+  /// "max_error": the gradient-error budget (relative error of the averaged gradient, > 0): an option whose policy
+  /// exceeds it is infeasible, with the figure. `edgc plan --max-error` overrides it.
+  std::optional<double> max_error;
   nlohmann::ordered_json document;
 };
 

@@ -24,6 +24,7 @@
 // folder, and "cluster"/"model" may name a file). In grid mode the last axis varies fastest.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ struct SweepSpec {
   std::int64_t samples = 0;
   std::uint64_t seed = 0;
   int repeats = 1;
+  /// "max_error": the gradient-error budget (relative error of the averaged gradient, > 0); a point whose policy
+  /// exceeds it is infeasible for that policy (summary.csv, best points). `edgc sweep --max-error` overrides it.
+  std::optional<double> max_error;
   std::vector<SweepAxis> axes;
   nlohmann::ordered_json document;  ///< the spec as read, for sweep.json (resume checks it)
 };

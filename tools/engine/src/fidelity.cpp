@@ -1,0 +1,491 @@
+// Gradient fidelity of rank schedules (fidelity.hpp): equal-energy rank mapping, memoised PowerSGD replays of the
+// trace, and the figures combined from them.
+#include "edgc/engine/fidelity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <sstream>
+
+#include "cache_entry.hpp"
+#include "edgc/core/atomic_file.hpp"
+#include "edgc/core/cqm.hpp"
+#include "edgc/core/error.hpp"
+#include "edgc/kernels/backend.hpp"
+#include "edgc/kernels/buffer.hpp"
+#include "edgc/kernels/communicator.hpp"
+#include "edgc/kernels/powersgd.hpp"
+#include "edgc/traces/reader.hpp"
+
+namespace edgc::engine {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One captured iteration of one replay: the stage's ‖G‖² (its fully captured tensors), and per compressed matrix
+// ‖Ĝ − G‖², ‖Ĝ‖² and ‖E‖² after the step.
+struct ReplayPoint {
+  double g2 = 0.0;
+  std::vector<double> err2, ghat2, e2;
+};
+
+// A replay to run: a trace stage and its matrices' whole ranks at every captured iteration (0 = uncompressed).
+struct ReplaySpec {
+  int trace_stage = 0;
+  std::vector<std::vector<int>> ranks;  // [point][matrix]
+};
+
+std::string replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r) {
+  std::ostringstream os;
+  os << "fidelity/1|" << trace << '|' << backend << '|' << seed << '|' << r.trace_stage;
+  for (const std::vector<int>& p : r.ranks) {
+    os << '|';
+    for (const int k : p) os << k << ',';
+  }
+  return os.str();
+}
+
+json points_to_json(const std::vector<ReplayPoint>& pts) {
+  json out = json::array();
+  for (const ReplayPoint& p : pts) out.push_back({p.g2, p.err2, p.ghat2, p.e2});
+  return out;
+}
+
+// The stored replay, or nullopt when its layout does not match (then it is run again and replaced).
+std::optional<std::vector<ReplayPoint>> points_from_json(const json& j, std::size_t points, std::size_t matrices) {
+  if (!j.is_object() || !j.contains("points") || !j["points"].is_array() || j["points"].size() != points)
+    return std::nullopt;
+  std::vector<ReplayPoint> out;
+  try {
+    for (const json& p : j["points"]) {
+      ReplayPoint q{p.at(0).is_null() ? std::nan("") : p.at(0).get<double>(), {}, {}, {}};
+      for (auto [k, v] : {std::pair{1, &q.err2}, {2, &q.ghat2}, {3, &q.e2}}) {
+        for (const json& x : p.at(static_cast<std::size_t>(k)))
+          v->push_back(x.is_null() ? std::nan("") : x.get<double>());
+        if (v->size() != matrices) return std::nullopt;
+      }
+      out.push_back(std::move(q));
+    }
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// Σ (a − b)² (b empty: Σ a²) in double, four partial sums so that the additions do not wait on each other.
+double squared_distance(std::span<const float> a, std::span<const float> b = {}) {
+  double s[4] = {0.0, 0.0, 0.0, 0.0};
+  const std::size_t n = a.size();
+  const auto term = [&](std::size_t i) {
+    const double d = b.empty() ? static_cast<double>(a[i]) : static_cast<double>(a[i]) - b[i];
+    return d * d;
+  };
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t k = 0; k < 4; ++k) s[k] += term(i + k);
+  for (; i < n; ++i) s[0] += term(i);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+std::optional<double> mean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
+  double s = 0.0;
+  for (const double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+struct FidelityMeter::State {
+  FidelitySetup setup;
+  std::string trace_abs;
+  std::optional<traces::Manifest> manifest;
+  std::int64_t steps = 0;
+  std::vector<std::int64_t> sim_iteration;                       // per captured point
+  std::vector<std::vector<std::size_t>> stage_full;              // per trace stage: its fully captured tensors
+  std::vector<std::vector<std::size_t>> stage_matrices;          // per trace stage: its fully captured ≥2-D tensors
+  std::vector<std::vector<core::RankErrorModel>> matrix_models;  // per trace stage, per matrix
+  std::vector<std::optional<core::RankErrorModel>> sim_models;   // per simulated stage
+  std::map<std::string, std::vector<ReplayPoint>> memo;
+  std::map<std::pair<int, int>, std::vector<double>> equal_energy;  // (simulated stage, rank) → r' per matrix
+  int replays = 0;
+
+  bool measured() const { return manifest.has_value(); }
+  std::size_t points() const { return sim_iteration.size(); }
+
+  const std::vector<double>& mapped(int stage, int rank) {
+    auto [it, fresh] = equal_energy.try_emplace({stage, rank});
+    if (fresh) {
+      const auto ts = static_cast<std::size_t>(setup.stage_map[static_cast<std::size_t>(stage)]);
+      for (const core::RankErrorModel& m : matrix_models[ts])
+        it->second.push_back(core::equivalent_rank(rank, *sim_models[static_cast<std::size_t>(stage)], m));
+    }
+    return it->second;
+  }
+
+  fs::path entry(const std::string& key) const {
+    return fs::path(setup.cache_dir) / ("fidelity-" + hex_digest(key) + ".json");
+  }
+
+  void run_missing(const std::vector<std::pair<std::string, ReplaySpec>>& wanted);
+};
+
+FidelityMeter::FidelityMeter(FidelitySetup setup) : s_(std::make_unique<State>()) {
+  State& s = *s_;
+  s.setup = std::move(setup);
+  for (const auto& [m, n] : s.setup.shapes)
+    s.sim_models.push_back(m > 0 && n > 0 ? std::optional<core::RankErrorModel>(std::in_place, m, n) : std::nullopt);
+  if (s.setup.trace_dir.empty()) return;
+  traces::Manifest man = traces::read_manifest(s.setup.trace_dir);
+  if (man.iterations.empty()) return;
+  const auto ns = static_cast<std::size_t>(man.num_stages);
+  s.stage_full.resize(ns);
+  s.stage_matrices.resize(ns);
+  s.matrix_models.resize(ns);
+  for (std::size_t k = 0; k < man.tensors.size(); ++k) {
+    const traces::TensorInfo& t = man.tensors[k];
+    if (t.mode != traces::CaptureMode::kFull) continue;
+    const auto st = static_cast<std::size_t>(t.stage);
+    s.stage_full[st].push_back(k);
+    if (t.shape.size() < 2) continue;
+    s.stage_matrices[st].push_back(k);
+    s.matrix_models[st].emplace_back(t.shape[0], t.numel() / t.shape[0]);
+  }
+  // Measured only when every stage the run reads has a whole matrix to compress.
+  for (std::size_t st = 0; st < s.setup.stage_map.size(); ++st) {
+    const int ts = s.setup.stage_map[st];
+    if (ts < 0 || static_cast<std::size_t>(ts) >= ns || s.stage_matrices[static_cast<std::size_t>(ts)].empty() ||
+        !s.sim_models[st])
+      return;
+  }
+  s.steps = man.iterations.back().iteration + 1;
+  for (const traces::IterationInfo& it : man.iterations) {
+    const long double f = static_cast<long double>(it.iteration) / static_cast<long double>(s.steps);
+    s.sim_iteration.push_back(
+        std::min<std::int64_t>(s.setup.run_iterations - 1, static_cast<std::int64_t>(f * s.setup.run_iterations)));
+  }
+  s.trace_abs = fs::absolute(s.setup.trace_dir).lexically_normal().string();
+  s.manifest = std::move(man);
+}
+
+FidelityMeter::~FidelityMeter() = default;
+
+int FidelityMeter::replays() const noexcept { return s_->replays; }
+std::int64_t FidelityMeter::trace_steps() const noexcept { return s_->steps; }
+std::int64_t FidelityMeter::trace_points() const noexcept { return static_cast<std::int64_t>(s_->points()); }
+
+// One pass over the trace for every wanted replay not memoised: per captured iteration, each replay copies its
+// stage's matrices (G) into its own buffers, sets the ranks that changed and runs one PowerSGD step on a group of
+// one (fidelity.hpp: data-parallel averaging does not change the figures).
+void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, ReplaySpec>>& wanted) {
+  struct Replay {
+    std::string key;
+    const ReplaySpec* spec = nullptr;
+    std::unique_ptr<kernels::PowerSgd> psgd;
+    std::vector<std::vector<float>> host;        // per matrix: G in, Ĝ out (host copy on a device backend)
+    std::vector<kernels::Buffer<float>> device;  // per matrix, device backends only
+    std::vector<std::span<float>> spans;         // what step() reads and overwrites
+    std::vector<ReplayPoint> points;
+  };
+  // Made before the replays, so that their buffers are freed while it still exists.
+  const std::unique_ptr<kernels::Backend> backend = kernels::make_backend(setup.backend);
+  std::vector<Replay> todo;
+  for (const auto& [key, spec] : wanted) {
+    if (memo.count(key) > 0 || std::any_of(todo.begin(), todo.end(), [&](const Replay& r) { return r.key == key; }))
+      continue;
+    if (!setup.cache_dir.empty()) {
+      if (std::optional<json> j = read_json_if_present(entry(key))) {
+        const std::size_t matrices = stage_matrices[static_cast<std::size_t>(spec.trace_stage)].size();
+        if (auto pts = points_from_json(*j, points(), matrices)) {
+          memo.emplace(key, std::move(*pts));
+          continue;
+        }
+      }
+    }
+    todo.push_back({key, &spec, nullptr, {}, {}, {}, {}});
+  }
+  if (todo.empty()) return;
+  kernels::LocalCommunicator solo;
+  kernels::PowerSgdConfig cfg;
+  cfg.seed = setup.seed;
+  cfg.rank = 0;
+  for (Replay& r : todo) {
+    const auto ts = static_cast<std::size_t>(r.spec->trace_stage);
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const std::size_t k : stage_matrices[ts]) {
+      shapes.push_back(manifest->tensors[k].shape);
+      r.host.emplace_back(static_cast<std::size_t>(manifest->tensors[k].numel()));
+      if (backend->device_memory()) r.device.emplace_back(*backend, r.host.back().size());
+    }
+    r.psgd = std::make_unique<kernels::PowerSgd>(*backend, shapes, cfg);
+    for (std::size_t i = 0; i < r.host.size(); ++i)
+      r.spans.push_back(backend->device_memory() ? r.device[i].span() : std::span<float>(r.host[i]));
+  }
+  traces::TraceReader reader(setup.trace_dir);
+  traces::IterationData data;
+  std::vector<double> stage_g2(stage_full.size());
+  for (std::size_t p = 0; p < points(); ++p) {
+    reader.read(p, data);
+    for (std::size_t ts = 0; ts < stage_full.size(); ++ts) {
+      stage_g2[ts] = 0.0;
+      for (const std::size_t k : stage_full[ts]) stage_g2[ts] += squared_distance(data.tensors[k].values);
+    }
+    for (Replay& r : todo) {
+      const auto ts = static_cast<std::size_t>(r.spec->trace_stage);
+      const std::vector<std::size_t>& mats = stage_matrices[ts];
+      ReplayPoint pt;
+      pt.g2 = stage_g2[ts];
+      for (std::size_t i = 0; i < mats.size(); ++i) {
+        const int rank = r.spec->ranks[p][i];
+        if (rank != r.psgd->rank(i)) r.psgd->set_rank(i, rank);
+        const std::vector<float>& g = data.tensors[mats[i]].values;
+        if (backend->device_memory())
+          r.device[i].upload(g);
+        else
+          std::copy(g.begin(), g.end(), r.host[i].begin());
+      }
+      r.psgd->step(std::span<const std::span<float>>(r.spans), solo);
+      for (std::size_t i = 0; i < mats.size(); ++i) {
+        if (backend->device_memory()) r.device[i].download(r.host[i]);
+        const std::vector<float>& g = data.tensors[mats[i]].values;
+        pt.err2.push_back(squared_distance(r.host[i], g));
+        pt.ghat2.push_back(squared_distance(r.host[i]));
+        pt.e2.push_back(squared_distance(backend->device_memory() ? r.psgd->error_copy(i) : r.psgd->error(i)));
+      }
+      r.points.push_back(std::move(pt));
+    }
+  }
+  for (Replay& r : todo) {
+    ++replays;
+    if (!setup.cache_dir.empty())
+      write_file_atomic(entry(r.key), json{{"points", points_to_json(r.points)}}.dump() + "\n");
+    memo.emplace(r.key, std::move(r.points));
+  }
+}
+
+std::vector<Fidelity> FidelityMeter::measure(const std::vector<const sim::RunSchedule*>& schedules) {
+  State& s = *s_;
+  const std::size_t stages = s.setup.shapes.size();
+  const std::size_t npoints = s.points();
+  double weight_sum = 0.0;
+  for (const double w : s.setup.stage_parameters) weight_sum += w;
+  const auto weight = [&](std::size_t st) {
+    return weight_sum > 0.0 ? s.setup.stage_parameters[st] / weight_sum : 1.0 / static_cast<double>(stages);
+  };
+
+  // Per schedule and stage: the rank at every captured point, and the two replays around each equal-energy rank.
+  struct StagePlan {
+    std::vector<int> ranks;              // simulated rank per point
+    std::vector<std::vector<double>> w;  // [point][matrix]: weight of the ⌈r'⌉ replay
+    std::vector<std::int64_t> below_one;
+    std::string lo_key, hi_key;
+  };
+  std::vector<std::vector<StagePlan>> plans(schedules.size(), std::vector<StagePlan>(stages));
+  std::vector<std::pair<std::string, ReplaySpec>> wanted;
+  if (s.measured()) {
+    for (std::size_t k = 0; k < schedules.size(); ++k) {
+      for (std::size_t st = 0; st < stages; ++st) {
+        StagePlan& sp = plans[k][st];
+        const int ts = s.setup.stage_map[st];
+        const std::size_t nmat = s.stage_matrices[static_cast<std::size_t>(ts)].size();
+        ReplaySpec lo{ts, {}};
+        ReplaySpec hi{ts, {}};
+        bool any = false;
+        for (std::size_t p = 0; p < npoints; ++p) {
+          const int r = schedules[k]->plan_at(s.sim_iteration[p])[st].powersgd_rank;
+          sp.ranks.push_back(r);
+          std::vector<int> l(nmat, 0);
+          std::vector<int> h(nmat, 0);
+          std::vector<double> w(nmat, 0.0);
+          bool below = false;
+          if (r > 0) {
+            any = true;
+            const std::vector<double>& eq = s.mapped(static_cast<int>(st), r);
+            for (std::size_t i = 0; i < nmat; ++i) {
+              const auto cap = static_cast<double>(s.matrix_models[static_cast<std::size_t>(ts)][i].max_rank());
+              double x = std::clamp(eq[i], 1.0, cap);
+              if (std::abs(x - std::round(x)) < 1e-6) x = std::round(x);  // a whole rank up to the inverse's precision
+              below = below || eq[i] < 1.0;
+              l[i] = static_cast<int>(std::floor(x));
+              h[i] = static_cast<int>(std::ceil(x));
+              w[i] = x - l[i];
+            }
+          }
+          sp.below_one.push_back(below ? 1 : 0);
+          lo.ranks.push_back(std::move(l));
+          hi.ranks.push_back(std::move(h));
+          sp.w.push_back(std::move(w));
+        }
+        if (!any) continue;  // never compressed: exact, no replay
+        sp.lo_key = replay_key(s.trace_abs, s.setup.backend, s.setup.seed, lo);
+        sp.hi_key = replay_key(s.trace_abs, s.setup.backend, s.setup.seed, hi);
+        wanted.emplace_back(sp.lo_key, std::move(lo));
+        wanted.emplace_back(sp.hi_key, std::move(hi));
+      }
+    }
+    s.run_missing(wanted);
+  }
+
+  std::vector<Fidelity> out;
+  for (std::size_t k = 0; k < schedules.size(); ++k) {
+    Fidelity f;
+    f.source = s.measured() ? "trace" : "cqm";
+    // Measured, per point and stage: relative error, captured energy, residual (NaN: not compressed there).
+    std::vector<std::vector<double>> rel(stages), cap(stages), res(stages);
+    for (std::size_t st = 0; st < stages; ++st) {
+      StageFidelity sf;
+      sf.stage = static_cast<int>(st);
+      const StagePlan& sp = plans[k][st];
+      if (s.measured()) {
+        sf.trace_stage = s.setup.stage_map[st];
+        rel[st].assign(npoints, 0.0);
+        cap[st].assign(npoints, std::nan(""));
+        res[st].assign(npoints, 0.0);
+        if (!sp.lo_key.empty()) {
+          const std::vector<ReplayPoint>& lo = s.memo.at(sp.lo_key);
+          const std::vector<ReplayPoint>& hi = s.memo.at(sp.hi_key);
+          std::vector<double> r_c, c_c, e_c;
+          for (std::size_t p = 0; p < npoints; ++p) {
+            double err2 = 0.0, ghat2 = 0.0, e2 = 0.0;
+            for (std::size_t i = 0; i < lo[p].err2.size(); ++i) {
+              const double w = sp.w[p][i];
+              err2 += (1.0 - w) * lo[p].err2[i] + w * hi[p].err2[i];
+              ghat2 += (1.0 - w) * lo[p].ghat2[i] + w * hi[p].ghat2[i];
+              e2 += (1.0 - w) * lo[p].e2[i] + w * hi[p].e2[i];
+            }
+            const double g2 = lo[p].g2;
+            const bool ok = std::isfinite(g2) && g2 > 0.0 && std::isfinite(err2) && std::isfinite(e2);
+            rel[st][p] = ok ? std::sqrt(err2 / g2) : std::nan("");
+            res[st][p] = ok ? std::sqrt(e2 / g2) : std::nan("");
+            if (sp.ranks[p] == 0 || !ok) continue;
+            cap[st][p] = ghat2 + e2 > 0.0 ? ghat2 / (ghat2 + e2) : 1.0;
+            r_c.push_back(rel[st][p]);
+            c_c.push_back(cap[st][p]);
+            e_c.push_back(res[st][p]);
+            sf.below_rank_one += sp.below_one[p];
+          }
+          sf.points = static_cast<std::int64_t>(r_c.size());
+          sf.relative_error = mean_of(r_c);
+          if (!r_c.empty()) sf.relative_error_max = *std::max_element(r_c.begin(), r_c.end());
+          sf.captured_energy = mean_of(c_c);
+          sf.residual = mean_of(e_c);
+        }
+      }
+      f.stages.push_back(std::move(sf));
+    }
+    // The CQM prediction over the schedule's segments, and the rank mappings it used.
+    double cqm_sum = 0.0;
+    std::int64_t cqm_iters = 0;
+    std::vector<double> stage_cqm_sum(stages, 0.0);
+    std::vector<std::int64_t> stage_cqm_iters(stages, 0);
+    for (const sim::RunSegment& seg : schedules[k]->segments()) {
+      double g_run = 0.0;
+      bool compressed = false;
+      for (std::size_t st = 0; st < stages && st < seg.plan.size(); ++st) {
+        const int r = seg.plan[st].powersgd_rank;
+        if (r <= 0 || !s.sim_models[st]) continue;
+        compressed = true;
+        const double g = s.sim_models[st]->g(r);
+        g_run += weight(st) * g;
+        stage_cqm_sum[st] += std::sqrt(g) * static_cast<double>(seg.iterations());
+        stage_cqm_iters[st] += seg.iterations();
+        StageFidelity& sf = f.stages[st];
+        if (std::none_of(sf.ranks.begin(), sf.ranks.end(), [&](const RankMapping& m) { return m.rank == r; })) {
+          RankMapping m{r, std::sqrt(g), 0.0, 0.0};
+          if (s.measured()) {
+            const std::vector<double>& eq = s.mapped(static_cast<int>(st), r);
+            m.trace_rank_min = *std::min_element(eq.begin(), eq.end());
+            m.trace_rank_max = *std::max_element(eq.begin(), eq.end());
+          }
+          sf.ranks.push_back(m);
+        }
+      }
+      if (!compressed) continue;
+      cqm_sum += std::sqrt(g_run) * static_cast<double>(seg.iterations());
+      cqm_iters += seg.iterations();
+    }
+    for (std::size_t st = 0; st < stages; ++st) {
+      StageFidelity& sf = f.stages[st];
+      std::sort(sf.ranks.begin(), sf.ranks.end(),
+                [](const RankMapping& a, const RankMapping& b) { return a.rank < b.rank; });
+      if (stage_cqm_iters[st] > 0) sf.cqm_relative_error = stage_cqm_sum[st] / static_cast<double>(stage_cqm_iters[st]);
+    }
+    if (cqm_iters > 0) f.cqm_relative_error = cqm_sum / static_cast<double>(cqm_iters);
+    // The run's measured figures: per captured point where any stage is compressed, stages weighted by parameters.
+    if (s.measured()) {
+      std::vector<double> r_c, c_c, e_c;
+      for (std::size_t p = 0; p < npoints; ++p) {
+        bool compressed = false;
+        double e2 = 0.0, res2 = 0.0, capw = 0.0, capsum = 0.0;
+        for (std::size_t st = 0; st < stages; ++st) {
+          compressed = compressed || plans[k][st].ranks[p] > 0;
+          e2 += weight(st) * rel[st][p] * rel[st][p];
+          res2 += weight(st) * res[st][p] * res[st][p];
+          if (!std::isnan(cap[st][p])) {
+            capw += weight(st);
+            capsum += weight(st) * cap[st][p];
+          }
+        }
+        if (!compressed || !std::isfinite(e2) || !std::isfinite(res2)) continue;
+        r_c.push_back(std::sqrt(e2));
+        e_c.push_back(std::sqrt(res2));
+        if (capw > 0.0) c_c.push_back(capsum / capw);
+      }
+      f.points = static_cast<std::int64_t>(r_c.size());
+      f.relative_error = r_c.empty() ? std::optional<double>(0.0) : mean_of(r_c);
+      f.relative_error_max = r_c.empty() ? 0.0 : *std::max_element(r_c.begin(), r_c.end());
+      f.captured_energy = r_c.empty() ? std::optional<double>(1.0) : mean_of(c_c);
+      f.residual = r_c.empty() ? std::optional<double>(0.0) : mean_of(e_c);
+    }
+    if (!f.cqm_relative_error && cqm_iters == 0) f.cqm_relative_error = 0.0;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+namespace {
+
+ordered_json opt(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+
+void figures_json(const FidelityFigures& f, ordered_json& j) {
+  j["points"] = f.points;
+  j["relative_error"] = opt(f.relative_error);
+  j["relative_error_max"] = opt(f.relative_error_max);
+  j["captured_energy"] = opt(f.captured_energy);
+  j["residual"] = opt(f.residual);
+  j["cqm_relative_error"] = opt(f.cqm_relative_error);
+}
+
+}  // namespace
+
+ordered_json to_json(const Fidelity& f) {
+  ordered_json j = {{"source", f.source}};
+  figures_json(f, j);
+  ordered_json stages = ordered_json::array();
+  for (const StageFidelity& s : f.stages) {
+    ordered_json e = {{"stage", s.stage}, {"trace_stage", s.trace_stage >= 0 ? ordered_json(s.trace_stage) : nullptr}};
+    figures_json(s, e);
+    e["below_rank_one"] = s.below_rank_one;
+    ordered_json ranks = ordered_json::array();
+    for (const RankMapping& m : s.ranks) {
+      ordered_json r = {{"rank", m.rank}, {"cqm_relative_error", m.cqm_relative_error}};
+      if (f.source == "trace") {
+        r["trace_rank_min"] = m.trace_rank_min;
+        r["trace_rank_max"] = m.trace_rank_max;
+      }
+      ranks.push_back(std::move(r));
+    }
+    e["ranks"] = std::move(ranks);
+    stages.push_back(std::move(e));
+  }
+  j["stages"] = std::move(stages);
+  return j;
+}
+
+}  // namespace edgc::engine
