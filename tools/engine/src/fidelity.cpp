@@ -196,7 +196,9 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
   // Made before the replays, so that their buffers are freed while it still exists.
   const std::unique_ptr<kernels::Backend> backend = kernels::make_backend(setup.backend);
   std::vector<Replay> todo;
-  for (const auto& [key, spec] : wanted) {
+  for (const auto& want : wanted) {
+    const std::string& key = want.first;  // not a structured binding: the lambda below captures it
+    const ReplaySpec& spec = want.second;
     if (memo.count(key) > 0 || std::any_of(todo.begin(), todo.end(), [&](const Replay& r) { return r.key == key; }))
       continue;
     if (!setup.cache_dir.empty()) {
