@@ -35,6 +35,14 @@ const std::string kGolden = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate
 void strip_provenance(json& j) {
   j.erase("scenario");
   j.erase("simgrid");
+  // Warnings name the scenario file: by its path inside the source tree.
+  const std::string source = std::string(EDGC_SOURCE_DIR) + "/";
+  for (json& w : j["warnings"]) {
+    std::string line = w.get<std::string>();
+    for (std::size_t at = line.find(source); at != std::string::npos; at = line.find(source, at))
+      line.erase(at, source.size());
+    w = line;
+  }
 }
 
 class Simulate : public ::testing::Test {
@@ -217,13 +225,38 @@ TEST(SimulateFidelity, EveryRunCarriesItsErrorAndThinEvidenceIsWarned) {
     EXPECT_TRUE(in_result) << expected;
   }
   EXPECT_EQ(b.at("fidelity").at("max_error"), 0.01);
-  // A synthetic entropy curve has no gradients: the CQM figure only, and said so.
+  // Another family and size class than the trace's, and (no budget) an error above 50 %: each warned, both places.
+  const Result other = edgc("simulate --scenario " + scenario + " --out " + (tmp / "d").string() +
+                                " --set model.name=bert-base --set model.hidden=512 --set compression.r_max=4",
+                            tmp);
+  ASSERT_EQ(other.code, 0) << other.err;
+  const json d = json::parse(read_file(tmp / "d" / "result.json"));
+  for (const char* expected : {"recorded from another model family ('tiny-gpt' vs 'bert-base') and another size "
+                               "class (2.41e+05 parameters vs 2.64e+07, 110x apart)",
+                               "policy static: gradient error 67.8 % (measured) is above 50 %"}) {
+    EXPECT_NE(other.err.find(expected), std::string::npos) << expected << "\n" << other.err;
+    bool in_result = false;
+    for (const json& w : d.at("warnings"))
+      in_result = in_result || w.get<std::string>().find(expected) != std::string::npos;
+    EXPECT_TRUE(in_result) << expected;
+  }
+  // Without a trace there are no gradients: the CQM figure only, and said so.
   const Result synthetic = edgc("simulate --scenario " + kScenario + " --out " + (tmp / "c").string(), tmp);
   ASSERT_EQ(synthetic.code, 0) << synthetic.err;
   const json c = json::parse(read_file(tmp / "c" / "result.json"));
   EXPECT_EQ(c.at("fidelity").at("source"), "cqm");
+  EXPECT_EQ(c.at("fidelity").at("note"), "no trace.path to replay the ranks on: CQM prediction only");
   EXPECT_FALSE(c.at("runs")[1].contains("gradient_error"));
   EXPECT_GT(c.at("runs")[1].at("cqm_error").get<double>(), 0.0);
+  // A synthetic curve decides the ranks while the trace's gradients still measure their error.
+  const Result curve = edgc(
+      "simulate --scenario " + scenario + " --out " + (tmp / "e").string() + " --set entropy.source=synthetic", tmp);
+  ASSERT_EQ(curve.code, 0) << curve.err;
+  const json e = json::parse(read_file(tmp / "e" / "result.json"));
+  EXPECT_EQ(e.at("entropy").at("source"), "synthetic");
+  EXPECT_EQ(e.at("fidelity").at("source"), "trace");
+  EXPECT_EQ(e.at("fidelity").at("entropy_source"), "synthetic");
+  EXPECT_GT(e.at("runs")[2].at("gradient_error").get<double>(), 0.0);
 }
 
 TEST(SimulateRejects, BadScenariosWithoutOutput) {

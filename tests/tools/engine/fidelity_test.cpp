@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "edgc/core/cqm.hpp"
+#include "edgc/engine/trace_health.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/communicator.hpp"
 #include "edgc/kernels/dp_emulation.hpp"
@@ -274,3 +275,36 @@ TEST(Fidelity, WithoutATraceOnlyTheCqmFigure) {
 
 }  // namespace
 }  // namespace edgc::engine
+
+TEST(TraceModel, FamiliesComeFromTheNameWithoutSizeWords) {
+  EXPECT_EQ(edgc::engine::model_family("GPT2-12.1B"), "gpt");
+  EXPECT_EQ(edgc::engine::model_family("tiny-gpt"), "gpt");
+  EXPECT_EQ(edgc::engine::model_family("gpt2-small"), "gpt");
+  EXPECT_EQ(edgc::engine::model_family("BERT-Large"), "bert");
+  EXPECT_EQ(edgc::engine::model_family("Llama 3.1 70B"), "llama");
+  EXPECT_EQ(edgc::engine::model_family("12.1B"), "");
+}
+
+TEST(TraceModel, AnotherFamilyOrSizeClassIsNamedAndANeighbourIsNot) {
+  edgc::traces::Manifest m;
+  m.model_name = "tiny-gpt";
+  m.model_json = R"({"name": "tiny-gpt", "num_stages": 1, "parameters": 1000000})";
+  EXPECT_EQ(edgc::engine::trace_model_mismatch(m, "t", "GPT2-small", 9.9e6), "");
+  EXPECT_EQ(edgc::engine::trace_model_mismatch(m, "t", "GPT2-small", 1.01e5), "");
+  const std::string big = edgc::engine::trace_model_mismatch(m, "t", "GPT2-12.1B", 1.21e10);
+  EXPECT_NE(big.find("t: recorded from another size class (1e+06 parameters vs 1.21e+10, 1.21e+04x apart)"),
+            std::string::npos)
+      << big;
+  EXPECT_EQ(big.find("family"), std::string::npos);
+  const std::string bert = edgc::engine::trace_model_mismatch(m, "t", "bert-base", 2e6);
+  EXPECT_NE(bert.find("another model family ('tiny-gpt' vs 'bert-base')"), std::string::npos) << bert;
+  EXPECT_EQ(bert.find("size class"), std::string::npos);
+  // Without model.parameters the tensors' elements count.
+  m.model_json = R"({"name": "tiny-gpt", "num_stages": 1})";
+  edgc::traces::TensorInfo t;
+  t.name = "w";
+  t.shape = {1000, 1000};
+  m.tensors = {t};
+  EXPECT_NE(edgc::engine::trace_model_mismatch(m, "t", "gpt", 1e8).find("1e+06 parameters vs 1e+08, 100x apart"),
+            std::string::npos);
+}

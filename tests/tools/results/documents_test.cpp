@@ -3,7 +3,9 @@
 // the reader's rejections naming the file and the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -370,6 +372,89 @@ TEST(SweepDocument, EveryFieldSurvivesWriterAndReader) {
   ordered_json bad = j;
   bad["mode"] = "exhaustive";
   EXPECT_THROW((void)parse_sweep_document(JsonNode(bad, "sweep.json")), ConfigError);
+}
+
+TEST(SweepRecord, RankBindingsSurviveWriterAndReader) {
+  SweepRecord r = sample_record();
+  r.runs[0].rank_bindings = {{"r_min", 3}, {"step", 40}};
+  EXPECT_EQ(record_round_trip(r).runs[0].rank_bindings, r.runs[0].rank_bindings);
+  r.runs[0].rank_bindings.clear();
+  EXPECT_FALSE(to_json(r)["runs"][0].contains("rank_bindings"));
+}
+
+// A grid over r_min (3 values) x window (3 values): point p has r_min index p % 3, window index p / 3; policy edgc's
+// training time and r_min bindings are whatever `time` and `bound` give.
+std::vector<SweepRecord> grid_records(const std::function<double(int, int)>& time,
+                                      const std::function<std::int64_t(int, int)>& bound) {
+  const int r_mins[] = {8, 16, 32};
+  const int windows[] = {250, 500, 1000};
+  std::vector<SweepRecord> out;
+  for (int p = 0; p < 9; ++p) {
+    SweepRecord r;
+    r.point = p;
+    r.params = {{"compression.r_min", r_mins[p % 3]}, {"compression.window", windows[p / 3]}};
+    SweepRun none;
+    static_cast<RunFigures&>(none) = sample_run("none", 1000.0);
+    SweepRun edgc;
+    static_cast<RunFigures&>(edgc) = sample_run("edgc", time(p % 3, p / 3));
+    edgc.rank_bindings = {{"r_min", bound(p % 3, p / 3)}, {"step", 5}};
+    r.runs = {none, edgc};
+    out.push_back(r);
+  }
+  return out;
+}
+
+SweepDocument grid_document() {
+  SweepDocument d;
+  d.axes = {{"compression.r_min", {8, 16, 32}, std::nullopt}, {"compression.window", {250, 500, 1000}, std::nullopt}};
+  return d;
+}
+
+bool has_line(const std::vector<std::string>& lines, const std::string& part) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(part) != std::string::npos; });
+}
+
+TEST(SweepWarnings, ARankBoundThatNeverBindsAlongItsAxisIsNamed) {
+  const auto time = [](int i, int j) { return 900.0 - 10.0 * i + 3.0 * (j - 1) * (j - 1); };  // interior in window
+  const auto never = [](int, int) { return std::int64_t{0}; };
+  const std::vector<std::string> w = sweep_warnings(grid_document(), grid_records(time, never), std::nullopt);
+  EXPECT_TRUE(has_line(w, "axis compression.r_min: r_min decided no rank of policy edgc at any of 9 points"))
+      << w.size();
+  const auto once = [](int i, int j) { return std::int64_t{i == 2 && j == 2 ? 1 : 0}; };
+  EXPECT_FALSE(has_line(sweep_warnings(grid_document(), grid_records(time, once), std::nullopt), "decided no rank"));
+  // Runs without bindings (an older results.jsonl) say nothing either way.
+  std::vector<SweepRecord> bare = grid_records(time, never);
+  for (SweepRecord& r : bare) r.runs[1].rank_bindings.clear();
+  EXPECT_FALSE(has_line(sweep_warnings(grid_document(), bare, std::nullopt), "decided no rank"));
+}
+
+TEST(SweepWarnings, ABestPointOnTheEdgeOfAnAxisIsNamedAndAnInteriorOneIsNot) {
+  const auto some = [](int, int) { return std::int64_t{1}; };
+  // Fastest at r_min 32 (largest) and window 500 (interior).
+  const auto edge = [](int i, int j) { return 900.0 - 10.0 * i + 3.0 * (j - 1) * (j - 1); };
+  std::vector<std::string> w = sweep_warnings(grid_document(), grid_records(edge, some), std::nullopt);
+  ASSERT_EQ(w.size(), 1U);
+  EXPECT_NE(w[0].find("policy edgc: its fastest point (point 5) has compression.r_min = 32, the largest value swept"),
+            std::string::npos)
+      << w[0];
+  // Fastest inside both axes: nothing to say.
+  const auto inside = [](int i, int j) { return 900.0 + (i - 1) * (i - 1) + (j - 1) * (j - 1); };
+  EXPECT_TRUE(sweep_warnings(grid_document(), grid_records(inside, some), std::nullopt).empty());
+  // A tie between an edge value and an interior one is not an edge optimum.
+  const auto tie = [](int i, int j) { return 900.0 + (i == 2 ? 0.0 : (i == 1 ? 0.0 : 5.0)) + (j - 1) * (j - 1); };
+  EXPECT_TRUE(sweep_warnings(grid_document(), grid_records(tie, some), std::nullopt).empty());
+  // Under a budget the fastest point within it decides: with every r_min 32 point over it, the best is r_min 16,
+  // inside the grid; with every r_min 16 and 32 point over it, r_min 8, the smallest value.
+  std::vector<SweepRecord> budgeted = grid_records(edge, some);
+  for (SweepRecord& r : budgeted) r.runs[1].gradient_error = r.params["compression.r_min"].get<int>() == 32 ? 0.6 : 0.1;
+  EXPECT_TRUE(sweep_warnings(grid_document(), budgeted, 0.5).empty());
+  for (SweepRecord& r : budgeted) r.runs[1].gradient_error = r.params["compression.r_min"].get<int>() >= 16 ? 0.6 : 0.1;
+  w = sweep_warnings(grid_document(), budgeted, 0.5);
+  ASSERT_EQ(w.size(), 1U);
+  EXPECT_NE(w[0].find("within the error budget (point 3) has compression.r_min = 8, the smallest value swept"),
+            std::string::npos)
+      << w[0];
 }
 
 TEST(PlanDocument, EveryFieldSurvivesWriterAndReader) {

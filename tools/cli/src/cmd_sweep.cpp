@@ -71,6 +71,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
     throw;
   }
   if (mpi != nullptr && mpi->rank() != 0) return 0;
+  for (const std::string& w : r.warnings) std::cerr << "edgc: warning: " << spec_path << ": " << w << "\n";
   if (o.quiet) {
     std::cout << o.out << "/results.jsonl\n" << o.out << "/summary.csv\n";
   } else {

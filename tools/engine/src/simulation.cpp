@@ -182,6 +182,7 @@ struct Inputs {
   std::string setup_key;              ///< the sections that determine one iteration's simulation, as read (cache key)
   bool compose = false;               ///< simulate.composition allows it and the layout is stage-separable
   FidelitySetup fidelity;             ///< how the rank schedules' gradient error is measured (trace_dir empty: CQM)
+  bool measure_fidelity = true;       ///< fidelity.measure
   std::optional<double> max_error;    ///< fidelity.max_error: the gradient-error budget, when given
   std::vector<std::string> warnings;  ///< found while reading: what the run goes on with but the user should know
 };
@@ -282,6 +283,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     backend = sc.string("entropy.backend", backend);
   }
   const bool measure_fidelity = sc.boolean("fidelity.measure", true);
+  in.measure_fidelity = measure_fidelity;
   in.fidelity.backend = sc.string("fidelity.backend", "cpu");
   require_backend(in.fidelity.backend, w, "fidelity.backend");
   if (sc.has("fidelity.max_error")) {
@@ -320,6 +322,23 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   for (const char* section : {"cluster", "network", "model", "parallelism", "compute", "variability"})
     if (sc.json().contains(section)) key[section] = sc.json()[section];
   in.setup_key = key.dump();
+  const std::vector<double>& params = in.fidelity.stage_parameters;
+  std::string dir;
+  if (!trace_key.empty()) {
+    // The trace's own model: one recorded from another family or size class stands in thinly for this one.
+    dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
+    const traces::Manifest manifest = traces::read_manifest(dir);
+    const std::string mismatch =
+        trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)));
+    if (!mismatch.empty()) in.warnings.push_back(w + ": " + mismatch);
+    if (!from_trace && measure_fidelity) {
+      // A synthetic entropy curve decides the ranks; the trace's real gradients still measure what they cost.
+      std::vector<std::int64_t> elements(static_cast<std::size_t>(manifest.num_stages), 0);
+      for (const traces::TensorInfo& t : manifest.tensors) elements[static_cast<std::size_t>(t.stage)] += t.numel();
+      in.fidelity.trace_dir = dir;
+      in.fidelity.stage_map = sim::map_stages(elements, params);
+    }
+  }
   if (!from_trace) {
     in.source = std::make_unique<SyntheticCurve>(curve, w);
     in.source_description = {{"source", "synthetic"},
@@ -331,8 +350,6 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
                              {"seed", curve.seed}};
     return in;
   }
-  const std::vector<double>& params = in.fidelity.stage_parameters;
-  const std::string dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
   auto trace =
       std::make_unique<TraceCurve>(cached_trace_entropy(dir, in.compression.gds, bins, backend, cache_dir), params);
   if (pp_entropy && !trace->has_boundaries())
@@ -513,12 +530,17 @@ results::EntropySeries entropy_series(const sim::EntropyCurve& source, int stage
 // shorter than this many windows (compression.window, in its own steps).
 constexpr double kMaxStretch = 10.0;
 constexpr std::int64_t kMinTraceWindows = 3;
+// Without a budget, a gradient error above this is worth a warning: more than half the averaged gradient's norm is
+// deferred to later steps by error feedback, where PowerSGD's own studies report losses matching uncompressed
+// training at relative errors well below it.
+constexpr double kHighError = 0.5;
 
 // The accuracy side of every run (fidelity.hpp): the measured and predicted gradient error as run figures, the
 // per-stage detail in runs[].fidelity, how it was obtained in "fidelity", and warnings where it rests on little.
 void set_fidelity(results::ResultDocument& result, const Inputs& in,
                   const std::vector<const sim::RunSchedule*>& schedules, std::vector<std::string>& warnings) {
   FidelityMeter meter(in.fidelity);
+  const bool from_trace = in.source_description.value("source", "") == "trace";
   const std::vector<Fidelity> fid = meter.measure(schedules);
   const bool measured = meter.trace_points() > 0;
   ordered_json section = {{"source", measured ? "trace" : "cqm"}};
@@ -531,6 +553,7 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
         "equal CQM captured energy: a simulated stage's rank r maps onto each matrix of its trace stage at r' with "
         "g(r'; trace shape) = g(r; simulated shape), figures interpolated between the replays at floor(r') and "
         "ceil(r'), rank 1 below it";
+    section["entropy_source"] = in.source_description.value("source", "");
     section["backend"] = in.fidelity.backend;
     section["replays_run"] = meter.replays();
     // Thin evidence: a trace stretched far beyond its own length, or too short for a few of its windows.
@@ -539,17 +562,19 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
       warnings.push_back(in.setup.where + ": the trace's " + std::to_string(meter.trace_steps()) +
                          " steps are stretched " + results::fmt_f(stretch, 1) + "x over " +
                          std::to_string(in.iterations) + " iterations (more than " + results::fmt_f(kMaxStretch, 0) +
-                         "x): its entropy trend and gradient error stand for a much longer run than was recorded");
+                         "x): its " +
+                         (from_trace ? "entropy trend and gradient error stand" : "gradient error stands") +
+                         " for a much longer run than was recorded");
     const std::int64_t window = in.compression.gds.window_iters;
-    if (meter.trace_steps() < kMinTraceWindows * window)
+    if (from_trace && meter.trace_steps() < kMinTraceWindows * window)
       warnings.push_back(in.setup.where + ": the trace's " + std::to_string(meter.trace_steps()) +
                          " steps span fewer than " + std::to_string(kMinTraceWindows) + " windows of " +
                          std::to_string(window) + " iterations: the entropy trend EDGC decides from is thin");
   } else {
-    section["note"] = in.fidelity.trace_dir.empty() && in.source_description.value("source", "") == "trace"
-                          ? "fidelity.measure is false: CQM prediction only"
+    section["note"] = in.fidelity.trace_dir.empty() && in.measure_fidelity
+                          ? "no trace.path to replay the ranks on: CQM prediction only"
                       : in.fidelity.trace_dir.empty()
-                          ? "no trace (entropy.source synthetic): CQM prediction only"
+                          ? "fidelity.measure is false: CQM prediction only"
                           : "the trace holds no fully captured matrix in some stage the run reads: CQM prediction only";
   }
   section["stage_weights"] = in.fidelity.stage_parameters;
@@ -567,6 +592,12 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
         warnings.push_back(in.setup.where + ": policy " + run.policy + ": gradient error " +
                            results::fmt_f(100.0 * judged, 1) + " % exceeds fidelity.max_error " +
                            results::fmt_f(100.0 * *in.max_error, 1) + " %");
+    } else if (judged > kHighError) {
+      warnings.push_back(in.setup.where + ": policy " + run.policy + ": gradient error " +
+                         results::fmt_f(100.0 * judged, 1) + " % (" + (f.relative_error ? "measured" : "CQM") +
+                         ") is above " + results::fmt_f(100.0 * kHighError, 0) +
+                         " %: error feedback defers most of the averaged gradient to later steps, which may cost "
+                         "accuracy; set fidelity.max_error to plan under a budget");
     }
     std::int64_t below = 0;
     for (const StageFidelity& s : f.stages) below += s.below_rank_one;

@@ -427,6 +427,7 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   outcome.results = read_results(o.out);
   const std::optional<double> budget = o.max_error ? o.max_error : spec.max_error;
   write_summary(dir, spec, outcome.results, budget);
+  outcome.warnings = results::sweep_warnings(sweep_document(spec, points), outcome.results, budget);
   if (!o.quiet) {
     std::cout << "\n";
     print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by, budget);

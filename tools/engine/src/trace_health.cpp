@@ -1,7 +1,12 @@
 #include "edgc/engine/trace_health.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "edgc/results/table.hpp"
 
 namespace edgc::engine {
 namespace {
@@ -86,6 +91,52 @@ std::vector<std::string> trace_warnings(const results::ResultDocument& result) {
                 "the controller has nothing to decide on ('edgc trace inspect " +
                 path + "' shows which)");
   return out;
+}
+
+std::string model_family(const std::string& name) {
+  static const std::vector<std::string> sizes = {"tiny", "small", "base", "medium", "large", "xl", "mini"};
+  std::string out;
+  std::string word;
+  const auto flush = [&] {
+    if (word.size() > 1 && std::find(sizes.begin(), sizes.end(), word) == sizes.end())
+      out += (out.empty() ? "" : "-") + word;
+    word.clear();
+  };
+  for (const char c : name) {
+    if (std::isalpha(static_cast<unsigned char>(c)))
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else
+      flush();
+  }
+  flush();
+  return out;
+}
+
+std::string trace_model_mismatch(const traces::Manifest& trace, const std::string& trace_dir, const std::string& name,
+                                 double parameters) {
+  const nlohmann::json model = nlohmann::json::parse(trace.model_json, nullptr, false);
+  double trace_parameters = 0.0;
+  if (model.is_object() && model.contains("parameters") && model["parameters"].is_number())
+    trace_parameters = model["parameters"].get<double>();
+  if (!(trace_parameters > 0.0))
+    for (const traces::TensorInfo& t : trace.tensors) trace_parameters += static_cast<double>(t.numel());
+  std::vector<std::string> why;
+  const std::string from = model_family(trace.model_name);
+  const std::string to = model_family(name);
+  if (!from.empty() && !to.empty() && from != to)
+    why.push_back("another model family ('" + trace.model_name + "' vs '" + name + "')");
+  if (trace_parameters > 0.0 && parameters > 0.0) {
+    const double ratio = std::max(trace_parameters, parameters) / std::min(trace_parameters, parameters);
+    if (ratio > kSizeClassFactor)
+      why.push_back("another size class (" + results::fmt_g(trace_parameters, 3) + " parameters vs " +
+                    results::fmt_g(parameters, 3) + ", " + results::fmt_g(ratio, 3) + "x apart)");
+  }
+  if (why.empty()) return {};
+  std::string joined;
+  for (const std::string& w : why) joined += (joined.empty() ? "" : " and ") + w;
+  return trace_dir + ": recorded from " + joined +
+         ": its entropy trend and gradient spectra stand in for the simulated model's, which may differ (a trace of "
+         "the simulated model, or one of its size, is stronger evidence)";
 }
 
 }  // namespace edgc::engine

@@ -59,7 +59,12 @@ Sweep read_sweep(const fs::path& dir) {
   const fs::path lines = dir / "results.jsonl";
   if (!fs::exists(lines)) return out;
   out.has_results = true;
-  for (results::SweepRecord& r : results::read_sweep_records(lines, &out.truncated_last_line)) {
+  std::vector<results::SweepRecord> records = results::read_sweep_records(lines, &out.truncated_last_line);
+  std::optional<double> budget;
+  if (doc.spec.is_object() && doc.spec.contains("max_error") && doc.spec["max_error"].is_number())
+    budget = doc.spec["max_error"].get<double>();
+  out.warnings = results::sweep_warnings(doc, records, budget);
+  for (results::SweepRecord& r : records) {
     LabelledPoint p{r.point, {}, std::move(r.runs), std::move(r.error)};
     for (const auto& [key, value] : r.params.items()) p.params.emplace_back(key, param_value(value));
     out.points.push_back(std::move(p));

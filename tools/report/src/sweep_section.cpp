@@ -331,6 +331,7 @@ Section sweep_section(const Sweep& sweep, const std::string& source, const std::
       add_charts(s, sweep, layouts, *x, y);
     s.blocks.emplace_back(best_points(sweep));
   }
+  if (!sweep.warnings.empty()) s.blocks.emplace_back(ListBlock{"Warnings (sweep printed them too)", sweep.warnings});
   if (!failed.empty()) {
     ListBlock l{std::to_string(failed.size()) + (failed.size() == 1 ? " point failed" : " points failed"), {}};
     for (std::size_t i = 0; i < failed.size() && i < kListedFailures; ++i) {

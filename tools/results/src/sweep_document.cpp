@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "edgc/core/atomic_file.hpp"
@@ -50,6 +51,13 @@ double t95(int dof) {
   return 1.960 + 2.5 / dof;  // within 0.002 of the exact quantile beyond 30
 }
 
+// An axis value as the spec wrote it (the first equal to `v`).
+std::string axis_value_text(const ordered_json& values, double v) {
+  for (const ordered_json& x : values)
+    if (x.is_number() && x.get<double>() == v) return x.dump();
+  return std::to_string(v);
+}
+
 ordered_json optional_int(const std::optional<std::int64_t>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 
 ordered_json run_json(const SweepRun& r) {
@@ -59,6 +67,7 @@ ordered_json run_json(const SweepRun& r) {
   j["compressed_iterations"] = optional_int(r.compressed_iterations);
   for (const CiField& c : kCiFields)
     if (std::isfinite(r.*c.ci)) j[std::string(c.name) + "_ci95"] = r.*c.ci;
+  if (!r.rank_bindings.empty()) j["rank_bindings"] = r.rank_bindings;
   return j;
 }
 
@@ -68,6 +77,8 @@ SweepRun read_run(const JsonNode& r) {
   if (const auto w = r.find("warmup_end_iteration")) run.warmup_end_iteration = w->integer();
   if (const auto c = r.find("compressed_iterations")) run.compressed_iterations = c->integer(0);
   for (const CiField& c : kCiFields) run.*c.ci = r.optional_number(std::string(c.name) + "_ci95");
+  if (const auto b = r.find("rank_bindings"))
+    for (const std::string& key : b->member_keys()) run.rank_bindings[key] = b->at(key).integer(0);
   return run;
 }
 
@@ -139,6 +150,9 @@ std::vector<SweepRun> average_runs(const std::vector<ResultDocument>& reps) {
     }
     r.warmup_end_iteration = first.warmup_end_iteration;
     r.compressed_iterations = first.compressed_iterations;
+    if (const auto b = first.detail.find("rank_bindings"); b != first.detail.end() && b->is_object())
+      for (const auto& [key, count] : b->items())
+        if (count.is_number_integer()) r.rank_bindings[key] = count.get<std::int64_t>();
     if (n > 1) {
       for (const CiField& c : kCiFields) {
         const double mean = r.*c.figure;
@@ -284,6 +298,76 @@ std::string summary_csv(const std::vector<std::string>& axis_keys, const std::ve
     os << ',' << csv_cell(r.failed() ? json(r.error) : json()) << '\n';
   }
   return os.str();
+}
+
+std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vector<SweepRecord>& records,
+                                        std::optional<double> max_error) {
+  std::vector<std::string> out;
+  std::vector<std::string> policies;
+  for (const SweepRecord& r : records)
+    for (const SweepRun& run : r.runs)
+      if (run.policy != "none" && std::find(policies.begin(), policies.end(), run.policy) == policies.end())
+        policies.push_back(run.policy);
+  // Rank bounds that never bind along their own axis.
+  for (const SweepDocument::Axis& a : doc.axes) {
+    const std::string bound = a.key == "compression.r_min" ? "r_min" : a.key == "compression.r_max" ? "r_max" : "";
+    if (bound.empty()) continue;
+    for (const std::string& policy : policies) {
+      if (policy == "static") continue;
+      std::int64_t with_bindings = 0, bound_count = 0;
+      for (const SweepRecord& r : records) {
+        const SweepRun* run = r.find_run(policy);
+        if (run == nullptr || run->rank_bindings.empty()) continue;
+        ++with_bindings;
+        const auto it = run->rank_bindings.find(bound);
+        bound_count += it == run->rank_bindings.end() ? 0 : it->second;
+      }
+      if (with_bindings > 0 && bound_count == 0)
+        out.push_back("axis " + a.key + ": " + bound + " decided no rank of policy " + policy + " at any of " +
+                      std::to_string(with_bindings) +
+                      " points: the axis changes nothing for it (the entropy never drove the rank to that bound; "
+                      "widen the run, or sweep a knob that binds)");
+    }
+  }
+  // Best points on the edge of the grid. Points tied with the fastest (to 1e-9) count as fastest too: the warning
+  // is given only when every one of them sits on the same edge of the axis.
+  for (const std::string& policy : policies) {
+    std::vector<std::pair<const SweepRecord*, double>> candidates;
+    double best_time = std::numeric_limits<double>::infinity();
+    for (const SweepRecord& r : records) {
+      const SweepRun* run = r.find_run(policy);
+      if (run == nullptr || !std::isfinite(run->training_time_s)) continue;
+      if (max_error && !over_budget(*run, *max_error).empty()) continue;
+      candidates.emplace_back(&r, run->training_time_s);
+      best_time = std::min(best_time, run->training_time_s);
+    }
+    std::vector<const SweepRecord*> best;
+    for (const auto& [r, t] : candidates)
+      if (t <= best_time * (1.0 + 1e-9)) best.push_back(r);
+    if (best.empty()) continue;
+    for (const SweepDocument::Axis& a : doc.axes) {
+      if (a.values.size() < kEdgeAxisValues ||
+          !std::all_of(a.values.begin(), a.values.end(), [](const ordered_json& v) { return v.is_number(); }))
+        continue;
+      double lo = a.values.front().get<double>(), hi = lo;
+      for (const ordered_json& x : a.values) {
+        lo = std::min(lo, x.get<double>());
+        hi = std::max(hi, x.get<double>());
+      }
+      const auto value_of = [&a](const SweepRecord* r) {
+        const auto it = r->params.find(a.key);
+        return it != r->params.end() && it->is_number() ? it->get<double>() : std::numeric_limits<double>::quiet_NaN();
+      };
+      const bool at_lo = std::all_of(best.begin(), best.end(), [&](const SweepRecord* r) { return value_of(r) == lo; });
+      const bool at_hi = std::all_of(best.begin(), best.end(), [&](const SweepRecord* r) { return value_of(r) == hi; });
+      if (!at_lo && !at_hi) continue;
+      out.push_back("policy " + policy + ": its fastest point" + (max_error ? " within the error budget" : "") +
+                    " (point " + std::to_string(best.front()->point) + ") has " + a.key + " = " +
+                    axis_value_text(a.values, at_lo ? lo : hi) + ", the " + (at_lo ? "smallest" : "largest") +
+                    " value swept: the optimum may lie beyond the grid (extend the axis)");
+    }
+  }
+  return out;
 }
 
 }  // namespace edgc::results

@@ -42,6 +42,7 @@ struct SweepOutcome {
   std::int64_t failed = 0;        ///< points recorded with an error (whole sweep)
   double wall_s = 0.0;
   std::vector<results::SweepRecord> results;  ///< rank 0: every line of results.jsonl at the end, by point
+  std::vector<std::string> warnings;          ///< rank 0: results::sweep_warnings over them (thin evidence)
 };
 
 /// Throws UsageError (option --out) unless DIR can take a sweep: absent, empty, holding a sweep (sweep.json;

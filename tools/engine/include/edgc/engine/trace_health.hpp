@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "edgc/results/result_document.hpp"
+#include "edgc/traces/manifest.hpp"
 #include "edgc/traces/reader.hpp"
 
 namespace edgc::engine {
@@ -40,5 +41,19 @@ class TraceHealth {
 /// with source "trace"): one captured iteration (the entropy is one constant over the run), and simulated stages
 /// whose entropy is never finite (the trace stage they read holds only NaN/Inf or only zeros). Empty otherwise.
 std::vector<std::string> trace_warnings(const results::ResultDocument& result);
+
+/// A model's family as its name gives it: the lower-case alphabetic words of the name, without size words (tiny,
+/// small, base, medium, large, xl, mini) and single letters ("GPT2-12.1B" → "gpt", "tiny-gpt" → "gpt",
+/// "bert-large" → "bert"), joined by '-'; empty when nothing is left.
+std::string model_family(const std::string& name);
+
+/// Parameter counts differing by more than this factor are of different size classes (one order of magnitude).
+inline constexpr double kSizeClassFactor = 10.0;
+
+/// Why a trace recorded from another model stands in thinly for the simulated one: a different family (by
+/// model_family, when both names have one), or a parameter count (the manifest's model.parameters, else the sum of
+/// its tensors' elements) more than kSizeClassFactor away from `parameters`. Empty when neither; names the trace.
+std::string trace_model_mismatch(const traces::Manifest& trace, const std::string& trace_dir, const std::string& name,
+                                 double parameters);
 
 }  // namespace edgc::engine

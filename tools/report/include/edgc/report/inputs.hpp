@@ -78,6 +78,7 @@ struct Sweep {
   bool has_results = false;           ///< results.jsonl exists
   std::vector<LabelledPoint> points;  ///< by point number
   bool truncated_last_line = false;   ///< an unterminated, unparsable last line was ignored (a sweep still running)
+  std::vector<std::string> warnings;  ///< results::sweep_warnings (budget: the spec's max_error, when it has one)
 };
 
 /// Reads DIR/sweep.json and, when present, DIR/results.jsonl.

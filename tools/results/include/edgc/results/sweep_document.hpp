@@ -4,6 +4,7 @@
 // sweep's CSV reporter (summary.csv).
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct SweepRun : RunFigures {
   double training_time_s_ci95 = kAbsent;
   double speedup_vs_none_ci95 = kAbsent;
   double cost_usd_ci95 = kAbsent;
+  /// How often each limit decided a stage's rank (result.json's rank_bindings, of the first repeat); empty when the
+  /// line has none.
+  std::map<std::string, std::int64_t> rank_bindings;
 };
 
 /// One line of results.jsonl: a finished point, or (non-empty `error`) a point whose scenario was rejected.
@@ -93,6 +97,17 @@ double judged_error(const RunFigures& run);
 /// Empty when the run is within the budget, else why not ("gradient error 55.5 % > budget 20.0 %", or that no
 /// error figure is known).
 std::string over_budget(const RunFigures& run, double max_error);
+
+/// Where a sweep's answer rests on thin evidence, one line each:
+/// * an axis `compression.r_min` (or `r_max`) whose bound decided no rank of a policy at any finished point (by
+///   the runs' rank_bindings; only policies whose runs carry them, and not `static`, whose rank is fixed): the
+///   axis changes nothing for that policy;
+/// * a policy's fastest point by training time (within `max_error`, when given) on the smallest or largest value
+///   of a numeric axis of at least kEdgeAxisValues values: the optimum may lie beyond the grid.
+std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vector<SweepRecord>& records,
+                                        std::optional<double> max_error);
+/// Numeric axes with fewer values have every value on an edge: the best-point warning skips them.
+inline constexpr std::size_t kEdgeAxisValues = 3;
 
 /// The names run_figure() knows, in column order: the figures, their *_ci95 half-widths (`with_ci`), then
 /// warmup_end_iteration and compressed_iterations.
