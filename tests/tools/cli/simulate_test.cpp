@@ -259,6 +259,30 @@ TEST(SimulateFidelity, EveryRunCarriesItsErrorAndThinEvidenceIsWarned) {
   EXPECT_GT(e.at("runs")[2].at("gradient_error").get<double>(), 0.0);
 }
 
+// The bundled what-if where EDGC's knobs matter (scenarios/whatif): a lower r_min is faster and less accurate, and
+// the iteration sampling rate alpha moves both (how noisy each window's entropy mean is).
+TEST(SimulateFidelity, TheDpBoundWhatIfTradesTimeForErrorAlongItsKnobs) {
+  TempDir tmp;
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/whatif/gpt2-2.5b-32xv100-dp-bound.json";
+  const auto edgc_run = [&](const std::string& name, const std::string& set) {
+    const Result r = edgc("simulate --scenario " + scenario + " --policies none,edgc --quiet --out " +
+                              (tmp / name).string() + " --set " + set,
+                          tmp);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const json doc = json::parse(read_file(tmp / name / "result.json"));
+    return doc.at("runs")[1];
+  };
+  const json low = edgc_run("low", "compression.r_min=16");
+  const json high = edgc_run("high", "compression.r_min=96");
+  EXPECT_LT(low.at("training_time_s").get<double>(), high.at("training_time_s").get<double>());
+  EXPECT_GT(low.at("gradient_error").get<double>(), high.at("gradient_error").get<double>());
+  EXPECT_GT(high.at("rank_bindings").value("r_min", 0), 0);
+  const json rare = edgc_run("rare", "compression.alpha=0.02");
+  const json often = edgc_run("often", "compression.alpha=0.5");
+  EXPECT_NE(rare.at("training_time_s").get<double>(), often.at("training_time_s").get<double>());
+  EXPECT_NE(rare.at("gradient_error").get<double>(), often.at("gradient_error").get<double>());
+}
+
 TEST(SimulateRejects, BadScenariosWithoutOutput) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"compression.r_max=1000", "compression.r_max"},
