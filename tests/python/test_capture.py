@@ -221,6 +221,30 @@ class Recorder(unittest.TestCase):
         self.assertEqual(parse_layer("blocks.12.attn.qkv.weight"), 12)
         self.assertEqual(parse_layer("lm_head.weight"), -1)
 
+    def test_sequential_and_unindexed_models(self):
+        # nn.Sequential names its parameters "0.weight", "2.bias", ...: the position is the layer index.
+        seq = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 8), torch.nn.ReLU(),
+                                  torch.nn.Linear(8, 8), torch.nn.Linear(8, 4))
+        rec = TraceRecorder(self.out, seq, num_stages=2)
+        got = {t.name: (t.layer, t.stage) for t in rec.tensors}
+        self.assertEqual(rec.num_layers, 6)
+        self.assertEqual(got["0.weight"], (0, 0))
+        self.assertEqual(got["2.bias"], (2, 0))
+        self.assertEqual(got["4.weight"], (4, 1))
+        self.assertEqual(got["5.weight"], (5, 1))
+        self.assertEqual(parse_layer("0.weight"), 0)
+        self.assertEqual(parse_layer("encoder.layers.7.fc.weight"), 7)
+        # Names without a layer index leave middle stages empty: refused, naming the options that fix it.
+        flat = {n: torch.nn.Parameter(torch.zeros(4, 4)) for n in ("encoder.weight", "mixer.weight", "head.weight")}
+        with self.assertRaises(ValueError) as caught:
+            TraceRecorder(os.path.join(self.tmp.name, "flat"), flat, num_stages=3, num_layers=1)
+        self.assertIn("stage(s) [0, 1] get no recorded parameter", str(caught.exception))
+        self.assertIn("stage_of=", str(caught.exception))
+        self.assertIn("layer_regex", str(caught.exception))
+        placed = TraceRecorder(os.path.join(self.tmp.name, "placed"), flat, num_stages=3,
+                               stage_of={"encoder.weight": 0, "mixer.weight": 1, "head.weight": 2})
+        self.assertEqual([t.stage for t in placed.tensors], [0, 1, 2])
+
     def test_blocks_and_dtypes(self):
         big = {"layers.0.weight": torch.nn.Parameter(torch.zeros(40, 50)),
                "layers.1.weight": torch.nn.Parameter(torch.zeros(40, 50))}

@@ -183,6 +183,31 @@ json replay_json(const std::string& args, TempDir& tmp, const std::string& out) 
   return r.code == 0 ? json::parse(read_file(tmp / out / "replay.json")) : json();
 }
 
+// Without a scenario the built-in r_max (128) exceeds the bundled trace's 64x64 matrices: replay lowers it to the
+// largest rank that still compresses them (r·(64 + 64) < 64·64: 28) and says so; a chosen r_max is refused instead
+// (BadScenariosExitTwoNamingTheKeyAndLeaveNoOutput).
+TEST(ReplayDefaults, TheDefaultRankBoundFitsTheTraceWithANote) {
+  TempDir tmp;
+  const std::string trace = std::string(EDGC_SOURCE_DIR) + "/traces/bundled/tinygpt-licenses";
+  const Result r =
+      edgc("replay --trace " + trace + " --set compression.window=50 --quiet --out " + (tmp / "out").string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string note = "compression.r_max lowered from its default 128 to 28";
+  EXPECT_NE(r.err.find("edgc: note: (defaults): " + note), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; r_min to 4 (r_max / 4)"), std::string::npos) << r.err;
+  const json doc = json::parse(read_file(tmp / "out" / "replay.json"));
+  ASSERT_EQ(doc.at("notes").size(), 1U);
+  EXPECT_EQ(doc.at("notes")[0].get<std::string>().rfind(note, 0), 0U);
+  int compressed = 0;
+  for (const json& w : doc.at("windows"))
+    for (const json& st : w.at("stages")) {
+      const int rank = st.value("rank", 0);
+      EXPECT_LE(rank, 28);
+      compressed += rank > 0 ? 1 : 0;
+    }
+  EXPECT_GT(compressed, 0);
+}
+
 TEST(ReplayBoundaries, BundledTraceLazyErrorPropagationTradesMessageErrorForAccumulatedError) {
   TempDir tmp;
   const std::string pp = std::string(EDGC_SOURCE_DIR) + "/scenarios/replay/tinygpt-licenses-pp.json";

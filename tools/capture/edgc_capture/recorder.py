@@ -36,7 +36,9 @@ VERSION = 1  # written as 1.1 when the trace holds stage-boundary gradients
 # trace dtype -> (torch dtype used for the round trip, safetensors dtype name)
 DTYPES = {"f32": (torch.float32, "F32"), "f16": (torch.float16, "F16"), "bf16": (torch.bfloat16, "BF16")}
 
-DEFAULT_LAYER_REGEX = r"\.(\d+)\."
+# A numeric component followed by more of the name: "blocks.3.attn.weight" (3) and, in an nn.Sequential without
+# named layers, "0.weight" (0).
+DEFAULT_LAYER_REGEX = r"(?:^|\.)(\d+)\."
 # Parameters outside the layers that belong to the first stage (they consume the input).
 DEFAULT_INPUT_REGEX = r"(^|[._])(embed\w*|embedding\w*|wte|wpe|tok_emb|pos_emb|token\w*|position\w*)([._]|$)"
 
@@ -193,6 +195,18 @@ class TraceRecorder:
                 rng = np.random.default_rng([seed, index])
                 blocks = choose_blocks(int(param.numel()), self.fraction, self.block_elems, rng)
             self.tensors.append(TensorSpec(index, name, param, layer, stage, blocks))
+
+        if stage_of is None and num_stages > 1:
+            # The default placement needs layer indices in the names; without them every parameter lands in the
+            # first or last stage, and the stages between hold nothing to measure: refuse at capture time.
+            empty = sorted(set(range(num_stages)) - {t.stage for t in self.tensors})
+            if empty:
+                found = sorted({t.layer for t in self.tensors if t.layer >= 0})
+                raise ValueError(
+                    f"num_stages={num_stages}: stage(s) {empty} get no recorded parameter; layer indices found by "
+                    f"layer_regex={layer_regex!r}: {found if found else 'none'} (of {num_layers} layers). Pass "
+                    f"stage_of= (a dict name -> stage, or a callable(name, layer) -> stage), or a layer_regex whose "
+                    f"first group is the layer index in these names (e.g. {names[0]!r})")
 
         total = sum(int(p.numel()) for _, p in everything)
         self.model = {"name": model_name, "num_layers": num_layers, "num_stages": num_stages,

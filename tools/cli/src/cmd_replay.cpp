@@ -58,6 +58,7 @@ engine::ReplayOptions read_options(scenario::Scenario& sc) {
   o.where = w;
   scenario::CompressionSettings c = scenario::read_compression(sc);
   o.controller = c.controller;
+  o.r_max_given = sc.has("compression.r_max");
   o.gds = c.gds;
   o.warmup_floor_fraction = c.warmup_floor_fraction;
   o.warmup_ceiling_fraction = c.warmup_ceiling_fraction;
@@ -180,6 +181,7 @@ std::string replay_json(const engine::ReplayOptions& o, const engine::ReplayResu
   j["schema"] = "edgc.replay/1";
   j["trace"] = o.trace_dir;
   j["scenario"] = sc.json();
+  j["notes"] = r.notes;
   j["policy"] = o.controller.policy;
   j["estimator"] = core::entropy_estimator_name(o.controller.estimator);
   j["controller_api_version"] = core::kControllerApiVersion;
@@ -420,6 +422,7 @@ int run_replay_command(const std::vector<std::string>& args) {
   StagingDir staging(out);  // before the run: a busy --out fails fast
   const engine::ReplayResult r = engine::run_replay(o);
   for (const std::string& w : r.warnings) std::cerr << "edgc: warning: " << w << "\n";
+  for (const std::string& n : r.notes) std::cerr << "edgc: note: " << o.where << ": " << n << "\n";
   const Summary s = summarise(r, r.stage_shapes.size());
   write_file_atomic(staging.path() / "windows.csv", windows_csv(r));
   write_file_atomic(staging.path() / "replay.json", replay_json(o, r, s, sc));

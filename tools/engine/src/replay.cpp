@@ -251,12 +251,42 @@ void check_world_size(const ReplayOptions& o, const traces::Manifest& m, const T
   }
 }
 
+// A default r_max (nobody chose it) at which some stage's factors P and Q would be no smaller than its matrix
+// (r·(m + n) ≥ m·n): lowered to the largest multiple of the quantum that still compresses every stage, with r_min
+// and step when they no longer fit under it. Returns the note, or "" when nothing changed.
+std::string fit_default_rank_bounds(core::ControllerConfig& cc, const TraceLayout& layout, bool r_max_given) {
+  core::CqmConfig& q = cc.cqm;
+  std::int64_t fits = std::numeric_limits<std::int64_t>::max();
+  for (const auto& [rows, cols] : layout.stage_shapes)
+    if (rows > 0 && cols > 0) fits = std::min(fits, (rows * cols - 1) / (rows + cols));
+  fits = fits / q.quantum * q.quantum;
+  if (r_max_given || fits == std::numeric_limits<std::int64_t>::max() / q.quantum * q.quantum || q.r_max <= fits ||
+      fits < q.quantum)
+    return {};
+  const int before = q.r_max;
+  q.r_max = static_cast<int>(fits);
+  std::string note = "compression.r_max lowered from its default " + std::to_string(before) + " to " +
+                     std::to_string(q.r_max) +
+                     ", the largest rank whose factors are smaller than every stage's matrix on this trace";
+  if (q.r_min > q.r_max) {
+    q.r_min = std::max(q.quantum, q.r_max / 4 / q.quantum * q.quantum);
+    note += "; r_min to " + std::to_string(q.r_min) + " (r_max / 4)";
+  }
+  if (q.step > q.r_max - q.r_min && q.r_max > q.r_min) {
+    q.step = std::max(q.quantum, (q.r_max - q.r_min) / 4 / q.quantum * q.quantum);
+    note += "; step to " + std::to_string(q.step);
+  }
+  return note + " (set compression.r_max to choose)";
+}
+
 // Checks the options against the trace and completes the controller's configuration (stages, shapes, warm-up).
-void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& layout, int stages,
-             std::int64_t run_iters) {
+void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& layout, int stages, std::int64_t run_iters,
+             std::vector<std::string>& notes) {
   core::ControllerConfig& cc = o.controller;
   cc.stages = stages;
   cc.stage_shapes = layout.stage_shapes;
+  if (std::string note = fit_default_rank_bounds(cc, layout, o.r_max_given); !note.empty())
+    notes.push_back(std::move(note));
   cc.pipeline_shapes.assign(static_cast<std::size_t>(stages), {0, 0});
   bool any_boundary = false;
   for (std::size_t s = 0; s < layout.stage_boundary.size(); ++s) {
@@ -607,9 +637,12 @@ ReplayResult run_replay(ReplayOptions& o) {
   const std::size_t captured = o.max_iterations > 0
                                    ? std::min(m.iterations.size(), static_cast<std::size_t>(o.max_iterations))
                                    : m.iterations.size();
-  prepare(o, m, layout, stages, m.iterations[captured - 1].iteration + 1);
+  std::vector<std::string> notes;
+  prepare(o, m, layout, stages, m.iterations[captured - 1].iteration + 1, notes);
   ReplayRun run(o, m, stages, std::move(stage_of), layout);
-  return run.run(reader, captured);
+  ReplayResult result = run.run(reader, captured);
+  result.notes = std::move(notes);
+  return result;
 }
 
 void check_bins_per_sigma(double bins_per_sigma, const std::string& where, const std::string& key) {

@@ -37,8 +37,11 @@ struct ReplayOptions {
   core::GdsConfig gds;
   double warmup_floor_fraction = 0.1;    ///< warm-up floor as a share of the trace's iterations (assumed)
   double warmup_ceiling_fraction = 0.3;  ///< warm-up ceiling, same (assumed)
-  int world_size = 4;                    ///< emulated data-parallel ranks
-  double perturbation = 0.1;             ///< rank d's gradient = trace gradient + perturbation·σ·noise_d
+  /// False when compression.r_max is the built-in default (no scenario or --set gave it): then an r_max above the
+  /// trace's matrices is lowered to fit them (with r_min and step when needed), with a note, instead of refused.
+  bool r_max_given = true;
+  int world_size = 4;         ///< emulated data-parallel ranks
+  double perturbation = 0.1;  ///< rank d's gradient = trace gradient + perturbation·σ·noise_d
   /// Kernels of the entropy measurement and of the emulated ranks' PowerSGD ("cpu", "cuda", …). With "cuda" every
   /// captured iteration's tensors are uploaded to the GPU once and measured there, and each emulated rank runs
   /// PowerSgd on its own device copy (kernels::DataParallelEmulator).
@@ -128,6 +131,8 @@ struct ReplayResult {
   std::optional<std::int64_t> full_warmup_end;
   /// Degenerate-trace warnings (trace_health.hpp: all NaN/Inf, all zero, one captured iteration), for stderr.
   std::vector<std::string> warnings;
+  /// What replay adapted on its own (a default r_max lowered to the trace's matrices), for stderr and replay.json.
+  std::vector<std::string> notes;
 };
 
 /// Runs the replay. Throws InputError subclasses for bad traces or configs; a world_size beyond kMaxEmulatedRanks,
