@@ -234,6 +234,56 @@ TEST(Report, SimulateWarningsAreListedAboveTheSummaryEscaped) {
   EXPECT_NE(f.err.find("result.json: warnings[1]: expected a string"), std::string::npos) << f.err;
 }
 
+// The planner's question first: a verdict per compressing policy (against none) and the settings, above the warnings
+// and the table. Figures set here so the lines are known exactly.
+TEST(Report, SimulateVerdictAndSettingsComeFirst) {
+  TempDir tmp;
+  const fs::path dir = tmp / "verdict";
+  fs::create_directories(dir);
+  ordered_json j = ordered_json::parse(read_file(kFixtures / "simulate/result.json"));
+  auto& runs = j["runs"];
+  runs[0]["training_time_s"] = 36000.0;
+  runs[0]["cost_usd"] = 1000.0;
+  runs[1]["training_time_s"] = 39600.0;  // static: 10 % slower, $100 more
+  runs[1]["training_time_reduction_vs_none"] = -0.1;
+  runs[1]["cost_usd"] = 1100.0;
+  runs[1]["cqm_error"] = 0.5;
+  runs[2]["training_time_s"] = 27000.0;  // edgc: 25 % faster, $250 saved
+  runs[2]["training_time_reduction_vs_none"] = 0.25;
+  runs[2]["cost_usd"] = 750.0;
+  runs[2]["gradient_error"] = 0.4;
+  runs[2]["cqm_error"] = 0.9;
+  j["fidelity"] = {{"source", "trace"}, {"trace", "t"}, {"stretch", 2.0}, {"rank_mapping", "equal energy"}};
+  j["warnings"] = {"a warning"};
+  write_file(dir / "result.json", j.dump());
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  const std::string html = read_file(dir / "report.html");
+  const std::size_t verdict = html.find("Verdict (against no compression)");
+  ASSERT_NE(verdict, std::string::npos);
+  EXPECT_NE(html.find("edgc pays: \xE2\x88\x92"
+                      "25 % training time (\xE2\x88\x92"
+                      "2.5 h, $250 saved) at 40 % gradient error "
+                      "(measured on the trace; CQM 90 %)"),
+            std::string::npos);
+  EXPECT_NE(html.find("static does not pay: +10 % training time (+1 h, $100 more) at 50 % gradient error (CQM "
+                      "prediction)"),
+            std::string::npos);
+  const std::size_t settings =
+      html.find("compression: window 10 iterations, \xCE\xB1 0.2, \xCE\xB2 0.25, r_min 8, r_max 64, step 8");
+  ASSERT_NE(settings, std::string::npos);
+  EXPECT_NE(html.find("network profile: ideal"), std::string::npos);
+  EXPECT_NE(html.find("entropy: synthetic curve from -4 to -6 nats"), std::string::npos);
+  EXPECT_NE(html.find("gradient error: PowerSGD with error feedback replayed on t (2\xC3\x97 stretch); ranks mapped by "
+                      "equal energy"),
+            std::string::npos);
+  EXPECT_LT(verdict, settings);
+  EXPECT_LT(settings, html.find("a warning"));
+  EXPECT_LT(html.find("a warning"), html.find("Compared policies"));
+}
+
 TEST(ReportRejects, MissingOrEmptyDirectory) {
   TempDir tmp;
   const auto missing = edgc("report " + (tmp / "nope").string(), tmp);

@@ -37,10 +37,75 @@ std::string describe_setup(const results::ResultDocument& r) {
   return out;
 }
 
+std::vector<std::string> verdict_lines(const results::ResultDocument& doc) {
+  std::vector<std::string> out;
+  const results::ResultRun* none = doc.find_run("none");
+  if (none == nullptr) return out;
+  for (const results::ResultRun& run : doc.runs) {
+    if (run.policy == "none") continue;
+    const double cut = run.training_time_reduction_vs_none;
+    const double hours = (none->training_time_s - run.training_time_s) / 3600.0;
+    const double saved = none->cost_usd - run.cost_usd;
+    std::string line = run.policy + (cut > 0.0 ? " pays: " : " does not pay: ") + (cut > 0.0 ? "\xE2\x88\x92" : "+") +
+                       fmt_compact(std::abs(100.0 * cut), 4) + " % training time (" +
+                       (hours >= 0.0 ? "\xE2\x88\x92" : "+") + fmt_compact(std::abs(hours), 4) + " h";
+    if (std::isfinite(saved)) line += ", $" + fmt_compact(std::abs(saved), 4) + (saved >= 0.0 ? " saved" : " more");
+    line += ")";
+    if (std::isfinite(run.gradient_error))
+      line += " at " + fmt_compact(100.0 * run.gradient_error, 3) + " % gradient error (measured on the trace";
+    else if (std::isfinite(run.cqm_error))
+      line += " at " + fmt_compact(100.0 * run.cqm_error, 3) + " % gradient error (CQM prediction";
+    if (std::isfinite(run.gradient_error) && std::isfinite(run.cqm_error))
+      line += "; CQM " + fmt_compact(100.0 * run.cqm_error, 3) + " %";
+    if (std::isfinite(run.gradient_error) || std::isfinite(run.cqm_error)) line += ")";
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::vector<std::string> settings_lines(const results::ResultDocument& doc) {
+  std::vector<std::string> out;
+  if (doc.run)
+    out.push_back("compression: window " + std::to_string(doc.run->window) + " iterations, \xCE\xB1 " +
+                  fmt_compact(doc.run->alpha, 3) + ", \xCE\xB2 " + fmt_compact(doc.run->beta, 3) + ", r_min " +
+                  std::to_string(doc.run->r_min) + ", r_max " + std::to_string(doc.run->r_max) + ", step " +
+                  std::to_string(doc.run->step) + "; " + fmt_compact(static_cast<double>(doc.run->iterations), 4) +
+                  " iterations");
+  const auto section = [&doc](const char* name) -> const nlohmann::ordered_json* {
+    const auto it = doc.sections.find(name);
+    return it == doc.sections.end() ? nullptr : &*it;
+  };
+  if (const auto* n = section("network"); n != nullptr && n->is_string())
+    out.push_back("network profile: " + n->get<std::string>());
+  if (const auto* e = section("entropy"); e != nullptr && e->is_object()) {
+    const std::string source = e->value("source", "");
+    if (source == "trace")
+      out.push_back("entropy: trace " + e->value("path", std::string("?")) + " (" +
+                    std::to_string(e->value("trace_iterations", std::int64_t{0})) + " steps stretched over the run)");
+    else if (source == "synthetic")
+      out.push_back("entropy: synthetic curve from " + fmt_compact(e->value("start_nats", 0.0), 3) + " to " +
+                    fmt_compact(e->value("end_nats", 0.0), 3) + " nats, time constant " +
+                    fmt_compact(e->value("decay_fraction", 0.0), 3) + " of the run, noise " +
+                    fmt_compact(e->value("noise_nats", 0.0), 3) + " nats");
+  }
+  if (const auto* f = section("fidelity"); f != nullptr && f->is_object()) {
+    if (f->value("source", "") == "trace")
+      out.push_back("gradient error: PowerSGD with error feedback replayed on " + f->value("trace", std::string("?")) +
+                    " (" + fmt_compact(f->value("stretch", 0.0), 3) + "\xC3\x97 stretch); ranks mapped by " +
+                    f->value("rank_mapping", std::string("?")));
+    else
+      out.push_back("gradient error: " + f->value("note", std::string("CQM prediction only")));
+  }
+  return out;
+}
+
 SimulateResult read_simulate_result(const fs::path& file) {
   results::ResultDocument doc = results::read_result_document(file);
-  return {describe_setup(doc), std::move(doc.runs), std::move(doc.entropy_series),
-          doc.warnings.value_or(std::vector<std::string>{})};
+  std::vector<std::string> verdicts = verdict_lines(doc);
+  std::vector<std::string> settings = settings_lines(doc);
+  return {describe_setup(doc),           std::move(doc.runs),
+          std::move(doc.entropy_series), doc.warnings.value_or(std::vector<std::string>{}),
+          std::move(verdicts),           std::move(settings)};
 }
 
 Sweep read_sweep(const fs::path& dir) {

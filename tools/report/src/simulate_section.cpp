@@ -179,6 +179,8 @@ std::string file_stem(const std::string& text) {
 
 Section simulate_section(const SimulateResult& result, const std::string& source) {
   Section s{"simulate", "Simulated training run", source, result.setup, {}};
+  if (!result.verdicts.empty()) s.blocks.emplace_back(ListBlock{"Verdict (against no compression)", result.verdicts});
+  if (!result.settings.empty()) s.blocks.emplace_back(ListBlock{"Settings", result.settings});
   if (!result.warnings.empty())
     s.blocks.emplace_back(ListBlock{"Warnings (simulate printed them too)", result.warnings});
   s.blocks.emplace_back(summary_table(result));

@@ -30,7 +30,16 @@ struct SimulateResult {
   std::vector<SimulatedRun> runs;
   std::optional<EntropySeries> entropy;  ///< absent in results written before entropy_series existed
   std::vector<std::string> warnings;     ///< result.json's warnings[] (absent in older results: none)
+  std::vector<std::string> verdicts;     ///< one line per compressing policy: does it pay, by how much, at what error
+  std::vector<std::string> settings;     ///< the settings that produced the result (compression, network, trace)
 };
+
+/// Per policy other than `none`: "edgc pays: −10.18 % training time (−9.0 h, $880 saved) at 55.7 % gradient error
+/// (measured on the trace; CQM 95.4 %)", or "… does not pay: +x % training time …". Empty without a `none` run.
+std::vector<std::string> verdict_lines(const results::ResultDocument& doc);
+/// The settings behind a result: compression (window, α, β, r_min, r_max, step), network profile, the entropy
+/// source and the trace the gradient error was measured on, with its mapping; what the document has.
+std::vector<std::string> settings_lines(const results::ResultDocument& doc);
 
 SimulateResult read_simulate_result(const std::filesystem::path& file);
 
