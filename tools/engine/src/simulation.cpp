@@ -531,8 +531,8 @@ results::EntropySeries entropy_series(const sim::EntropyCurve& source, int stage
 constexpr double kMaxStretch = 10.0;
 constexpr std::int64_t kMinTraceWindows = 3;
 // Without a budget, a gradient error above this is worth a warning: more than half the averaged gradient's norm is
-// deferred to later steps by error feedback, where PowerSGD's own studies report losses matching uncompressed
-// training at relative errors well below it.
+// deferred to later steps by error feedback. A threshold of this project's choosing, not a published bound on what
+// training tolerates.
 constexpr double kHighError = 0.5;
 
 // The accuracy side of every run (fidelity.hpp): the measured and predicted gradient error as run figures, the
