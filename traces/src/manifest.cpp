@@ -162,6 +162,12 @@ int Manifest::find_boundary(const std::string& name) const noexcept {
   return -1;
 }
 
+std::vector<std::int64_t> stage_elements(const Manifest& m) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(m.num_stages), 0);
+  for (const TensorInfo& t : m.tensors) out[static_cast<std::size_t>(t.stage)] += t.numel();
+  return out;
+}
+
 int merged_stage(const Manifest& m, int t, int stages) {
   return static_cast<int>(static_cast<std::int64_t>(t) * stages / m.num_stages);
 }

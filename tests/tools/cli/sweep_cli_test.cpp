@@ -47,6 +47,15 @@ std::map<std::int64_t, json> results(const fs::path& dir) {
   return out;
 }
 
+// Writes TMP/spec.json: a one-axis grid over the test scenario `base` (tests/data/simulate/) for `policies`.
+fs::path one_axis_spec(const TempDir& tmp, const std::string& base, const std::string& policies, const std::string& key,
+                       const std::string& values) {
+  const fs::path spec = tmp / "spec.json";
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR << "/tests/data/simulate/" << base << R"(", "policies": ")"
+                      << policies << R"(", "axes": [{"key": ")" << key << R"(", "values": )" << values << "}]}";
+  return spec;
+}
+
 const json& run_of(const json& line, const std::string& policy) {
   for (const json& r : line.at("runs"))
     if (r.at("policy") == policy) return r;
@@ -217,10 +226,7 @@ TEST(SweepCli, RefusesBusyDirectoriesChangedSpecsAndCorruptResults) {
 
 TEST(SweepCli, InvalidPointsAreRecordedWithTheirErrorAndExitTwo) {
   TempDir tmp;
-  const auto spec = tmp / "spec.json";
-  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR
-                      << R"(/tests/data/simulate/small.json", "policies": "none,edgc",
-                           "axes": [{"key": "compression.r_min", "values": [8, 6]}]})";
+  const auto spec = one_axis_spec(tmp, "small.json", "none,edgc", "compression.r_min", "[8, 6]");
   const auto r = edgc("sweep --spec " + spec.string() + " --out " + (tmp / "s").string() + " --quiet", tmp);
   EXPECT_EQ(r.code, 2);
   const auto lines = results(tmp / "s");
@@ -235,10 +241,7 @@ TEST(SweepCli, InvalidPointsAreRecordedWithTheirErrorAndExitTwo) {
 // the point is within the budget (and why not), and the best points leave the others out.
 TEST(SweepCli, AnErrorBudgetMarksPointsInfeasibleWithTheFigure) {
   TempDir tmp;
-  const auto spec = tmp / "spec.json";
-  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR
-                      << R"(/tests/data/simulate/small-trace.json", "policies": "none,static",
-                           "axes": [{"key": "compression.r_max", "values": [8, 32]}]})";
+  const auto spec = one_axis_spec(tmp, "small-trace.json", "none,static", "compression.r_max", "[8, 32]");
   // Between the two points' errors: rank 8 is over the budget, rank 32 within it.
   const auto probe = edgc("sweep --spec " + spec.string() + " --out " + (tmp / "p").string() + " --quiet", tmp);
   ASSERT_EQ(probe.code, 0) << probe.err;
@@ -271,10 +274,7 @@ TEST(SweepCli, AnErrorBudgetMarksPointsInfeasibleWithTheFigure) {
 // and into the report; here the fastest point sits on the low edge of a short window axis.
 TEST(SweepCli, ThinEvidenceWarningsAreInTheSummaryAndTheReport) {
   TempDir tmp;
-  const auto spec = tmp / "spec.json";
-  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR
-                      << R"(/tests/data/simulate/small-trace.json", "policies": "none,edgc",
-                           "axes": [{"key": "compression.window", "values": [5, 10, 20]}]})";
+  const auto spec = one_axis_spec(tmp, "small-trace.json", "none,edgc", "compression.window", "[5, 10, 20]");
   const auto r = edgc("sweep --spec " + spec.string() + " --out " + (tmp / "s").string() + " --report", tmp);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string expected = "policy edgc: its fastest point (point 0) has compression.window = 5, the smallest";

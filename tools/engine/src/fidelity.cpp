@@ -142,7 +142,8 @@ FidelityMeter::FidelityMeter(FidelitySetup setup) : s_(std::make_unique<State>()
   for (const auto& [m, n] : s.setup.shapes)
     s.sim_models.push_back(m > 0 && n > 0 ? std::optional<core::RankErrorModel>(std::in_place, m, n) : std::nullopt);
   if (s.setup.trace_dir.empty()) return;
-  traces::Manifest man = traces::read_manifest(s.setup.trace_dir);
+  traces::Manifest man = s.setup.manifest ? std::move(*s.setup.manifest) : traces::read_manifest(s.setup.trace_dir);
+  s.setup.manifest.reset();
   if (man.iterations.empty()) return;
   const auto ns = static_cast<std::size_t>(man.num_stages);
   s.stage_full.resize(ns);

@@ -256,15 +256,14 @@ void check_world_size(const ReplayOptions& o, const traces::Manifest& m, const T
 // and step when they no longer fit under it. Returns the note, or "" when nothing changed.
 std::string fit_default_rank_bounds(core::ControllerConfig& cc, const TraceLayout& layout, bool r_max_given) {
   core::CqmConfig& q = cc.cqm;
-  std::int64_t fits = std::numeric_limits<std::int64_t>::max();
+  std::optional<std::int64_t> fits;  // the largest compressing rank of the tightest stage
   for (const auto& [rows, cols] : layout.stage_shapes)
-    if (rows > 0 && cols > 0) fits = std::min(fits, (rows * cols - 1) / (rows + cols));
-  fits = fits / q.quantum * q.quantum;
-  if (r_max_given || fits == std::numeric_limits<std::int64_t>::max() / q.quantum * q.quantum || q.r_max <= fits ||
-      fits < q.quantum)
-    return {};
+    if (rows > 0 && cols > 0) fits = std::min(fits.value_or(rows * cols), (rows * cols - 1) / (rows + cols));
+  if (r_max_given || !fits) return {};
+  *fits = *fits / q.quantum * q.quantum;
+  if (q.r_max <= *fits || *fits < q.quantum) return {};
   const int before = q.r_max;
-  q.r_max = static_cast<int>(fits);
+  q.r_max = static_cast<int>(*fits);
   std::string note = "compression.r_max lowered from its default " + std::to_string(before) + " to " +
                      std::to_string(q.r_max) +
                      ", the largest rank whose factors are smaller than every stage's matrix on this trace";
@@ -684,8 +683,7 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
   TraceEntropy out;
   out.path = trace_dir;
   out.steps = m.iterations.back().iteration + 1;
-  out.stage_elements.assign(static_cast<std::size_t>(m.num_stages), 0);
-  for (const auto& t : m.tensors) out.stage_elements[static_cast<std::size_t>(t.stage)] += t.numel();
+  out.stage_elements = traces::stage_elements(m);
   for (const auto& b : m.boundaries) out.boundary_stages.push_back(b.stage);
   const auto host = kernels::make_backend("cpu");
   traces::IterationData data;

@@ -282,8 +282,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     if (!(bins > 0.0)) throw ConfigError(w, "entropy.bins_per_sigma", "must be > 0");
     backend = sc.string("entropy.backend", backend);
   }
-  const bool measure_fidelity = sc.boolean("fidelity.measure", true);
-  in.measure_fidelity = measure_fidelity;
+  in.measure_fidelity = sc.boolean("fidelity.measure", true);
   in.fidelity.backend = sc.string("fidelity.backend", "cpu");
   require_backend(in.fidelity.backend, w, "fidelity.backend");
   if (sc.has("fidelity.max_error")) {
@@ -327,17 +326,16 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   if (!trace_key.empty()) {
     // The trace's own model: one recorded from another family or size class stands in thinly for this one.
     dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
-    const traces::Manifest manifest = traces::read_manifest(dir);
+    traces::Manifest manifest = traces::read_manifest(dir);
     const std::string mismatch =
         trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)));
     if (!mismatch.empty()) in.warnings.push_back(w + ": " + mismatch);
-    if (!from_trace && measure_fidelity) {
+    if (!from_trace && in.measure_fidelity) {
       // A synthetic entropy curve decides the ranks; the trace's real gradients still measure what they cost.
-      std::vector<std::int64_t> elements(static_cast<std::size_t>(manifest.num_stages), 0);
-      for (const traces::TensorInfo& t : manifest.tensors) elements[static_cast<std::size_t>(t.stage)] += t.numel();
       in.fidelity.trace_dir = dir;
-      in.fidelity.stage_map = sim::map_stages(elements, params);
+      in.fidelity.stage_map = sim::map_stages(traces::stage_elements(manifest), params);
     }
+    if (in.measure_fidelity) in.fidelity.manifest = std::move(manifest);  // read once: the meter takes it
   }
   if (!from_trace) {
     in.source = std::make_unique<SyntheticCurve>(curve, w);
@@ -356,7 +354,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     throw ConfigError(w, "compression.pp_rank_mode",
                       "entropy needs the trace's stage-boundary gradients (format 1.1), and " + dir +
                           " records none: use static, or a trace captured with boundaries");
-  if (measure_fidelity) {
+  if (in.measure_fidelity) {
     in.fidelity.trace_dir = dir;
     in.fidelity.stage_map = trace->stage_map();
   }

@@ -119,7 +119,7 @@ std::string trace_model_mismatch(const traces::Manifest& trace, const std::strin
   if (model.is_object() && model.contains("parameters") && model["parameters"].is_number())
     trace_parameters = model["parameters"].get<double>();
   if (!(trace_parameters > 0.0))
-    for (const traces::TensorInfo& t : trace.tensors) trace_parameters += static_cast<double>(t.numel());
+    for (const std::int64_t n : traces::stage_elements(trace)) trace_parameters += static_cast<double>(n);
   std::vector<std::string> why;
   const std::string from = model_family(trace.model_name);
   const std::string to = model_family(name);

@@ -78,6 +78,9 @@ struct Manifest {
   std::string version_string() const;
 };
 
+/// Gradient elements per trace stage (every tensor, whole parameter size whatever its capture mode).
+std::vector<std::int64_t> stage_elements(const Manifest& m);
+
 /// The stage of a run with `stages` pipeline stages (1 ≤ stages ≤ m.num_stages) that trace stage `t` falls into when
 /// the trace's stages are merged: t·stages / num_stages.
 int merged_stage(const Manifest& m, int t, int stages);

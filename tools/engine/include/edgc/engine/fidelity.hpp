@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "edgc/sim/whole_run.hpp"
+#include "edgc/traces/manifest.hpp"
 
 namespace edgc::engine {
 
@@ -42,10 +43,11 @@ struct FidelitySetup {
   std::vector<double> stage_parameters;                       ///< weights of the stages in the run figures
   /// The trace to measure on; empty: CQM prediction only.
   std::string trace_dir;
-  std::vector<int> stage_map;   ///< simulated stage → trace stage
-  std::string backend = "cpu";  ///< kernels of the replays
-  std::uint64_t seed = 0;       ///< PowerSGD's initial Q
-  std::string cache_dir;        ///< where replays are stored across runs (empty: not stored)
+  std::optional<traces::Manifest> manifest;  ///< its manifest when the caller has read it (else read from trace_dir)
+  std::vector<int> stage_map;                ///< simulated stage → trace stage
+  std::string backend = "cpu";               ///< kernels of the replays
+  std::uint64_t seed = 0;                    ///< PowerSGD's initial Q
+  std::string cache_dir;                     ///< where replays are stored across runs (empty: not stored)
   std::string where = "simulate";
 };
 
