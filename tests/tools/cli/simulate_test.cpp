@@ -325,6 +325,14 @@ TEST(SimulateRejects, BadScenariosWithoutOutput) {
     EXPECT_NE(r.err.find("small.json: entropy.bins_per_sigma"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(tmp / "out"));
   }
+  {  // a synthetic curve with a trace.path reads that trace (its model, its gradients): a wrong path is refused
+    TempDir tmp;
+    const Result r =
+        edgc("simulate --scenario " + kScenario + " --set trace.path=nowhere --out " + (tmp / "out").string(), tmp);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("simulate/nowhere: not a trace directory"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out"));
+  }
   TempDir tmp;
   const Result r = edgc("simulate --scenario " + kScenario + " --out " + (tmp / "o").string() + " --jobs 0", tmp);
   EXPECT_EQ(r.code, 2);
