@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "edgc/report/plot.hpp"
 #include "edgc/report/svg.hpp"
 #include "report_test_util.hpp"
 
@@ -87,18 +90,135 @@ TEST(Heatmap, CellsWithDataAreMarksAndEmptyOnesHatched) {
   EXPECT_NE(svg.find("class=\"legend-min\">1.15\xC3\x97<"), std::string::npos);
 }
 
-TEST(Scatter, OneCirclePerPointAndTheFrontJoined) {
+// The numbers of attribute `name` of every element that carries `marker`, in order.
+std::vector<double> attr_values(const std::string& svg, const std::string& marker, const std::string& name) {
+  std::vector<double> out;
+  for (std::size_t at = svg.find(marker); at != std::string::npos; at = svg.find(marker, at + 1)) {
+    const std::size_t open = svg.rfind('<', at);
+    const std::size_t v = svg.find(" " + name + "=\"", open);
+    out.push_back(std::stod(svg.substr(v + name.size() + 3)));
+  }
+  return out;
+}
+
+ScatterChart two_group_chart() {
   ScatterChart c;
-  c.points = {{8.6, 22000, "256xH100 & <spot>", true},
-              {15.6, 19900, "128xH100", true},
-              {17.5, 22400, "128xH100 none", false},
-              {44.4, 41000, "256xV100", false},
-              {56.9, 18200, "32xH100", true}};
-  const std::string svg = render(c, "sc");
+  c.groups = {{"front", "#e15759", 6.0, true, false}, {"other", "#8c9aa8", 4.5, false, false}};
+  return c;
+}
+
+TEST(Scatter, OneCirclePerPointAndOnlyTheFrontStaircaseJoinsThem) {
+  ScatterChart c = two_group_chart();
+  c.points = {{8.6, 22000, "256xH100 & <spot>", 0},
+              {15.6, 19900, "128xH100", 0},
+              {17.5, 22400, "128xH100 none", 1},
+              {44.4, 41000, "256xV100", 1},
+              {56.9, 18200, "32xH100", 0}};
+  std::string svg = render(c, "sc");
   EXPECT_EQ(count(svg, "<circle class=\"mark point\""), 5U);
-  EXPECT_EQ(count(svg, "class=\"front\""), 1U);
+  EXPECT_EQ(count(svg, "class=\"front\""), 0U);  // options are not joined unless asked
+  EXPECT_EQ(count(svg, "<path"), 0U);
   EXPECT_NE(svg.find("256xH100 &amp; &lt;spot&gt;"), std::string::npos);
   EXPECT_EQ(svg.find("<spot>"), std::string::npos);
+
+  c.front_staircase = true;
+  svg = render(c, "sc");
+  ASSERT_EQ(count(svg, "class=\"front\""), 1U);
+  // The staircase only moves horizontally and vertically: H and V after the first point, never L.
+  const std::size_t d = svg.find(" d=\"", svg.find("class=\"front\"") - 200);
+  const std::string path = svg.substr(d + 4, svg.find('"', d + 4) - d - 4);
+  EXPECT_EQ(path.find('L'), std::string::npos) << path;
+  EXPECT_EQ(std::count(path.begin(), path.end(), 'H'), 2) << path;
+  EXPECT_EQ(std::count(path.begin(), path.end(), 'V'), 2) << path;
+}
+
+TEST(Scatter, ValuesSpanningADecadeGetALogAxisAndZeroKeepsItLinear) {
+  ScatterChart c = two_group_chart();
+  c.points = {{20, 1, "a", 1}, {200, 2, "b", 1}, {2000, 3, "c", 1}};
+  std::string svg = render(c, "log");
+  EXPECT_NE(svg.find("log scale"), std::string::npos);
+  const std::vector<double> cx = attr_values(svg, "class=\"mark point\"", "cx");
+  ASSERT_EQ(cx.size(), 3U);
+  EXPECT_NEAR(cx[1] - cx[0], cx[2] - cx[1], 0.15);  // equal ratios, equal distances
+  c.x_scale = AxisScale::kLinear;
+  EXPECT_EQ(render(c, "lin").find("log scale"), std::string::npos);
+  c.x_scale = AxisScale::kAuto;
+  c.points.push_back({0, 4, "zero", 1});  // a log axis cannot place 0
+  svg = render(c, "zero");
+  EXPECT_EQ(svg.find("log scale"), std::string::npos);
+  EXPECT_EQ(count(svg, "<circle class=\"mark point\""), 4U);
+}
+
+TEST(Scatter, LabelsNeverOverlapAndThoseThatDoNotFitFallBackToShortOnes) {
+  ScatterChart c = two_group_chart();
+  // A tight cluster of long labels, as when several cluster sizes of one GPU land at nearly the same point.
+  for (int i = 0; i < 12; ++i)
+    c.points.push_back({10.0 + 0.05 * i, 100.0 + 0.2 * i, "128xH100-SXM5-80GB tp4 pp4 dp" + std::to_string(i), 0,
+                        "#" + std::to_string(i + 1)});
+  c.points.push_back({90.0, 500.0, "far away", 0, "#13"});
+  const std::string svg = render(c, "crowd");
+  const std::vector<double> xs = attr_values(svg, "class=\"point-label\"", "x");
+  const std::vector<double> ys = attr_values(svg, "class=\"point-label\"", "y");
+  ASSERT_EQ(xs.size(), ys.size());
+  EXPECT_LT(xs.size(), 13U);  // not all long labels fit
+  EXPECT_GE(xs.size(), 3U);
+  EXPECT_NE(svg.find(">far away</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">#"), std::string::npos);  // short labels took some of the rest
+  std::vector<std::string> texts;
+  for (std::size_t at = svg.find("class=\"point-label\""); at != std::string::npos;
+       at = svg.find("class=\"point-label\"", at + 1)) {
+    const std::size_t open = svg.find('>', at) + 1;
+    texts.push_back(svg.substr(open, svg.find('<', open) - open));
+  }
+  ASSERT_EQ(texts.size(), xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    for (std::size_t j = i + 1; j < xs.size(); ++j) {
+      const plot::Box a{xs[i], ys[i] - 10, text_width(texts[i], 11), 13};
+      const plot::Box b{xs[j], ys[j] - 10, text_width(texts[j], 11), 13};
+      EXPECT_FALSE(a.overlaps(b)) << texts[i] << " / " << texts[j];
+    }
+}
+
+TEST(Scatter, ThresholdsAreDrawnAcrossThePlot) {
+  ScatterChart c = two_group_chart();
+  c.points = {{1, 10, "a", 0}, {2, 30, "b", 1}};
+  c.thresholds = {{50.0, "budget"}};
+  const std::string svg = render(c, "th");
+  EXPECT_EQ(count(svg, "class=\"threshold\""), 1U);
+  EXPECT_NE(svg.find(">budget<"), std::string::npos);
+}
+
+TEST(LineChart, ValuesOverCategoriesAreDotsNotLines) {
+  LineChart c;
+  c.x_categories = {"256xV100-SXM2-32GB tp4 pp4 dp16", "b", "c"};
+  c.series.push_back({.name = "edgc", .x = {0, 1, 2}, .y = {1, 2, 1.5}});
+  const std::string svg = render(c, "cat");
+  ASSERT_EQ(count(svg, "<path class=\"mark series\""), 1U);
+  const std::size_t d = svg.find(" d=\"", svg.find("<path class=\"mark series\""));
+  const std::string path = svg.substr(d + 4, svg.find('"', d + 4) - d - 4);
+  EXPECT_EQ(path.find('L'), std::string::npos) << path;
+  EXPECT_EQ(std::count(path.begin(), path.end(), 'M'), 3) << path;
+  // The long first label, rotated, ends at its band's centre and must not run off the chart's left edge.
+  const std::size_t label = svg.find(">256xV100-SXM2-32GB tp4 pp4 dp16<");
+  const std::size_t open = svg.rfind("<text", label);
+  const double x = std::stod(svg.substr(svg.find(" x=\"", open) + 4));
+  EXPECT_GE(x - 0.82 * text_width("256xV100-SXM2-32GB tp4 pp4 dp16", 12), 0.0);
+}
+
+TEST(Heatmap, TheColourScaleSpansAtLeastTheNoise) {
+  Heatmap h;
+  h.x_categories = {"a", "b"};
+  h.y_categories = {"y"};
+  h.value_suffix = "\xC3\x97";
+  h.values = {1.100, 1.104};
+  std::string svg = render(h, "n0");
+  EXPECT_EQ(cell_fill(svg, "1.104\xC3\x97"), "#fde725");  // without noise: the ends of the scale
+  h.noise = 0.05;
+  svg = render(h, "n1");
+  EXPECT_NE(cell_fill(svg, "1.104\xC3\x97"), "#fde725");
+  EXPECT_NE(cell_fill(svg, "1.1\xC3\x97"), "#440154");
+  EXPECT_NE(svg.find("class=\"legend-max\">1.152\xC3\x97<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("class=\"legend-min\">1.052\xC3\x97<"), std::string::npos);
 }
 
 TEST(Charts, TitlesAndNamesAreEscaped) {

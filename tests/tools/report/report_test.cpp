@@ -74,9 +74,20 @@ TEST(Report, SimulateResultDrawsEveryChart) {
               2U)
         << policy;
   EXPECT_FALSE(fs::exists(tmp / "svg/simulate-ranks-none.svg"));
+  // Communication at its own scale: TP comm and exposed DP comm of 3 policies, exposed compression of 2.
+  const std::string comm = read_file(tmp / "svg/simulate-communication.svg");
+  EXPECT_EQ(count(comm, "<rect class=\"mark bar\""), 8U);
+  EXPECT_NE(comm.find("<title>edgc, exposed DP comm: 24.01</title>"), std::string::npos);
+  // Time against error: the measured error of 3 policies (none at 0) and the CQM's of the 2 compressing ones.
+  const std::string te = read_file(tmp / "svg/simulate-time-error.svg");
+  EXPECT_EQ(count(te, "<circle class=\"mark point\""), 5U);
+  EXPECT_NE(te.find(">static (CQM)</text>"), std::string::npos);
+  // The policy table carries both errors.
+  EXPECT_NE(html.find("<th>gradient error (measured)</th><th>gradient error (CQM)</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">45.8%</td><td class=\"num\">91.3%</td>"), std::string::npos);
   // The same charts are inline in the page.
-  EXPECT_EQ(count(html, "<svg "), 5U);
-  EXPECT_EQ(count(html, "class=\"mark "), 14U + 2 * 2 + 2 * 2);
+  EXPECT_EQ(count(html, "<svg "), 7U);
+  EXPECT_EQ(count(html, "class=\"mark "), 14U + 8 + 5 + 2 * 2 + 2 * 2);
 }
 
 TEST(Report, DefaultsWriteBesideTheInputs) {
@@ -90,7 +101,7 @@ TEST(Report, DefaultsWriteBesideTheInputs) {
     EXPECT_NE(html.find("<section id=\"" + std::string(id) + "\">"), std::string::npos) << id;
   std::size_t svgs = 0;
   for (const auto& e : fs::directory_iterator(dir / "report")) svgs += e.path().extension() == ".svg" ? 1 : 0;
-  EXPECT_EQ(svgs, 8U);
+  EXPECT_EQ(svgs, 13U);  // simulate 7, sweep 4 (time-error, three heatmaps of edgc), plan 2
   // Labels from the files are escaped in the page and in the charts.
   EXPECT_EQ(html.find("<spot>"), std::string::npos);
   EXPECT_NE(html.find("256xH100 tp8 pp4 dp8 edgc &amp; &lt;spot&gt;"), std::string::npos);
@@ -192,6 +203,56 @@ TEST(Report, OneVaryingAxisGivesALineChartAndRandomSweepsAreBinned) {
   EXPECT_NE(read_file(rnd / "report.html").find("Values are binned"), std::string::npos);
 }
 
+TEST(Report, SweepsAndPlansShowTheTimeErrorTradeOffAndWhichDifferencesAreNoise) {
+  TempDir tmp;
+  const fs::path dir = copy_fixtures(tmp, {"sweep", "plan"});
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  // Every finished point and policy (16 points x none, edgc), the front drawn as a staircase, never as lines.
+  const std::string te = read_file(dir / "report/sweep-time-error.svg");
+  EXPECT_EQ(count(te, "<circle class=\"mark point\""), 32U);
+  EXPECT_EQ(count(te, "class=\"front\""), 1U);
+  EXPECT_EQ(count(te, "class=\"threshold\""), 0U);  // no budget in this spec
+  const std::string html = read_file(dir / "report.html");
+  // Speedup repeats carry a 95 % interval of 0.0041: the colours span at least that band, and the caption says so.
+  EXPECT_NE(html.find("Differences below \xC2\xB1"
+                      "0.0041\xC3\x97 (the widest 95 % interval over 2 repeats) are "
+                      "within the model&#39;s run-to-run noise"),
+            std::string::npos);
+  EXPECT_NE(html.find("no 95 % interval for this figure"), std::string::npos);  // comm reduction: none written
+  EXPECT_NE(html.find("Gradient error is a deterministic replay"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "report/sweep-gradient-error-edgc.svg"));
+  EXPECT_NE(html.find("<th>gradient error</th><th>CQM error</th>"), std::string::npos);
+
+  // The plan: time against error with its budget, options as points (never joined), the error in the table, and
+  // what was left out.
+  const std::string plan = read_file(dir / "report/plan-time-error.svg");
+  EXPECT_EQ(count(plan, "<circle class=\"mark point\""), 8U);
+  EXPECT_EQ(count(plan, "<path"), 0U);
+  EXPECT_EQ(count(plan, "class=\"threshold\""), 1U);
+  EXPECT_EQ(count(read_file(dir / "report/plan-time-cost.svg"), "<path"), 0U);
+  EXPECT_NE(html.find("Gradient-error budget: 60%"), std::string::npos);
+  EXPECT_NE(html.find("1 left out"), std::string::npos);
+  EXPECT_NE(html.find("gradient error 71.0 % &gt; budget 60.0 %"), std::string::npos);
+
+  // A budget in the sweep spec: the best points keep to it and the chart draws it.
+  ordered_json spec = ordered_json::parse(read_file(dir / "sweep.json"));
+  spec["spec"] = {{"max_error", 0.5}};
+  write_file(dir / "sweep.json", spec.dump());
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  EXPECT_EQ(count(read_file(dir / "report/sweep-time-error.svg"), "class=\"threshold\""), 1U);
+  // gradient error 0.6 - 0.006 r_min: r_min 8 (55.2 %) and 16 (50.4 %) are over 50 %, r_min 32 (40.8 %) is within.
+  const std::string budget = read_file(dir / "report.html");
+  EXPECT_NE(budget.find("fastest points by training time within the gradient-error budget of 50%"), std::string::npos);
+  EXPECT_EQ(budget.find(">55.2%</td>"), std::string::npos);
+  EXPECT_NE(budget.find(">40.8%</td>"), std::string::npos);
+}
+
 TEST(Report, ResultWithoutEntropySeriesSkipsThatChartWithANote) {
   TempDir tmp;
   const fs::path dir = tmp / "old";
@@ -248,6 +309,7 @@ TEST(Report, SimulateVerdictAndSettingsComeFirst) {
   runs[1]["training_time_reduction_vs_none"] = -0.1;
   runs[1]["cost_usd"] = 1100.0;
   runs[1]["cqm_error"] = 0.5;
+  runs[1].erase("gradient_error");       // judged by the CQM then
   runs[2]["training_time_s"] = 27000.0;  // edgc: 25 % faster, $250 saved
   runs[2]["training_time_reduction_vs_none"] = 0.25;
   runs[2]["cost_usd"] = 750.0;

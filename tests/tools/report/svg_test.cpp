@@ -59,6 +59,22 @@ TEST(NiceTicks, LargeAxesUseSuffixesAndDegenerateRangesWiden) {
   EXPECT_EQ(reversed.hi, 10.0);
 }
 
+TEST(LogTicks, OneTwoFiveWithinTwoDecadesAndPowersOfTenBeyond) {
+  const Ticks fine = log_ticks(21.0, 1371.0);
+  EXPECT_TRUE(fine.log);
+  EXPECT_EQ(fine.values, (std::vector<double>{20, 50, 100, 200, 500, 1000, 2000}));
+  EXPECT_EQ(fine.lo, 20.0);
+  EXPECT_EQ(fine.hi, 2000.0);
+  EXPECT_EQ(fine.label(2000.0), "2000");
+  EXPECT_EQ(fine.label(50.0), "50");
+  const Ticks coarse = log_ticks(0.03, 4.0e4);
+  EXPECT_EQ(coarse.values, (std::vector<double>{0.01, 0.1, 1, 10, 100, 1000, 1e4, 1e5}));
+  const Ticks exact = log_ticks(10.0, 100.0);  // ends on the grid stay the ends
+  EXPECT_EQ(exact.values.front(), 10.0);
+  EXPECT_EQ(exact.values.back(), 100.0);
+  EXPECT_FALSE(log_ticks(0.0, 10.0).log);  // no log axis through zero
+}
+
 TEST(Format, CompactNumbers) {
   EXPECT_EQ(fmt_compact(0.0577), "0.0577");
   EXPECT_EQ(fmt_compact(1.5), "1.5");

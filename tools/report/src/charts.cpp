@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "edgc/report/plot.hpp"
 #include "edgc/report/svg.hpp"
@@ -89,10 +91,13 @@ std::string render(const LineChart& c, const std::string& id) {
   std::vector<LegendItem> legend;
   for (std::size_t i = 0; i < c.series.size(); ++i)
     legend.push_back({c.series[i].name, colour_of(c.series[i].colour, i),
-                      c.series[i].dashed ? LegendItem::Kind::kDashed : LegendItem::Kind::kLine});
+                      categorical          ? LegendItem::Kind::kDot
+                      : c.series[i].dashed ? LegendItem::Kind::kDashed
+                                           : LegendItem::Kind::kLine});
   const double top = plot::draw_header(svg, c.width, c.title, legend);
   const Ticks yt = yr.empty() ? nice_ticks(0, 1) : nice_ticks(yr.lo, yr.hi, 5);
   Frame f{plot::y_axis_margin(yt), top, c.width - plot::kRightMargin, 0.0};
+  if (categorical) f.left = plot::category_left_margin(c.x_categories, f.left, f.right);
   const double n_cat = static_cast<double>(c.x_categories.size());
   const double band = categorical ? (f.right - f.left) / n_cat : 0.0;
   f.bottom = c.height - (categorical ? plot::category_axis_margin(c.x_categories, band) : plot::kBottomMargin);
@@ -127,15 +132,17 @@ std::string render(const LineChart& c, const std::string& id) {
     for (std::size_t k = 0; k < pts.size(); ++k) {
       const double px_ = x(s.x[pts[k]]);
       const double py = y(s.y[pts[k]]);
-      if (k == 0)
-        d += "M" + px(px_) + " " + px(py);
+      if (k == 0 || categorical)
+        d += "M" + px(px_) + " " + px(py) + (categorical ? "h0.01" : "");
       else if (s.step)
         d += "H" + px(px_) + "V" + px(py);
       else
         d += "L" + px(px_) + " " + px(py);
     }
-    if (pts.size() == 1) d += "h0.01";  // a lone value still shows as a dot through the round line cap
-    svg.path(d, "class=\"mark series\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"" + px(s.line_width) +
+    // A lone value, and every value over categories, shows as a dot through the round line cap.
+    if (pts.size() == 1 && !categorical) d += "h0.01";
+    const double width = categorical ? std::max(8.0, 3.0 * s.line_width) : s.line_width;
+    svg.path(d, "class=\"mark series\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"" + px(width) +
                     "\" stroke-linejoin=\"round\" stroke-linecap=\"round\"" +
                     (s.dashed ? " stroke-dasharray=\"6 3\"" : "") + " data-name=\"" + xml_escape(s.name) + "\"");
     if (!s.step && pts.size() <= 40)
@@ -165,6 +172,7 @@ std::string render(const StackedBarChart& c, const std::string& id) {
   const double top = plot::draw_header(svg, c.width, c.title, legend);
   const Ticks yt = nice_ticks(0.0, totals.hi > 0 ? totals.hi * 1.08 : 1.0, 5);  // room for the total labels
   Frame f{plot::y_axis_margin(yt), top, c.width - plot::kRightMargin, 0.0};
+  f.left = plot::category_left_margin(c.categories, f.left, f.right);
   const double n = std::max<double>(1.0, static_cast<double>(c.categories.size()));
   const double band = (f.right - f.left) / n;
   f.bottom = c.height - plot::category_axis_margin(c.categories, band);
@@ -191,63 +199,138 @@ std::string render(const StackedBarChart& c, const std::string& id) {
   return svg.finish();
 }
 
+namespace {
+
+// The ticks and scale of one scatter axis over the finite values in r (empty: 0..1).
+struct NumericAxis {
+  Ticks ticks;
+  bool log = false;
+};
+
+NumericAxis scatter_axis(const Range& r, AxisScale kind, int target) {
+  const bool positive = !r.empty() && r.lo > 0.0;
+  const bool log = positive && (kind == AxisScale::kLog || (kind == AxisScale::kAuto && r.hi / r.lo >= 10.0));
+  if (log) return {log_ticks(r.lo / 1.15, r.hi * 1.15), true};
+  // Pad the data by 6 % so that points never sit on the frame, without crossing zero: times, costs and errors are
+  // never negative, so an axis of non-negative data starts at 0 at the lowest.
+  if (r.empty()) return {nice_ticks(0.0, 1.0, target), false};
+  const double pad = (r.hi > r.lo ? r.hi - r.lo : std::max(std::abs(r.hi), 1e-9)) * 0.06;
+  const double lo = r.lo >= 0.0 ? std::max(0.0, r.lo - pad) : r.lo - pad;
+  return {nice_ticks(lo, r.hi + pad, target), false};
+}
+
+}  // namespace
+
 std::string render(const ScatterChart& c, const std::string& id) {
   SvgWriter svg(c.width, c.height, c.title, id);
+  const auto drawable = [&](const ScatterPoint& p) {
+    return p.group < c.groups.size() && std::isfinite(p.x) && std::isfinite(p.y);
+  };
   Range xr;
   Range yr;
-  for (const ScatterPoint& p : c.points) {
-    xr.add(p.x);
-    yr.add(p.y);
-  }
-  const std::string hi_colour = "#e15759";
-  const std::string lo_colour = "#8c9aa8";
-  const double top = plot::draw_header(
-      svg, c.width, c.title,
-      {{c.highlight_name, hi_colour, LegendItem::Kind::kDot}, {c.other_name, lo_colour, LegendItem::Kind::kDot}});
-  // Pad the data by 6 % so that points never sit on the frame, without crossing zero: times and costs are
-  // never negative, so an axis of non-negative data starts at 0 at the lowest.
-  const auto padded = [](const Range& r, bool low) {
-    if (r.empty()) return low ? 0.0 : 1.0;
-    const double pad = (r.hi > r.lo ? r.hi - r.lo : std::max(std::abs(r.hi), 1e-9)) * 0.06;
-    if (low) return r.lo >= 0.0 ? std::max(0.0, r.lo - pad) : r.lo - pad;
-    return r.hi + pad;
-  };
-  const Ticks yt = nice_ticks(padded(yr, true), padded(yr, false), 5);
-  const Ticks xt = nice_ticks(padded(xr, true), padded(xr, false), 6);
-  const Frame f{plot::y_axis_margin(yt), top, c.width - plot::kRightMargin, c.height - plot::kBottomMargin};
-  const Scale y{yt.lo, yt.hi, f.bottom, f.top};
-  const Scale x{xt.lo, xt.hi, f.left, f.right};
-  plot::draw_y_axis(svg, f, yt, y, c.y_label);
-  plot::draw_x_axis(svg, f, xt, x, c.x_label);
-  if (c.points.empty()) plot::draw_no_data(svg, f);
-
-  std::vector<const ScatterPoint*> front;
   for (const ScatterPoint& p : c.points)
-    if (p.highlight && std::isfinite(p.x) && std::isfinite(p.y)) front.push_back(&p);
-  std::sort(front.begin(), front.end(), [](const ScatterPoint* a, const ScatterPoint* b) { return a->x < b->x; });
-  if (front.size() > 1) {
-    std::string d;
-    for (const ScatterPoint* p : front) d += (d.empty() ? "M" : "L") + px(x(p->x)) + " " + px(y(p->y));
-    svg.path(d, "class=\"front\" fill=\"none\" stroke=\"" + hi_colour + "\" stroke-width=\"1.5\"");
+    if (drawable(p)) {
+      xr.add(p.x);
+      yr.add(p.y);
+    }
+  for (const Threshold& t : c.thresholds) yr.add(t.y);
+  std::vector<LegendItem> legend;
+  for (const ScatterGroup& g : c.groups) legend.push_back({g.name, g.colour, LegendItem::Kind::kDot});
+  const double top = plot::draw_header(svg, c.width, c.title, legend);
+  NumericAxis ya = scatter_axis(yr, c.y_scale, 5);
+  NumericAxis xa = scatter_axis(xr, c.x_scale, 6);
+  // A log axis cannot show a zero or negative value: such points would vanish, so the axis stays linear.
+  const auto any_non_positive = [&](bool on_x) {
+    return std::any_of(c.points.begin(), c.points.end(),
+                       [&](const ScatterPoint& p) { return drawable(p) && (on_x ? p.x : p.y) <= 0.0; });
+  };
+  if (xa.log && any_non_positive(true)) xa = scatter_axis(xr, AxisScale::kLinear, 6);
+  if (ya.log && any_non_positive(false)) ya = scatter_axis(yr, AxisScale::kLinear, 5);
+  const Frame f{plot::y_axis_margin(ya.ticks), top, c.width - plot::kRightMargin, c.height - plot::kBottomMargin};
+  const Scale y{ya.ticks.lo, ya.ticks.hi, f.bottom, f.top, ya.log};
+  const Scale x{xa.ticks.lo, xa.ticks.hi, f.left, f.right, xa.log};
+  plot::draw_y_axis(svg, f, ya.ticks, y, c.y_label + (ya.log ? ", log scale" : ""));
+  plot::draw_x_axis(svg, f, xa.ticks, x, c.x_label + (xa.log ? ", log scale" : ""));
+  if (xr.empty()) plot::draw_no_data(svg, f);
+
+  for (const Threshold& t : c.thresholds) {
+    const double ty = y(t.y);
+    svg.line(f.left, ty, f.right, ty, R"(class="threshold" stroke="#555" stroke-dasharray="5 4")");
+    svg.text(f.right - 4, ty - 4, t.label, R"(text-anchor="end" fill="#555" font-size="11")");
   }
+
+  if (c.front_staircase && !c.groups.empty()) {
+    std::vector<const ScatterPoint*> front;
+    for (const ScatterPoint& p : c.points)
+      if (p.group == 0 && drawable(p)) front.push_back(&p);
+    std::sort(front.begin(), front.end(), [](const ScatterPoint* a, const ScatterPoint* b) { return a->x < b->x; });
+    if (front.size() > 1) {
+      // From each point horizontally to the next one's x, then down to it: the edge of what the front dominates.
+      std::string d;
+      for (const ScatterPoint* p : front)
+        d += d.empty() ? "M" + px(x(p->x)) + " " + px(y(p->y)) : "H" + px(x(p->x)) + "V" + px(y(p->y));
+      svg.path(d, "class=\"front\" fill=\"none\" stroke=\"" + xml_escape(c.groups[0].colour) +
+                      "\" stroke-width=\"1.2\" stroke-opacity=\"0.7\"");
+    }
+  }
+
   const auto tooltip = [&](const ScatterPoint& p) {
     return p.label + ": " + c.x_label + " " + fmt_compact(p.x, 4) + ", " + c.y_label + " " + fmt_compact(p.y, 4);
   };
-  for (const ScatterPoint& p : c.points)
-    if (!p.highlight && std::isfinite(p.x) && std::isfinite(p.y))
-      svg.circle(x(p.x), y(p.y), 4.5, "class=\"mark point\" fill=\"" + lo_colour + "\" fill-opacity=\"0.8\"",
-                 tooltip(p));
-  for (std::size_t i = 0; i < front.size(); ++i) {
-    const ScatterPoint& p = *front[i];
-    const double cx = x(p.x);
-    const double cy = y(p.y);
-    svg.circle(cx, cy, 6, "class=\"mark point\" fill=\"" + hi_colour + "\" stroke=\"#fff\" stroke-width=\"1.5\"",
-               tooltip(p));
-    // Labels alternate above and below the front and flip to the left near the right edge.
-    const bool left = cx + 8 + text_width(p.label, 11) > f.right;
-    const double ly = i % 2 == 0 ? cy - 9 : cy + 17;
-    svg.text(left ? cx - 8 : cx + 8, ly, p.label, left ? R"(text-anchor="end" font-size="11")" : R"(font-size="11")");
+  for (std::size_t g = c.groups.size(); g-- > 0;) {
+    const ScatterGroup& group = c.groups[g];
+    const std::string colour = xml_escape(group.colour);
+    const std::string style = group.hollow ? "fill=\"#fff\" stroke=\"" + colour + "\" stroke-width=\"1.8\""
+                                           : "fill=\"" + colour + "\" stroke=\"#fff\" stroke-width=\"1\"";
+    for (const ScatterPoint& p : c.points)
+      if (p.group == g && drawable(p))
+        svg.circle(x(p.x), y(p.y), group.radius, "class=\"mark point\" " + style, tooltip(p));
   }
+
+  // Labels of the labelled groups, group 0 first, each point in order of x; they cover no point.
+  std::vector<std::pair<double, double>> anchors;
+  std::vector<const ScatterPoint*> labelled;
+  std::vector<plot::Box> obstacles;
+  for (const ScatterPoint& p : c.points)
+    if (drawable(p)) {
+      const double r = c.groups[p.group].radius + 1.0;
+      obstacles.push_back({x(p.x) - r, y(p.y) - r, 2 * r, 2 * r});
+    }
+  for (std::size_t g = 0; g < c.groups.size(); ++g) {
+    if (!c.groups[g].labelled) continue;
+    std::vector<const ScatterPoint*> in_group;
+    for (const ScatterPoint& p : c.points)
+      if (p.group == g && drawable(p) && !p.label.empty()) in_group.push_back(&p);
+    std::stable_sort(in_group.begin(), in_group.end(),
+                     [](const ScatterPoint* a, const ScatterPoint* b) { return a->x < b->x; });
+    for (const ScatterPoint* p : in_group) {
+      anchors.emplace_back(x(p->x), y(p->y));
+      labelled.push_back(p);
+    }
+  }
+  std::vector<std::string> texts;
+  for (const ScatterPoint* p : labelled) texts.push_back(p->label);
+  std::vector<std::optional<plot::PlacedLabel>> placed = plot::place_labels(anchors, texts, 11.0, f, obstacles);
+  // Second chance with the short labels, around what is already placed.
+  std::vector<plot::Box> taken = obstacles;
+  for (const auto& l : placed)
+    if (l) taken.push_back(l->box);
+  std::vector<std::size_t> retry;
+  std::vector<std::pair<double, double>> retry_anchors;
+  std::vector<std::string> retry_texts;
+  for (std::size_t i = 0; i < placed.size(); ++i)
+    if (!placed[i] && !labelled[i]->short_label.empty()) {
+      retry.push_back(i);
+      retry_anchors.push_back(anchors[i]);
+      retry_texts.push_back(labelled[i]->short_label);
+    }
+  const auto short_placed = plot::place_labels(retry_anchors, retry_texts, 11.0, f, taken);
+  for (std::size_t i = 0; i < placed.size(); ++i)
+    if (placed[i]) svg.text(placed[i]->text_x, placed[i]->text_y, texts[i], R"(class="point-label" font-size="11")");
+  for (std::size_t k = 0; k < retry.size(); ++k)
+    if (short_placed[k])
+      svg.text(short_placed[k]->text_x, short_placed[k]->text_y, retry_texts[k],
+               R"(class="point-label" font-size="11")");
   return svg.finish();
 }
 

@@ -1,5 +1,5 @@
-// Heatmaps: a categorical grid coloured on the viridis scale from the smallest to the largest value, with a
-// min–max colour legend; cells without data are hatched grey.
+// Heatmaps: a categorical grid coloured on the viridis scale from the smallest to the largest value (or over the
+// noise band, when that is wider), with a min–max colour legend; cells without data are hatched grey.
 #include <algorithm>
 #include <cmath>
 
@@ -35,6 +35,14 @@ std::string render(const Heatmap& c, const std::string& id) {
     sig = std::max(sig, int_digits + decimals);
   }
   const auto label = [&](double v) { return fmt_compact(v, sig) + c.value_suffix; };
+  // The colour scale: the data's range, widened about its middle to at least the noise band.
+  double colour_lo = lo;
+  double colour_hi = hi;
+  if (has_data && std::isfinite(c.noise) && hi - lo < 2.0 * c.noise) {
+    const double mid = (lo + hi) / 2.0;
+    colour_lo = mid - c.noise;
+    colour_hi = mid + c.noise;
+  }
 
   svg.raw("<defs><pattern id=\"" + xml_escape(id) +
           "-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
@@ -49,8 +57,9 @@ std::string render(const Heatmap& c, const std::string& id) {
   double y_labels = 0.0;
   for (const std::string& l : c.y_categories) y_labels = std::max(y_labels, text_width(l, plot::kFont));
   const double legend_w =
-      28.0 + std::max(text_width(label(lo), plot::kFont), text_width(label(hi), plot::kFont)) + 26.0;
+      28.0 + std::max(text_width(label(colour_lo), plot::kFont), text_width(label(colour_hi), plot::kFont)) + 26.0;
   plot::Frame f{y_labels + 36.0, top, c.width - legend_w, 0.0};
+  f.left = plot::category_left_margin(c.x_categories, f.left, f.right);
   const double cw = (f.right - f.left) / static_cast<double>(std::max<std::size_t>(1, nx));
   f.bottom = c.height - plot::category_axis_margin(c.x_categories, cw);
   const double ch = (f.bottom - f.top) / static_cast<double>(std::max<std::size_t>(1, ny));
@@ -79,7 +88,7 @@ std::string render(const Heatmap& c, const std::string& id) {
                  where + ": no data");
         continue;
       }
-      const std::string fill = sequential_colour(colour_position(v, lo, hi));
+      const std::string fill = sequential_colour(colour_position(v, colour_lo, colour_hi));
       svg.rect(rx, ry, cw - 2, ch - 2, "class=\"mark cell\" fill=\"" + fill + "\"", where + ": " + label(v));
       if (values_fit)
         svg.text(rx + (cw - 2) / 2, ry + (ch - 2) / 2 + 4, label(v),
@@ -92,8 +101,8 @@ std::string render(const Heatmap& c, const std::string& id) {
   const double bar_bottom = any_empty ? f.bottom - 22.0 : f.bottom;
   svg.rect(lx, f.top, 12, bar_bottom - f.top, "fill=\"url(#" + xml_escape(id) + "-scale)\" stroke=\"#999\"");
   if (has_data) {
-    svg.text(lx + 16, f.top + 10, label(hi), R"(class="legend-max")");
-    if (hi > lo) svg.text(lx + 16, bar_bottom, label(lo), R"(class="legend-min")");
+    svg.text(lx + 16, f.top + 10, label(colour_hi), R"(class="legend-max")");
+    if (colour_hi > colour_lo) svg.text(lx + 16, bar_bottom, label(colour_lo), R"(class="legend-min")");
   }
   if (any_empty) {
     svg.rect(lx, f.bottom - 12, 12, 12, "fill=\"url(#" + xml_escape(id) + "-hatch)\" stroke=\"#999\"");

@@ -121,14 +121,13 @@ Sweep read_sweep(const fs::path& dir) {
     for (const ordered_json& v : a.values) axis.values.push_back(param_value(v));
     out.axes.push_back(std::move(axis));
   }
+  if (doc.spec.is_object() && doc.spec.contains("max_error") && doc.spec["max_error"].is_number())
+    out.max_error = doc.spec["max_error"].get<double>();
   const fs::path lines = dir / "results.jsonl";
   if (!fs::exists(lines)) return out;
   out.has_results = true;
   std::vector<results::SweepRecord> records = results::read_sweep_records(lines, &out.truncated_last_line);
-  std::optional<double> budget;
-  if (doc.spec.is_object() && doc.spec.contains("max_error") && doc.spec["max_error"].is_number())
-    budget = doc.spec["max_error"].get<double>();
-  out.warnings = results::sweep_warnings(doc, records, budget);
+  out.warnings = results::sweep_warnings(doc, records, out.max_error);
   for (results::SweepRecord& r : records) {
     LabelledPoint p{r.point, {}, std::move(r.runs), std::move(r.error)};
     for (const auto& [key, value] : r.params.items()) p.params.emplace_back(key, param_value(value));
@@ -146,6 +145,8 @@ Plan read_plan(const fs::path& file) {
     out.target = fmt_compact(*doc.target_tokens, 4) + " tokens";
   out.options = std::move(doc.options);
   out.verdicts = std::move(doc.verdicts);
+  out.max_error = doc.max_error;
+  out.infeasible = std::move(doc.infeasible);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "edgc/report/plot.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace edgc::report::plot {
 namespace {
@@ -44,6 +45,36 @@ double draw_header(SvgWriter& svg, double width, const std::string& title, const
   return y + 12.0;
 }
 
+std::vector<std::optional<PlacedLabel>> place_labels(const std::vector<std::pair<double, double>>& anchors,
+                                                     const std::vector<std::string>& texts, double font_px,
+                                                     const Frame& frame, std::vector<Box> obstacles) {
+  std::vector<std::optional<PlacedLabel>> out(anchors.size());
+  const double h = font_px + 2.0;
+  constexpr double kGap = 8.0;  // from the anchor to the nearest edge of the label
+  for (std::size_t i = 0; i < anchors.size() && i < texts.size(); ++i) {
+    const auto [ax, ay] = anchors[i];
+    const double w = text_width(texts[i], font_px);
+    // Top-left corners: right, left, upper right, lower right, upper left, lower left, above, below.
+    const std::pair<double, double> corners[] = {{ax + kGap, ay - h / 2},
+                                                 {ax - kGap - w, ay - h / 2},
+                                                 {ax + kGap / 2, ay - kGap / 2 - h},
+                                                 {ax + kGap / 2, ay + kGap / 2},
+                                                 {ax - kGap / 2 - w, ay - kGap / 2 - h},
+                                                 {ax - kGap / 2 - w, ay + kGap / 2},
+                                                 {ax - w / 2, ay - kGap - h},
+                                                 {ax - w / 2, ay + kGap}};
+    for (const auto& [x, y] : corners) {
+      const Box b{x, y, w, h};
+      if (b.x < frame.left || b.x + b.w > frame.right || b.y < frame.top || b.y + b.h > frame.bottom) continue;
+      if (std::any_of(obstacles.begin(), obstacles.end(), [&](const Box& o) { return b.overlaps(o); })) continue;
+      out[i] = PlacedLabel{b, b.x, b.y + b.h - 3.0};
+      obstacles.push_back(b);
+      break;
+    }
+  }
+  return out;
+}
+
 double y_axis_margin(const Ticks& ticks) {
   double widest = 0.0;
   for (const double v : ticks.values) widest = std::max(widest, text_width(ticks.label(v), kFont));
@@ -57,7 +88,11 @@ void draw_y_axis(SvgWriter& svg, const Frame& f, const Ticks& ticks, const Scale
     svg.text(f.left - 6, py + 4, ticks.label(v), R"(text-anchor="end" fill="#444")");
   }
   const double cy = (f.top + f.bottom) / 2;
-  svg.text(14, cy, label, "text-anchor=\"middle\" transform=\"rotate(-90 14 " + px(cy) + ")\" fill=\"#333\"");
+  // A label longer than the frame is tall would run into the legend: smaller type, down to 9 px.
+  const double room = f.bottom - f.top;
+  const double wide = text_width(label, kFont);
+  const std::string size = wide > room ? " font-size=\"" + px(std::max(9.0, kFont * room / wide)) + "\"" : "";
+  svg.text(14, cy, label, "text-anchor=\"middle\" transform=\"rotate(-90 14 " + px(cy) + ")\" fill=\"#333\"" + size);
 }
 
 void draw_x_axis(SvgWriter& svg, const Frame& f, const Ticks& ticks, const Scale& x, const std::string& label) {
@@ -73,6 +108,23 @@ void draw_x_axis(SvgWriter& svg, const Frame& f, const Ticks& ticks, const Scale
 bool rotate_categories(const std::vector<std::string>& labels, double band) {
   return std::any_of(labels.begin(), labels.end(),
                      [&](const std::string& l) { return text_width(l, kFont) > band - 6.0; });
+}
+
+double category_left_margin(const std::vector<std::string>& labels, double left, double right) {
+  const double n = static_cast<double>(std::max<std::size_t>(1, labels.size()));
+  // Rotated labels end at their band's centre and reach left by cos(35°) of their width (see draw_x_categories).
+  for (int pass = 0; pass < 2; ++pass) {
+    const double band = (right - left) / n;
+    if (!rotate_categories(labels, band)) return left;
+    double need = left;
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      // 8 px of air: text_width is an estimate.
+      const double reach = text_width(labels[i], kFont) * 0.82;
+      need = std::max(need, reach - band * (static_cast<double>(i) + 0.5) + 8.0);
+    }
+    left = need;
+  }
+  return left;
 }
 
 double category_axis_margin(const std::vector<std::string>& labels, double band) {

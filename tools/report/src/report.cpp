@@ -31,10 +31,11 @@ ReportFiles build_report(const ReportOptions& options) {
   std::vector<Section> sections;
   if (has_result)
     sections.push_back(simulate_section(read_simulate_result(dir / "result.json"), (dir / "result.json").string()));
+  // A plan's directory also holds the sweep of its options: the plan, which answers the question, comes first.
+  if (has_plan) sections.push_back(plan_section(read_plan(dir / "plan.json"), (dir / "plan.json").string()));
   if (has_sweep)
     sections.push_back(sweep_section(read_sweep(dir), (dir / "sweep.json").string() + " + results.jsonl",
                                      options.x_axis, options.y_axis));
-  if (has_plan) sections.push_back(plan_section(read_plan(dir / "plan.json"), (dir / "plan.json").string()));
 
   // A page title from the directory's own name ("runs/a/" and "runs/a" alike).
   const fs::path normal = dir.lexically_normal();

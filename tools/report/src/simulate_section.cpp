@@ -1,5 +1,6 @@
-// The section of a simulate result: what each policy costs, where an iteration's time goes, how entropy
-// evolves per stage, and the ranks the policies chose from it.
+// The section of a simulate result: the verdict and settings, what each policy costs in time and in gradient
+// fidelity, where an iteration's time goes (communication also at its own scale), how entropy evolves per stage,
+// and the ranks the policies chose from it.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -37,16 +38,34 @@ TableBlock summary_table(const SimulateResult& r) {
   const std::string unit = std::string(" (") + u.name + ")";
   TableBlock t{"Compared policies (means over the whole run)",
                {"policy", "iteration" + unit, "comm latency" + unit, "comm latency reduction", "training time (h)",
-                "training time reduction", "speedup vs none (\xC3\x97)", "GPU-hours", "cost (USD)", "warm-up end"},
+                "training time reduction", "speedup vs none (\xC3\x97)", "GPU-hours", "cost (USD)",
+                "gradient error (measured)", "gradient error (CQM)", "warm-up end"},
                {}};
   for (const SimulatedRun& run : r.runs)
     t.rows.push_back({run.policy, fmt_compact(run.iteration_time_s * u.per_second, 4),
                       fmt_compact(run.comm_latency_s * u.per_second, 4),
                       fmt_percent(run.comm_latency_reduction_vs_none), hours(run.training_time_s),
                       fmt_percent(run.training_time_reduction_vs_none), fmt_compact(run.speedup_vs_none, 4),
-                      fmt_compact(run.gpu_hours, 4), fmt_compact(run.cost_usd, 4),
+                      fmt_compact(run.gpu_hours, 4), fmt_compact(run.cost_usd, 4), fmt_percent(run.gradient_error),
+                      fmt_percent(run.cqm_error),
                       run.warmup_end_iteration ? std::to_string(*run.warmup_end_iteration) : "\xE2\x80\x93"});
   return t;
+}
+
+// The communication parts of the breakdown at their own scale: beside compute they are a sliver.
+StackedBarChart communication_chart(const SimulateResult& r, const TimeUnit& u) {
+  StackedBarChart c;
+  c.title = "Exposed communication per iteration";
+  c.y_label = std::string("time per iteration (") + u.name + ")";
+  c.components = {"TP comm", "exposed DP comm", "embedding sync", "exposed compression"};
+  c.colours = {"#76b7b2", "#e15759", "#9c755f", "#f28e2b"};
+  for (const SimulatedRun& run : r.runs) {
+    const Breakdown& b = *run.breakdown;
+    c.categories.push_back(run.policy);
+    c.values.push_back({b.tp_comm_s * u.per_second, b.exposed_dp_comm_s * u.per_second,
+                        b.embedding_sync_s * u.per_second, b.exposed_compression_s * u.per_second});
+  }
+  return c;
 }
 
 void add_breakdown(Section& s, const SimulateResult& r) {
@@ -76,12 +95,47 @@ void add_breakdown(Section& s, const SimulateResult& r) {
       compression += (compression.empty() ? "" : ", ") + run.policy + " " +
                      fmt_compact(b.compression_s * u.per_second, 3) + " " + u.name;
   }
-  s.blocks.emplace_back(FigureGroup{{{"simulate-breakdown", render(c, "simulate-breakdown"),
-                                      "Mean per iteration over the whole run; the seven parts add up to the "
-                                      "iteration time. Only the compression compute that the pipeline cannot "
-                                      "hide is stacked."}}});
+  s.blocks.emplace_back(
+      FigureGroup{{{"simulate-breakdown", render(c, "simulate-breakdown"),
+                    "Mean per iteration over the whole run; the seven parts add up to the "
+                    "iteration time. Only the compression compute that the pipeline cannot "
+                    "hide is stacked."},
+                   {"simulate-communication", render(communication_chart(r, u), "simulate-communication"),
+                    "The communication parts of the bars beside, at their own scale: what "
+                    "compression can shorten."}}});
   if (!compression.empty())
     s.blocks.emplace_back(Note{"Compression compute per iteration in total, hidden or exposed: " + compression + "."});
+}
+
+// Each policy's training time against its gradient error, measured on the trace and as the CQM predicts it.
+void add_time_error(Section& s, const SimulateResult& r) {
+  ScatterChart c;
+  c.title = "Training time vs gradient error, per policy";
+  c.x_label = "training time (h)";
+  c.y_label = "gradient error (%)";
+  c.groups = {{"measured on the trace", "#4e79a7", 6.0, true, false}, {"CQM prediction", "#f28e2b", 5.5, true, true}};
+  c.x_scale = AxisScale::kLinear;
+  c.y_scale = AxisScale::kLinear;
+  bool any = false;
+  for (const SimulatedRun& run : r.runs) {
+    const double hours = run.training_time_s / 3600.0;
+    if (std::isfinite(run.gradient_error)) c.points.push_back({hours, 100.0 * run.gradient_error, run.policy, 0});
+    if (std::isfinite(run.cqm_error) && run.policy != "none")
+      c.points.push_back({hours, 100.0 * run.cqm_error, run.policy + " (CQM)", 1});
+    any = any || (run.policy != "none" && (std::isfinite(run.gradient_error) || std::isfinite(run.cqm_error)));
+  }
+  if (!any) {
+    s.blocks.emplace_back(
+        Note{"No time\xE2\x80\x93"
+             "error chart: no compressing policy has a gradient error "
+             "(result.json written by an older edgc)."});
+    return;
+  }
+  s.blocks.emplace_back(FigureGroup{
+      {{"simulate-time-error", render(c, "simulate-time-error"),
+        "What each policy's time saving costs in gradient fidelity: relative error of the compressed averaged "
+        "gradient over the compressed iterations, measured by replaying the policy's ranks through PowerSGD on the "
+        "trace (filled), and the CQM's prediction for the simulated model's shapes (rings)."}}});
 }
 
 void add_entropy(Section& s, const SimulateResult& r) {
@@ -184,6 +238,7 @@ Section simulate_section(const SimulateResult& result, const std::string& source
   if (!result.warnings.empty())
     s.blocks.emplace_back(ListBlock{"Warnings (simulate printed them too)", result.warnings});
   s.blocks.emplace_back(summary_table(result));
+  add_time_error(s, result);
   add_breakdown(s, result);
   add_entropy(s, result);
   add_rank_schedules(s, result);

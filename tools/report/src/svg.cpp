@@ -116,6 +116,7 @@ std::string fmt_percent(double fraction) {
 }
 
 std::string Ticks::label(double v) const {
+  if (log) return fmt_compact(v, 3);
   // From 10^4 on, a suffix keeps labels to at most three digits before the point: 20k, 1.5M.
   const double reach = std::max(std::abs(lo), std::abs(hi));
   double scale = 1.0;
@@ -130,6 +131,37 @@ std::string Ticks::label(double v) const {
   const int decimals = std::max(0, -static_cast<int>(std::floor(std::log10(step / scale) + 1e-9)));
   const std::string s = fixed_trimmed(v / scale, decimals);
   return s == "0" ? s : s + suffix;
+}
+
+Ticks log_ticks(double lo, double hi) {
+  if (!(lo > 0.0) || !std::isfinite(lo) || !std::isfinite(hi)) return nice_ticks(lo, hi);
+  if (hi < lo) std::swap(lo, hi);
+  if (hi == lo) {
+    lo /= 2.0;
+    hi *= 2.0;
+  }
+  const int first = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
+  const int last = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
+  const bool fine = std::log10(hi / lo) <= 2.0;
+  std::vector<double> grid;
+  for (int e = first; e <= last; ++e) {
+    const double power = std::pow(10.0, e);
+    for (const double m : fine ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) grid.push_back(m * power);
+  }
+  Ticks t;
+  t.log = true;
+  t.step = 0.0;
+  // The grid value at or below lo and the one at or above hi, and every one between.
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    const bool next_above_lo = i + 1 < grid.size() && grid[i + 1] <= lo * (1 + 1e-12);
+    if (next_above_lo) continue;
+    t.values.push_back(grid[i]);
+    if (grid[i] >= hi * (1 - 1e-12)) break;
+  }
+  if (t.values.back() < hi) t.values.push_back(std::pow(10.0, last + 1));
+  t.lo = t.values.front();
+  t.hi = t.values.back();
+  return t;
 }
 
 Ticks nice_ticks(double lo, double hi, int target) {

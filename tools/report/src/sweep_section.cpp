@@ -1,11 +1,14 @@
-// The section of a sweep: how speedup and communication-latency reduction vary over two swept parameters
-// (heatmaps; a line chart when only one parameter varies), the best points and the failed ones.
+// The section of a sweep: training time against gradient error over every point (the trade-off, with its Pareto
+// front), how speedup, communication-latency reduction and gradient error vary over two swept parameters
+// (heatmaps; a line chart when only one parameter varies) and which differences exceed the model's noise, the best
+// points and the failed ones.
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "edgc/core/error.hpp"
 #include "edgc/report/charts.hpp"
+#include "edgc/report/plot.hpp"
 #include "edgc/report/sections.hpp"
 #include "edgc/report/svg.hpp"
 
@@ -88,6 +91,20 @@ class AxisLayout {
   std::vector<std::string> labels_;
 };
 
+const SweepRun* run_of(const LabelledPoint& p, const std::string& policy);
+
+// Half-width of a figure's run-to-run noise at a point, in the figure's own units before Metric::scale: the 95 %
+// interval over the point's repeats; NaN when the point ran once (not measured).
+using NoiseOf = double (*)(const LabelledPoint&, const SweepRun&);
+double speedup_noise(const LabelledPoint&, const SweepRun& r) { return r.speedup_vs_none_ci95; }
+// The reduction 1 − c / c_none moves by ci(c) / c_none: the repeats of a point use the same seeds for every policy,
+// so the baseline's own spread is left out.
+double comm_reduction_noise(const LabelledPoint& p, const SweepRun& r) {
+  const SweepRun* none = run_of(p, "none");
+  if (none == nullptr || !(none->comm_latency_s > 0.0)) return kNoValue;
+  return r.comm_latency_s_ci95 / none->comm_latency_s;
+}
+
 struct Metric {
   const char* stem;
   const char* title;
@@ -95,11 +112,14 @@ struct Metric {
   const char* suffix;
   double scale;
   double SweepRun::*field;
+  NoiseOf noise;  ///< nullptr: the figure is exact (a deterministic replay), whatever the repeats
 };
 const Metric kMetrics[] = {
-    {"speedup", "Speedup vs none", "speedup vs none (\xC3\x97)", "\xC3\x97", 1.0, &SweepRun::speedup_vs_none},
+    {"speedup", "Speedup vs none", "speedup vs none (\xC3\x97)", "\xC3\x97", 1.0, &SweepRun::speedup_vs_none,
+     &speedup_noise},
     {"comm-reduction", "Comm-latency reduction vs none", "comm latency reduction (%)", "%", 100.0,
-     &SweepRun::comm_latency_reduction_vs_none}};
+     &SweepRun::comm_latency_reduction_vs_none, &comm_reduction_noise},
+    {"gradient-error", "Gradient error", "gradient error (%)", "%", 100.0, &SweepRun::gradient_error, nullptr}};
 
 const SweepRun* run_of(const LabelledPoint& p, const std::string& policy) {
   for (const SweepRun& r : p.runs)
@@ -123,6 +143,8 @@ std::vector<std::string> compared_policies(const Sweep& s) {
 struct CellMeans {
   std::vector<double> values;
   int most_points = 0;  ///< in one cell
+  /// The widest noise half-width over the points (scaled like the values); NaN when no point measured it.
+  double noise = kNoValue;
 };
 
 CellMeans cell_means(const Sweep& s, const AxisLayout& x, const AxisLayout* y, const std::string& policy,
@@ -131,6 +153,7 @@ CellMeans cell_means(const Sweep& s, const AxisLayout& x, const AxisLayout* y, c
   const std::size_t ny = y ? y->labels().size() : 1;
   std::vector<double> sum(nx * ny, 0.0);
   std::vector<int> count(nx * ny, 0);
+  double noise_seen = kNoValue;
   for (const LabelledPoint& p : s.points) {
     const SweepRun* r = run_of(p, policy);
     const auto i = x.index(p);
@@ -138,8 +161,10 @@ CellMeans cell_means(const Sweep& s, const AxisLayout& x, const AxisLayout* y, c
     if (r == nullptr || !i || !j || !std::isfinite(r->*m.field)) continue;
     sum[*j * nx + *i] += r->*m.field * m.scale;
     ++count[*j * nx + *i];
+    const double noise = m.noise ? m.noise(p, *r) * m.scale : 0.0;
+    if (std::isfinite(noise)) noise_seen = std::isfinite(noise_seen) ? std::max(noise_seen, noise) : noise;
   }
-  CellMeans out{std::vector<double>(nx * ny, kNoValue), 0};
+  CellMeans out{std::vector<double>(nx * ny, kNoValue), 0, noise_seen};
   for (std::size_t k = 0; k < sum.size(); ++k) {
     if (count[k] > 0) out.values[k] = sum[k] / count[k];
     out.most_points = std::max(out.most_points, count[k]);
@@ -162,9 +187,29 @@ std::string averaging_caption(const std::vector<AxisLayout>& layouts, const Axis
   return y ? "One point per value pair." : "One point per value.";
 }
 
+// Which differences of a metric mean something: what the sweep knows of the model's run-to-run noise.
+std::string noise_caption(const Sweep& s, const Metric& m, double noise) {
+  if (m.noise == nullptr)
+    return std::string(" ") + m.title +
+           " is a deterministic replay of the rank schedule on the trace: its differences are exact for that trace.";
+  if (!std::isfinite(noise) && s.repeats > 1)
+    return " The results carry no 95 % interval for this figure: its run-to-run noise is not known.";
+  if (!std::isfinite(noise))
+    return " One run per point: the model's run-to-run noise is not measured. Without a variability section it is "
+           "deterministic; with one, set repeats \xE2\x89\xA5 3 to tell differences from noise.";
+  const std::string repeats = std::to_string(s.repeats) + " repeats";
+  if (noise == 0.0)
+    return " The " + repeats +
+           " of every point agree exactly (no variability set): the model is deterministic here, so no difference is "
+           "noise.";
+  return " Differences below \xC2\xB1" + fmt_compact(noise, 3) + m.suffix + " (the widest 95 % interval over " +
+         repeats + ") are within the model's run-to-run noise; the colour scale spans at least that band.";
+}
+
 Heatmap heatmap(const Metric& m, const std::string& policy, const AxisLayout& x, const AxisLayout& y,
-                std::vector<double> values) {
+                std::vector<double> values, double noise) {
   Heatmap h;
+  h.noise = std::isfinite(noise) ? noise : 0.0;
   h.title = std::string(m.title) + ", " + policy;
   h.x_label = x.key();
   h.y_label = y.key();
@@ -196,8 +241,15 @@ void add_charts(Section& s, const Sweep& sweep, const std::vector<AxisLayout>& l
     line.title = std::string(m.title) + " over " + x.key();
     line.x_label = x.key();
     line.y_label = m.value_label;
-    if (!x.numeric()) line.x_categories = x.labels();
+    if (!x.numeric()) {
+      line.x_categories = x.labels();
+      // Rotated category labels take their room from the plot, not from the chart's height and width.
+      const double band = (line.width - 80.0) / static_cast<double>(std::max<std::size_t>(1, x.labels().size()));
+      line.height += plot::category_axis_margin(x.labels(), band) - plot::kBottomMargin;
+      line.width += plot::category_left_margin(x.labels(), 60.0, line.width - plot::kRightMargin) - 60.0;
+    }
     int most_points = 0;
+    double noise = kNoValue;
     bool drawn = false;
     for (std::size_t pi = 0; pi < policies.size(); ++pi) {
       const std::string& policy = policies[pi];
@@ -205,6 +257,7 @@ void add_charts(Section& s, const Sweep& sweep, const std::vector<AxisLayout>& l
       if (!any_value(means.values)) continue;
       drawn = true;
       most_points = std::max(most_points, means.most_points);
+      if (std::isfinite(means.noise)) noise = std::isfinite(noise) ? std::max(noise, means.noise) : means.noise;
       if (y == nullptr) {
         Series series{policy, {}, std::move(means.values), "", false, false};
         for (std::size_t i = 0; i < series.y.size(); ++i)
@@ -218,33 +271,104 @@ void add_charts(Section& s, const Sweep& sweep, const std::vector<AxisLayout>& l
       std::string caption = averaging_caption(layouts, x, y, means.most_points);
       if (!std::all_of(means.values.begin(), means.values.end(), [](double v) { return std::isfinite(v); }))
         caption += " Hatched cells: no finished point.";
-      group.figures.push_back({name, render(heatmap(m, policy, x, *y, std::move(means.values)), name), caption});
+      caption += noise_caption(sweep, m, means.noise);
+      group.figures.push_back(
+          {name, render(heatmap(m, policy, x, *y, std::move(means.values), means.noise), name), caption});
     }
     if (!drawn) {
       missing += (missing.empty() ? "" : ", ") + std::string(m.title);
     } else if (y == nullptr) {
       const std::string name = std::string("sweep-") + m.stem;
-      group.figures.push_back({name, render(line, name), averaging_caption(layouts, x, y, most_points)});
+      group.figures.push_back(
+          {name, render(line, name), averaging_caption(layouts, x, y, most_points) + noise_caption(sweep, m, noise)});
     }
   }
   if (!group.figures.empty()) s.blocks.emplace_back(std::move(group));
   if (!missing.empty()) s.blocks.emplace_back(Note{"No chart of " + missing + ": no finished point reports it."});
 }
 
+std::string params_label(const LabelledPoint& p) {
+  std::string out;
+  for (const auto& [key, value] : p.params) {
+    const std::size_t dot = key.rfind('.');
+    out += (out.empty() ? "" : " ") + (dot == std::string::npos ? key : key.substr(dot + 1)) + "=" + value.label;
+  }
+  return out;
+}
+
+// Every finished point and policy: training time against gradient error, with the points no other beats on both.
+void add_time_error(Section& s, const Sweep& sweep) {
+  struct Entry {
+    const LabelledPoint* point;
+    const SweepRun* run;
+    double hours;
+    double error;  // %
+  };
+  std::vector<Entry> entries;
+  bool any_compressed = false;
+  for (const LabelledPoint& p : sweep.points)
+    for (const SweepRun& r : p.runs) {
+      const double e = results::judged_error(r);
+      if (!std::isfinite(e) || !std::isfinite(r.training_time_s)) continue;
+      entries.push_back({&p, &r, r.training_time_s / 3600.0, 100.0 * e});
+      any_compressed = any_compressed || r.policy != "none";
+    }
+  if (!any_compressed) {
+    s.blocks.emplace_back(
+        Note{"No time\xE2\x80\x93"
+             "error chart: no point reports a gradient error for a compressing "
+             "policy (results written by an older edgc)."});
+    return;
+  }
+  ScatterChart c;
+  c.title = "Training time vs gradient error, every point and policy";
+  c.x_label = "training time (h)";
+  c.y_label = "gradient error (%)";
+  c.groups = {{"Pareto front (time, error)", "#e15759", 6.0, true, false},
+              {"other point", "#8c9aa8", 4.5, false, false}};
+  c.front_staircase = true;
+  c.width = 760;
+  c.height = 440;
+  if (sweep.max_error) c.thresholds.push_back({*sweep.max_error * 100.0, "error budget"});
+  for (const Entry& e : entries) {
+    const bool dominated = std::any_of(entries.begin(), entries.end(), [&](const Entry& o) {
+      return o.hours <= e.hours && o.error <= e.error && (o.hours < e.hours || o.error < e.error);
+    });
+    c.points.push_back({e.hours, e.error, e.run->policy + " " + params_label(*e.point), dominated ? 1u : 0u,
+                        e.run->policy == "none" ? "none" : "p" + std::to_string(e.point->point)});
+  }
+  s.blocks.emplace_back(FigureGroup{
+      {{"sweep-time-error", render(c, "sweep-time-error"),
+        "The speed each setting buys and the gradient fidelity it costs: relative error of the compressed averaged "
+        "gradient, measured on the trace (else the CQM's prediction; 0 without compression). The staircase bounds "
+        "the points no other is both faster and more accurate than; front points are labelled with their policy "
+        "and parameters, or p<point> where that does not fit."}}});
+}
+
 TableBlock best_points(const Sweep& sweep) {
   std::vector<std::pair<const LabelledPoint*, const SweepRun*>> rows;
+  std::size_t over = 0;
   for (const LabelledPoint& p : sweep.points)
-    for (const SweepRun& r : p.runs)
-      if (r.policy != "none") rows.emplace_back(&p, &r);
+    for (const SweepRun& r : p.runs) {
+      if (r.policy == "none") continue;
+      if (sweep.max_error && !results::over_budget(r, *sweep.max_error).empty()) {
+        ++over;
+        continue;
+      }
+      rows.emplace_back(&p, &r);
+    }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& a, const auto& b) { return a.second->training_time_s < b.second->training_time_s; });
   if (rows.size() > kBestPoints) rows.resize(kBestPoints);
   TableBlock t;
   t.caption = "The " + std::to_string(rows.size()) + " fastest points by training time";
+  if (sweep.max_error)
+    t.caption += " within the gradient-error budget of " + fmt_percent(*sweep.max_error) + " (" + std::to_string(over) +
+                 " compressing runs over it left out)";
   t.header = {"#", "point"};
   for (const LabelledAxis& a : sweep.axes) t.header.push_back(a.key);
-  for (const char* h :
-       {"policy", "training time (h)", "speedup vs none (\xC3\x97)", "comm latency reduction", "cost (USD)"})
+  for (const char* h : {"policy", "training time (h)", "speedup vs none (\xC3\x97)", "comm latency reduction",
+                        "cost (USD)", "gradient error", "CQM error"})
     t.header.push_back(h);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& [p, r] = rows[i];
@@ -256,8 +380,9 @@ TableBlock best_points(const Sweep& sweep) {
     std::string time = fmt_compact(r->training_time_s / 3600.0, 4);
     if (std::isfinite(r->training_time_s_ci95) && sweep.repeats > 1)
       time += " \xC2\xB1 " + fmt_compact(r->training_time_s_ci95 / 3600.0, 2);
-    row.insert(row.end(), {r->policy, time, fmt_compact(r->speedup_vs_none, 4),
-                           fmt_percent(r->comm_latency_reduction_vs_none), fmt_compact(r->cost_usd, 4)});
+    row.insert(row.end(),
+               {r->policy, time, fmt_compact(r->speedup_vs_none, 4), fmt_percent(r->comm_latency_reduction_vs_none),
+                fmt_compact(r->cost_usd, 4), fmt_percent(r->gradient_error), fmt_percent(r->cqm_error)});
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -325,6 +450,7 @@ Section sweep_section(const Sweep& sweep, const std::string& source, const std::
         Note{"The last line of results.jsonl is incomplete (the sweep may still be running) and "
              "was left out."});
   if (finished > 0) {
+    add_time_error(s, sweep);
     if (x == nullptr)
       s.blocks.emplace_back(Note{"No chart: every point has the same parameters."});
     else

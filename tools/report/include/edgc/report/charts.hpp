@@ -5,7 +5,7 @@
 //   stacked bars    <rect class="mark bar">     one per positive segment
 //   heatmap         <rect class="mark cell">    one per cell with data; cells without data are
 //                   <rect class="cell-empty"> (hatched grey), not marks
-//   scatter         <circle class="mark point"> one per point
+//   scatter         <circle class="mark point"> one per point; its labels are <text class="point-label">
 // Ids inside a chart (gradients, patterns) are prefixed with the id passed to render, which also becomes the
 // root element's id, so that several charts can share one HTML page.
 #include <limits>
@@ -42,6 +42,7 @@ struct LineChart {
   std::vector<Series> series;
   std::vector<Marker> markers;
   /// When set, x values are indices 0..n-1 into these labels (a categorical axis, e.g. string sweep values).
+  /// Values over categories are drawn as dots, not joined: there is nothing between two categories.
   std::vector<std::string> x_categories;
   bool y_from_zero = false;  ///< include 0 in the y range
   double width = 560.0;
@@ -70,26 +71,54 @@ struct Heatmap {
   std::vector<std::string> x_categories;
   std::vector<std::string> y_categories;  ///< the first is drawn at the bottom
   std::vector<double> values;             ///< row-major [y][x]; NaN: no data (drawn hatched grey)
+  /// Half-width of the values' run-to-run noise, in their units (0: none known). The colour scale spans at least
+  /// twice this about the data's middle, so that differences within the noise never take the scale's ends.
+  double noise = 0.0;
   double width = 560.0;
   double height = 340.0;
+};
+
+/// How a numeric axis maps values: linear, logarithmic, or logarithmic when the data are positive and span at
+/// least a decade (max/min ≥ 10).
+enum class AxisScale { kLinear, kLog, kAuto };
+
+/// A kind of point on a scatter chart, with its legend entry.
+struct ScatterGroup {
+  std::string name;
+  std::string colour;     ///< "#rrggbb"
+  double radius = 4.5;    ///< pixels
+  bool labelled = false;  ///< write the points' labels beside them, where they fit without overlapping
+  bool hollow = false;    ///< a ring instead of a disc
 };
 
 struct ScatterPoint {
   double x = 0.0;
   double y = 0.0;
-  std::string label;
-  bool highlight = false;
+  std::string label;          ///< beside the point when its group is labelled and it fits; always in the tooltip
+  std::size_t group = 0;      ///< index into ScatterChart::groups
+  std::string short_label{};  ///< used when the label does not fit (e.g. the point's row number in a table)
 };
 
-/// Points on two numeric axes; highlighted points are drawn larger, labelled and joined in order of x
-/// (e.g. a Pareto front).
+/// A horizontal reference line across the plot at y (e.g. an error budget).
+struct Threshold {
+  double y = 0.0;
+  std::string label;
+};
+
+/// Points on two numeric axes, in groups drawn in reverse order (group 0 on top). Points are never joined by
+/// lines except, when `front_staircase` is set, group 0's points by the staircase that bounds the region they
+/// dominate (lower x and lower y better): a Pareto front over options, which makes no claim about values between
+/// them. Labels never overlap one another or any point; those that do not fit are left to the tooltip.
 struct ScatterChart {
   std::string title;
   std::string x_label;
   std::string y_label;
-  std::string highlight_name = "highlighted";  ///< legend entry of the highlighted points
-  std::string other_name = "other";            ///< legend entry of the rest
+  std::vector<ScatterGroup> groups;
   std::vector<ScatterPoint> points;
+  AxisScale x_scale = AxisScale::kAuto;
+  AxisScale y_scale = AxisScale::kAuto;
+  bool front_staircase = false;
+  std::vector<Threshold> thresholds;
   double width = 640.0;
   double height = 400.0;
 };

@@ -88,6 +88,7 @@ struct Sweep {
   std::vector<LabelledPoint> points;  ///< by point number
   bool truncated_last_line = false;   ///< an unterminated, unparsable last line was ignored (a sweep still running)
   std::vector<std::string> warnings;  ///< results::sweep_warnings (budget: the spec's max_error, when it has one)
+  std::optional<double> max_error;    ///< the spec's gradient-error budget, when it has one
 };
 
 /// Reads DIR/sweep.json and, when present, DIR/results.jsonl.
@@ -101,6 +102,8 @@ struct Plan {
   std::string target;  ///< e.g. "100k iterations"; empty when absent
   std::vector<PlanOption> options;
   std::vector<std::string> verdicts;
+  std::optional<double> max_error;      ///< the gradient-error budget, when the plan had one
+  std::vector<std::string> infeasible;  ///< options left out, each with its reason
 };
 
 Plan read_plan(const std::filesystem::path& file);

@@ -1,7 +1,10 @@
 #pragma once
 // Layout shared by the chart renderers (private to tools/src/report): title and legend header, the plot frame,
 // linear scales and axes with gridlines. All sizes are SVG pixels.
+#include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgc/report/svg.hpp"
@@ -21,13 +24,19 @@ struct LegendItem {
   Kind kind = Kind::kLine;
 };
 
-/// Linear map from the data interval [d0, d1] to the pixel interval [p0, p1]; the middle when d0 == d1.
+/// Map from the data interval [d0, d1] to the pixel interval [p0, p1], linear or (log, d0 > 0) logarithmic; the
+/// middle when d0 == d1.
 struct Scale {
   double d0 = 0.0;
   double d1 = 1.0;
   double p0 = 0.0;
   double p1 = 1.0;
-  double operator()(double v) const { return d1 == d0 ? (p0 + p1) / 2 : p0 + (v - d0) * (p1 - p0) / (d1 - d0); }
+  bool log = false;
+  double operator()(double v) const {
+    if (d1 == d0) return (p0 + p1) / 2;
+    if (log) return p0 + std::log(v / d0) * (p1 - p0) / std::log(d1 / d0);
+    return p0 + (v - d0) * (p1 - p0) / (d1 - d0);
+  }
 };
 
 /// The plot area inside the margins.
@@ -37,6 +46,29 @@ struct Frame {
   double right = 0.0;
   double bottom = 0.0;
 };
+
+/// An axis-aligned box in pixels (a label's extent, a marker's bounds).
+struct Box {
+  double x = 0.0;  ///< left
+  double y = 0.0;  ///< top
+  double w = 0.0;
+  double h = 0.0;
+  bool overlaps(const Box& o) const { return x < o.x + o.w && o.x < x + w && y < o.y + o.h && o.y < y + h; }
+};
+
+/// Where a label goes: its box, and the text anchor point (start of the baseline).
+struct PlacedLabel {
+  Box box;
+  double text_x = 0.0;
+  double text_y = 0.0;
+};
+
+/// Places labels beside their anchor points (in order, first come first placed) so that no two overlap, none
+/// covers an obstacle (drawn points) and all stay inside the frame: each takes the first free of eight positions
+/// around its anchor, right and left before above and below; nullopt where none is free.
+std::vector<std::optional<PlacedLabel>> place_labels(const std::vector<std::pair<double, double>>& anchors,
+                                                     const std::vector<std::string>& texts, double font_px,
+                                                     const Frame& frame, std::vector<Box> obstacles);
 
 /// Draws the title and, under it, the legend wrapped into rows; returns where the plot area may begin.
 double draw_header(SvgWriter& svg, double width, const std::string& title, const std::vector<LegendItem>& legend);
@@ -53,6 +85,9 @@ void draw_x_axis(SvgWriter& svg, const Frame& f, const Ticks& ticks, const Scale
 /// Whether category labels need rotating to fit bands of `band` pixels, and the bottom margin they then take.
 bool rotate_categories(const std::vector<std::string>& labels, double band);
 double category_axis_margin(const std::vector<std::string>& labels, double band);
+/// The left edge of a frame whose category labels, rotated, must not run off the chart's left side: `left` or
+/// more, for bands spanning [left, right].
+double category_left_margin(const std::vector<std::string>& labels, double left, double right);
 
 /// Category labels centred at x(i) under the frame (rotated when crowded), and the axis label.
 void draw_x_categories(SvgWriter& svg, const Frame& f, const std::vector<std::string>& labels, const Scale& x,

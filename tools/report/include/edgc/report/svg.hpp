@@ -26,13 +26,19 @@ struct Ticks {
   double hi = 1.0;
   double step = 0.2;
   std::vector<double> values;
+  bool log = false;  ///< ticks of a logarithmic axis (log_ticks): `step` is unused
 
-  /// A tick value with as many decimals as the step needs, and a k/M/G suffix when the axis reaches 10^4.
+  /// A tick value with as many decimals as the step needs, and a k/M/G suffix when the axis reaches 10^4; on a
+  /// log axis, compactly (fmt_compact).
   std::string label(double v) const;
 };
 
 /// About `target` intervals of a 1-2-5 step covering [lo, hi] (swapped when reversed; widened when empty).
 Ticks nice_ticks(double lo, double hi, int target = 5);
+
+/// Ticks of a logarithmic axis covering [lo, hi], both > 0: the 1-2-5 values when the range spans at most two
+/// decades, else the powers of ten; the ends are the nearest such values outside the range.
+Ticks log_ticks(double lo, double hi);
 
 /// Sequential colour scale (viridis, perceptually uniform and colour-blind safe): t in [0, 1], clamped,
 /// to "#rrggbb"; 0 is dark purple, 1 is yellow.
