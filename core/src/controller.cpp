@@ -40,6 +40,8 @@ const char* pipeline_rank_mode_name(PipelineRankMode m) {
   return m == PipelineRankMode::kEntropy ? "entropy" : "static";
 }
 
+bool reads_entropy(std::string_view policy) { return policy == "edgc" || policy == "edgc-pp"; }
+
 bool is_policy(std::string_view name) {
   const auto& names = policy_names();
   return std::find(names.begin(), names.end(), name) != names.end();

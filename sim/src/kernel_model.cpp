@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/sim/cost_model.hpp"
 
 namespace edgc::sim {
 namespace {
@@ -143,6 +144,16 @@ double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, co
   const double shard = parallel.distributed_optimizer ? local / parallel.dp : local;
   const double bytes = kOptimizerLocalBytes * local + (kOptimizerShardBytes + bytes_per_element(model.dtype)) * shard;
   return bytes / hbm_Bps(gpu, params) + kOptimizerKernels * overhead_s(gpu);
+}
+
+double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                      const CostParams& params, int stage, double beta) {
+  constexpr double kPasses = 2.0;  // moments, then the histogram
+  const double bytes = std::clamp(beta, 0.0, 1.0) *
+                       static_cast<double>(stage_params(model, parallel, stage).per_gpu()) *
+                       grad_bytes(model, parallel);
+  const double tensors = static_cast<double>(kTensorsPerLayer) * (model.layers / std::max(1, parallel.pp));
+  return kPasses * (bytes / hbm_Bps(gpu, params) + std::max(1.0, tensors) * overhead_s(gpu));
 }
 
 }  // namespace edgc::sim

@@ -205,4 +205,16 @@ IterationResult compose_separable(const DpSyncPlan& plan, const std::vector<DpSy
   return out;
 }
 
+void add_entropy_passes(RunTotals& t, std::int64_t sampled, std::int64_t sampled_compressed, double pass_s) {
+  if (t.iterations <= 0 || sampled <= 0 || !(pass_s > 0.0)) return;
+  const double added = static_cast<double>(sampled) * pass_s;
+  const auto n = static_cast<double>(t.iterations);
+  t.training_time_s += added;
+  t.iteration_time_s = t.training_time_s / n;
+  t.breakdown.entropy_s += added / n;
+  if (t.compressed_iterations > 0)
+    t.compressed_iteration_time_s +=
+        static_cast<double>(sampled_compressed) * pass_s / static_cast<double>(t.compressed_iterations);
+}
+
 }  // namespace edgc::sim

@@ -160,6 +160,22 @@ TEST(KernelModel, OptimizerStepIsItsHbmTrafficOrTheOverride) {
   EXPECT_DOUBLE_EQ(optimizer_step_s(m, p, g, params, 0), 0.25);
 }
 
+TEST(KernelModel, EntropyPassesReadTheSampledShareOfTheGradientTwice) {
+  const GpuSpec g = h100();
+  const CostParams params;
+  const ModelSpec m = gpt();
+  ParallelSpec p = tp_layout(2);
+  p.pp = 2;
+  const double elements = static_cast<double>(stage_params(m, p, 1).per_gpu());
+  const double bytes = elements * grad_bytes(m, p);
+  const double kernels = 2.0 * kTensorsPerLayer * (m.layers / 2);  // moments and histogram, one per tensor each
+  for (const double beta : {0.05, 0.25, 1.0})
+    EXPECT_NEAR(entropy_pass_s(m, p, g, params, 1, beta), 2 * beta * bytes / hbm_Bps(params) + kernels * 5.7e-6, 1e-15)
+        << beta;
+  // β outside (0, 1] reads nothing more than the whole gradient.
+  EXPECT_DOUBLE_EQ(entropy_pass_s(m, p, g, params, 1, 2.0), entropy_pass_s(m, p, g, params, 1, 1.0));
+}
+
 TEST(KernelModel, ChunkComputeUsesTheKernelModelWhenAsked) {
   const GpuSpec g = h100();
   CostParams params;

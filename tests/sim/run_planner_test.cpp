@@ -77,6 +77,24 @@ TEST(Accumulate, WeighsEachPlanByItsIterations) {
   EXPECT_THROW((void)accumulate(s, {plan({0, 0})}, {fake(1, {0.1, 0.1})}), InternalError);  // a plan is missing
 }
 
+TEST(Accumulate, EntropyPassesLengthenTheSampledIterations) {
+  RunSchedule s;
+  s.append(0, 30, plan({0, 0}));
+  s.append(30, 100, plan({16, 32}));
+  const std::vector<DpSyncPlan> plans = {plan({16, 32}), plan({0, 0})};
+  RunTotals t = accumulate(s, plans, {fake(1.5, {0.2, 0.3}), fake(2.0, {0.9, 0.4})});
+  const RunTotals before = t;
+  add_entropy_passes(t, 20, 14, 0.01);  // every 5th iteration sampled, 14 of them compressed
+  EXPECT_DOUBLE_EQ(t.training_time_s, before.training_time_s + 20 * 0.01);
+  EXPECT_DOUBLE_EQ(t.iteration_time_s, t.training_time_s / 100);
+  EXPECT_DOUBLE_EQ(t.breakdown.entropy_s, 20 * 0.01 / 100);
+  EXPECT_DOUBLE_EQ(t.compressed_iteration_time_s, 1.5 + 14 * 0.01 / 70);
+  EXPECT_DOUBLE_EQ(t.comm_latency_s, before.comm_latency_s);  // the passes are compute, not communication
+  RunTotals unchanged = before;
+  add_entropy_passes(unchanged, 0, 0, 0.01);
+  EXPECT_DOUBLE_EQ(unchanged.training_time_s, before.training_time_s);
+}
+
 TEST(Breakdown, PartsSumToTheIterationTime) {
   for (const auto& r : {fake(2.0, {0.9, 0.4}), fake(1.0, {0.05, 0.3})}) {
     const IterationBreakdown b = breakdown(r);
@@ -137,6 +155,9 @@ TEST(PlanPolicy, WarmUpThenRanksFromTheController) {
   EXPECT_EQ(st.schedule.plan_at(94), plan({64, 64}));
   const PolicyRun ed = plan_policy(controller("edgc"), g, 95, flat);
   EXPECT_EQ(ed.schedule.plan_at(94), plan({64, 64}));
+  // The GDS samples every round(1/α) = 5th iteration: 0, 5, …, 90 (19), of which 30, 35, …, 90 (13) compressed.
+  EXPECT_EQ(ed.sampled_iterations, 19);
+  EXPECT_EQ(ed.sampled_compressed_iterations, 13);
 }
 
 }  // namespace

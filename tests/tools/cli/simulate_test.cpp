@@ -111,6 +111,19 @@ TEST_F(Simulate, TotalsAreSegmentWeightedConfigurationTimes) {
       }
     }
     EXPECT_EQ(end, 120);
+    // edgc reads entropy and pays the GDS's passes at its sampled iterations (α 0.2 of small.json: every 5th); the
+    // other policies measure nothing.
+    double entropy = 0.0;
+    if (run["policy"] == "edgc") {
+      ASSERT_TRUE(run.contains("entropy_passes"));
+      EXPECT_EQ(run["entropy_passes"]["sampled_iterations"].get<std::int64_t>(), 24);
+      EXPECT_GT(run["entropy_passes"]["pass_s"].get<double>(), 0.0);
+      entropy = 24 * run["entropy_passes"]["pass_s"].get<double>();
+      total += entropy;
+    } else {
+      EXPECT_FALSE(run.contains("entropy_passes"));
+    }
+    EXPECT_NEAR(run["breakdown"]["entropy_s"].get<double>(), entropy / 120, 1e-15);
     EXPECT_NEAR(run["training_time_s"].get<double>(), total, 1e-12 * total);
     EXPECT_NEAR(run["comm_latency_s"].get<double>(), latency / 120, 1e-12 * latency);
     EXPECT_NEAR(run["speedup_vs_none"].get<double>(), base / total, 1e-12);
@@ -120,7 +133,8 @@ TEST_F(Simulate, TotalsAreSegmentWeightedConfigurationTimes) {
     const auto& b = run["breakdown"];
     EXPECT_NEAR(b["compute_s"].get<double>() + b["tp_comm_s"].get<double>() + b["bubble_s"].get<double>() +
                     b["exposed_dp_comm_s"].get<double>() + b["embedding_sync_s"].get<double>() +
-                    b["optimizer_s"].get<double>() + b["exposed_compression_s"].get<double>(),
+                    b["optimizer_s"].get<double>() + b["exposed_compression_s"].get<double>() +
+                    b["entropy_s"].get<double>(),
                 run["iteration_time_s"].get<double>(), 1e-9);
   }
   // Every distinct rank vector simulated exactly once, and nothing simulated that no run uses.

@@ -11,6 +11,7 @@
 
 #include "cache_entry.hpp"
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/controller.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/engine/fidelity.hpp"
 #include "edgc/engine/replay.hpp"
@@ -24,6 +25,7 @@
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
+#include "edgc/sim/kernel_model.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/memory.hpp"
 #include "edgc/sim/whole_run.hpp"
@@ -641,6 +643,15 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   const int gpus = cl.total_gpus();
   std::vector<sim::RunTotals> totals;
   for (const PolicyRun& r : runs) totals.push_back(sim::accumulate(r.schedule, cache.plans, cache.results));
+  // An entropy-reading policy pays the GDS's passes at every sampled iteration, on its slowest stage.
+  double entropy_pass_s = 0.0;
+  for (int s = 0; s < in.setup.parallel.pp; ++s)
+    entropy_pass_s = std::max(entropy_pass_s, sim::entropy_pass_s(in.setup.model, in.setup.parallel, cl.gpu,
+                                                                  in.setup.cost, s, in.compression.gds.beta));
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (core::reads_entropy(runs[i].policy))
+      sim::add_entropy_passes(totals[i], runs[i].sampled_iterations, runs[i].sampled_compressed_iterations,
+                              entropy_pass_s);
   const sim::RunTotals& base = totals.front();
   const auto gpu_hours_of = [gpus](const sim::RunTotals& t) { return t.training_time_s / 3600.0 * gpus; };
 
@@ -658,8 +669,12 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   result.simulations = static_cast<std::int64_t>(cache.plans.size());
   result.composition = cache.compose ? "stage-separable" : "exact";
   result.simulated_iterations = static_cast<std::int64_t>(cache.simulated_plans.size());
-  for (std::size_t i = 0; i < runs.size(); ++i)
+  for (std::size_t i = 0; i < runs.size(); ++i) {
     result.runs.push_back(result_run(runs[i], totals[i], base, gpu_hours_of(totals[i]), cl.price_per_gpu_hour_usd));
+    if (core::reads_entropy(runs[i].policy))
+      result.runs.back().detail["entropy_passes"] = {{"sampled_iterations", runs[i].sampled_iterations},
+                                                     {"pass_s", entropy_pass_s}};
+  }
   set_fidelity(result, in, schedules, out.warnings);
   result.entropy_series = entropy_series(*in.source, in.setup.parallel.pp, in.iterations);
   if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);

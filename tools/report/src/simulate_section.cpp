@@ -57,13 +57,14 @@ StackedBarChart communication_chart(const SimulateResult& r, const TimeUnit& u) 
   StackedBarChart c;
   c.title = "Exposed communication per iteration";
   c.y_label = std::string("time per iteration (") + u.name + ")";
-  c.components = {"TP comm", "exposed DP comm", "embedding sync", "exposed compression"};
-  c.colours = {"#76b7b2", "#e15759", "#9c755f", "#f28e2b"};
+  c.components = {"TP comm", "exposed DP comm", "embedding sync", "exposed compression", "entropy (GDS)"};
+  c.colours = {"#76b7b2", "#e15759", "#9c755f", "#f28e2b", "#b07aa1"};
   for (const SimulatedRun& run : r.runs) {
     const Breakdown& b = *run.breakdown;
     c.categories.push_back(run.policy);
     c.values.push_back({b.tp_comm_s * u.per_second, b.exposed_dp_comm_s * u.per_second,
-                        b.embedding_sync_s * u.per_second, b.exposed_compression_s * u.per_second});
+                        b.embedding_sync_s * u.per_second, b.exposed_compression_s * u.per_second,
+                        b.entropy_s * u.per_second});
   }
   return c;
 }
@@ -81,23 +82,24 @@ void add_breakdown(Section& s, const SimulateResult& r) {
   StackedBarChart c;
   c.title = "Where an iteration's time goes";
   c.y_label = std::string("time per iteration (") + u.name + ")";
-  c.components = {"compute",        "TP comm",        "pipeline bubble",    "exposed DP comm",
-                  "embedding sync", "optimizer step", "exposed compression"};
-  c.colours = {"#4e79a7", "#76b7b2", "#bab0ac", "#e15759", "#9c755f", "#59a14f", "#f28e2b"};
+  c.components = {"compute",        "TP comm",        "pipeline bubble",     "exposed DP comm",
+                  "embedding sync", "optimizer step", "exposed compression", "entropy (GDS)"};
+  c.colours = {"#4e79a7", "#76b7b2", "#bab0ac", "#e15759", "#9c755f", "#59a14f", "#f28e2b", "#b07aa1"};
   std::string compression;
   for (const SimulatedRun& run : r.runs) {
     const Breakdown& b = *run.breakdown;
     c.categories.push_back(run.policy);
     c.values.push_back({b.compute_s * u.per_second, b.tp_comm_s * u.per_second, b.bubble_s * u.per_second,
                         b.exposed_dp_comm_s * u.per_second, b.embedding_sync_s * u.per_second,
-                        b.optimizer_s * u.per_second, b.exposed_compression_s * u.per_second});
+                        b.optimizer_s * u.per_second, b.exposed_compression_s * u.per_second,
+                        b.entropy_s * u.per_second});
     if (run.policy != "none" && std::isfinite(b.compression_s))
       compression += (compression.empty() ? "" : ", ") + run.policy + " " +
                      fmt_compact(b.compression_s * u.per_second, 3) + " " + u.name;
   }
   s.blocks.emplace_back(
       FigureGroup{{{"simulate-breakdown", render(c, "simulate-breakdown"),
-                    "Mean per iteration over the whole run; the seven parts add up to the "
+                    "Mean per iteration over the whole run; the eight parts add up to the "
                     "iteration time. Only the compression compute that the pipeline cannot "
                     "hide is stacked."},
                    {"simulate-communication", render(communication_chart(r, u), "simulate-communication"),

@@ -54,14 +54,14 @@ void print_result_summary(std::ostream& os, const ResultDocument& r) {
   }
   os << "\nper iteration (mean over the run), seconds\n";
   Table b({"policy", "compute", "TP comm", "bubble+PP", "exposed DP", "embedding", "optimizer", "exposed compress",
-           "compress total", "PP transfers", "PP compress", "PP MB sent"});
+           "entropy", "compress total", "PP transfers", "PP compress", "PP MB sent"});
   for (const ResultRun& x : r.runs) {
     if (!x.breakdown) continue;
     const sim::IterationBreakdown& d = *x.breakdown;
     b.add_row({x.policy, fmt_f(d.compute_s, 3), fmt_f(d.tp_comm_s, 3), fmt_f(d.bubble_s, 3),
                fmt_f(d.exposed_dp_comm_s, 3), fmt_f(d.embedding_sync_s, 3), fmt_f(d.optimizer_s, 3),
-               fmt_f(d.exposed_compression_s, 4), fmt_f(d.compression_s, 4), fmt_f(d.pp_comm_s, 3),
-               fmt_f(d.pp_compression_s, 4), fmt_f(d.pp_send_bytes / 1e6, 1)});
+               fmt_f(d.exposed_compression_s, 4), fmt_f(d.entropy_s, 5), fmt_f(d.compression_s, 4),
+               fmt_f(d.pp_comm_s, 3), fmt_f(d.pp_compression_s, 4), fmt_f(d.pp_send_bytes / 1e6, 1)});
   }
   b.print(os);
 }

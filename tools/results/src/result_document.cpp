@@ -64,7 +64,7 @@ ordered_json run_json(const ResultRun& run) {
 // ---- reading ----
 
 sim::IterationBreakdown read_breakdown(const JsonNode& b) {
-  // embedding_sync_s, optimizer_s and the pp_* figures are absent from documents written before they were
+  // embedding_sync_s, optimizer_s, entropy_s and the pp_* figures are absent from documents written before they were
   // modelled: 0 there.
   const auto zero_if_absent = [&](const char* key) {
     const double v = b.optional_number(key);
@@ -77,6 +77,7 @@ sim::IterationBreakdown read_breakdown(const JsonNode& b) {
           .embedding_sync_s = zero_if_absent("embedding_sync_s"),
           .optimizer_s = zero_if_absent("optimizer_s"),
           .exposed_compression_s = b.number_at("exposed_compression_s"),
+          .entropy_s = zero_if_absent("entropy_s"),
           .compression_s = b.optional_number("compression_s"),
           .pp_comm_s = zero_if_absent("pp_comm_s"),
           .pp_compression_s = zero_if_absent("pp_compression_s"),

@@ -12,6 +12,7 @@ nlohmann::ordered_json breakdown_json(const sim::IterationBreakdown& b) {
           {"embedding_sync_s", b.embedding_sync_s},
           {"optimizer_s", b.optimizer_s},
           {"exposed_compression_s", b.exposed_compression_s},
+          {"entropy_s", b.entropy_s},
           {"compression_s", b.compression_s},
           {"pp_comm_s", b.pp_comm_s},
           {"pp_compression_s", b.pp_compression_s},

@@ -108,6 +108,8 @@ const std::vector<std::string>& policy_names();
 
 /// Whether `name` is one of policy_names().
 bool is_policy(std::string_view name);
+/// Whether the policy decides from gradient entropy (edgc, edgc-pp), and so pays for the GDS's entropy passes.
+bool reads_entropy(std::string_view policy);
 
 /// Validates the config (ConfigError naming `where` and the field) and builds the named policy. A compressing
 /// policy given stage_shapes (one per stage) also checks that r_max does not exceed any stage's matrix rank.

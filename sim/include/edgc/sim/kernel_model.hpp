@@ -73,6 +73,17 @@ PassTime head_time(const ModelSpec& model, const ParallelSpec& parallel, const G
 PassTime embedding_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                         const CostParams& params);
 
+/// Parameter tensors of one transformer layer (GPT-2 / Megatron): the QKV, projection, fc1 and fc2 weights and
+/// biases, and two LayerNorms' weight and bias.
+inline constexpr int kTensorsPerLayer = 12;
+
+/// Seconds of the GDS's entropy measurement on one GPU of `stage` at one sampled iteration: a moments pass and a
+/// histogram pass (kernels/stage_entropy.hpp) over the β-sampled share of the GPU's gradient (grad_bytes() per
+/// element; block sampling reads about β of the bytes), each pass one kernel per parameter tensor
+/// (kTensorsPerLayer per layer of the stage). HBM-bound at hbm_efficiency plus gpu.kernel_overhead_us per kernel.
+double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                      const CostParams& params, int stage, double beta);
+
 /// Seconds of the optimizer step on one GPU of `stage`: params.optimizer_step_s when ≥ 0, else the HBM model above.
 double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                         const CostParams& params, int stage);

@@ -37,6 +37,8 @@ struct PolicyRun {
   std::optional<std::int64_t> warmup_end;        ///< first iteration with compression, if any
   std::map<std::string, std::int64_t> bindings;  ///< windows × stages per rank binding after warm-up
   std::int64_t windows = 0;
+  std::int64_t sampled_iterations = 0;             ///< iterations the GDS measured entropy at (every round(1/α)-th)
+  std::int64_t sampled_compressed_iterations = 0;  ///< of them, those where a stage's DP sync used PowerSGD
 };
 
 /// Runs `controller` (policy, stages and stage_shapes set) over `iterations` iterations in windows of

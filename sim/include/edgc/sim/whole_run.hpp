@@ -45,6 +45,8 @@ std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& sc
 ///  * optimizer_s, embedding_sync_s: the optimizer step and the first ↔ last stage embedding all-reduce of the
 ///    stage that finishes last, as far as the tail after the pipeline end leaves room for them;
 ///  * exposed_compression_s: the rest of the tail after the pipeline end (PowerSGD compute on that stage);
+///  * entropy_s: the GDS's entropy passes of an entropy-reading policy (add_entropy_passes; 0 in one simulated
+///    iteration);
 ///  * compression_s: PowerSGD compute of the slowest stage, hidden or not (not part of the sum);
 ///  * pp_comm_s, pp_compression_s, pp_send_bytes: the pipeline's transfers (their summed transfer times), the
 ///    compression of its backward messages (sender and receiver) and the bytes sent, of the stage with the most of
@@ -57,6 +59,7 @@ struct IterationBreakdown {
   double embedding_sync_s = 0.0;
   double optimizer_s = 0.0;
   double exposed_compression_s = 0.0;
+  double entropy_s = 0.0;
   double compression_s = 0.0;
   double pp_comm_s = 0.0;
   double pp_compression_s = 0.0;
@@ -108,5 +111,10 @@ struct RunTotals {
 /// plans[i]. Throws InternalError when a segment's plan is missing from `plans`.
 RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>& plans,
                      const std::vector<IterationResult>& results);
+
+/// Adds the GDS's entropy measurement to a run: each of the `sampled` iterations (`sampled_compressed` of them
+/// compressed) takes `pass_s` longer, as breakdown.entropy_s. The passes read the gradient after the last backward
+/// and before the DP sync, so they are taken as exposed: an upper bound where a stage's sync ends early.
+void add_entropy_passes(RunTotals& totals, std::int64_t sampled, std::int64_t sampled_compressed, double pass_s);
 
 }  // namespace edgc::sim
