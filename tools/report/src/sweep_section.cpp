@@ -334,8 +334,10 @@ void add_time_error(Section& s, const Sweep& sweep) {
     const bool dominated = std::any_of(entries.begin(), entries.end(), [&](const Entry& o) {
       return o.hours <= e.hours && o.error <= e.error && (o.hours < e.hours || o.error < e.error);
     });
-    c.points.push_back({e.hours, e.error, e.run->policy + " " + params_label(*e.point), dominated ? 1u : 0u,
-                        e.run->policy == "none" ? "none" : "p" + std::to_string(e.point->point)});
+    // Without compression the compression settings mean nothing: "none" alone says what the point is.
+    const bool none = e.run->policy == "none";
+    c.points.push_back({e.hours, e.error, none ? "none" : e.run->policy + " " + params_label(*e.point),
+                        dominated ? 1u : 0u, none ? "" : "p" + std::to_string(e.point->point)});
   }
   s.blocks.emplace_back(FigureGroup{
       {{"sweep-time-error", render(c, "sweep-time-error"),
