@@ -214,7 +214,7 @@ TEST(Report, SweepsAndPlansShowTheTimeErrorTradeOffAndWhichDifferencesAreNoise) 
   const std::string te = read_file(dir / "report/sweep-time-error.svg");
   EXPECT_EQ(count(te, "<circle class=\"mark point\""), 32U);
   EXPECT_EQ(count(te, "class=\"front\""), 1U);
-  EXPECT_EQ(count(te, "class=\"threshold\""), 0U);  // no budget in this spec
+  EXPECT_EQ(count(te, "class=\"threshold\""), 0U);                      // no budget in this spec
   EXPECT_NE(te.find("<title>none: training time"), std::string::npos);  // no compression settings on none
   EXPECT_NE(te.find("<title>edgc alpha=0.2 r_min=16 window=5: training time"), std::string::npos);
   const std::string html = read_file(dir / "report.html");
