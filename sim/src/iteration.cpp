@@ -704,6 +704,10 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
   return tp_rings_are_contention_free(platform, layout, make_tp_groups(platform, layout));
 }
 
+bool dp_compressed(const DpSyncPlan& plan) {
+  return std::any_of(plan.begin(), plan.end(), [](const StageSync& s) { return s.powersgd_rank > 0; });
+}
+
 DpSyncPlan uncompressed_plan(int pp) { return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0))); }
 
 DpSyncPlan powersgd_plan(int pp, int rank, int pp_rank) {

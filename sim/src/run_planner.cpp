@@ -58,13 +58,12 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
     double loss_sum = 0.0;
     int loss_n = 0;
     const std::int64_t period = sampler.period();
-    const bool dp_compressed =
-        std::any_of(plan.begin(), plan.end(), [](const StageSync& x) { return x.powersgd_rank > 0; });
+    const bool sync_compressed = dp_compressed(plan);
     for (std::int64_t it = (first + period - 1) / period * period; it < end; it += period) {
       const double f = static_cast<double>(it) / n;
       ++obs.sampled_iterations;
       ++run.sampled_iterations;
-      if (dp_compressed) ++run.sampled_compressed_iterations;
+      if (sync_compressed) ++run.sampled_compressed_iterations;
       for (std::size_t s = 0; s < stages; ++s) window.add(s, source.at(static_cast<int>(s), f));
       for (std::size_t s = 1; boundaries && s < stages; ++s)
         if (const auto b = source.boundary(static_cast<int>(s), f)) boundary_window.add(s, *b);

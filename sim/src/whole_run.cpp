@@ -93,8 +93,7 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.training_time_s += w * r.iteration_s;
     const double latency = comm_latency_s(r);
     latency_sum += w * latency;
-    const bool compressed =
-        std::any_of(seg.plan.begin(), seg.plan.end(), [](const StageSync& s) { return s.powersgd_rank > 0; });
+    const bool compressed = dp_compressed(seg.plan);
     if (compressed) {
       t.compressed_iterations += n;
       compressed_latency_sum += w * latency;

@@ -207,6 +207,7 @@ struct NumericAxis {
   bool log = false;
 };
 
+// Logarithmic only when every value is positive (r covers every drawn value): a log axis cannot place 0.
 NumericAxis scatter_axis(const Range& r, AxisScale kind, int target) {
   const bool positive = !r.empty() && r.lo > 0.0;
   const bool log = positive && (kind == AxisScale::kLog || (kind == AxisScale::kAuto && r.hi / r.lo >= 10.0));
@@ -237,15 +238,8 @@ std::string render(const ScatterChart& c, const std::string& id) {
   std::vector<LegendItem> legend;
   for (const ScatterGroup& g : c.groups) legend.push_back({g.name, g.colour, LegendItem::Kind::kDot});
   const double top = plot::draw_header(svg, c.width, c.title, legend);
-  NumericAxis ya = scatter_axis(yr, c.y_scale, 5);
-  NumericAxis xa = scatter_axis(xr, c.x_scale, 6);
-  // A log axis cannot show a zero or negative value: such points would vanish, so the axis stays linear.
-  const auto any_non_positive = [&](bool on_x) {
-    return std::any_of(c.points.begin(), c.points.end(),
-                       [&](const ScatterPoint& p) { return drawable(p) && (on_x ? p.x : p.y) <= 0.0; });
-  };
-  if (xa.log && any_non_positive(true)) xa = scatter_axis(xr, AxisScale::kLinear, 6);
-  if (ya.log && any_non_positive(false)) ya = scatter_axis(yr, AxisScale::kLinear, 5);
+  const NumericAxis ya = scatter_axis(yr, c.y_scale, 5);
+  const NumericAxis xa = scatter_axis(xr, c.x_scale, 6);
   const Frame f{plot::y_axis_margin(ya.ticks), top, c.width - plot::kRightMargin, c.height - plot::kBottomMargin};
   const Scale y{ya.ticks.lo, ya.ticks.hi, f.bottom, f.top, ya.log};
   const Scale x{xa.ticks.lo, xa.ticks.hi, f.left, f.right, xa.log};
@@ -288,8 +282,7 @@ std::string render(const ScatterChart& c, const std::string& id) {
   }
 
   // Labels of the labelled groups, group 0 first, each point in order of x; they cover no point.
-  std::vector<std::pair<double, double>> anchors;
-  std::vector<const ScatterPoint*> labelled;
+  std::vector<plot::LabelRequest> requests;
   std::vector<plot::Box> obstacles;
   for (const ScatterPoint& p : c.points)
     if (drawable(p)) {
@@ -303,34 +296,10 @@ std::string render(const ScatterChart& c, const std::string& id) {
       if (p.group == g && drawable(p) && !p.label.empty()) in_group.push_back(&p);
     std::stable_sort(in_group.begin(), in_group.end(),
                      [](const ScatterPoint* a, const ScatterPoint* b) { return a->x < b->x; });
-    for (const ScatterPoint* p : in_group) {
-      anchors.emplace_back(x(p->x), y(p->y));
-      labelled.push_back(p);
-    }
+    for (const ScatterPoint* p : in_group) requests.push_back({x(p->x), y(p->y), p->label, p->short_label});
   }
-  std::vector<std::string> texts;
-  for (const ScatterPoint* p : labelled) texts.push_back(p->label);
-  std::vector<std::optional<plot::PlacedLabel>> placed = plot::place_labels(anchors, texts, 11.0, f, obstacles);
-  // Second chance with the short labels, around what is already placed.
-  std::vector<plot::Box> taken = obstacles;
-  for (const auto& l : placed)
-    if (l) taken.push_back(l->box);
-  std::vector<std::size_t> retry;
-  std::vector<std::pair<double, double>> retry_anchors;
-  std::vector<std::string> retry_texts;
-  for (std::size_t i = 0; i < placed.size(); ++i)
-    if (!placed[i] && !labelled[i]->short_label.empty()) {
-      retry.push_back(i);
-      retry_anchors.push_back(anchors[i]);
-      retry_texts.push_back(labelled[i]->short_label);
-    }
-  const auto short_placed = plot::place_labels(retry_anchors, retry_texts, 11.0, f, taken);
-  for (std::size_t i = 0; i < placed.size(); ++i)
-    if (placed[i]) svg.text(placed[i]->text_x, placed[i]->text_y, texts[i], R"(class="point-label" font-size="11")");
-  for (std::size_t k = 0; k < retry.size(); ++k)
-    if (short_placed[k])
-      svg.text(short_placed[k]->text_x, short_placed[k]->text_y, retry_texts[k],
-               R"(class="point-label" font-size="11")");
+  for (const auto& l : plot::place_labels(requests, 11.0, f, std::move(obstacles)))
+    if (l) svg.text(l->text_x, l->text_y, l->text, R"(class="point-label" font-size="11")");
   return svg.finish();
 }
 

@@ -1,6 +1,8 @@
 #include "edgc/report/plot.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 #include <optional>
 
 namespace edgc::report::plot {
@@ -45,15 +47,13 @@ double draw_header(SvgWriter& svg, double width, const std::string& title, const
   return y + 12.0;
 }
 
-std::vector<std::optional<PlacedLabel>> place_labels(const std::vector<std::pair<double, double>>& anchors,
-                                                     const std::vector<std::string>& texts, double font_px,
+std::vector<std::optional<PlacedLabel>> place_labels(const std::vector<LabelRequest>& requests, double font_px,
                                                      const Frame& frame, std::vector<Box> obstacles) {
-  std::vector<std::optional<PlacedLabel>> out(anchors.size());
+  std::vector<std::optional<PlacedLabel>> out(requests.size());
   const double h = font_px + 2.0;
-  constexpr double kGap = 8.0;  // from the anchor to the nearest edge of the label
-  for (std::size_t i = 0; i < anchors.size() && i < texts.size(); ++i) {
-    const auto [ax, ay] = anchors[i];
-    const double w = text_width(texts[i], font_px);
+  constexpr double kGap = 8.0;  // from the point to the nearest edge of the label
+  const auto place = [&](double ax, double ay, const std::string& text) -> std::optional<PlacedLabel> {
+    const double w = text_width(text, font_px);
     // Top-left corners: right, left, upper right, lower right, upper left, lower left, above, below.
     const std::pair<double, double> corners[] = {{ax + kGap, ay - h / 2},
                                                  {ax - kGap - w, ay - h / 2},
@@ -67,11 +67,14 @@ std::vector<std::optional<PlacedLabel>> place_labels(const std::vector<std::pair
       const Box b{x, y, w, h};
       if (b.x < frame.left || b.x + b.w > frame.right || b.y < frame.top || b.y + b.h > frame.bottom) continue;
       if (std::any_of(obstacles.begin(), obstacles.end(), [&](const Box& o) { return b.overlaps(o); })) continue;
-      out[i] = PlacedLabel{b, b.x, b.y + b.h - 3.0};
       obstacles.push_back(b);
-      break;
+      return PlacedLabel{b, b.x, b.y + b.h - 3.0, text};
     }
-  }
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i < requests.size(); ++i) out[i] = place(requests[i].x, requests[i].y, requests[i].text);
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (!out[i] && !requests[i].fallback.empty()) out[i] = place(requests[i].x, requests[i].y, requests[i].fallback);
   return out;
 }
 
@@ -112,14 +115,14 @@ bool rotate_categories(const std::vector<std::string>& labels, double band) {
 
 double category_left_margin(const std::vector<std::string>& labels, double left, double right) {
   const double n = static_cast<double>(std::max<std::size_t>(1, labels.size()));
-  // Rotated labels end at their band's centre and reach left by cos(35°) of their width (see draw_x_categories).
+  // Rotated labels end at their band's centre and reach left by cos(kRotation) of their width (draw_x_categories).
   for (int pass = 0; pass < 2; ++pass) {
     const double band = (right - left) / n;
     if (!rotate_categories(labels, band)) return left;
     double need = left;
     for (std::size_t i = 0; i < labels.size(); ++i) {
       // 8 px of air: text_width is an estimate.
-      const double reach = text_width(labels[i], kFont) * 0.82;
+      const double reach = text_width(labels[i], kFont) * std::cos(kRotation * std::numbers::pi / 180.0);
       need = std::max(need, reach - band * (static_cast<double>(i) + 0.5) + 8.0);
     }
     left = need;

@@ -52,19 +52,38 @@ TableBlock summary_table(const SimulateResult& r) {
   return t;
 }
 
-// The communication parts of the breakdown at their own scale: beside compute they are a sliver.
-StackedBarChart communication_chart(const SimulateResult& r, const TimeUnit& u) {
+// The parts of the iteration-time breakdown, bottom to top; they add up to the iteration time. `communication`:
+// drawn again at its own scale, where compression can shorten it.
+struct Part {
+  const char* name;
+  const char* colour;
+  double Breakdown::*field;
+  bool communication;
+};
+const Part kParts[] = {{"compute", "#4e79a7", &Breakdown::compute_s, false},
+                       {"TP comm", "#76b7b2", &Breakdown::tp_comm_s, true},
+                       {"pipeline bubble", "#bab0ac", &Breakdown::bubble_s, false},
+                       {"exposed DP comm", "#e15759", &Breakdown::exposed_dp_comm_s, true},
+                       {"embedding sync", "#9c755f", &Breakdown::embedding_sync_s, true},
+                       {"optimizer step", "#59a14f", &Breakdown::optimizer_s, false},
+                       {"exposed compression", "#f28e2b", &Breakdown::exposed_compression_s, true},
+                       {"entropy (GDS)", "#b07aa1", &Breakdown::entropy_s, true}};
+
+// Every policy's breakdown as stacked bars: all parts, or the communication parts only.
+StackedBarChart breakdown_chart(const SimulateResult& r, const TimeUnit& u, bool communication_only) {
   StackedBarChart c;
-  c.title = "Exposed communication per iteration";
+  c.title = communication_only ? "Exposed communication per iteration" : "Where an iteration's time goes";
   c.y_label = std::string("time per iteration (") + u.name + ")";
-  c.components = {"TP comm", "exposed DP comm", "embedding sync", "exposed compression", "entropy (GDS)"};
-  c.colours = {"#76b7b2", "#e15759", "#9c755f", "#f28e2b", "#b07aa1"};
+  for (const Part& part : kParts)
+    if (part.communication || !communication_only) {
+      c.components.push_back(part.name);
+      c.colours.push_back(part.colour);
+    }
   for (const SimulatedRun& run : r.runs) {
-    const Breakdown& b = *run.breakdown;
     c.categories.push_back(run.policy);
-    c.values.push_back({b.tp_comm_s * u.per_second, b.exposed_dp_comm_s * u.per_second,
-                        b.embedding_sync_s * u.per_second, b.exposed_compression_s * u.per_second,
-                        b.entropy_s * u.per_second});
+    std::vector<double>& values = c.values.emplace_back();
+    for (const Part& part : kParts)
+      if (part.communication || !communication_only) values.push_back(*run.breakdown.*part.field * u.per_second);
   }
   return c;
 }
@@ -79,30 +98,17 @@ void add_breakdown(Section& s, const SimulateResult& r) {
   double slowest = 0.0;
   for (const SimulatedRun& run : r.runs) slowest = std::max(slowest, run.iteration_time_s);
   const TimeUnit u = time_unit(slowest);
-  StackedBarChart c;
-  c.title = "Where an iteration's time goes";
-  c.y_label = std::string("time per iteration (") + u.name + ")";
-  c.components = {"compute",        "TP comm",        "pipeline bubble",     "exposed DP comm",
-                  "embedding sync", "optimizer step", "exposed compression", "entropy (GDS)"};
-  c.colours = {"#4e79a7", "#76b7b2", "#bab0ac", "#e15759", "#9c755f", "#59a14f", "#f28e2b", "#b07aa1"};
   std::string compression;
-  for (const SimulatedRun& run : r.runs) {
-    const Breakdown& b = *run.breakdown;
-    c.categories.push_back(run.policy);
-    c.values.push_back({b.compute_s * u.per_second, b.tp_comm_s * u.per_second, b.bubble_s * u.per_second,
-                        b.exposed_dp_comm_s * u.per_second, b.embedding_sync_s * u.per_second,
-                        b.optimizer_s * u.per_second, b.exposed_compression_s * u.per_second,
-                        b.entropy_s * u.per_second});
-    if (run.policy != "none" && std::isfinite(b.compression_s))
+  for (const SimulatedRun& run : r.runs)
+    if (run.policy != "none" && std::isfinite(run.breakdown->compression_s))
       compression += (compression.empty() ? "" : ", ") + run.policy + " " +
-                     fmt_compact(b.compression_s * u.per_second, 3) + " " + u.name;
-  }
+                     fmt_compact(run.breakdown->compression_s * u.per_second, 3) + " " + u.name;
   s.blocks.emplace_back(
-      FigureGroup{{{"simulate-breakdown", render(c, "simulate-breakdown"),
+      FigureGroup{{{"simulate-breakdown", render(breakdown_chart(r, u, false), "simulate-breakdown"),
                     "Mean per iteration over the whole run; the eight parts add up to the "
                     "iteration time. Only the compression compute that the pipeline cannot "
                     "hide is stacked."},
-                   {"simulate-communication", render(communication_chart(r, u), "simulate-communication"),
+                   {"simulate-communication", render(breakdown_chart(r, u, true), "simulate-communication"),
                     "The communication parts of the bars beside, at their own scale: what "
                     "compression can shorten."}}});
   if (!compression.empty())

@@ -91,7 +91,11 @@ class AxisLayout {
   std::vector<std::string> labels_;
 };
 
-const SweepRun* run_of(const LabelledPoint& p, const std::string& policy);
+const SweepRun* run_of(const LabelledPoint& p, const std::string& policy) {
+  for (const SweepRun& r : p.runs)
+    if (r.policy == policy) return &r;
+  return nullptr;
+}
 
 // Half-width of a figure's run-to-run noise at a point, in the figure's own units before Metric::scale: the 95 %
 // interval over the point's repeats; NaN when the point ran once (not measured).
@@ -120,12 +124,6 @@ const Metric kMetrics[] = {
     {"comm-reduction", "Comm-latency reduction vs none", "comm latency reduction (%)", "%", 100.0,
      &SweepRun::comm_latency_reduction_vs_none, &comm_reduction_noise},
     {"gradient-error", "Gradient error", "gradient error (%)", "%", 100.0, &SweepRun::gradient_error, nullptr}};
-
-const SweepRun* run_of(const LabelledPoint& p, const std::string& policy) {
-  for (const SweepRun& r : p.runs)
-    if (r.policy == policy) return &r;
-  return nullptr;
-}
 
 // The compressing policies, in the order sweep.json lists them, then any others the results hold.
 std::vector<std::string> compared_policies(const Sweep& s) {
@@ -162,7 +160,7 @@ CellMeans cell_means(const Sweep& s, const AxisLayout& x, const AxisLayout* y, c
     sum[*j * nx + *i] += r->*m.field * m.scale;
     ++count[*j * nx + *i];
     const double noise = m.noise ? m.noise(p, *r) * m.scale : 0.0;
-    if (std::isfinite(noise)) noise_seen = std::isfinite(noise_seen) ? std::max(noise_seen, noise) : noise;
+    noise_seen = std::fmax(noise_seen, noise);  // fmax skips NaN: the widest noise any point measured
   }
   CellMeans out{std::vector<double>(nx * ny, kNoValue), 0, noise_seen};
   for (std::size_t k = 0; k < sum.size(); ++k) {
@@ -257,7 +255,7 @@ void add_charts(Section& s, const Sweep& sweep, const std::vector<AxisLayout>& l
       if (!any_value(means.values)) continue;
       drawn = true;
       most_points = std::max(most_points, means.most_points);
-      if (std::isfinite(means.noise)) noise = std::isfinite(noise) ? std::max(noise, means.noise) : means.noise;
+      noise = std::fmax(noise, means.noise);
       if (y == nullptr) {
         Series series{policy, {}, std::move(means.values), "", false, false};
         for (std::size_t i = 0; i < series.y.size(); ++i)

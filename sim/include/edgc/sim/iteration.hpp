@@ -69,6 +69,8 @@ using DpSyncPlan = std::vector<StageSync>;
 
 /// Every stage uncompressed.
 DpSyncPlan uncompressed_plan(int pp);
+/// Whether any stage's DP sync uses PowerSGD (what makes an iteration "compressed" in the run figures).
+bool dp_compressed(const DpSyncPlan& plan);
 /// Every stage PowerSGD at `rank`; the backward pipeline messages at `pp_rank` (0 = uncompressed).
 DpSyncPlan powersgd_plan(int pp, int rank, int pp_rank = 0);
 

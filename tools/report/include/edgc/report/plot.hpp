@@ -56,18 +56,27 @@ struct Box {
   bool overlaps(const Box& o) const { return x < o.x + o.w && o.x < x + w && y < o.y + o.h && o.y < y + h; }
 };
 
-/// Where a label goes: its box, and the text anchor point (start of the baseline).
+/// A label to place beside the point (x, y), with a shorter text to try where the label does not fit.
+struct LabelRequest {
+  double x = 0.0;
+  double y = 0.0;
+  std::string text;
+  std::string fallback{};  ///< empty: none
+};
+
+/// Where a label goes: its box, the text anchor point (start of the baseline) and the text that fitted.
 struct PlacedLabel {
   Box box;
   double text_x = 0.0;
   double text_y = 0.0;
+  std::string text;
 };
 
-/// Places labels beside their anchor points (in order, first come first placed) so that no two overlap, none
-/// covers an obstacle (drawn points) and all stay inside the frame: each takes the first free of eight positions
-/// around its anchor, right and left before above and below; nullopt where none is free.
-std::vector<std::optional<PlacedLabel>> place_labels(const std::vector<std::pair<double, double>>& anchors,
-                                                     const std::vector<std::string>& texts, double font_px,
+/// Places labels beside their points so that no two overlap, none covers an obstacle (drawn points) and all stay
+/// inside the frame: each takes the first free of eight positions around its point, right and left before above
+/// and below. Every full text is tried first, in order; then the fallbacks of those that did not fit, around what
+/// is placed. nullopt where neither fits.
+std::vector<std::optional<PlacedLabel>> place_labels(const std::vector<LabelRequest>& requests, double font_px,
                                                      const Frame& frame, std::vector<Box> obstacles);
 
 /// Draws the title and, under it, the legend wrapped into rows; returns where the plot area may begin.
