@@ -379,6 +379,13 @@ TEST(ReportRejects, MalformedResultJsonNamingTheField) {
   EXPECT_NE(f.err.find("result.json: runs[1].training_time_s: expected a number"), std::string::npos) << f.err;
 
   j = ordered_json::parse(good);
+  j["runs"][1]["breakdown"]["entropy_s"] = "x";  // the GDS passes' part: optional, but a number when given
+  write_file(dir / "result.json", j.dump());
+  f = reject(dir, tmp);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("result.json: runs[1].breakdown.entropy_s: expected a number"), std::string::npos) << f.err;
+
+  j = ordered_json::parse(good);
   j["entropy_series"]["stages"][1]["histogram_nats"].erase(0);
   write_file(dir / "result.json", j.dump());
   f = reject(dir, tmp);
