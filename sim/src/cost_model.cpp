@@ -323,7 +323,7 @@ StepLine fit_rank(const std::vector<KernelTime>& profile, int rank) {
   double n = 0, se = 0, st = 0, see = 0, set = 0;
   for (const KernelTime& e : profile) {
     if (e.rank != rank) continue;
-    const double x = static_cast<double>(e.rows) * static_cast<double>(e.cols);
+    const double x = static_cast<double>(e.rows) * static_cast<double>(e.cols) * e.count;
     n += 1;
     se += x;
     st += e.step_s;
@@ -359,11 +359,32 @@ double profiled_batch_s(const std::vector<KernelTime>& profile, std::int64_t row
   const double elements = static_cast<double>(rows) * static_cast<double>(cols);
   const auto batch_at = [&](int r) {
     const StepLine line = fit_rank(profile, r);
+    for (const KernelTime& e : profile)  // this very batch, measured
+      if (e.rank == r && e.rows == rows && e.cols == cols && e.count == count) return e.step_s;
     for (const KernelTime& e : profile)  // a measured shape keeps its own time; only the fixed part is shared
-      if (e.rank == r && e.rows == rows && e.cols == cols) return line.fixed_s + (e.step_s - line.fixed_s) * count;
+      if (e.rank == r && e.rows == rows && e.cols == cols)
+        return line.fixed_s + (e.step_s - line.fixed_s) / e.count * count;
     return line.fixed_s + line.per_element_s * elements * count;
   };
   return (1.0 - w) * batch_at(ranks[lo]) + w * batch_at(ranks[hi]);
+}
+
+double profiled_copy_s(const std::vector<CopyTime>& profile, std::int64_t bytes) {
+  if (profile.empty()) throw InternalError("profiled_copy_s: empty copy profile");
+  std::vector<CopyTime> p = profile;
+  std::sort(p.begin(), p.end(), [](const CopyTime& a, const CopyTime& b) { return a.bytes < b.bytes; });
+  const auto x = static_cast<double>(bytes);
+  const auto at = [&](const CopyTime& a, const CopyTime& b) {  // along the line through a and b
+    const double slope = (b.seconds - a.seconds) / static_cast<double>(b.bytes - a.bytes);
+    return a.seconds + slope * (x - static_cast<double>(a.bytes));
+  };
+  if (bytes <= p.front().bytes) return p.front().seconds * x / static_cast<double>(p.front().bytes);
+  for (std::size_t i = 1; i < p.size(); ++i)
+    if (bytes <= p[i].bytes && p[i].bytes > p[i - 1].bytes) return at(p[i - 1], p[i]);
+  const std::size_t last = p.size() - 1;
+  if (last == 0 || p[last].bytes == p[last - 1].bytes)
+    return p[last].seconds * x / static_cast<double>(p[last].bytes);
+  return std::max(0.0, at(p[last - 1], p[last]));
 }
 
 }  // namespace edgc::sim

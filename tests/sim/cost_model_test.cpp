@@ -230,6 +230,32 @@ TEST(KernelProfile, ABatchPaysTheFixedPartOnce) {
   EXPECT_NEAR(profiled_batch_s(steep, 2000, 1000, 8, 2), 2 * 2e6 * per_element, 1e-12);
 }
 
+// Entries measured on batches (live measures its stages' batches): a batch counts as `count` matrices of its shape.
+// Rank 4: 4 × 1e6 elements in 1.4 ms and 1 × 1e6 in 0.5 ms → 0.2 ms fixed, 0.3 ms per matrix (0.3 ns per element).
+TEST(KernelProfile, BatchEntriesCountAsThatManyMatrices) {
+  const std::vector<KernelTime> profile = {{1000, 1000, 4, 1.4e-3, 4}, {1000, 1000, 4, 0.5e-3, 1}};
+  EXPECT_DOUBLE_EQ(profiled_batch_s(profile, 1000, 1000, 4, 4), 1.4e-3);  // this very batch
+  EXPECT_DOUBLE_EQ(profiled_batch_s(profile, 1000, 1000, 4, 1), 0.5e-3);
+  // Two matrices: the first entry of the shape (count 4) keeps its per-matrix part, (1.4 − 0.2) / 4 ms.
+  EXPECT_NEAR(profiled_batch_s(profile, 1000, 1000, 4, 2), 0.2e-3 + 2 * 0.3e-3, 1e-15);
+  // Another shape: fixed + per element.
+  EXPECT_NEAR(profiled_batch_s(profile, 2000, 1000, 4, 3), 0.2e-3 + 3 * 2e6 * 0.3e-9, 1e-15);
+  // One batch entry only: through the origin, so time per matrix = 1.2 ms / 4.
+  const std::vector<KernelTime> one = {{64, 64, 8, 1.2e-3, 4}};
+  EXPECT_NEAR(profiled_batch_s(one, 64, 64, 8, 2), 0.6e-3, 1e-15);
+}
+
+// Live's dense-buffer copies: linear between measured sizes, through the origin below, the last slope above.
+TEST(CopyProfile, LinearBetweenSizesProportionalBelowExtendedAbove) {
+  const std::vector<CopyTime> copies = {{4000, 2e-6}, {1000, 1e-6}};  // any order
+  EXPECT_DOUBLE_EQ(profiled_copy_s(copies, 1000), 1e-6);
+  EXPECT_DOUBLE_EQ(profiled_copy_s(copies, 500), 0.5e-6);
+  EXPECT_NEAR(profiled_copy_s(copies, 2500), 1.5e-6, 1e-18);
+  EXPECT_NEAR(profiled_copy_s(copies, 7000), 3e-6, 1e-18);
+  EXPECT_DOUBLE_EQ(profiled_copy_s({{1000, 1e-6}}, 3000), 3e-6);
+  EXPECT_THROW(profiled_copy_s({}, 3000), InternalError);
+}
+
 // A measured kernel profile replaces the roofline: exact shapes take their measured time, other ranks are
 // interpolated linearly per element, other shapes scale by element count from the nearest measured shape.
 TEST(KernelProfile, ExactShapesInterpolatedRanksAndScaledShapes) {

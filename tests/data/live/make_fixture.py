@@ -7,7 +7,8 @@ Cluster: one host, 4 ranks on one switch: per-rank link bandwidth B, per-hop lat
 Layout: pp 2 x dp 2, global rank = stage * dp + replica, local index = rank.
 Ring all-reduce of S bytes over D ranks: 2(D-1) * (L + S / (D * B)).
 Compression compute: the roofline of sim::powersgd_batch_s: per matrix max(8 m n e / HBM, 6 m n r / F) + 2 m r^2 / F,
-e = element bytes, F and HBM the achieved rates. As `edgc live` does, cluster.json holds them divided by the cost
+e = element bytes, F and HBM the achieved rates; plus the pack and unpack of the fused dense buffer, two copies
+(read + write each) of its bytes at HBM: 4 S / HBM (validate's model without a measured copy profile). As `edgc live` does, cluster.json holds them divided by the cost
 model's default efficiencies (compute.efficiency 0.4, compute.hbm_efficiency 0.85), so the defaults give them back.
 Sync of a stage = compute + its all-reduces (all stages start together, nothing shares a link);
 iteration = max over stages.
@@ -50,7 +51,7 @@ def stage_step(stage, rank):
         p = sum(c * m * r * E for m, n, r, c in mats)
         q = sum(c * n * r * E for m, n, r, c in mats)
         colls = [("dense", dense_only), ("P", p), ("Q", q)]
-    comp = compute(mats)
+    comp = compute(mats) + 4.0 * colls[0][1] / HBM  # colls[0] is the dense all-reduce
     timed = [{"kind": k, "bytes": b, "time_s": ring(b)} for k, b in colls]
     return {
         "rank": rank,

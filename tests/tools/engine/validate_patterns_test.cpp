@@ -70,7 +70,7 @@ TEST(ValidateCompute, OneCodePathWithTheSimulator) {
       validate::StagePattern sp;
       for (const sim::WeightMatrix& w : sim::stage_matrices(model, par, stage))
         if (sim::powersgd_compresses(w.rows, w.cols, rank)) sp.matrices.push_back({w.rows, w.cols, rank, w.count});
-      EXPECT_EQ(validate::modelled_compute_s(sp, 2, gpu, params),
+      EXPECT_EQ(validate::modelled_compute(sp, 2, gpu, params).batch_s,
                 sim::powersgd_compress_s(model, par, gpu, params, stage, rank))
           << "stage " << stage << " rank " << rank;
     }
@@ -81,7 +81,16 @@ TEST(ValidateCompute, OneCodePathWithTheSimulator) {
   unit.compute_efficiency = 1.0;
   unit.hbm_efficiency = 1.0;
   const double expected = 3 * (8.0 * 1000 * 2000 * 4 / 1e12 + 2.0 * 1000 * 4 / 1e14);
-  EXPECT_NEAR(validate::modelled_compute_s(one, 4, gpu, unit), expected, 1e-15);
+  EXPECT_NEAR(validate::modelled_compute(one, 4, gpu, unit).batch_s, expected, 1e-15);
+  EXPECT_EQ(validate::modelled_compute(one, 4, gpu, unit).copy_s, 0.0);  // no dense all-reduce, no copies
+
+  // The dense buffer: two copies (read + write each) at HBM speed, or the measured copy profile.
+  validate::StagePattern dense;
+  dense.collectives.push_back({"dense", 1000000});
+  EXPECT_NEAR(validate::modelled_compute(dense, 4, gpu, unit).copy_s, 4.0 * 1e6 / 1e12, 1e-18);
+  unit.copy_profile = {{500000, 1e-4}, {2000000, 4e-4}};
+  EXPECT_NEAR(validate::modelled_compute(dense, 4, gpu, unit).copy_s, 2e-4, 1e-15);
+  EXPECT_NEAR(validate::modelled_compute(dense, 4, gpu, unit).total_s(), 2e-4, 1e-15);
 }
 
 TEST(ValidatePlacement, RankGoesToNodeTimesGpusPerNodePlusLocal) {

@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -223,11 +224,85 @@ TEST_F(LiveFourRanks, ResultClusterAndTcomFitAreUsable) {
   EXPECT_DOUBLE_EQ(result["runs"][0]["speedup_vs_none"].get<double>(), 1.0);
   const json m = load(out_ / "measurements.json");
   ASSERT_EQ(m["tcom_fit"].size(), 2U);
-  for (const auto& f : m["tcom_fit"]) EXPECT_EQ(f["points"], 5);  // probe ranks 1, 2, 4, 8, 12
+  for (const auto& f : m["tcom_fit"]) {
+    EXPECT_EQ(f["points"], 8);  // probe ranks 1, 2, 3, 4, 6, 8, 10, 12: each compresses the 64 x 64 matrices
+    EXPECT_GE(f["eta_stderr_s"].get<double>(), 0.0);
+    EXPECT_TRUE(f["significant"].is_boolean());
+  }
+  for (const auto& p : m["tcom_points"]) {  // P + Q is part of the whole sync
+    EXPECT_GT(p["compressed_comm_s"].get<double>(), 0.0) << p;
+    EXPECT_LT(p["compressed_comm_s"].get<double>(), p["comm_s"].get<double>()) << p;
+  }
   // The cluster file is one the simulator accepts: simulate a collective on it.
   TempDir tmp;
   const CliRun c = edgc("collective --cluster " + (out_ / "cluster.json").string() + " --ranks 2 --maxbytes 1M", tmp);
   EXPECT_EQ(c.code, 0) << c.err;
+}
+
+// kernels.json: the probe's batches per rank (each stage compresses its 64 x 64 matrices together) and the dense
+// buffer's copies at the sizes the steps sent, uncompressed among them; cluster.json names it and calibration.json.
+TEST_F(LiveFourRanks, TheProbeWritesAKernelProfileOfItsBatchesAndCopies) {
+  const json m = load(out_ / "measurements.json");
+  std::set<std::int64_t> dense_sizes;  // every dense all-reduce of every step
+  std::map<int, int> matrices;         // rank → 64 x 64 matrices compressed per stage at that rank
+  for (const auto& run : m["runs"])
+    for (const auto& step : run["steps"])
+      for (const auto& st : step["stages"]) {
+        for (const auto& c : st["collectives"])
+          if (c["kind"] == "dense") dense_sizes.insert(c["bytes"].get<std::int64_t>());
+        for (const auto& g : st["matrices"]) matrices[g["rank"].get<int>()] = g["count"].get<int>();
+      }
+  const json k = load(out_ / "kernels.json");
+  EXPECT_EQ(k["schema"], "edgc.kernel_profile/1");
+  std::set<int> ranks;
+  for (const auto& e : k["entries"]) {
+    EXPECT_EQ(e["m"], 64);
+    EXPECT_EQ(e["n"], 64);
+    EXPECT_GT(e["step_s"].get<double>(), 0.0);
+    ranks.insert(e["r"].get<int>());
+    if (matrices.count(e["r"].get<int>())) {
+      EXPECT_EQ(e["count"], matrices[e["r"].get<int>()]) << e;
+    }
+  }
+  EXPECT_EQ(ranks, (std::set<int>{1, 2, 3, 4, 6, 8, 10, 12}));
+  std::set<std::int64_t> copy_sizes;
+  for (const auto& c : k["copies"]) copy_sizes.insert(c["bytes"].get<std::int64_t>());
+  for (const std::int64_t b : dense_sizes) EXPECT_TRUE(copy_sizes.count(b)) << b << " bytes sent dense, no copy timed";
+  const json cluster = load(out_ / "cluster.json");
+  EXPECT_EQ(cluster["compute"]["kernel_profile"], "kernels.json");
+  EXPECT_EQ(cluster["network"]["profile"], "calibrated");
+  EXPECT_EQ(cluster["network"]["calibration"], "calibration.json");
+  EXPECT_EQ(load(out_ / "calibration.json")["schema"], "edgc.calibration/1");
+  for (const auto& p : m["placement"]) EXPECT_GT(p["host_cores"].get<int>(), 0);
+}
+
+// The network profile reproduces what it was made from: validate simulates every calibration row on the live
+// cluster file; the probe's in-step rows, and the isolated rows outside their size range, come back exactly.
+TEST_F(LiveFourRanks, TheCalibratedProfileReproducesItsRows) {
+  TempDir tmp;
+  const CliRun v = edgc("validate --measured " + out_.string() + " --out " + (tmp / "v.json").string(), tmp);
+  ASSERT_EQ(v.code, 0) << v.err;
+  const json j = load(tmp / "v.json");
+  const auto& steps = j["calibration"]["step_rows"];
+  ASSERT_FALSE(steps.empty());
+  const std::int64_t lo = steps.front()["bytes"].get<std::int64_t>();
+  const std::int64_t hi = steps.back()["bytes"].get<std::int64_t>();
+  for (const auto& r : steps) EXPECT_LT(r["ape_pct"].get<double>(), 1e-6) << r;
+  int outside = 0;
+  for (const auto& r : j["calibration"]["rows"]) {
+    const std::int64_t b = r["bytes"].get<std::int64_t>();
+    if (b >= lo && b <= hi) continue;
+    EXPECT_LT(r["ape_pct"].get<double>(), 1e-6) << r;
+    ++outside;
+  }
+  EXPECT_GT(outside, 0);
+  // 4 ranks on a machine with fewer cores: the output says what that does to the figures.
+  const json m = load(out_ / "measurements.json");
+  if (m["placement"][0]["host_cores"].get<int>() < 4) {
+    EXPECT_NE(v.out.find("oversubscribed: 4 ranks on"), std::string::npos) << v.out;
+    EXPECT_NE(log_.find("oversubscribed: 4 ranks on"), std::string::npos) << log_;
+  }
+  EXPECT_NE(v.out.find("verdict: "), std::string::npos) << v.out;
 }
 
 TEST_F(LiveFourRanks, ValidateReportsPredictionErrors) {

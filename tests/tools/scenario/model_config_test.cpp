@@ -361,14 +361,21 @@ TEST(KernelProfileFile, ReadsEntriesSkipsFailedOnesAndRejectsBadFilesNamingTheFi
   };
   const auto good = write("good.json", R"({"schema": "edgc.kernel_profile/1", "device": "x", "entries": [
       {"m": 1920, "n": 5760, "r": 4, "step_s": 0.001, "ok": true},
-      {"m": 1920, "n": 5760, "r": 64, "step_s": 0.004},
-      {"m": 7, "n": 7, "r": 1, "step_s": 1.0, "ok": false}]})");
-  const auto profile = read_kernel_profile(good);
+      {"m": 1920, "n": 5760, "r": 64, "step_s": 0.004, "count": 3},
+      {"m": 7, "n": 7, "r": 1, "step_s": 1.0, "ok": false}],
+      "copies": [{"bytes": 1024, "step_s": 1e-6}, {"bytes": 4096, "step_s": 3e-6}]})");
+  const auto read = read_kernel_profile(good);
+  const auto& profile = read.entries;
   ASSERT_EQ(profile.size(), 2U);
+  EXPECT_EQ(profile[0].count, 1);
   EXPECT_EQ(profile[1].rows, 1920);
   EXPECT_EQ(profile[1].cols, 5760);
   EXPECT_EQ(profile[1].rank, 64);
+  EXPECT_EQ(profile[1].count, 3);
   EXPECT_DOUBLE_EQ(profile[1].step_s, 0.004);
+  ASSERT_EQ(read.copies.size(), 2U);
+  EXPECT_EQ(read.copies[1].bytes, 4096);
+  EXPECT_DOUBLE_EQ(read.copies[1].seconds, 3e-6);
   const std::pair<std::string, std::string> bad[] = {
       {R"({"schema": "other", "entries": []})", "schema"},
       {R"({"schema": "edgc.kernel_profile/1"})", "entries"},
@@ -378,6 +385,16 @@ TEST(KernelProfileFile, ReadsEntriesSkipsFailedOnesAndRejectsBadFilesNamingTheFi
        "entries[0].step_s"},
       {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1, "ok": false}]})",
        "entries"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1, "count": 0}]})",
+       "entries[0].count"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1}], "copies": {}})",
+       "copies"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1}],
+          "copies": [{"bytes": 8, "step_s": 1}, {"bytes": 8, "step_s": 2}]})",
+       "copies[1].bytes"},
+      {R"({"schema": "edgc.kernel_profile/1", "entries": [{"m": 2, "n": 2, "r": 1, "step_s": 1}],
+          "copies": [{"bytes": 8, "step_s": 0}]})",
+       "copies[0].step_s"},
       {R"(not json)", ""},
       {R"({"schema": 1, "entries": []})", "schema"},  // fuzz finding: was nlohmann's type_error, uncaught
   };

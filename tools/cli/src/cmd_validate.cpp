@@ -1,11 +1,14 @@
-// `edgc validate --measured DIR [--scenario F] [--set k=v]... [--out FILE] [--json]`: the run `edgc live` measured
-// (DIR/measurements.json), simulated on the cluster it ran on (DIR/<cluster_file>) or on another cluster and network
-// (--scenario), and the prediction error per collective, stage sync, iteration and compression compute
+// `edgc validate --measured DIR [--calibration DIR2 | --scenario F] [--set k=v]... [--out FILE] [--json]`: the run
+// `edgc live` measured (DIR/measurements.json), simulated on the cluster it ran on as priced by its own calibration
+// (DIR/<cluster_file>), by another live run's calibration (--calibration: an independent prediction), or on another
+// cluster and network (--scenario), and the prediction error per collective, stage sync, iteration and compression compute
 // (validate.hpp). Writes DIR/validate.json (schema edgc.validate/1) atomically and prints the tables.
 //
-// Compression compute is modelled with the roofline of sim::powersgd_batch_s at the cluster's GPU figures and the
-// compute.* knobs (defaults as for `edgc simulate`: compute.efficiency 0.4, compute.hbm_efficiency 0.85). Live's
-// cluster file is written for those defaults: it holds its measured GEMM rate and copy bandwidth divided by them.
+// Compute is priced by the cluster file's kernel profile (live writes kernels.json: its probe's PowerSGD batches and
+// dense-buffer copies), else by the roofline of sim::powersgd_batch_s at the cluster's GPU figures and the compute.*
+// knobs (defaults as for `edgc simulate`: compute.efficiency 0.4, compute.hbm_efficiency 0.85); live's cluster file
+// holds its measured GEMM rate and copy bandwidth divided by those defaults.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -14,9 +17,11 @@
 
 #include "cli.hpp"
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/median.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/engine/validate.hpp"
 #include "edgc/results/measurements.hpp"
+#include "edgc/results/table.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/scenario/config.hpp"
 #include "edgc/scenario/model_config.hpp"
@@ -61,20 +66,23 @@ Machine read_machine(const std::string& path, const std::vector<std::string>& se
 int run_validate_command(const std::vector<std::string>& args) {
   std::string measured;
   std::string scenario;
+  std::string calibration;
   std::vector<std::string> sets;
   std::string out;
   po::options_description opts;
   auto add = opts.add_options();
   add("measured", po::value(&measured)->required(),
       "directory written by 'edgc live' (measurements.json, cluster.json)");
+  add("calibration", po::value(&calibration),
+      "another 'edgc live' directory whose cluster file (its calibration: network profile, kernel profile) "
+      "prices this run: an independent prediction (default: DIR's own cluster file)");
   add("scenario", po::value(&scenario),
-      "cluster or scenario file with cluster and optional network and compute sections (default: DIR's cluster "
-      "file)");
+      "cluster or scenario file with cluster and optional network and compute sections (instead of --calibration)");
   add("set", po::value(&sets)->composing(), "override a key of the cluster file: dotted.key=value (repeatable)");
   add("out", po::value(&out), "output file (default DIR/validate.json)");
   add("json", "print validate.json instead of the tables");
   po::variables_map vm;
-  if (!parse("validate", "--measured DIR [--scenario F] [--set k=v]... [--out FILE] [--json]", opts, {}, args, vm))
+  if (!parse("validate", "--measured DIR [--calibration DIR2 | --scenario F] [--set k=v]... [--out FILE] [--json]", opts, {}, args, vm))
     return 0;
 
   // Everything is read and checked before the engine starts: bad input never leaves an output file behind.
@@ -82,10 +90,18 @@ int run_validate_command(const std::vector<std::string>& args) {
   if (!fs::is_directory(dir)) throw UsageError("--measured", "'" + measured + "' is not a directory");
   const std::string measurements_path = (dir / "measurements.json").string();
   const results::Measurements m = results::read_measurements(measurements_path);
+  if (!scenario.empty() && !calibration.empty())
+    throw UsageError("--calibration", "give --calibration or --scenario, not both");
+  // The run whose cluster file prices this one: this run, or the --calibration run.
+  const fs::path cal_dir = calibration.empty() ? dir : fs::path(calibration);
+  if (!fs::is_directory(cal_dir)) throw UsageError("--calibration", "'" + calibration + "' is not a directory");
+  const std::string cal_measurements_path = (cal_dir / "measurements.json").string();
+  const results::Measurements cal_m =
+      calibration.empty() ? m : results::read_measurements(cal_measurements_path);
   const bool live_cluster_file = scenario.empty();
-  const std::string cluster_path = live_cluster_file ? (dir / m.cluster_file).string() : scenario;
+  const std::string cluster_path = live_cluster_file ? (cal_dir / cal_m.cluster_file).string() : scenario;
   if (live_cluster_file && !fs::is_regular_file(cluster_path))
-    throw ConfigError(measurements_path, "cluster_file", "'" + cluster_path + "' is not a readable file");
+    throw ConfigError(cal_measurements_path, "cluster_file", "'" + cluster_path + "' is not a readable file");
   const Machine mc = read_machine(cluster_path, sets);
   const std::vector<int> gpus = engine::validate::platform_gpus(m, mc.cluster, mc.where);
   const fs::path out_path = out.empty() ? dir / "validate.json" : fs::path(out);
@@ -94,25 +110,48 @@ int run_validate_command(const std::vector<std::string>& args) {
     throw UsageError("--out", "'" + parent.string() + "' is not a directory");
 
   const engine::validate::Patterns patterns = engine::validate::extract_patterns(m);
-  std::vector<std::vector<double>> compute_s;
+  std::vector<std::vector<engine::validate::StageCompute>> compute;
   for (const engine::validate::StepPattern& p : patterns.distinct) {
-    auto& row = compute_s.emplace_back();
+    auto& row = compute.emplace_back();
     for (const engine::validate::StagePattern& s : p.stages)
-      row.push_back(engine::validate::modelled_compute_s(s, m.element_bytes, mc.cluster.gpu, mc.cost));
+      row.push_back(engine::validate::modelled_compute(s, m.element_bytes, mc.cluster.gpu, mc.cost));
   }
 
   const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine();
   sim::sg4::Engine& engine = *engine_ptr;
   const sim::Platform platform = sim::Platform::build(engine, mc.cluster, mc.network);
   const engine::validate::Simulated simulated =
-      engine::validate::simulate(engine, platform, m, patterns, compute_s, gpus);
+      engine::validate::simulate(engine, platform, m, patterns, compute, gpus);
   const engine::validate::Report report = engine::validate::compare(m, patterns, simulated);
 
   std::size_t steps = 0;
   for (const auto& run : m.runs) steps += run.steps.size();
   const std::string network = mc.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
+  // Where the prices come from, and how far this run's own calibration strays from them (machine drift).
+  const std::string calibrated_on = !scenario.empty()        ? "the file " + scenario
+                                    : calibration.empty()    ? "this run's own calibration phase"
+                                                             : "the live run " + cal_dir.string();
+  std::vector<double> ratios;
+  for (const auto& r : report.calibration.at("rows"))
+    if (r.at("measured_s").get<double>() > 0 && r.at("predicted_s").get<double>() > 0)
+      ratios.push_back(r.at("measured_s").get<double>() / r.at("predicted_s").get<double>());
+  const double drift = ratios.empty() ? std::nan("") : core::median(ratios);
+  std::vector<std::string> notes;
+  if (calibration.empty() && scenario.empty())
+    notes.push_back("priced by this run's own calibration: the steps are not fitted, but for an independent check run "
+                    "another configuration and pass this directory as its --calibration");
+  if (!calibration.empty() && std::isfinite(drift) && std::abs(drift - 1.0) > 0.1)
+    notes.push_back("machine drift: this run's calibration all-reduces took " + results::fmt_f(drift, 2) +
+                    "x (median over sizes) what the calibration run's profile gives; differences of that order are "
+                    "the machine changing between the runs, not the model");
+  for (const results::Measurements* x : {&m, &cal_m})
+    if (const std::string c = results::oversubscription_caveat(*x); !c.empty())
+      notes.push_back((x == &m ? "this run: " : "the calibration run: ") + c);
   const ordered_json header = {
       {"measurements", measurements_path},
+      {"calibrated_on", calibrated_on},
+      {"calibration_drift", std::isfinite(drift) ? ordered_json(drift) : ordered_json(nullptr)},
+      {"notes", notes},
       {"cluster_file", mc.where},
       {"cluster",
        {{"name", mc.cluster.name}, {"nodes", mc.cluster.nodes}, {"gpus_per_node", mc.cluster.gpus_per_node}}},
@@ -137,7 +176,10 @@ int run_validate_command(const std::vector<std::string>& args) {
   std::cout << "validate    " << measurements_path << ": " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp
             << ", " << m.comm << "/" << m.backend << "), " << m.runs.size() << " policies, " << steps << " steps, "
             << patterns.distinct.size() << " distinct step patterns simulated on '" << mc.cluster.name << "' ("
-            << mc.cluster.nodes << " x " << mc.cluster.gpus_per_node << " GPUs, " << network << " network)\n\n";
+            << mc.cluster.nodes << " x " << mc.cluster.gpus_per_node << " GPUs, " << network << " network), priced by "
+            << calibrated_on << "\n";
+  for (const std::string& n : notes) std::cout << "note: " << n << "\n";
+  std::cout << "\n";
   engine::validate::print_report(std::cout, report);
   std::cout << "\nwrote       " << out_path.string() << "\n";
   return 0;

@@ -25,9 +25,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 struct SimState {
   const results::Measurements* m = nullptr;
   const Patterns* patterns = nullptr;
-  const std::vector<std::vector<double>>* compute_s = nullptr;
+  const std::vector<std::vector<StageCompute>>* compute = nullptr;
   std::vector<sim::Group> stage_groups;  // per stage, members by replica
   sim::Group calibration;                // the first calibration.ranks members of stage 0's group
+  std::vector<results::Calibration::Row> calibration_rows;  // the calibration's rows, then its step rows
   sg4::BarrierPtr world;
   std::vector<std::vector<std::vector<double>>> shortest_s;  // [pattern][stage][collective], min over members
   std::vector<std::vector<double>> sync_s;                   // [pattern][stage], max over members
@@ -50,7 +51,7 @@ class RankActor {
       double& sync = state_->sync_s[p][static_cast<std::size_t>(place.stage)];
       sync = std::max(sync, sg4::Engine::get_clock() - t0);
     }
-    const auto& rows = state_->m->calibration.rows;
+    const auto& rows = state_->calibration_rows;
     const bool member = place.stage == 0 && place.replica < state_->calibration.size();
     for (std::size_t i = 0; i < state_->calibration_start_s.size(); ++i) {
       state_->world->wait();
@@ -69,23 +70,29 @@ class RankActor {
   void sync_stage(std::size_t p, int stage, int replica) const {
     const auto s = static_cast<std::size_t>(stage);
     const StagePattern& sp = state_->patterns->distinct[p].stages[s];
-    const double third_s = (*state_->compute_s)[p][s] / 3.0;
+    const StageCompute& c = (*state_->compute)[p][s];
+    const double third_s = c.batch_s / 3.0;
     int thirds_left = 3;
     const auto think = [&] {
       if (third_s > 0) sg4::this_actor::sleep_for(third_s);
       --thirds_left;
     };
-    int first_p = -1, last_p = -1, last_q = -1;
+    const auto copy_half = [&] {
+      if (c.copy_s > 0) sg4::this_actor::sleep_for(c.copy_s / 2);
+    };
+    int first_p = -1, last_p = -1, last_q = -1, dense = -1;
     for (int i = 0; i < static_cast<int>(sp.collectives.size()); ++i) {
       const std::string& kind = sp.collectives[static_cast<std::size_t>(i)].kind;
       if (kind == "P" && first_p < 0) first_p = i;
       if (kind == "P") last_p = i;
       if (kind == "Q") last_q = i;
+      if (kind == "dense" && dense < 0) dense = i;
     }
     if (first_p < 0) think();
     const sim::Group& group = state_->stage_groups[s];
     for (int i = 0; i < static_cast<int>(sp.collectives.size()); ++i) {
       if (i == first_p) think();
+      if (i == dense) copy_half();
       const double entered = sg4::Engine::get_clock();
       sim::all_reduce(group, replica, static_cast<std::uint64_t>(sp.collectives[static_cast<std::size_t>(i)].bytes));
       // Live records the SHORTEST duration of a call over the group's ranks: the last rank to arrive waits for
@@ -94,6 +101,7 @@ class RankActor {
       // so the compute before it, and a late stage, do not count as communication on either side.
       double& shortest = state_->shortest_s[p][s][static_cast<std::size_t>(i)];
       shortest = std::min(shortest, sg4::Engine::get_clock() - entered);
+      if (i == dense) copy_half();
       if (i == last_p) think();
       if (i == last_q) think();
     }
@@ -120,11 +128,32 @@ ordered_json row_json(const Row& r) {
   if (r.stage >= 0) j["stage"] = r.stage;
   if (!r.kind.empty()) j["kind"] = r.kind;
   j["count"] = r.stats.count;
+  j["median_measured_s"] = number_or_null(r.stats.quantile_measured(0.5));
+  j["p10_measured_s"] = number_or_null(r.stats.quantile_measured(0.1));
+  j["p90_measured_s"] = number_or_null(r.stats.quantile_measured(0.9));
   j["mean_measured_s"] = number_or_null(r.stats.mean_measured());
   j["mean_predicted_s"] = number_or_null(r.stats.mean_predicted());
+  j["error_pct"] = number_or_null(r.stats.error_pct());
   j["mape_pct"] = number_or_null(r.stats.mape_pct());
   j["max_ape_pct"] = number_or_null(r.stats.ape_count > 0 ? r.stats.max_ape_pct : kNaN);
+  if (const std::string d = r.dominant(); !d.empty()) {
+    const double n = static_cast<double>(r.stats.count);
+    j["mean_difference_s"] = {{"collectives", r.delta_collectives_s / n},
+                              {"compute", r.delta_compute_s / n},
+                              {"other", r.delta_other_s / n}};
+    j["dominant"] = d;
+  }
   return j;
+}
+
+// Linear between order statistics (the type-7 quantile of R and numpy); NaN for no values.
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(at));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
 double ape_pct(double measured, double predicted) {
@@ -136,13 +165,24 @@ std::string ms(double s) { return results::fmt_g(s * 1e3, 4); }
 // A number of the report's JSON, NaN for null.
 double num(const ordered_json& v) { return v.is_number() ? v.get<double>() : kNaN; }
 
+// "collectives −0.061 ms": the dominant part of a sync or iteration row and its mean predicted − measured.
+std::string dominant_text(const Row& r) {
+  const std::string d = r.dominant();
+  if (d.empty()) return "";
+  const double sum = d == "collectives" ? r.delta_collectives_s : d == "compute" ? r.delta_compute_s : r.delta_other_s;
+  const double mean_ms = sum / static_cast<double>(r.stats.count) * 1e3;
+  return d + " " + (mean_ms >= 0 ? "+" : "") + results::fmt_g(mean_ms, 3) + " ms";
+}
+
 void print_rows(std::ostream& os, const std::vector<Row>& rows) {
-  results::Table t({"category", "policy", "stage", "kind", "n", "measured ms", "predicted ms", "MAPE %", "max APE %"});
+  results::Table t({"category", "policy", "stage", "kind", "n", "measured ms", "p10-p90 ms", "predicted ms", "error %",
+                    "step MAPE %", "dominant difference"});
   for (const Row& r : rows)
     t.add_row({r.category, r.policy.empty() ? "all" : r.policy, r.stage >= 0 ? std::to_string(r.stage) : "all",
-               r.kind.empty() ? "" : r.kind, std::to_string(r.stats.count), ms(r.stats.mean_measured()),
-               ms(r.stats.mean_predicted()), results::fmt_f(r.stats.mape_pct(), 2),
-               results::fmt_f(r.stats.ape_count > 0 ? r.stats.max_ape_pct : kNaN, 2)});
+               r.kind.empty() ? "" : r.kind, std::to_string(r.stats.count), ms(r.stats.quantile_measured(0.5)),
+               ms(r.stats.quantile_measured(0.1)) + "-" + ms(r.stats.quantile_measured(0.9)),
+               ms(r.stats.mean_predicted()), results::fmt_f(r.stats.error_pct(), 2),
+               results::fmt_f(r.stats.mape_pct(), 2), dominant_text(r)});
   t.print(os);
 }
 
@@ -200,21 +240,27 @@ std::vector<int> platform_gpus(const results::Measurements& m, const sim::Cluste
   return gpus;
 }
 
-double modelled_compute_s(const StagePattern& stage, int element_bytes, const sim::GpuSpec& gpu,
-                          const sim::CostParams& params) {
-  double total_s = 0.0;
+StageCompute modelled_compute(const StagePattern& stage, int element_bytes, const sim::GpuSpec& gpu,
+                              const sim::CostParams& params) {
+  StageCompute c;
+  for (const CollectiveShape& coll : stage.collectives) {
+    if (coll.kind != "dense") continue;
+    c.copy_s += params.copy_profile.empty()
+                    ? 4.0 * static_cast<double>(coll.bytes) / (gpu.hbm_GBps * 1e9 * params.hbm_efficiency)
+                    : sim::profiled_copy_s(params.copy_profile, coll.bytes);
+  }
   for (const MatrixBatch& b : stage.matrices)
-    total_s += sim::powersgd_batch_s(b.rows, b.cols, b.rank, b.count, element_bytes, gpu, params);
-  return total_s;
+    c.batch_s += sim::powersgd_batch_s(b.rows, b.cols, b.rank, b.count, element_bytes, gpu, params);
+  return c;
 }
 
 Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const results::Measurements& m,
-                   const Patterns& patterns, const std::vector<std::vector<double>>& compute_s,
+                   const Patterns& patterns, const std::vector<std::vector<StageCompute>>& compute,
                    const std::vector<int>& gpus) {
   SimState st;
   st.m = &m;
   st.patterns = &patterns;
-  st.compute_s = &compute_s;
+  st.compute = &compute;
   const auto groups = stage_groups(m);
   for (std::size_t s = 0; s < groups.size(); ++s) {
     sim::Group& g = st.stage_groups.emplace_back(sim::Group{{}, "val-s" + std::to_string(s)});
@@ -224,8 +270,11 @@ Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const res
   if (m.calibration.ranks >= 2) {
     for (int i = 0; i < m.calibration.ranks; ++i)
       st.calibration.hosts.push_back(st.stage_groups[0].hosts[static_cast<std::size_t>(i)]);
-    st.calibration_start_s.assign(m.calibration.rows.size(), 0.0);
-    st.calibration_end_s.assign(m.calibration.rows.size(), 0.0);
+    st.calibration_rows = m.calibration.rows;
+    st.calibration_rows.insert(st.calibration_rows.end(), m.calibration.step_rows.begin(),
+                               m.calibration.step_rows.end());
+    st.calibration_start_s.assign(st.calibration_rows.size(), 0.0);
+    st.calibration_end_s.assign(st.calibration_rows.size(), 0.0);
   }
   const std::size_t pp = static_cast<std::size_t>(m.pp);
   for (const StepPattern& p : patterns.distinct) {
@@ -246,7 +295,7 @@ Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const res
     Prediction pr;
     pr.collective_s = st.shortest_s[p];
     pr.sync_s = st.sync_s[p];
-    pr.compute_s = compute_s[p];
+    for (const StageCompute& c : compute[p]) pr.compute_s.push_back(c.total_s());
     pr.iteration_s = *std::max_element(pr.sync_s.begin(), pr.sync_s.end());
     out.patterns.push_back(std::move(pr));
   }
@@ -255,11 +304,15 @@ Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const res
   return out;
 }
 
-void ErrorStats::add(double measured, double predicted) {
+void ErrorStats::add(double measured_s, double predicted_s, std::int64_t group) {
   ++count;
-  sum_measured += measured;
-  sum_predicted += predicted;
-  const double ape = ape_pct(measured, predicted);
+  sum_measured += measured_s;
+  sum_predicted += predicted_s;
+  measured.push_back(measured_s);
+  auto& g = groups[group >= 0 ? group : -count];
+  g.first.push_back(measured_s);
+  g.second = predicted_s;
+  const double ape = ape_pct(measured_s, predicted_s);
   if (std::isnan(ape)) return;
   ++ape_count;
   sum_ape_pct += ape;
@@ -268,32 +321,75 @@ void ErrorStats::add(double measured, double predicted) {
 double ErrorStats::mean_measured() const { return count > 0 ? sum_measured / static_cast<double>(count) : kNaN; }
 double ErrorStats::mean_predicted() const { return count > 0 ? sum_predicted / static_cast<double>(count) : kNaN; }
 double ErrorStats::mape_pct() const { return ape_count > 0 ? sum_ape_pct / static_cast<double>(ape_count) : kNaN; }
+double ErrorStats::quantile_measured(double q) const { return quantile(measured, q); }
+double ErrorStats::error_pct() const {
+  double weighted = 0.0;
+  double weight = 0.0;
+  for (const auto& [key, g] : groups) {
+    const double ape = ape_pct(quantile(g.first, 0.5), g.second);
+    if (std::isnan(ape)) continue;
+    weighted += ape * static_cast<double>(g.first.size());
+    weight += static_cast<double>(g.first.size());
+  }
+  return weight > 0 ? weighted / weight : kNaN;
+}
+
+std::string Row::dominant() const {
+  if (category != "sync" && category != "iteration") return "";
+  const double c = std::abs(delta_collectives_s), k = std::abs(delta_compute_s), o = std::abs(delta_other_s);
+  return c >= k && c >= o ? "collectives" : k >= o ? "compute" : "other";
+}
 
 Report compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated) {
   std::map<std::tuple<std::size_t, int, int, int>, Row> rows;
   std::map<int, Row> overall;
+  // A group of pairs shares one prediction: one pattern's stage's i-th value.
+  const auto group_of = [](std::size_t pattern, int stage, std::size_t i) {
+    return (static_cast<std::int64_t>(pattern) * 4096 + stage) * 4096 + static_cast<std::int64_t>(i);
+  };
+  struct Parts {  // predicted − measured of one stage's step
+    double collectives = 0, compute = 0, other = 0;
+  };
   const auto add = [&](std::size_t run, int cat, int stage, const std::string& kind, double measured,
-                       double predicted) {
+                       double predicted, std::int64_t group, const Parts* parts) {
     Row& r = rows[{run, cat, stage, kind.empty() ? -1 : kind_order(kind)}];
     if (r.category.empty()) r = Row{category_name(cat), m.runs[run].policy, stage, kind, {}};
-    r.stats.add(measured, predicted);
     Row& o = overall[cat];
     if (o.category.empty()) o.category = category_name(cat);
-    o.stats.add(measured, predicted);
+    for (Row* x : {&r, &o}) {
+      x->stats.add(measured, predicted, group);
+      if (!parts) continue;
+      x->delta_collectives_s += parts->collectives;
+      x->delta_compute_s += parts->compute;
+      x->delta_other_s += parts->other;
+    }
   };
   for (std::size_t r = 0; r < m.runs.size(); ++r) {
     for (std::size_t k = 0; k < m.runs[r].steps.size(); ++k) {
       const results::Step& step = m.runs[r].steps[k];
-      const Prediction& pr = simulated.patterns[patterns.of_step[r][k]];
+      const std::size_t pattern = patterns.of_step[r][k];
+      const Prediction& pr = simulated.patterns[pattern];
+      std::vector<Parts> parts;
+      std::size_t slowest = 0;
       for (std::size_t s = 0; s < step.stages.size(); ++s) {
         const results::StageStep& st = step.stages[s];
         const int stage = static_cast<int>(s);
-        for (std::size_t i = 0; i < st.collectives.size(); ++i)
-          add(r, kCollective, stage, st.collectives[i].kind, st.collectives[i].time_s, pr.collective_s[s][i]);
-        add(r, kSync, stage, "", st.sync_s, pr.sync_s[s]);
-        add(r, kCompute, stage, "", st.compute_s, pr.compute_s[s]);
+        Parts& d = parts.emplace_back();
+        double measured_comm = 0, predicted_comm = 0;
+        for (std::size_t i = 0; i < st.collectives.size(); ++i) {
+          add(r, kCollective, stage, st.collectives[i].kind, st.collectives[i].time_s, pr.collective_s[s][i],
+              group_of(pattern, stage, i), nullptr);
+          measured_comm += st.collectives[i].time_s;
+          predicted_comm += pr.collective_s[s][i];
+        }
+        d.collectives = predicted_comm - measured_comm;
+        d.compute = pr.compute_s[s] - st.compute_s;
+        d.other = (pr.sync_s[s] - predicted_comm - pr.compute_s[s]) - (st.sync_s - measured_comm - st.compute_s);
+        add(r, kSync, stage, "", st.sync_s, pr.sync_s[s], group_of(pattern, stage, 0), &d);
+        add(r, kCompute, stage, "", st.compute_s, pr.compute_s[s], group_of(pattern, stage, 0), nullptr);
+        if (st.sync_s > step.stages[slowest].sync_s) slowest = s;
       }
-      add(r, kIteration, -1, "", step.iteration_s, pr.iteration_s);
+      add(r, kIteration, -1, "", step.iteration_s, pr.iteration_s, group_of(pattern, 0, 0), &parts[slowest]);
     }
   }
   Report rep;
@@ -307,18 +403,28 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
                      {"bandwidth_Bps", cal.bandwidth_Bps},
                      {"rows", ordered_json::array()}};
   Row cal_row{category_name(kCalibration), "", -1, "", {}};
-  for (std::size_t i = 0; i < simulated.calibration_s.size(); ++i) {
+  for (std::size_t i = 0; i < std::min(simulated.calibration_s.size(), cal.rows.size()); ++i) {
     const auto& row = cal.rows[i];
     const double fit_s =
         cal.bandwidth_Bps > 0
             ? 2 * (d - 1) * cal.latency_s + 2 * (d - 1) / d * static_cast<double>(row.bytes) / cal.bandwidth_Bps
             : kNaN;
-    cal_row.stats.add(row.time_s, simulated.calibration_s[i]);
+    cal_row.stats.add(row.time_s, simulated.calibration_s[i], static_cast<std::int64_t>(i));
     rep.calibration["rows"].push_back({{"bytes", row.bytes},
                                        {"measured_s", row.time_s},
                                        {"fit_s", number_or_null(fit_s)},
                                        {"predicted_s", simulated.calibration_s[i]},
                                        {"ape_pct", number_or_null(ape_pct(row.time_s, simulated.calibration_s[i]))}});
+  }
+  // The probe's in-step all-reduces (simulated after the isolated rows): not part of the calibration row.
+  rep.calibration["step_rows"] = ordered_json::array();
+  for (std::size_t i = cal.rows.size(); i < simulated.calibration_s.size(); ++i) {
+    const auto& row = cal.step_rows[i - cal.rows.size()];
+    rep.calibration["step_rows"].push_back(
+        {{"bytes", row.bytes},
+         {"measured_s", row.time_s},
+         {"predicted_s", simulated.calibration_s[i]},
+         {"ape_pct", number_or_null(ape_pct(row.time_s, simulated.calibration_s[i]))}});
   }
   rep.calibration["mape_pct"] = number_or_null(cal_row.stats.mape_pct());
   rep.calibration["max_ape_pct"] = number_or_null(cal_row.stats.ape_count > 0 ? cal_row.stats.max_ape_pct : kNaN);
@@ -349,8 +455,13 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
                                   {"ape_pct", number_or_null(ape_pct(pt.comm_s, predicted))}});
   }
   for (const results::TcomFit& f : m.tcom_fit)
-    rep.tcom["fit"].push_back(
-        {{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}, {"points", f.points}});
+    rep.tcom["fit"].push_back({{"stage", f.stage},
+                               {"eta_s", f.eta_s},
+                               {"c_s", f.c_s},
+                               {"r2", f.r2},
+                               {"points", f.points},
+                               {"eta_stderr_s", f.eta_stderr_s},
+                               {"significant", f.significant}});
   return rep;
 }
 
@@ -385,10 +496,37 @@ ordered_json report_json(const Report& report, const Patterns& patterns, const S
     j["patterns"].push_back({{"iteration_s", pr.iteration_s}, {"stages", std::move(stages)}});
   }
   j["pattern_of_step"] = patterns.of_step;
+  j["verdict"] = verdict(report);
   return j;
 }
 
+std::string verdict(const Report& report) {
+  std::string fails;
+  std::string holds;
+  double worst = 0.0;
+  for (const Row& r : report.overall) {
+    if (r.category == "calibration") continue;
+    const double e = r.stats.error_pct();
+    if (std::isnan(e)) continue;
+    const double target = r.category == "iteration" || r.category == "sync" ? kIterationTargetPct : kPartTargetPct;
+    const std::string name = r.category == "sync" ? "stage sync" : r.category == "collective" ? "collectives" : r.category;
+    holds += (holds.empty() ? "" : ", ") + name + " " + results::fmt_f(e, 1) + " %";
+    worst = std::max(worst, e);
+    if (e > target) {
+      fails += (fails.empty() ? "" : "; ") + name + " off by " + results::fmt_f(e, 1) + " % (target " +
+               results::fmt_f(target, 0) + " %";
+      if (const std::string d = r.dominant(); !d.empty()) fails += ", mostly " + d;
+      fails += ")";
+    }
+  }
+  if (holds.empty()) return "nothing to compare";
+  if (!fails.empty()) return "predictions do not hold here: " + fails;
+  return "predictions hold within " + results::fmt_f(worst, 1) + " % here (" + holds + ")";
+}
+
 void print_report(std::ostream& os, const Report& report) {
+  os << "error % = |predicted - median measured| / median measured per step pattern, weighted by steps (the model "
+        "predicts the typical step; p10-p90 is the measured spread); step MAPE % = the same per step\n";
   print_rows(os, report.rows);
   os << "\noverall\n";
   print_rows(os, report.overall);
@@ -399,6 +537,16 @@ void print_report(std::ostream& os, const Report& report) {
     results::Table t({"bytes", "measured ms", "fit ms", "simulated ms", "APE %"});
     for (const auto& r : cal_rows)
       t.add_row({std::to_string(r.at("bytes").get<std::int64_t>()), ms(num(r.at("measured_s"))), ms(num(r.at("fit_s"))),
+                 ms(num(r.at("predicted_s"))), results::fmt_f(num(r.at("ape_pct")), 2)});
+    t.print(os);
+  }
+  const auto& step_rows = report.calibration.at("step_rows");
+  if (!step_rows.empty()) {
+    os << "\nthe probe's all-reduces inside steps (median per size; the network profile uses these over their size "
+          "range)\n";
+    results::Table t({"bytes", "measured ms", "simulated ms", "APE %"});
+    for (const auto& r : step_rows)
+      t.add_row({std::to_string(r.at("bytes").get<std::int64_t>()), ms(num(r.at("measured_s"))),
                  ms(num(r.at("predicted_s"))), results::fmt_f(num(r.at("ape_pct")), 2)});
     t.print(os);
   }
@@ -413,9 +561,11 @@ void print_report(std::ostream& os, const Report& report) {
     t.print(os);
     for (const auto& f : report.tcom.at("fit"))
       os << "  fit stage " << f.at("stage").get<int>() << ": T_com(r) = " << ms(f.at("eta_s").get<double>())
-         << " ms · r + " << ms(f.at("c_s").get<double>()) << " ms (R² " << results::fmt_f(f.at("r2").get<double>(), 3)
-         << ", " << f.at("points").get<int>() << " points)\n";
+         << " ms · r + " << ms(f.at("c_s").get<double>()) << " ms (eta +- " << ms(f.at("eta_stderr_s").get<double>())
+         << " ms, R² of P + Q " << results::fmt_f(f.at("r2").get<double>(), 3) << ", " << f.at("points").get<int>()
+         << " points)" << (f.at("significant").get<bool>() ? "" : ": the slope is noise, not for DAC") << "\n";
   }
+  os << "\nverdict: " << verdict(report) << "\n";
 }
 
 }  // namespace edgc::engine::validate

@@ -55,9 +55,23 @@ class LiveRun {
   std::unique_ptr<kernels::PowerSgd> make_psgd(int initial_rank) const;
   LocalStep timed_step(kernels::PowerSgd& psgd, const std::vector<int>& ranks, int stage_rank, Verifier* verify);
 
+  /// What the probe measured at one rank (medians over its repeats).
+  struct ProbePoint {
+    double comm_s = 0.0;     ///< Σ of the step's all-reduces, each the group's MIN
+    double compressed_comm_s = 0.0;  ///< the P and Q all-reduces alone
+    double compute_s = 0.0;  ///< the slowest replica's
+    double copy_s = 0.0;     ///< pack + unpack of the dense buffer, slowest replica
+    std::int64_t dense_bytes = 0;
+    std::vector<results::MatrixGroup> batches;
+    std::vector<double> batch_s;     ///< per batch, slowest replica
+    std::vector<std::int64_t> sizes;  ///< bytes of every all-reduce the step made
+    std::vector<std::pair<std::int64_t, double> > collectives;  ///< (bytes, group MIN) per call; replica 0 only
+  };
   void probe();
-  std::optional<std::pair<double, double> > probe_rank(int r);
+  std::optional<ProbePoint> probe_rank(int r);
   void gather_probe_points(const nlohmann::ordered_json& mine);
+  void gather_probe_profile(const nlohmann::ordered_json& kernels, const nlohmann::ordered_json& copies,
+                            const nlohmann::ordered_json& collectives);
 
   void run_policy(const std::string& policy);
   engine::ReplayOptions replay_options(const std::string& policy) const;
@@ -91,6 +105,8 @@ class LiveRun {
   std::int64_t verified_steps_ = 0;
   traces::Manifest trace_manifest_;
   std::vector<std::pair<std::string, BoundaryTotals> > boundary_totals_;
+  std::vector<std::int64_t> probed_sizes_;  ///< every all-reduce size of the probe's steps, all stages
+  nlohmann::ordered_json kernel_profile_;   ///< rank 0: kernels.json
 };
 
 }  // namespace edgc::live

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "edgc/results/result_document.hpp"
 #include "edgc/results/run_figures.hpp"
 #include "edgc/results/table.hpp"
+#include "calibration/fits.hpp"
 
 namespace edgc::live {
 
@@ -76,15 +78,18 @@ results::ResultRun result_run(const results::MeasuredRun& run, const RunTotals& 
 
 }  // namespace
 
-ordered_json cluster_json(const results::Measurements& m, const Rates& rates, const std::string& gpu_name) {
+ordered_json cluster_json(const results::Measurements& m, const Rates& rates, const std::string& gpu_name,
+                          bool kernel_profile) {
   int nodes = 0;
   int per_node = 0;
   std::map<int, int> count;
   for (const auto& p : m.placement) ++count[p.node];
   nodes = static_cast<int>(count.size());
   for (const auto& [node, c] : count) per_node = std::max(per_node, c);
-  const double latency_us = std::max(1e-3, m.calibration.latency_s * 1e6);
-  const double bw_GBps = m.calibration.bandwidth_Bps / 1e9;
+  const bool ring = m.calibration.ranks >= 2 && !m.calibration.rows.empty();
+  const RingProfile profile = ring ? ring_profile(m.calibration) : RingProfile{};
+  const double latency_us = std::max(1e-3, (ring ? profile.latency_s : m.calibration.latency_s) * 1e6);
+  const double bw_GBps = (ring ? profile.bandwidth_Bps : m.calibration.bandwidth_Bps) / 1e9;
   ordered_json sources = {
       {"cluster.gpu.peak_tflops",
        "fp32 GEMM rate the " + m.backend +
@@ -93,25 +98,53 @@ ordered_json cluster_json(const results::Measurements& m, const Rates& rates, co
       {"cluster.gpu.hbm_GBps",
        "memory copy (bytes read + written per second) of 32 MiB, median over ranks, divided by "
        "the default hbm_efficiency 0.85"},
-      {"cluster.intra_node", "ring alpha-beta fit of the dense all-reduce calibration over one DP group of " +
-                                 std::to_string(m.calibration.ranks) + " ranks (measurements.json calibration)"},
-      {"cluster.inter_node", "the same fit (one host: unused; several hosts: the groups' rings crossed hosts)"}};
-  return {{"description", "The machines `edgc live` ran on, as measured by it: " + std::to_string(m.world_size) +
-                              " ranks (" + m.comm + ", " + m.backend + " backend) on " + std::to_string(nodes) +
-                              " host(s)."},
-          {"sources", sources},
-          {"cluster",
-           {{"name", "live-" + (m.placement.empty() ? std::string("host") : m.placement[0].host)},
-            {"gpus_per_node", per_node},
-            {"nodes", nodes},
-            {"gpu",
-             {{"name", gpu_name},
-              {"peak_tflops", rates.gemm_flops / 0.4 / 1e12},
-              {"hbm_GBps", rates.copy_Bps / 0.85 / 1e9}}},
-            {"intra_node", {{"topology", "switch"}, {"bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}}},
-            {"inter_node",
-             {{"nics_per_node", 1}, {"nic_bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}, {"fabric", "star"}}},
-            {"price_per_gpu_hour_usd", 0.0}}}};
+      {"cluster.intra_node",
+       ring ? "latency: the alpha of the ring fit of the dense all-reduce calibration over one DP group of " +
+                  std::to_string(m.calibration.ranks) +
+                  " ranks (capped so that every row keeps a bandwidth part); bandwidth: the fastest row's "
+                  "(measurements.json calibration)"
+            : "no calibration (one rank per DP group): the copy bandwidth"},
+      {"cluster.inter_node", "the same (one host: unused; several hosts: the groups' rings crossed hosts)"}};
+  ordered_json cluster = {
+      {"name", "live-" + (m.placement.empty() ? std::string("host") : m.placement[0].host)},
+      {"gpus_per_node", per_node},
+      {"nodes", nodes},
+      {"gpu",
+       {{"name", gpu_name}, {"peak_tflops", rates.gemm_flops / 0.4 / 1e12}, {"hbm_GBps", rates.copy_Bps / 0.85 / 1e9}}},
+      {"intra_node", {{"topology", "switch"}, {"bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}}},
+      {"inter_node",
+       {{"nics_per_node", 1}, {"nic_bandwidth_GBps", bw_GBps}, {"latency_us", latency_us}, {"fabric", "star"}}},
+      {"price_per_gpu_hour_usd", 0.0}};
+  ordered_json doc = {{"description", "The machines `edgc live` ran on, as measured by it: " +
+                                          std::to_string(m.world_size) + " ranks (" + m.comm + ", " + m.backend +
+                                          " backend) on " + std::to_string(nodes) + " host(s)."},
+                      {"sources", sources},
+                      {"cluster", cluster}};
+  if (ring) {
+    doc["sources"]["network"] =
+        "calibrated profile (calibration.json): per all-reduce size the efficiency that makes the ring formula "
+        "give the measured calibration time exactly (interpolated between sizes); MPI's algorithms are not NCCL's, "
+        "so the ring is forced";
+    doc["network"] = {{"profile", "calibrated"}, {"calibration", kCalibrationFile}, {"algorithm", "ring"}};
+  }
+  if (kernel_profile) {
+    doc["sources"]["compute"] =
+        "kernel profile (kernels.json): PowerSGD batches and dense-buffer copies timed by the probe at its ranks";
+    doc["compute"] = {{"kernel_profile", kKernelProfileFile}};
+  }
+  return doc;
+}
+
+ordered_json calibration_json(const results::Measurements& m) {
+  const RingProfile profile = ring_profile(m.calibration);
+  ordered_json points = ordered_json::array();
+  for (const auto& [bytes, eff] : profile.points) points.push_back({bytes, eff});
+  const ordered_json curve = {{"points", points}, {"latency_factor", 1.0}};
+  return {{"schema", "edgc.calibration/1"},
+          {"source", "edgc live: dense all-reduces over each DP group of " + std::to_string(m.calibration.ranks) +
+                         " ranks (measurements.json calibration); points keyed by the ring chunk (bytes / ranks)"},
+          {"intra", curve},
+          {"inter", curve}};
 }
 
 results::ResultDocument result_document(const LiveOptions& o, const results::Measurements& m,
@@ -127,7 +160,12 @@ results::ResultDocument result_document(const LiveOptions& o, const results::Mea
       "(training_time_s = the sum over replayed steps)";
   ordered_json fits = ordered_json::array();
   for (const auto& f : m.tcom_fit)
-    fits.push_back({{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}});
+    fits.push_back({{"stage", f.stage},
+                    {"eta_s", f.eta_s},
+                    {"c_s", f.c_s},
+                    {"r2", f.r2},
+                    {"eta_stderr_s", f.eta_stderr_s},
+                    {"significant", f.significant}});
   doc.sections["tcom_fit"] = fits;
   std::vector<RunTotals> totals;
   for (const auto& run : m.runs) totals.push_back(totals_of(run, m.pp));
@@ -150,13 +188,25 @@ void print_summary(const results::Measurements& m, const results::ResultDocument
                results::fmt_f(r.detail.at("wire_bytes_ratio").get<double>(), 3),
                results::fmt_f(-100.0 * r.comm_latency_reduction_vs_none, 1) + " %"});
   t.print(std::cout);
-  results::Table f({"stage", "T_com(r) = eta*r + c", "eta(us/rank)", "c(us)", "r2", "points"});
+  results::Table f({"stage", "T_com(r) = eta*r + c", "eta(us/rank)", "+-(us/rank)", "c(us)", "r2 (P+Q)", "points",
+                    "resolved"});
   for (const auto& x : m.tcom_fit)
-    f.add_row({std::to_string(x.stage), "", results::fmt_f(x.eta_s * 1e6, 3), results::fmt_f(x.c_s * 1e6, 2),
-               results::fmt_f(x.r2, 3), std::to_string(x.points)});
+    f.add_row({std::to_string(x.stage), "", results::fmt_f(x.eta_s * 1e6, 3), results::fmt_f(x.eta_stderr_s * 1e6, 3),
+               results::fmt_f(x.c_s * 1e6, 2), results::fmt_f(x.r2, 3), std::to_string(x.points),
+               x.significant ? "yes" : "no"});
   f.print(std::cout);
-  std::cout << "wrote " << out_dir << "/measurements.json, " << out_dir << "/cluster.json, " << out_dir
-            << "/result.json\n";
+  for (const auto& x : m.tcom_fit)
+    if (!x.significant)
+      std::cout << "# warning: stage " << x.stage << "'s T_com slope is not resolved above the noise (eta "
+                << results::fmt_g(x.eta_s * 1e6, 3) << " +- " << results::fmt_g(x.eta_stderr_s * 1e6, 3)
+                << " us/rank, not positive at 95 %): do not feed it to DAC; leave compression.dac.eta_s_per_rank unset "
+                   "and simulate fits eta from the simulated sync\n";
+  if (const std::string caveat = results::oversubscription_caveat(m); !caveat.empty())
+    std::cout << "# " << caveat << "\n";
+  std::cout << "wrote " << out_dir << "/measurements.json, cluster.json, ";
+  for (const char* file : {kCalibrationFile, kKernelProfileFile})
+    if (std::filesystem::exists(std::filesystem::path(out_dir) / file)) std::cout << file << ", ";
+  std::cout << "result.json\n";
 }
 
 }  // namespace edgc::live

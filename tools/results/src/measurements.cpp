@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <set>
+#include <algorithm>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -15,8 +17,13 @@ namespace {
 using nlohmann::ordered_json;
 
 RankPlace read_place(const JsonNode& n, const Measurements& m) {
-  n.keys({"rank", "host", "node", "local", "stage", "replica"});
+  const bool cores = n.find("host_cores").has_value();  // absent in files of older live runs
+  if (cores)
+    n.keys({"rank", "host", "node", "local", "stage", "replica", "host_cores"});
+  else
+    n.keys({"rank", "host", "node", "local", "stage", "replica"});
   RankPlace p;
+  if (cores) p.host_cores = n.at("host_cores").int32(0);
   p.rank = n.at("rank").int32(0);
   p.host = n.at("host").string();
   p.node = n.at("node").int32(0);
@@ -27,15 +34,22 @@ RankPlace read_place(const JsonNode& n, const Measurements& m) {
 }
 
 Calibration read_calibration(const JsonNode& n, const Measurements& m) {
-  n.keys({"ranks", "rows", "latency_s", "bandwidth_Bps"});
+  const std::optional<JsonNode> step_rows = n.find("step_rows");  // absent in files of older live runs
+  if (step_rows)
+    n.keys({"ranks", "rows", "step_rows", "latency_s", "bandwidth_Bps"});
+  else
+    n.keys({"ranks", "rows", "latency_s", "bandwidth_Bps"});
   Calibration c;
   c.ranks = n.at("ranks").int32(0, m.dp);  // over one DP group (stage 0's); 0 or 1 when nothing could be timed
-  const JsonNode rows = n.at("rows");
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const JsonNode r = rows[i];
-    r.keys({"bytes", "time_s"});
-    c.rows.push_back({r.at("bytes").integer(0), r.at("time_s").non_negative()});
-  }
+  const auto read_rows = [](const JsonNode& rows, std::vector<Calibration::Row>& out) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const JsonNode r = rows[i];
+      r.keys({"bytes", "time_s"});
+      out.push_back({r.at("bytes").integer(0), r.at("time_s").non_negative()});
+    }
+  };
+  read_rows(n.at("rows"), c.rows);
+  if (step_rows) read_rows(*step_rows, c.step_rows);
   c.latency_s = n.at("latency_s").non_negative();
   c.bandwidth_Bps = n.at("bandwidth_Bps").non_negative();
   return c;
@@ -81,8 +95,9 @@ Step read_step(const JsonNode& n, const Measurements& m) {
 }
 
 ordered_json place_json(const RankPlace& p) {
-  return {{"rank", p.rank},   {"host", p.host},   {"node", p.node},
-          {"local", p.local}, {"stage", p.stage}, {"replica", p.replica}};
+  return {{"rank", p.rank},   {"host", p.host},       {"node", p.node},
+          {"local", p.local}, {"stage", p.stage},     {"replica", p.replica},
+          {"host_cores", p.host_cores}};
 }
 
 ordered_json stage_json(const StageStep& s) {
@@ -125,8 +140,11 @@ ordered_json to_json(const Measurements& m) {
   j["placement"] = std::move(placement);
   ordered_json cal_rows = ordered_json::array();
   for (const auto& r : m.calibration.rows) cal_rows.push_back({{"bytes", r.bytes}, {"time_s", r.time_s}});
+  ordered_json step_rows = ordered_json::array();
+  for (const auto& r : m.calibration.step_rows) step_rows.push_back({{"bytes", r.bytes}, {"time_s", r.time_s}});
   j["calibration"] = {{"ranks", m.calibration.ranks},
                       {"rows", std::move(cal_rows)},
+                      {"step_rows", std::move(step_rows)},
                       {"latency_s", m.calibration.latency_s},
                       {"bandwidth_Bps", m.calibration.bandwidth_Bps}};
   ordered_json runs = ordered_json::array();
@@ -145,11 +163,21 @@ ordered_json to_json(const Measurements& m) {
   j["runs"] = std::move(runs);
   ordered_json points = ordered_json::array();
   for (const TcomPoint& p : m.tcom_points)
-    points.push_back({{"stage", p.stage}, {"rank", p.rank}, {"comm_s", p.comm_s}, {"compute_s", p.compute_s}});
+    points.push_back({{"stage", p.stage},
+                      {"rank", p.rank},
+                      {"comm_s", p.comm_s},
+                      {"compute_s", p.compute_s},
+                      {"compressed_comm_s", p.compressed_comm_s}});
   j["tcom_points"] = std::move(points);
   ordered_json fits = ordered_json::array();
   for (const TcomFit& f : m.tcom_fit)
-    fits.push_back({{"stage", f.stage}, {"eta_s", f.eta_s}, {"c_s", f.c_s}, {"r2", f.r2}, {"points", f.points}});
+    fits.push_back({{"stage", f.stage},
+                    {"eta_s", f.eta_s},
+                    {"c_s", f.c_s},
+                    {"r2", f.r2},
+                    {"points", f.points},
+                    {"eta_stderr_s", f.eta_stderr_s},
+                    {"significant", f.significant}});
   j["tcom_fit"] = std::move(fits);
   return j;
 }
@@ -215,18 +243,58 @@ Measurements read_measurements(const std::string& path) {
   const JsonNode points = root.at("tcom_points");
   for (std::size_t i = 0; i < points.size(); ++i) {
     const JsonNode p = points[i];
-    p.keys({"stage", "rank", "comm_s", "compute_s"});
+    const bool pq = p.find("compressed_comm_s").has_value();  // absent in files of older live runs
+    if (pq)
+      p.keys({"stage", "rank", "comm_s", "compute_s", "compressed_comm_s"});
+    else
+      p.keys({"stage", "rank", "comm_s", "compute_s"});
     m.tcom_points.push_back({p.at("stage").int32(0, m.pp - 1), p.at("rank").int32(0), p.at("comm_s").non_negative(),
-                             p.at("compute_s").non_negative()});
+                             p.at("compute_s").non_negative(), pq ? p.at("compressed_comm_s").non_negative() : 0.0});
   }
   const JsonNode fits = root.at("tcom_fit");
   for (std::size_t i = 0; i < fits.size(); ++i) {
     const JsonNode f = fits[i];
-    f.keys({"stage", "eta_s", "c_s", "r2", "points"});
-    m.tcom_fit.push_back({f.at("stage").int32(0, m.pp - 1), f.at("eta_s").number(), f.at("c_s").number(),
-                          f.at("r2").number(), f.at("points").int32(0)});
+    const bool se = f.find("eta_stderr_s").has_value();  // absent in files of older live runs
+    if (se)
+      f.keys({"stage", "eta_s", "c_s", "r2", "points", "eta_stderr_s", "significant"});
+    else
+      f.keys({"stage", "eta_s", "c_s", "r2", "points"});
+    TcomFit fit{f.at("stage").int32(0, m.pp - 1), f.at("eta_s").number(), f.at("c_s").number(), f.at("r2").number(),
+                f.at("points").int32(0)};
+    if (se) {
+      fit.eta_stderr_s = f.at("eta_stderr_s").non_negative();
+      fit.significant = f.at("significant").boolean();
+    }
+    m.tcom_fit.push_back(fit);
   }
   return m;
+}
+
+std::vector<Oversubscribed> oversubscribed_hosts(const Measurements& m) {
+  std::map<int, Oversubscribed> hosts;
+  for (const RankPlace& p : m.placement) {
+    Oversubscribed& h = hosts[p.node];
+    h.node = p.node;
+    h.host = p.host;
+    h.cores = std::max(h.cores, p.host_cores);
+    ++h.ranks;
+  }
+  std::vector<Oversubscribed> out;
+  for (const auto& [node, h] : hosts)
+    if (h.cores > 0 && h.ranks > h.cores) out.push_back(h);
+  return out;
+}
+
+std::string oversubscription_caveat(const Measurements& m) {
+  std::string text;
+  for (const Oversubscribed& h : oversubscribed_hosts(m))
+    text += (text.empty() ? "" : "; ") + std::to_string(h.ranks) + " ranks on " + std::to_string(h.cores) +
+            " cores of '" + h.host + "'";
+  if (text.empty()) return "";
+  return "oversubscribed: " + text +
+         ". Ranks that share a core wait for the scheduler (MPI busy-polls), so collectives and steps are timed "
+         "longer and noisier than on one core per rank; use this run to check correctness, not the model's "
+         "accuracy";
 }
 
 }  // namespace edgc::results

@@ -141,8 +141,11 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   if (orth_us < 0.0)
     throw ConfigError(sc.where(), "compute.orth_column_latency_us", "must be ≥ 0, got " + std::to_string(orth_us));
   c.cost.orth_column_latency_s = orth_us * 1e-6;
-  if (const std::string profile = sc.string("compute.kernel_profile", ""); !profile.empty())
-    c.cost.kernel_profile = read_kernel_profile(sc.resolve(profile));
+  if (const std::string profile = sc.string("compute.kernel_profile", ""); !profile.empty()) {
+    KernelProfile kp = read_kernel_profile(sc.resolve(profile));
+    c.cost.kernel_profile = std::move(kp.entries);
+    c.cost.copy_profile = std::move(kp.copies);
+  }
   c.cost.compute_model = read_compute_model(sc, gpu);
   if (sc.has("compute.optimizer_step_ms")) {
     const double ms = sc.number("compute.optimizer_step_ms", 0.0);
@@ -155,13 +158,13 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   return c;
 }
 
-std::vector<sim::KernelTime> read_kernel_profile(const std::string& path) {
+KernelProfile read_kernel_profile(const std::string& path) {
   const nlohmann::json j = Scenario::load(path).json();  // unreadable or invalid JSON: ConfigError naming the file
   const auto schema = j.find("schema");  // not j.value(): a schema of another type would throw nlohmann's type_error
   if (schema == j.end() || *schema != "edgc.kernel_profile/1")
     throw ConfigError(path, "schema", "expected \"edgc.kernel_profile/1\" (edgc_bench_powersgd_cuda --out)");
   if (!j.contains("entries") || !j["entries"].is_array()) throw ConfigError(path, "entries", "expected an array");
-  std::vector<sim::KernelTime> out;
+  KernelProfile out;
   for (std::size_t i = 0; i < j["entries"].size(); ++i) {
     const nlohmann::json& e = j["entries"][i];
     const std::string at = "entries[" + std::to_string(i) + "]";
@@ -180,9 +183,24 @@ std::vector<sim::KernelTime> read_kernel_profile(const std::string& path) {
         !std::isfinite(e["step_s"].get<double>()))
       throw ConfigError(path, at + ".step_s", "expected seconds > 0");
     k.step_s = e["step_s"].get<double>();
-    out.push_back(k);
+    if (e.contains("count")) k.count = static_cast<int>(positive_int("count"));
+    out.entries.push_back(k);
   }
-  if (out.empty()) throw ConfigError(path, "entries", "no usable measurement");
+  if (out.entries.empty()) throw ConfigError(path, "entries", "no usable measurement");
+  if (!j.contains("copies")) return out;
+  if (!j["copies"].is_array()) throw ConfigError(path, "copies", "expected an array");
+  for (std::size_t i = 0; i < j["copies"].size(); ++i) {
+    const nlohmann::json& e = j["copies"][i];
+    const std::string at = "copies[" + std::to_string(i) + "]";
+    if (!e.is_object()) throw ConfigError(path, at, "expected an object");
+    if (!e.contains("bytes") || !e["bytes"].is_number_integer() || e["bytes"].get<std::int64_t>() < 1 ||
+        (!out.copies.empty() && e["bytes"].get<std::int64_t>() <= out.copies.back().bytes))
+      throw ConfigError(path, at + ".bytes", "expected a positive integer, larger than the previous entry's");
+    if (!e.contains("step_s") || !e["step_s"].is_number() || !(e["step_s"].get<double>() > 0.0) ||
+        !std::isfinite(e["step_s"].get<double>()))
+      throw ConfigError(path, at + ".step_s", "expected seconds > 0");
+    out.copies.push_back({e["bytes"].get<std::int64_t>(), e["step_s"].get<double>()});
+  }
   return out;
 }
 

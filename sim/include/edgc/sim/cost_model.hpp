@@ -34,6 +34,15 @@ struct KernelTime {
   std::int64_t cols = 0;
   int rank = 0;
   double step_s = 0.0;
+  int count = 1;  ///< same-shape matrices in the measured batch (edgc live measures its stages' batches)
+};
+
+/// One measured pack + unpack of `edgc live`'s fused uncompressed buffer (PowerSgd::step's dense path: G (+ E)
+/// copied into one buffer before the all-reduce, the sum divided back into the gradients after it): `bytes` of
+/// fp32 gradient, seconds. Megatron's contiguous gradient buffer has no such copy, so only `edgc validate` uses it.
+struct CopyTime {
+  std::int64_t bytes = 0;
+  double seconds = 0.0;
 };
 
 /// How pass times are computed: one efficiency for every FLOP, or the kernel-level model (kernel_model.hpp).
@@ -57,6 +66,8 @@ struct CostParams {
   double optimizer_step_s = -1.0;
   /// Measured step times; when not empty, powersgd_compress_s() uses them instead of the roofline.
   std::vector<KernelTime> kernel_profile{};
+  /// Measured pack + unpack copies of live's fused dense buffer (a kernel profile's `copies`); empty = none measured.
+  std::vector<CopyTime> copy_profile{};
 };
 
 /// Bytes of one element of `dtype` (fp16 | bf16 → 2, fp32 → 4); throws ConfigError on field "model.dtype".
@@ -213,8 +224,15 @@ double powersgd_batch_s(std::int64_t rows, std::int64_t cols, int rank, int coun
 /// negative): the batch pays the fixed part once (launches, host round trips and the per-matrix Cholesky run once
 /// for the whole batch, one CTA per matrix) and the per-element part for every matrix. A measured shape keeps its
 /// own step time: fixed + (measured − fixed) · count. Between measured ranks the result is interpolated linearly;
-/// outside them the nearest measured rank is used. 0 for count < 1.
+/// outside them the nearest measured rank is used. 0 for count < 1. An entry measured on a batch (KernelTime::count
+/// > 1) counts as count matrices of its shape: its per-matrix part is (measured − fixed) / its count, and an entry
+/// of exactly this shape, rank and count gives its own time.
 double profiled_batch_s(const std::vector<KernelTime>& profile, std::int64_t rows, std::int64_t cols, int rank,
                         int count);
+
+/// Pack + unpack seconds of `bytes` through live's fused dense buffer from a non-empty copy profile: linear
+/// between measured sizes, through the origin below the smallest, along the last two sizes' slope above the largest
+/// (the smallest's rate with one size). Throws InternalError on an empty profile.
+double profiled_copy_s(const std::vector<CopyTime>& profile, std::int64_t bytes);
 
 }  // namespace edgc::sim

@@ -1,6 +1,8 @@
 #include "fits.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace edgc::live {
 
@@ -25,32 +27,89 @@ std::pair<double, double> fit_affine_relative(const std::vector<results::Calibra
   return {a, b};
 }
 
+RingProfile ring_profile(const results::Calibration& cal) {
+  const double d = cal.ranks;
+  const double steps = 2.0 * (d - 1.0);
+  RingProfile p;
+  double floor_s = std::numeric_limits<double>::infinity();
+  // The probe's in-step rows where it has them; the isolated rows below and above their sizes. A 0 s row (below
+  // the timer's resolution) says nothing.
+  std::vector<results::Calibration::Row> rows;
+  for (const auto& r : cal.step_rows)
+    if (r.time_s > 0) rows.push_back(r);
+  const std::int64_t lo = rows.empty() ? 0 : rows.front().bytes;
+  const std::int64_t hi = rows.empty() ? 0 : rows.back().bytes;
+  for (const auto& r : cal.rows)
+    if (r.time_s > 0 && (rows.empty() || r.bytes < lo || r.bytes > hi)) rows.push_back(r);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  for (const auto& r : rows) floor_s = std::min(floor_s, r.time_s / steps);
+  if (rows.empty()) floor_s = 0.0;
+  p.latency_s = std::clamp(cal.latency_s, 0.0, 0.5 * floor_s);
+  const auto bandwidth_part = [&](const results::Calibration::Row& r) {  // bytes per second of the transfer part
+    return steps / d * static_cast<double>(r.bytes) / (r.time_s - steps * p.latency_s);
+  };
+  for (const auto& r : rows) p.bandwidth_Bps = std::max(p.bandwidth_Bps, bandwidth_part(r));
+  for (const auto& r : rows) {
+    const double chunk = static_cast<double>(r.bytes) / d;
+    const double eff = std::clamp(bandwidth_part(r) / p.bandwidth_Bps, 1e-6, 1.0);
+    if (!p.points.empty() && chunk <= p.points.back().first) continue;  // rows come sorted; a repeat keeps the first
+    p.points.emplace_back(chunk, eff);
+  }
+  return p;
+}
+
+namespace {
+
+// Two-sided 95 % quantile of Student's t with `df` degrees of freedom (tables; 1.96 beyond 120).
+double t95(int df) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+  if (df < 1) return std::numeric_limits<double>::infinity();
+  if (df <= 20) return table[df - 1];
+  return df <= 30 ? 2.042 : df <= 60 ? 2.000 : df <= 120 ? 1.980 : 1.960;
+}
+
+}  // namespace
+
 results::TcomFit fit_line(int stage, const std::vector<results::TcomPoint>& pts) {
   results::TcomFit f;
   f.stage = stage;
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& p : pts) {
-    if (p.stage != stage) continue;
-    n += 1, sx += p.rank, sy += p.comm_s, sxx += double(p.rank) * p.rank, sxy += p.rank * p.comm_s;
+  std::vector<results::TcomPoint> mine;
+  for (const auto& p : pts)
+    if (p.stage == stage) mine.push_back(p);
+  const double n = static_cast<double>(mine.size());
+  f.points = static_cast<int>(mine.size());
+  if (mine.empty()) return f;
+  // The slope from the part that scales with r; points of older files have only the total.
+  const bool split = std::all_of(mine.begin(), mine.end(), [](const auto& p) { return p.compressed_comm_s > 0; });
+  const auto y = [&](const results::TcomPoint& p) { return split ? p.compressed_comm_s : p.comm_s; };
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, total = 0;
+  for (const auto& p : mine) {
+    sx += p.rank, sy += y(p), sxx += double(p.rank) * p.rank, sxy += p.rank * y(p);
+    total += p.comm_s;
   }
-  f.points = static_cast<int>(n);
-  if (n < 2) {
-    f.c_s = n > 0 ? sy / n : 0.0;
-    f.r2 = n > 0 ? 1.0 : 0.0;
+  if (mine.size() < 2) {
+    f.c_s = total / n;
+    f.r2 = 1.0;
     return f;
   }
   const double det = n * sxx - sx * sx;
   f.eta_s = det != 0.0 ? (n * sxy - sx * sy) / det : 0.0;
-  f.c_s = (sy - f.eta_s * sx) / n;
+  const double intercept = (sy - f.eta_s * sx) / n;
+  f.c_s = (total - f.eta_s * sx) / n;
   double ss_res = 0, ss_tot = 0;
   const double mean = sy / n;
-  for (const auto& p : pts) {
-    if (p.stage != stage) continue;
-    const double e = p.comm_s - (f.eta_s * p.rank + f.c_s);
+  for (const auto& p : mine) {
+    const double e = y(p) - (f.eta_s * p.rank + intercept);
     ss_res += e * e;
-    ss_tot += (p.comm_s - mean) * (p.comm_s - mean);
+    ss_tot += (y(p) - mean) * (y(p) - mean);
   }
   f.r2 = ss_tot > 0.0 ? 1.0 - ss_res / ss_tot : 1.0;
+  const double sxx_c = sxx - sx * sx / n;  // Σ (r − mean r)²
+  if (mine.size() >= 3 && sxx_c > 0) {
+    f.eta_stderr_s = std::sqrt(ss_res / (n - 2) / sxx_c);
+    f.significant = f.eta_s > 0 && (f.eta_stderr_s == 0 || f.eta_s / f.eta_stderr_s > t95(f.points - 2));
+  }
   return f;
 }
 

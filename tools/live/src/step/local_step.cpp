@@ -33,11 +33,22 @@ LocalStep describe(const kernels::StepStats& st, const kernels::PowerSgd& psgd,
     s.collectives.push_back({"P", calls[c].floats * kElementBytes, calls[c].seconds});
     s.collectives.push_back({"Q", calls[c + 1].floats * kElementBytes, calls[c + 1].seconds});
   }
-  std::map<std::tuple<std::int64_t, std::int64_t, int>, int> groups;
-  for (std::size_t i = 0; i < st.tensors.size(); ++i)
-    if (st.tensors[i].compressed) ++groups[{psgd.rows(i), psgd.cols(i), st.tensors[i].rank}];
-  for (const auto& [key, count] : groups)
-    s.matrices.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), count});
+  // A tensor's compute_seconds is its share of its batch's kernels, or of the dense buffer's copies.
+  std::map<std::tuple<std::int64_t, std::int64_t, int>, std::pair<int, double>> groups;
+  for (std::size_t i = 0; i < st.tensors.size(); ++i) {
+    const kernels::TensorStepStats& t = st.tensors[i];
+    if (!t.compressed) {
+      s.copy_s += t.compute_seconds;
+      continue;
+    }
+    auto& [count, seconds] = groups[{psgd.rows(i), psgd.cols(i), t.rank}];
+    ++count;
+    seconds += t.compute_seconds;
+  }
+  for (const auto& [key, g] : groups) {
+    s.matrices.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), g.first});
+    s.batch_s.push_back(g.second);
+  }
   return s;
 }
 

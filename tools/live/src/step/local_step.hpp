@@ -24,6 +24,9 @@ struct LocalStep {
   std::int64_t dense_bytes = 0;
   std::vector<results::Collective> collectives;
   std::vector<results::MatrixGroup> matrices;
+  /// The parts of compute_s: the dense buffer's pack + unpack, and each batch of `matrices` (same order).
+  double copy_s = 0.0;
+  std::vector<double> batch_s;
 };
 
 /// A step's stats and the all-reduces it made (`calls`, in order) as a LocalStep (iteration, rank and sync_s

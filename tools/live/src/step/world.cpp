@@ -70,6 +70,13 @@ std::vector<std::string> World::gather(const std::string& mine) const {
   return out;
 }
 
+void World::broadcast(std::string& s) const {
+  int len = static_cast<int>(s.size());
+  check_mpi(MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  s.resize(static_cast<std::size_t>(len));
+  check_mpi(MPI_Bcast(s.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
 int World::host_rank() const {
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),

@@ -41,6 +41,8 @@ struct World {
   void world_reduce(std::vector<double>& v, MPI_Op op) const;
   /// Every rank's string at rank 0, in rank order (empty elsewhere).
   std::vector<std::string> gather(const std::string& mine) const;
+  /// Rank 0's `s` on every rank, in place. Collective.
+  void broadcast(std::string& s) const;
   /// This rank's index among the ranks of its host (MPI_COMM_TYPE_SHARED, in world rank order). Collective.
   int host_rank() const;
 };

@@ -6,12 +6,15 @@
 // same prediction, so every distinct pattern is simulated once, all in ONE SimGrid run (the engine cannot be
 // reset): patterns one after another, each starting when all ranks have met at a barrier, as live puts a world
 // barrier before each step. Within a pattern every stage's DP group does what PowerSgd::step did (the order of
-// sim::StageSync): ⅓ of the modelled compression compute before the P all-reduce, ⅓ after it, ⅓ after the Q
-// all-reduce, and the recorded all-reduces as ring all-reduces over the group's GPUs.
+// sim::StageSync): half of the dense buffer's copies before the dense all-reduce (pack) and half after it (unpack),
+// ⅓ of the modelled compression compute before the P all-reduce, ⅓ after it, ⅓ after the Q all-reduce, and the
+// recorded all-reduces as all-reduces over the group's GPUs.
 //
 // Errors are absolute percentage errors against the measurement, |predicted − measured| / measured · 100, averaged
 // (MAPE) over the measured values > 0; a measured 0 is counted but has no percentage.
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <simgrid/s4u.hpp>
@@ -75,15 +78,22 @@ std::vector<std::vector<int>> stage_groups(const results::Measurements& m);
 std::vector<int> platform_gpus(const results::Measurements& m, const sim::ClusterSpec& cluster,
                                const std::string& cluster_where);
 
-/// Modelled PowerSGD compute of one stage in a step: sim::powersgd_batch_s over its compressed matrices.
-double modelled_compute_s(const StagePattern& stage, int element_bytes, const sim::GpuSpec& gpu,
-                          const sim::CostParams& params);
+/// Modelled compute of one stage in a step, seconds: the pack + unpack of live's fused dense buffer around the dense
+/// all-reduce, and PowerSGD's kernels over the compressed matrices.
+struct StageCompute {
+  double copy_s = 0.0;   ///< params.copy_profile at the dense all-reduce's bytes (sim::profiled_copy_s), else two
+                         ///< copies (read + write each) at gpu.hbm_GBps · hbm_efficiency; 0 without a dense all-reduce
+  double batch_s = 0.0;  ///< Σ sim::powersgd_batch_s over the compressed batches (the kernel profile, else roofline)
+  double total_s() const { return copy_s + batch_s; }
+};
+StageCompute modelled_compute(const StagePattern& stage, int element_bytes, const sim::GpuSpec& gpu,
+                              const sim::CostParams& params);
 
 /// Simulated figures of one pattern, seconds.
 struct Prediction {
   std::vector<std::vector<double>> collective_s;  ///< [stage][i]: shortest duration over the group's members
   std::vector<double> sync_s;                     ///< [stage]: common start → the stage's last member done
-  std::vector<double> compute_s;                  ///< [stage]: modelled compression compute (slept)
+  std::vector<double> compute_s;                  ///< [stage]: modelled compute, copies and kernels (slept)
   double iteration_s = 0.0;                       ///< max over stages of sync_s
 };
 
@@ -94,12 +104,16 @@ struct Simulated {
 
 /// Simulates every pattern, then every calibration row (a dense all-reduce over the first calibration.ranks
 /// members of stage 0's group), in one run of `engine` (call once per process, after Platform::build).
-/// `compute_s[p][s]` is the modelled compute of stage s in pattern p; `gpus` comes from platform_gpus().
+/// `compute[p][s]` is the modelled compute of stage s in pattern p; `gpus` comes from platform_gpus().
 Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const results::Measurements& m,
-                   const Patterns& patterns, const std::vector<std::vector<double>>& compute_s,
+                   const Patterns& patterns, const std::vector<std::vector<StageCompute>>& compute,
                    const std::vector<int>& gpus);
 
-/// Running error statistics of (measured, predicted) pairs.
+/// Error statistics of (measured, predicted) pairs, in groups of pairs that share one prediction (one pattern's
+/// steps): per-step figures (MAPE, max APE), and the error of the typical step, |predicted − median measured| /
+/// median measured per group, averaged over the groups weighted by their pairs. A measured time is a sample of a
+/// noisy machine; the model predicts the typical step, so error_pct() is what validate's verdict uses, and the
+/// spread (p10–p90) is shown beside it.
 struct ErrorStats {
   std::int64_t count = 0;
   std::int64_t ape_count = 0;  ///< pairs with measured > 0 (those with a percentage error)
@@ -107,11 +121,16 @@ struct ErrorStats {
   double sum_predicted = 0.0;
   double sum_ape_pct = 0.0;
   double max_ape_pct = 0.0;
+  std::vector<double> measured;                                           ///< every measured value
+  std::map<std::int64_t, std::pair<std::vector<double>, double>> groups;  ///< group → (measured, predicted)
 
-  void add(double measured, double predicted);
-  double mean_measured() const;   ///< NaN when empty
-  double mean_predicted() const;  ///< NaN when empty
-  double mape_pct() const;        ///< NaN when no pair has a percentage
+  /// `group` < 0: a group of its own.
+  void add(double measured, double predicted, std::int64_t group = -1);
+  double mean_measured() const;                 ///< NaN when empty
+  double mean_predicted() const;                ///< NaN when empty
+  double mape_pct() const;                      ///< per step; NaN when no pair has a percentage
+  double quantile_measured(double q) const;     ///< q in [0, 1], linear between order statistics; NaN when empty
+  double error_pct() const;                     ///< of the groups' medians; NaN when no median is > 0
 };
 
 /// One row of the report: category "collective" | "sync" | "iteration" | "compute" | "calibration"; policy
@@ -122,6 +141,13 @@ struct Row {
   int stage = -1;
   std::string kind;  ///< collective rows: "P" | "Q" | "dense"; else empty
   ErrorStats stats;
+  /// sync and iteration rows: Σ over steps of predicted − measured of the step's parts (its all-reduces, its
+  /// compute, and the rest: waiting, skew and bookkeeping); an iteration's are its slowest measured stage's.
+  double delta_collectives_s = 0.0;
+  double delta_compute_s = 0.0;
+  double delta_other_s = 0.0;
+  /// "collectives" | "compute" | "other": the part with the largest mean |difference|; empty for other rows.
+  std::string dominant() const;
 };
 
 struct Report {
@@ -130,6 +156,14 @@ struct Report {
   nlohmann::ordered_json calibration;  ///< rows: bytes, measured_s, fit_s, predicted_s, ape_pct
   nlohmann::ordered_json tcom;         ///< T_com points measured vs simulated where a step ran at that rank
 };
+
+/// The targets validate's verdict checks the overall rows against, percent error of the typical step.
+inline constexpr double kIterationTargetPct = 10.0;  ///< iteration and stage sync
+inline constexpr double kPartTargetPct = 15.0;       ///< each collective and compute
+
+/// One line: whether the overall rows are within their targets ("predictions hold within x % here …"), else the
+/// rows that are not and what dominates them.
+std::string verdict(const Report& report);
 
 /// Compares every measured step with its pattern's prediction.
 Report compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated);

@@ -69,9 +69,21 @@ struct RankPlace {
   int local = 0;     ///< index among the ranks on that host
   int stage = 0;     ///< pipeline stage it replays
   int replica = 0;   ///< index in the stage's data-parallel group
+  int host_cores = 0;  ///< online CPUs of the host (0: not recorded)
 };
 
-/// Dense all-reduces timed over one DP group before the run (nccl-tests style), and the ring α-β fit
+/// Per host (by node index) whether more ranks ran on it than it has cores: those ranks shared cores, so their
+/// timings include waiting for the scheduler (MPI ranks busy-poll). Empty when no host is oversubscribed or the
+/// core counts were not recorded. Each entry: {node, host, ranks, cores}.
+struct Oversubscribed {
+  int node = 0;
+  std::string host;
+  int ranks = 0;
+  int cores = 0;
+};
+
+/// Dense all-reduces timed over one DP group before the run (nccl-tests style, each after writing the replica's
+/// gradients and the buffer, as a step does), and the ring α-β fit
 /// t(S) = 2(D − 1)·latency_s + 2(D − 1)/D · S / bandwidth_Bps that the cluster file is built from.
 struct Calibration {
   struct Row {
@@ -80,6 +92,10 @@ struct Calibration {
   };
   int ranks = 0;  ///< D, the group size
   std::vector<Row> rows;
+  /// The all-reduces of the probe's steps (dense, P and Q at each probed rank) by size, each the median over the
+  /// repeats and calls of that size: the collectives in the cache and timing context of a step. Optional in the
+  /// file (older runs have none).
+  std::vector<Row> step_rows;
   double latency_s = 0.0;      ///< per ring step
   double bandwidth_Bps = 0.0;  ///< per link
 };
@@ -90,15 +106,22 @@ struct TcomPoint {
   int rank = 0;
   double comm_s = 0.0;     ///< median over repeats of the summed P, Q and dense all-reduce times
   double compute_s = 0.0;  ///< median PowerSGD compute time
+  double compressed_comm_s = 0.0;  ///< median of the P and Q all-reduce times alone (the part that scales with r)
 };
 
-/// Least-squares T_com(r) = eta_s · r + c_s per stage over its TcomPoints (DAC: scenarios/SOURCES.md §13).
+/// T_com(r) = eta_s · r + c_s per stage over its TcomPoints (DAC: scenarios/SOURCES.md §13): eta from a
+/// least-squares line through the P + Q times (what scales with r; the dense all-reduce of the uncompressed
+/// tensors adds noise but no slope), c from the whole sync, c = mean(comm_s − eta · r).
 struct TcomFit {
   int stage = 0;
   double eta_s = 0.0;
   double c_s = 0.0;
-  double r2 = 0.0;  ///< coefficient of determination (1 when all points are on the line)
+  double r2 = 0.0;  ///< coefficient of determination of the P + Q line (1 when all points are on it)
   int points = 0;
+  double eta_stderr_s = 0.0;  ///< standard error of eta (0 with fewer than 3 points)
+  /// eta > 0 and eta / eta_stderr_s above the two-sided 95 % Student t quantile of points − 2 degrees of freedom:
+  /// the slope is resolved above the noise. When false, DAC should not be fed this eta (simulate fits its own).
+  bool significant = false;
 };
 
 struct Measurements {
@@ -116,6 +139,11 @@ struct Measurements {
   std::vector<TcomPoint> tcom_points;
   std::vector<TcomFit> tcom_fit;
 };
+
+std::vector<Oversubscribed> oversubscribed_hosts(const Measurements& m);
+
+/// The console caveat for oversubscribed hosts ("" when none): what the figures then measure.
+std::string oversubscription_caveat(const Measurements& m);
 
 /// One stage's step as it appears in measurements.json, and back (strict, errors naming `where` and the
 /// field); `edgc live` gathers the stages' steps to rank 0 in this form.

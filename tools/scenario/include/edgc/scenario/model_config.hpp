@@ -40,9 +40,17 @@ struct ModelConfig {
 /// `gpu` decides compute.model = auto (the kernel model needs GpuSpec::has_kernel_model()).
 ModelConfig read_model_config(Scenario& scenario, const sim::GpuSpec& gpu);
 
-/// A kernel profile written by edgc_bench_powersgd_cuda (schema edgc.kernel_profile/1): its entries with m, n,
-/// r and step_s (entries marked "ok": false are skipped). Throws ConfigError naming the file and the entry's
-/// field. Read by the scenario key compute.kernel_profile (a path relative to the scenario).
-std::vector<sim::KernelTime> read_kernel_profile(const std::string& path);
+/// A kernel profile's contents: PowerSGD steps, and (profiles `edgc live` writes) its dense buffer's copies.
+struct KernelProfile {
+  std::vector<sim::KernelTime> entries;
+  std::vector<sim::CopyTime> copies;
+};
+
+/// A kernel profile written by edgc_bench_powersgd_cuda or `edgc live` (schema edgc.kernel_profile/1): its entries
+/// with m, n, r, step_s and an optional count (matrices in the measured batch, default 1; entries marked "ok": false
+/// are skipped), and the optional `copies`, each {bytes, step_s} with bytes strictly increasing. Throws ConfigError
+/// naming the file and the entry's field. Read by the scenario key compute.kernel_profile (a path relative to the
+/// scenario).
+KernelProfile read_kernel_profile(const std::string& path);
 
 }  // namespace edgc::scenario
