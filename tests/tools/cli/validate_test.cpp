@@ -224,7 +224,62 @@ TEST(ValidateRejects, BadInputExitsTwoNamingFileAndFieldWithoutOutput) {
   EXPECT_EQ(edgc("validate --measured " + (tmp / "nowhere").string(), tmp).code, 2);
   const fs::path dir = copy_fixture(tmp);
   EXPECT_EQ(edgc("validate --measured " + dir.string() + " --out " + tmp.path().string(), tmp).code, 2);
+  const auto both = edgc("validate --measured " + dir.string() + " --calibration " + dir.string() + " --scenario " +
+                             (dir / "cluster.json").string(),
+                         tmp);
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("--calibration"), std::string::npos) << both.err;
+  EXPECT_EQ(edgc("validate --measured " + dir.string() + " --calibration " + (tmp / "nowhere").string(), tmp).code, 2);
   EXPECT_FALSE(fs::exists(dir / "validate.json"));
+}
+
+// Calibrated on another run: its cluster file prices this one. Here the other run is the fixture and this run's
+// every time is 1.25x the closed form (a slower machine): every error is 20 % of the measured (|x − 1.25x| / 1.25x),
+// the verdict says which rows miss their target and what dominates them, and the note names the drift that this
+// run's own calibration shows against the other run's profile.
+TEST(Validate, CalibratedOnAnotherRunNamesTheDriftAndTheVerdict) {
+  const TempDir tmp;
+  const fs::path a = copy_fixture(tmp);
+  const fs::path b = tmp / "b";
+  fs::create_directories(b);
+  fs::copy_file(a / "cluster.json", b / "cluster.json");
+  json m = json::parse(read_file(a / "measurements.json"));
+  for (auto& run : m["runs"])
+    for (auto& step : run["steps"]) {
+      step["iteration_s"] = step["iteration_s"].get<double>() * 1.25;
+      for (auto& st : step["stages"]) {
+        for (const char* key : {"sync_s", "compute_s"}) st[key] = st[key].get<double>() * 1.25;
+        for (auto& c : st["collectives"]) c["time_s"] = c["time_s"].get<double>() * 1.25;
+      }
+    }
+  for (auto& r : m["calibration"]["rows"]) r["time_s"] = r["time_s"].get<double>() * 1.25;
+  write_file(b / "measurements.json", m.dump(1));
+  const auto r = edgc("validate --measured " + b.string() + " --calibration " + a.string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json doc = json::parse(read_file(b / "validate.json"));
+  EXPECT_EQ(doc["calibrated_on"], "the live run " + a.string());
+  EXPECT_NEAR(doc["calibration_drift"].get<double>(), 1.25, 1e-3);
+  for (const auto& x : doc["overall"]) EXPECT_NEAR(x["error_pct"].get<double>(), 20.0, 0.1) << x;
+  EXPECT_NE(r.out.find("note: machine drift: this run's calibration all-reduces took 1.25x"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("verdict: predictions do not hold here: collectives off by 20.0 % (target 15 %)"),
+            std::string::npos)
+      << r.out;
+  // Every part is 25 % longer measured, so the larger part dominates the sync difference: compute (the fixture's
+  // copies of the dense buffer at 8.5 GB/s outweigh its all-reduces at 5 GB/s), and nothing is left for "other".
+  for (const auto& x : doc["overall"])
+    if (x["category"] == "sync") {
+      EXPECT_EQ(x["dominant"], "compute") << x;
+      const auto& d = x["mean_difference_s"];
+      EXPECT_LT(d["compute"].get<double>(), d["collectives"].get<double>());
+      EXPECT_LT(d["collectives"].get<double>(), 0.0);
+      EXPECT_NEAR(d["other"].get<double>(), 0.0, 1e-12);
+    }
+  // Priced by its own calibration, the fixture holds within the closed form's tolerance and says so.
+  const auto own = edgc("validate --measured " + a.string(), tmp);
+  ASSERT_EQ(own.code, 0) << own.err;
+  EXPECT_NE(own.out.find("verdict: predictions hold within 0.0 % here"), std::string::npos) << own.out;
+  EXPECT_NE(own.out.find("note: priced by this run's own calibration"), std::string::npos) << own.out;
 }
 
 }  // namespace

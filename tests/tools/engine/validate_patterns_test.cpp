@@ -48,6 +48,30 @@ TEST(ValidateStats, MapeSkipsZeroMeasurementsButCountsThem) {
   EXPECT_DOUBLE_EQ(s.mean_predicted(), 7.0 / 3.0);
 }
 
+// The error of the typical step: per group (pairs sharing a prediction) the median measured against the prediction,
+// weighted by the group's pairs; quantiles interpolate between order statistics.
+TEST(ValidateStats, ErrorOfTheMedianStepPerGroupAndQuantiles) {
+  validate::ErrorStats s;
+  EXPECT_TRUE(std::isnan(s.error_pct()));
+  EXPECT_TRUE(std::isnan(s.quantile_measured(0.5)));
+  for (const double x : {1.0, 1.0, 1.0, 9.0}) s.add(x, 1.0, 7);  // one outlier: median 1, prediction exact
+  s.add(2.0, 3.0, 8);                                              // 50 %
+  EXPECT_DOUBLE_EQ(s.error_pct(), (4 * 0.0 + 1 * 50.0) / 5);
+  EXPECT_DOUBLE_EQ(s.mape_pct(), (3 * 0.0 + 800.0 / 9 + 50.0) / 5);  // per step, the outlier counts (|1 − 9| / 9)
+  EXPECT_DOUBLE_EQ(s.quantile_measured(0.5), 1.0);
+  EXPECT_DOUBLE_EQ(s.quantile_measured(0.0), 1.0);
+  EXPECT_DOUBLE_EQ(s.quantile_measured(1.0), 9.0);
+  EXPECT_DOUBLE_EQ(s.quantile_measured(0.9), 2.0 + 0.6 * 7.0);  // at 3.6 of 0..4: between 2 and 9
+  validate::ErrorStats even;
+  even.add(1.0, 2.5, 1);
+  even.add(3.0, 2.5, 1);  // median 2 (between order statistics): 25 %
+  EXPECT_DOUBLE_EQ(even.error_pct(), 25.0);
+  validate::ErrorStats own;  // no group given: each pair its own
+  own.add(2.0, 3.0);
+  own.add(4.0, 3.0);
+  EXPECT_DOUBLE_EQ(own.error_pct(), own.mape_pct());
+}
+
 // The modelled compute of a stage is the simulator's PowerSGD cost: powersgd_compress_s is the sum of
 // powersgd_batch_s over the stage's compressed matrices, bit for bit.
 TEST(ValidateCompute, OneCodePathWithTheSimulator) {

@@ -136,12 +136,12 @@ ordered_json row_json(const Row& r) {
   j["error_pct"] = number_or_null(r.stats.error_pct());
   j["mape_pct"] = number_or_null(r.stats.mape_pct());
   j["max_ape_pct"] = number_or_null(r.stats.ape_count > 0 ? r.stats.max_ape_pct : kNaN);
-  if (const std::string d = r.dominant(); !d.empty()) {
+  if (r.category == "sync" || r.category == "iteration") {
     const double n = static_cast<double>(r.stats.count);
     j["mean_difference_s"] = {{"collectives", r.delta_collectives_s / n},
                               {"compute", r.delta_compute_s / n},
                               {"other", r.delta_other_s / n}};
-    j["dominant"] = d;
+    j["dominant"] = r.dominant();
   }
   return j;
 }
@@ -337,6 +337,7 @@ double ErrorStats::error_pct() const {
 std::string Row::dominant() const {
   if (category != "sync" && category != "iteration") return "";
   const double c = std::abs(delta_collectives_s), k = std::abs(delta_compute_s), o = std::abs(delta_other_s);
+  if (std::max({c, k, o}) <= 1e-9 * std::abs(stats.sum_measured)) return "";  // rounding: nothing to explain
   return c >= k && c >= o ? "collectives" : k >= o ? "compute" : "other";
 }
 

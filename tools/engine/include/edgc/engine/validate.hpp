@@ -146,7 +146,8 @@ struct Row {
   double delta_collectives_s = 0.0;
   double delta_compute_s = 0.0;
   double delta_other_s = 0.0;
-  /// "collectives" | "compute" | "other": the part with the largest mean |difference|; empty for other rows.
+  /// "collectives" | "compute" | "other": the part with the largest mean |difference|; empty for other rows and
+  /// where every difference is rounding (≤ 1e-9 of the measured total).
   std::string dominant() const;
 };
 
