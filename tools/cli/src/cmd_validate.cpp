@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <simgrid/s4u.hpp>
@@ -144,6 +145,31 @@ int run_validate_command(const std::vector<std::string>& args) {
     notes.push_back("machine drift: this run's calibration all-reduces took " + results::fmt_f(drift, 2) +
                     "x (median over sizes) what the calibration run's profile gives; differences of that order are "
                     "the machine changing between the runs, not the model");
+  // Stationarity: the same step pattern early and late in a policy's run (thirds of its steps, medians). A machine
+  // whose speed changes during a run cannot be predicted by any calibration taken at another time.
+  double worst_shift = 1.0;
+  std::string shift_where;
+  for (std::size_t r = 0; r < m.runs.size(); ++r) {
+    std::map<std::size_t, std::vector<double>> by_pattern;
+    for (std::size_t k = 0; k < m.runs[r].steps.size(); ++k)
+      by_pattern[patterns.of_step[r][k]].push_back(m.runs[r].steps[k].iteration_s);
+    for (const auto& [p, times] : by_pattern) {
+      if (times.size() < 30) continue;
+      const std::size_t third = times.size() / 3;
+      const double early = core::median(std::vector<double>(times.begin(), times.begin() + third));
+      const double late = core::median(std::vector<double>(times.end() - third, times.end()));
+      if (!(early > 0 && late > 0)) continue;
+      const double shift = std::max(early / late, late / early);
+      if (shift > worst_shift) {
+        worst_shift = shift;
+        shift_where = m.runs[r].policy + ": the median step took " + results::fmt_g(early * 1e3, 3) +
+                      " ms in the first third of its steps, " + results::fmt_g(late * 1e3, 3) + " ms in the last";
+      }
+    }
+  }
+  if (worst_shift > 1.15)
+    notes.push_back("the machine's speed changed during this run (" + shift_where +
+                    "): no calibration taken at another time predicts that; rerun on a quieter machine");
   for (const results::Measurements* x : {&m, &cal_m})
     if (const std::string c = results::oversubscription_caveat(*x); !c.empty())
       notes.push_back((x == &m ? "this run: " : "the calibration run: ") + c);
@@ -151,6 +177,7 @@ int run_validate_command(const std::vector<std::string>& args) {
       {"measurements", measurements_path},
       {"calibrated_on", calibrated_on},
       {"calibration_drift", std::isfinite(drift) ? ordered_json(drift) : ordered_json(nullptr)},
+      {"within_run_shift", worst_shift},
       {"notes", notes},
       {"cluster_file", mc.where},
       {"cluster",
