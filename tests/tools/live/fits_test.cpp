@@ -8,10 +8,14 @@
 #include <cmath>
 #include <vector>
 
+#include "edgc/engine/live_calibration.hpp"
 #include "edgc/sim/platform.hpp"
 
 namespace edgc::live {
 namespace {
+
+using engine::ring_profile;
+using engine::RingProfile;
 
 // 2(D − 1)·L + 2(D − 1)/D · S / (B · efficiency(S / D)): what SimGrid's calibrated profile gives a ring alone.
 double ring_s(const RingProfile& p, int d, double bytes) {

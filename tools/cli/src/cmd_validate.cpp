@@ -10,6 +10,7 @@
 // holds its measured GEMM rate and copy bandwidth divided by those defaults.
 #include <cmath>
 #include <filesystem>
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/median.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/engine/live_calibration.hpp"
 #include "edgc/engine/validate.hpp"
 #include "edgc/results/measurements.hpp"
 #include "edgc/results/table.hpp"
@@ -65,45 +67,86 @@ Machine read_machine(const std::string& path, const std::vector<std::string>& se
 }
 
 int run_validate_command(const std::vector<std::string>& args) {
-  std::string measured;
+  std::vector<std::string> measured;
   std::string scenario;
-  std::string calibration;
+  std::vector<std::string> calibration;
   std::vector<std::string> sets;
   std::string out;
   po::options_description opts;
   auto add = opts.add_options();
-  add("measured", po::value(&measured)->required(),
-      "directory written by 'edgc live' (measurements.json, cluster.json)");
-  add("calibration", po::value(&calibration),
-      "another 'edgc live' directory whose cluster file (its calibration: network profile, kernel profile) "
-      "prices this run: an independent prediction (default: DIR's own cluster file)");
+  add("measured", po::value(&measured)->required()->composing(),
+      "directory written by 'edgc live' (measurements.json, cluster.json); repeat it for repeated runs of one "
+      "configuration: their steps are pooled, so each row's median and spread cover every run");
+  add("calibration", po::value(&calibration)->composing(),
+      "another 'edgc live' directory whose calibration (network profile, kernel profile) prices the measured run: "
+      "an independent prediction (default: the measured run's own); repeat it to pool repeated calibration runs by "
+      "medians");
   add("scenario", po::value(&scenario),
       "cluster or scenario file with cluster and optional network and compute sections (instead of --calibration)");
   add("set", po::value(&sets)->composing(), "override a key of the cluster file: dotted.key=value (repeatable)");
-  add("out", po::value(&out), "output file (default DIR/validate.json)");
+  add("out", po::value(&out), "output file (default DIR/validate.json, DIR the first --measured)");
   add("json", "print validate.json instead of the tables");
   po::variables_map vm;
-  if (!parse("validate", "--measured DIR [--calibration DIR2 | --scenario F] [--set k=v]... [--out FILE] [--json]", opts, {}, args, vm))
+  if (!parse("validate", "--measured DIR... [--calibration DIR2... | --scenario F] [--set k=v]... [--out FILE] [--json]",
+             opts, {}, args, vm))
     return 0;
 
   // Everything is read and checked before the engine starts: bad input never leaves an output file behind.
-  const fs::path dir(measured);
-  if (!fs::is_directory(dir)) throw UsageError("--measured", "'" + measured + "' is not a directory");
-  const std::string measurements_path = (dir / "measurements.json").string();
-  const results::Measurements m = results::read_measurements(measurements_path);
+  const auto read_runs = [](const std::vector<std::string>& dirs, const char* option) {
+    std::vector<std::string> paths;
+    std::vector<results::Measurements> runs;
+    for (const std::string& d : dirs) {
+      if (!fs::is_directory(d)) throw UsageError(option, "'" + d + "' is not a directory");
+      paths.push_back((fs::path(d) / "measurements.json").string());
+      runs.push_back(results::read_measurements(paths.back()));
+    }
+    return std::make_pair(paths, runs);
+  };
+  // (No structured bindings: clang 14 cannot capture them in the lambdas below.)
+  const auto measured_read = read_runs(measured, "--measured");
+  const std::vector<std::string>& measured_paths = measured_read.first;
+  const std::vector<results::Measurements>& measured_runs = measured_read.second;
+  const fs::path dir(measured.front());
+  const std::string measurements_path = measured_paths.front();
+  const results::Measurements m = measured_runs.size() == 1
+                                      ? measured_runs.front()
+                                      : engine::pool_measurements(measured_runs, measured_paths);
   if (!scenario.empty() && !calibration.empty())
     throw UsageError("--calibration", "give --calibration or --scenario, not both");
-  // The run whose cluster file prices this one: this run, or the --calibration run.
-  const fs::path cal_dir = calibration.empty() ? dir : fs::path(calibration);
-  if (!fs::is_directory(cal_dir)) throw UsageError("--calibration", "'" + calibration + "' is not a directory");
-  const std::string cal_measurements_path = (cal_dir / "measurements.json").string();
+  // The runs whose calibration prices this one: the measured runs themselves, or the --calibration runs.
+  const std::vector<std::string> cal_dirs = calibration.empty() ? measured : calibration;
+  const auto cal_read = calibration.empty() ? measured_read : read_runs(calibration, "--calibration");
+  const std::vector<std::string>& cal_paths = cal_read.first;
+  const std::vector<results::Measurements>& cal_runs = cal_read.second;
   const results::Measurements cal_m =
-      calibration.empty() ? m : results::read_measurements(cal_measurements_path);
+      cal_runs.size() == 1 ? cal_runs.front() : engine::pool_measurements(cal_runs, cal_paths);
   const bool live_cluster_file = scenario.empty();
-  const std::string cluster_path = live_cluster_file ? (cal_dir / cal_m.cluster_file).string() : scenario;
-  if (live_cluster_file && !fs::is_regular_file(cluster_path))
-    throw ConfigError(cal_measurements_path, "cluster_file", "'" + cluster_path + "' is not a readable file");
-  const Machine mc = read_machine(cluster_path, sets);
+  const auto cluster_of = [&](std::size_t i) {
+    const std::string path = (fs::path(cal_dirs[i]) / cal_runs[i].cluster_file).string();
+    if (!fs::is_regular_file(path))
+      throw ConfigError(cal_paths[i], "cluster_file", "'" + path + "' is not a readable file");
+    return path;
+  };
+  Machine mc = read_machine(live_cluster_file ? cluster_of(0) : scenario, sets);
+  // Several calibration runs: the first run's cluster file with the pooled network profile and kernel profile.
+  if (live_cluster_file && cal_runs.size() > 1) {
+    if (cal_m.calibration.ranks >= 2 && !cal_m.calibration.rows.empty()) {
+      const engine::RingProfile ring = engine::ring_profile(cal_m.calibration);
+      mc.network = engine::network_of(ring);
+      mc.cluster.intra_latency_us = mc.cluster.inter_latency_us = std::max(1e-3, ring.latency_s * 1e6);
+      mc.cluster.intra_bandwidth_GBps = mc.cluster.nic_bandwidth_GBps = ring.bandwidth_Bps / 1e9;
+    }
+    if (!mc.cost.kernel_profile.empty()) {
+      std::vector<scenario::KernelProfile> profiles;
+      for (std::size_t i = 0; i < cal_runs.size(); ++i) {
+        const Machine other = read_machine(cluster_of(i), sets);
+        profiles.push_back({other.cost.kernel_profile, other.cost.copy_profile});
+      }
+      scenario::KernelProfile pooled = engine::pool_kernel_profiles(profiles);
+      mc.cost.kernel_profile = std::move(pooled.entries);
+      mc.cost.copy_profile = std::move(pooled.copies);
+    }
+  }
   const std::vector<int> gpus = engine::validate::platform_gpus(m, mc.cluster, mc.where);
   const fs::path out_path = out.empty() ? dir / "validate.json" : fs::path(out);
   if (fs::is_directory(out_path)) throw UsageError("--out", "'" + out_path.string() + "' is a directory");
@@ -129,9 +172,13 @@ int run_validate_command(const std::vector<std::string>& args) {
   for (const auto& run : m.runs) steps += run.steps.size();
   const std::string network = mc.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
   // Where the prices come from, and how far this run's own calibration strays from them (machine drift).
-  const std::string calibrated_on = !scenario.empty()        ? "the file " + scenario
-                                    : calibration.empty()    ? "this run's own calibration phase"
-                                                             : "the live run " + cal_dir.string();
+  std::string runs_text;
+  for (const std::string& d : calibration) runs_text += (runs_text.empty() ? "" : ", ") + d;
+  const std::string calibrated_on = !scenario.empty()     ? "the file " + scenario
+                                    : calibration.empty() ? "this run's own calibration phase"
+                                    : calibration.size() == 1
+                                        ? "the live run " + runs_text
+                                        : "the live runs " + runs_text + " (pooled by medians)";
   std::vector<double> ratios;
   for (const auto& r : report.calibration.at("rows"))
     if (r.at("measured_s").get<double>() > 0 && r.at("predicted_s").get<double>() > 0)
@@ -168,13 +215,16 @@ int run_validate_command(const std::vector<std::string>& args) {
     }
   }
   if (worst_shift > 1.15)
-    notes.push_back("the machine's speed changed during this run (" + shift_where +
+    notes.push_back(std::string(measured_paths.size() > 1 ? "the machine's speed changed over these runs ("
+                                                          : "the machine's speed changed during this run (") +
+                    shift_where +
                     "): no calibration taken at another time predicts that; rerun on a quieter machine");
   for (const results::Measurements* x : {&m, &cal_m})
     if (const std::string c = results::oversubscription_caveat(*x); !c.empty())
       notes.push_back((x == &m ? "this run: " : "the calibration run: ") + c);
   const ordered_json header = {
       {"measurements", measurements_path},
+      {"measured_runs", measured_paths},
       {"calibrated_on", calibrated_on},
       {"calibration_drift", std::isfinite(drift) ? ordered_json(drift) : ordered_json(nullptr)},
       {"within_run_shift", worst_shift},
@@ -200,7 +250,10 @@ int run_validate_command(const std::vector<std::string>& args) {
     std::cout << doc.dump(2) << "\n";
     return 0;
   }
-  std::cout << "validate    " << measurements_path << ": " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp
+  std::cout << "validate    " << measurements_path
+            << (measured_paths.size() > 1 ? " and " + std::to_string(measured_paths.size() - 1) + " more run(s), pooled"
+                                          : std::string())
+            << ": " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp
             << ", " << m.comm << "/" << m.backend << "), " << m.runs.size() << " policies, " << steps << " steps, "
             << patterns.distinct.size() << " distinct step patterns simulated on '" << mc.cluster.name << "' ("
             << mc.cluster.nodes << " x " << mc.cluster.gpus_per_node << " GPUs, " << network << " network), priced by "

@@ -10,7 +10,7 @@
 #include "edgc/results/result_document.hpp"
 #include "edgc/results/run_figures.hpp"
 #include "edgc/results/table.hpp"
-#include "calibration/fits.hpp"
+#include "edgc/engine/live_calibration.hpp"
 
 namespace edgc::live {
 
@@ -87,7 +87,7 @@ ordered_json cluster_json(const results::Measurements& m, const Rates& rates, co
   nodes = static_cast<int>(count.size());
   for (const auto& [node, c] : count) per_node = std::max(per_node, c);
   const bool ring = m.calibration.ranks >= 2 && !m.calibration.rows.empty();
-  const RingProfile profile = ring ? ring_profile(m.calibration) : RingProfile{};
+  const engine::RingProfile profile = ring ? engine::ring_profile(m.calibration) : engine::RingProfile{};
   const double latency_us = std::max(1e-3, (ring ? profile.latency_s : m.calibration.latency_s) * 1e6);
   const double bw_GBps = (ring ? profile.bandwidth_Bps : m.calibration.bandwidth_Bps) / 1e9;
   ordered_json sources = {
@@ -136,7 +136,7 @@ ordered_json cluster_json(const results::Measurements& m, const Rates& rates, co
 }
 
 ordered_json calibration_json(const results::Measurements& m) {
-  const RingProfile profile = ring_profile(m.calibration);
+  const engine::RingProfile profile = engine::ring_profile(m.calibration);
   ordered_json points = ordered_json::array();
   for (const auto& [bytes, eff] : profile.points) points.push_back({bytes, eff});
   const ordered_json curve = {{"points", points}, {"latency_factor", 1.0}};

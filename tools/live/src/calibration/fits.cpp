@@ -27,37 +27,6 @@ std::pair<double, double> fit_affine_relative(const std::vector<results::Calibra
   return {a, b};
 }
 
-RingProfile ring_profile(const results::Calibration& cal) {
-  const double d = cal.ranks;
-  const double steps = 2.0 * (d - 1.0);
-  RingProfile p;
-  double floor_s = std::numeric_limits<double>::infinity();
-  // The probe's in-step rows where it has them; the isolated rows below and above their sizes. A 0 s row (below
-  // the timer's resolution) says nothing.
-  std::vector<results::Calibration::Row> rows;
-  for (const auto& r : cal.step_rows)
-    if (r.time_s > 0) rows.push_back(r);
-  const std::int64_t lo = rows.empty() ? 0 : rows.front().bytes;
-  const std::int64_t hi = rows.empty() ? 0 : rows.back().bytes;
-  for (const auto& r : cal.rows)
-    if (r.time_s > 0 && (rows.empty() || r.bytes < lo || r.bytes > hi)) rows.push_back(r);
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
-  for (const auto& r : rows) floor_s = std::min(floor_s, r.time_s / steps);
-  if (rows.empty()) floor_s = 0.0;
-  p.latency_s = std::clamp(cal.latency_s, 0.0, 0.5 * floor_s);
-  const auto bandwidth_part = [&](const results::Calibration::Row& r) {  // bytes per second of the transfer part
-    return steps / d * static_cast<double>(r.bytes) / (r.time_s - steps * p.latency_s);
-  };
-  for (const auto& r : rows) p.bandwidth_Bps = std::max(p.bandwidth_Bps, bandwidth_part(r));
-  for (const auto& r : rows) {
-    const double chunk = static_cast<double>(r.bytes) / d;
-    const double eff = std::clamp(bandwidth_part(r) / p.bandwidth_Bps, 1e-6, 1.0);
-    if (!p.points.empty() && chunk <= p.points.back().first) continue;  // rows come sorted; a repeat keeps the first
-    p.points.emplace_back(chunk, eff);
-  }
-  return p;
-}
-
 namespace {
 
 // Two-sided 95 % quantile of Student's t with `df` degrees of freedom (tables; 1.96 beyond 120).
