@@ -275,6 +275,24 @@ TEST(Validate, CalibratedOnAnotherRunNamesTheDriftAndTheVerdict) {
       EXPECT_LT(d["collectives"].get<double>(), 0.0);
       EXPECT_NEAR(d["other"].get<double>(), 0.0, 1e-12);
     }
+  // Pooled: the fixture and the slower copy measured, both as the calibration. Every calibration size's pooled time
+  // is the median of x and 1.25x, 1.125x, and the pooled network profile reproduces it; the fixture's cluster file
+  // has no kernel profile, so compute stays priced by its GPU rates: x against the pooled steps' 1.125x.
+  const auto pooled = edgc("validate --measured " + a.string() + " --measured " + b.string() + " --calibration " +
+                               a.string() + " --calibration " + b.string() + " --out " + (tmp / "p.json").string(),
+                           tmp);
+  ASSERT_EQ(pooled.code, 0) << pooled.err;
+  EXPECT_NE(pooled.out.find("and 1 more run(s), pooled"), std::string::npos) << pooled.out;
+  const json pd = json::parse(read_file(tmp / "p.json"));
+  EXPECT_EQ(pd["steps"], 10);
+  EXPECT_EQ(pd["network"], "calibrated");
+  ASSERT_EQ(pd["calibration"]["rows"].size(), 3U);
+  for (const auto& c : pd["calibration"]["rows"]) EXPECT_LT(c["ape_pct"].get<double>(), 1e-6) << c;
+  for (const auto& x : pd["overall"])
+    if (x["category"] == "compute") {
+      EXPECT_NEAR(x["error_pct"].get<double>(), 100.0 / 9, 1e-6) << x;  // |x − 1.125x| / 1.125x
+    }
+
   // Priced by its own calibration, the fixture holds within the closed form's tolerance and says so.
   const auto own = edgc("validate --measured " + a.string(), tmp);
   ASSERT_EQ(own.code, 0) << own.err;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/engine/live_calibration.hpp"
 #include "edgc/engine/validate.hpp"
 #include "edgc/results/measurements.hpp"
 #include "edgc/sim/cost_model.hpp"
@@ -138,6 +139,70 @@ TEST(ValidatePlacement, RankGoesToNodeTimesGpusPerNodePlusLocal) {
     FAIL() << "a local index past the node was accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.field(), "cluster.gpus_per_node");
+  }
+}
+
+}  // namespace
+}  // namespace edgc::engine
+
+namespace edgc::engine {
+namespace {
+
+// Repeated runs pooled: calibration rows by the median per size over the runs that timed it, kernel batches and
+// copies the same, steps of each policy one run after another; a run of another configuration is refused naming
+// its file and field.
+TEST(PoolRuns, MediansPerSizeAndStepsOneRunAfterAnother) {
+  results::Calibration a, b, c;
+  a.ranks = b.ranks = c.ranks = 2;
+  a.rows = {{64, 1.0}, {4096, 4.0}};
+  b.rows = {{64, 3.0}, {4096, 5.0}, {65536, 9.0}};
+  c.rows = {{64, 2.0}, {4096, 9.0}};
+  a.step_rows = {{1024, 1.0}};
+  const results::Calibration p = pool_calibrations({a, b, c}, {"a", "b", "c"});
+  ASSERT_EQ(p.rows.size(), 3U);
+  EXPECT_DOUBLE_EQ(p.rows[0].time_s, 2.0);
+  EXPECT_DOUBLE_EQ(p.rows[1].time_s, 5.0);
+  EXPECT_DOUBLE_EQ(p.rows[2].time_s, 9.0);  // timed by one run only
+  ASSERT_EQ(p.step_rows.size(), 1U);
+  c.ranks = 4;
+  try {
+    pool_calibrations({a, c}, {"a", "c"});
+    FAIL() << "pooled calibrations of different group sizes";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), "c");
+    EXPECT_EQ(e.field(), "calibration.ranks");
+  }
+
+  const scenario::KernelProfile k1{{{64, 64, 4, 1.0, 4}, {64, 64, 8, 2.0, 4}}, {{1000, 1.0}}};
+  const scenario::KernelProfile k2{{{64, 64, 4, 3.0, 4}}, {{1000, 2.0}, {2000, 5.0}}};
+  const scenario::KernelProfile kp = pool_kernel_profiles({k1, k2});
+  ASSERT_EQ(kp.entries.size(), 2U);
+  EXPECT_DOUBLE_EQ(kp.entries[0].step_s, 2.0);  // median of 1 and 3
+  EXPECT_EQ(kp.entries[0].count, 4);
+  EXPECT_DOUBLE_EQ(kp.entries[1].step_s, 2.0);
+  ASSERT_EQ(kp.copies.size(), 2U);
+  EXPECT_DOUBLE_EQ(kp.copies[0].seconds, 1.5);
+
+  results::Measurements m1;
+  m1.world_size = 2;
+  m1.dp = 2;
+  m1.placement = {{0, "h", 0, 0, 0, 0, 2}, {1, "h", 0, 1, 0, 1, 2}};
+  m1.calibration = a;
+  m1.runs = {{"none", {results::Step{0, 0, 1.0, {}}, results::Step{1, 2, 1.0, {}}}}};
+  results::Measurements m2 = m1;
+  m2.calibration = b;
+  m2.runs[0].steps.pop_back();
+  const results::Measurements pooled = pool_measurements({m1, m2}, {"m1", "m2"});
+  ASSERT_EQ(pooled.runs[0].steps.size(), 3U);
+  EXPECT_EQ(pooled.runs[0].steps[2].step, 2);  // renumbered after the first run's
+  EXPECT_DOUBLE_EQ(pooled.calibration.rows[0].time_s, 2.0);  // (1 + 3) / 2
+  m2.runs[0].policy = "edgc";
+  try {
+    pool_measurements({m1, m2}, {"m1", "m2"});
+    FAIL() << "pooled runs of different policies";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), "m2");
+    EXPECT_EQ(e.field(), "runs[0].policy");
   }
 }
 
