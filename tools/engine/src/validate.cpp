@@ -344,9 +344,14 @@ std::string Row::dominant() const {
 Report compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated) {
   std::map<std::tuple<std::size_t, int, int, int>, Row> rows;
   std::map<int, Row> overall;
-  // A group of pairs shares one prediction: one pattern's stage's i-th value.
-  const auto group_of = [](std::size_t pattern, int stage, std::size_t i) {
-    return (static_cast<std::int64_t>(pattern) * 4096 + stage) * 4096 + static_cast<std::int64_t>(i);
+  // A group of pairs shares one prediction and one policy: a policy's steps of one pattern, a stage's i-th value.
+  // (Policies stay apart in the overall rows too: their steps of one pattern ran at different times, and pooling them
+  // into one median would let one policy's error hide another's.)
+  std::size_t run_index = 0;
+  const auto group_of = [&](std::size_t pattern, int stage, std::size_t i) {
+    return ((static_cast<std::int64_t>(run_index) * 1048576 + static_cast<std::int64_t>(pattern)) * 4096 + stage) *
+               4096 +
+           static_cast<std::int64_t>(i);
   };
   struct Parts {  // predicted − measured of one stage's step
     double collectives = 0, compute = 0, other = 0;
@@ -366,6 +371,7 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
     }
   };
   for (std::size_t r = 0; r < m.runs.size(); ++r) {
+    run_index = r;
     for (std::size_t k = 0; k < m.runs[r].steps.size(); ++k) {
       const results::Step& step = m.runs[r].steps[k];
       const std::size_t pattern = patterns.of_step[r][k];
