@@ -382,8 +382,7 @@ double profiled_copy_s(const std::vector<CopyTime>& profile, std::int64_t bytes)
   for (std::size_t i = 1; i < p.size(); ++i)
     if (bytes <= p[i].bytes && p[i].bytes > p[i - 1].bytes) return at(p[i - 1], p[i]);
   const std::size_t last = p.size() - 1;
-  if (last == 0 || p[last].bytes == p[last - 1].bytes)
-    return p[last].seconds * x / static_cast<double>(p[last].bytes);
+  if (last == 0 || p[last].bytes == p[last - 1].bytes) return p[last].seconds * x / static_cast<double>(p[last].bytes);
   return std::max(0.0, at(p[last - 1], p[last]));
 }
 

@@ -56,7 +56,7 @@ TEST(ValidateStats, ErrorOfTheMedianStepPerGroupAndQuantiles) {
   EXPECT_TRUE(std::isnan(s.error_pct()));
   EXPECT_TRUE(std::isnan(s.quantile_measured(0.5)));
   for (const double x : {1.0, 1.0, 1.0, 9.0}) s.add(x, 1.0, 7);  // one outlier: median 1, prediction exact
-  s.add(2.0, 3.0, 8);                                              // 50 %
+  s.add(2.0, 3.0, 8);                                            // 50 %
   EXPECT_DOUBLE_EQ(s.error_pct(), (4 * 0.0 + 1 * 50.0) / 5);
   EXPECT_DOUBLE_EQ(s.mape_pct(), (3 * 0.0 + 800.0 / 9 + 50.0) / 5);  // per step, the outlier counts (|1 − 9| / 9)
   EXPECT_DOUBLE_EQ(s.quantile_measured(0.5), 1.0);
@@ -194,7 +194,7 @@ TEST(PoolRuns, MediansPerSizeAndStepsOneRunAfterAnother) {
   m2.runs[0].steps.pop_back();
   const results::Measurements pooled = pool_measurements({m1, m2}, {"m1", "m2"});
   ASSERT_EQ(pooled.runs[0].steps.size(), 3U);
-  EXPECT_EQ(pooled.runs[0].steps[2].step, 2);  // renumbered after the first run's
+  EXPECT_EQ(pooled.runs[0].steps[2].step, 2);                // renumbered after the first run's
   EXPECT_DOUBLE_EQ(pooled.calibration.rows[0].time_s, 2.0);  // (1 + 3) / 2
   m2.runs[0].policy = "edgc";
   try {

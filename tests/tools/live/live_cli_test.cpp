@@ -14,8 +14,8 @@
 
 #include <filesystem>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "cli_test_util.hpp"

@@ -1,16 +1,16 @@
 // `edgc validate --measured DIR [--calibration DIR2 | --scenario F] [--set k=v]... [--out FILE] [--json]`: the run
 // `edgc live` measured (DIR/measurements.json), simulated on the cluster it ran on as priced by its own calibration
 // (DIR/<cluster_file>), by another live run's calibration (--calibration: an independent prediction), or on another
-// cluster and network (--scenario), and the prediction error per collective, stage sync, iteration and compression compute
-// (validate.hpp). Writes DIR/validate.json (schema edgc.validate/1) atomically and prints the tables.
+// cluster and network (--scenario), and the prediction error per collective, stage sync, iteration and compression
+// compute (validate.hpp). Writes DIR/validate.json (schema edgc.validate/1) atomically and prints the tables.
 //
 // Compute is priced by the cluster file's kernel profile (live writes kernels.json: its probe's PowerSGD batches and
 // dense-buffer copies), else by the roofline of sim::powersgd_batch_s at the cluster's GPU figures and the compute.*
 // knobs (defaults as for `edgc simulate`: compute.efficiency 0.4, compute.hbm_efficiency 0.85); live's cluster file
 // holds its measured GEMM rate and copy bandwidth divided by those defaults.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <algorithm>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,8 +19,8 @@
 
 #include "cli.hpp"
 #include "edgc/core/atomic_file.hpp"
-#include "edgc/core/median.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/core/median.hpp"
 #include "edgc/engine/live_calibration.hpp"
 #include "edgc/engine/validate.hpp"
 #include "edgc/results/measurements.hpp"
@@ -87,8 +87,9 @@ int run_validate_command(const std::vector<std::string>& args) {
   add("out", po::value(&out), "output file (default DIR/validate.json, DIR the first --measured)");
   add("json", "print validate.json instead of the tables");
   po::variables_map vm;
-  if (!parse("validate", "--measured DIR... [--calibration DIR2... | --scenario F] [--set k=v]... [--out FILE] [--json]",
-             opts, {}, args, vm))
+  if (!parse("validate",
+             "--measured DIR... [--calibration DIR2... | --scenario F] [--set k=v]... [--out FILE] [--json]", opts, {},
+             args, vm))
     return 0;
 
   // Everything is read and checked before the engine starts: bad input never leaves an output file behind.
@@ -108,9 +109,8 @@ int run_validate_command(const std::vector<std::string>& args) {
   const std::vector<results::Measurements>& measured_runs = measured_read.second;
   const fs::path dir(measured.front());
   const std::string measurements_path = measured_paths.front();
-  const results::Measurements m = measured_runs.size() == 1
-                                      ? measured_runs.front()
-                                      : engine::pool_measurements(measured_runs, measured_paths);
+  const results::Measurements m =
+      measured_runs.size() == 1 ? measured_runs.front() : engine::pool_measurements(measured_runs, measured_paths);
   if (!scenario.empty() && !calibration.empty())
     throw UsageError("--calibration", "give --calibration or --scenario, not both");
   // The runs whose calibration prices this one: the measured runs themselves, or the --calibration runs.
@@ -174,11 +174,10 @@ int run_validate_command(const std::vector<std::string>& args) {
   // Where the prices come from, and how far this run's own calibration strays from them (machine drift).
   std::string runs_text;
   for (const std::string& d : calibration) runs_text += (runs_text.empty() ? "" : ", ") + d;
-  const std::string calibrated_on = !scenario.empty()     ? "the file " + scenario
-                                    : calibration.empty() ? "this run's own calibration phase"
-                                    : calibration.size() == 1
-                                        ? "the live run " + runs_text
-                                        : "the live runs " + runs_text + " (pooled by medians)";
+  const std::string calibrated_on = !scenario.empty()         ? "the file " + scenario
+                                    : calibration.empty()     ? "this run's own calibration phase"
+                                    : calibration.size() == 1 ? "the live run " + runs_text
+                                                              : "the live runs " + runs_text + " (pooled by medians)";
   std::vector<double> ratios;
   for (const auto& r : report.calibration.at("rows"))
     if (r.at("measured_s").get<double>() > 0 && r.at("predicted_s").get<double>() > 0)
@@ -186,8 +185,9 @@ int run_validate_command(const std::vector<std::string>& args) {
   const double drift = ratios.empty() ? std::nan("") : core::median(ratios);
   std::vector<std::string> notes;
   if (calibration.empty() && scenario.empty())
-    notes.push_back("priced by this run's own calibration: the steps are not fitted, but for an independent check run "
-                    "another configuration and pass this directory as its --calibration");
+    notes.push_back(
+        "priced by this run's own calibration: the steps are not fitted, but for an independent check run "
+        "another configuration and pass this directory as its --calibration");
   if (!calibration.empty() && std::isfinite(drift) && std::abs(drift - 1.0) > 0.1)
     notes.push_back("machine drift: this run's calibration all-reduces took " + results::fmt_f(drift, 2) +
                     "x (median over sizes) what the calibration run's profile gives; differences of that order are "
@@ -217,8 +217,7 @@ int run_validate_command(const std::vector<std::string>& args) {
   if (worst_shift > 1.15)
     notes.push_back(std::string(measured_paths.size() > 1 ? "the machine's speed changed over these runs ("
                                                           : "the machine's speed changed during this run (") +
-                    shift_where +
-                    "): no calibration taken at another time predicts that; rerun on a quieter machine");
+                    shift_where + "): no calibration taken at another time predicts that; rerun on a quieter machine");
   for (const results::Measurements* x : {&m, &cal_m})
     if (const std::string c = results::oversubscription_caveat(*x); !c.empty())
       notes.push_back((x == &m ? "this run: " : "the calibration run: ") + c);
@@ -253,11 +252,10 @@ int run_validate_command(const std::vector<std::string>& args) {
   std::cout << "validate    " << measurements_path
             << (measured_paths.size() > 1 ? " and " + std::to_string(measured_paths.size() - 1) + " more run(s), pooled"
                                           : std::string())
-            << ": " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp
-            << ", " << m.comm << "/" << m.backend << "), " << m.runs.size() << " policies, " << steps << " steps, "
-            << patterns.distinct.size() << " distinct step patterns simulated on '" << mc.cluster.name << "' ("
-            << mc.cluster.nodes << " x " << mc.cluster.gpus_per_node << " GPUs, " << network << " network), priced by "
-            << calibrated_on << "\n";
+            << ": " << m.world_size << " ranks (pp " << m.pp << " x dp " << m.dp << ", " << m.comm << "/" << m.backend
+            << "), " << m.runs.size() << " policies, " << steps << " steps, " << patterns.distinct.size()
+            << " distinct step patterns simulated on '" << mc.cluster.name << "' (" << mc.cluster.nodes << " x "
+            << mc.cluster.gpus_per_node << " GPUs, " << network << " network), priced by " << calibrated_on << "\n";
   for (const std::string& n : notes) std::cout << "note: " << n << "\n";
   std::cout << "\n";
   engine::validate::print_report(std::cout, report);

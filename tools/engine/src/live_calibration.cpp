@@ -55,7 +55,8 @@ sim::NetworkProfile network_of(const RingProfile& p) {
 namespace {
 
 // Per size the median of the rows that have it.
-std::vector<results::Calibration::Row> pool_rows(const std::vector<const std::vector<results::Calibration::Row>*>& all) {
+std::vector<results::Calibration::Row> pool_rows(
+    const std::vector<const std::vector<results::Calibration::Row>*>& all) {
   std::map<std::int64_t, std::vector<double>> by_size;
   for (const auto* rows : all)
     for (const auto& r : *rows) by_size[r.bytes].push_back(r.time_s);
@@ -109,8 +110,9 @@ results::Measurements pool_measurements(const std::vector<results::Measurements>
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const results::Measurements& r = runs[i];
     const auto differs = [&](const std::string& field, const std::string& what) {
-      throw ConfigError(paths[i], field, what + " differs from the first run's (" + paths[0] +
-                                             "): pool only repeated runs of one configuration");
+      throw ConfigError(
+          paths[i], field,
+          what + " differs from the first run's (" + paths[0] + "): pool only repeated runs of one configuration");
     };
     if (r.world_size != out.world_size) differs("world_size", "the world size");
     if (r.pp != out.pp || r.dp != out.dp) differs("pp", "the layout");

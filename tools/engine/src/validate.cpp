@@ -26,8 +26,8 @@ struct SimState {
   const results::Measurements* m = nullptr;
   const Patterns* patterns = nullptr;
   const std::vector<std::vector<StageCompute>>* compute = nullptr;
-  std::vector<sim::Group> stage_groups;  // per stage, members by replica
-  sim::Group calibration;                // the first calibration.ranks members of stage 0's group
+  std::vector<sim::Group> stage_groups;                     // per stage, members by replica
+  sim::Group calibration;                                   // the first calibration.ranks members of stage 0's group
   std::vector<results::Calibration::Row> calibration_rows;  // the calibration's rows, then its step rows
   sg4::BarrierPtr world;
   std::vector<std::vector<std::vector<double>>> shortest_s;  // [pattern][stage][collective], min over members
@@ -138,9 +138,8 @@ ordered_json row_json(const Row& r) {
   j["max_ape_pct"] = number_or_null(r.stats.ape_count > 0 ? r.stats.max_ape_pct : kNaN);
   if (r.category == "sync" || r.category == "iteration") {
     const double n = static_cast<double>(r.stats.count);
-    j["mean_difference_s"] = {{"collectives", r.delta_collectives_s / n},
-                              {"compute", r.delta_compute_s / n},
-                              {"other", r.delta_other_s / n}};
+    j["mean_difference_s"] = {
+        {"collectives", r.delta_collectives_s / n}, {"compute", r.delta_compute_s / n}, {"other", r.delta_other_s / n}};
     j["dominant"] = r.dominant();
   }
   return j;
@@ -356,8 +355,8 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
   struct Parts {  // predicted − measured of one stage's step
     double collectives = 0, compute = 0, other = 0;
   };
-  const auto add = [&](std::size_t run, int cat, int stage, const std::string& kind, double measured,
-                       double predicted, std::int64_t group, const Parts* parts) {
+  const auto add = [&](std::size_t run, int cat, int stage, const std::string& kind, double measured, double predicted,
+                       std::int64_t group, const Parts* parts) {
     Row& r = rows[{run, cat, stage, kind.empty() ? -1 : kind_order(kind)}];
     if (r.category.empty()) r = Row{category_name(cat), m.runs[run].policy, stage, kind, {}};
     Row& o = overall[cat];
@@ -516,7 +515,9 @@ std::string verdict(const Report& report) {
     const double e = r.stats.error_pct();
     if (std::isnan(e)) continue;
     const double target = r.category == "iteration" || r.category == "sync" ? kIterationTargetPct : kPartTargetPct;
-    const std::string name = r.category == "sync" ? "stage sync" : r.category == "collective" ? "collectives" : r.category;
+    const std::string name = r.category == "sync"         ? "stage sync"
+                             : r.category == "collective" ? "collectives"
+                                                          : r.category;
     holds += (holds.empty() ? "" : ", ") + name + " " + results::fmt_f(e, 1) + " %";
     worst = std::max(worst, e);
     if (e > target) {

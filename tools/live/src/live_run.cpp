@@ -34,7 +34,7 @@ void LiveRun::run() {
   traces::IterationData first;
   reader.read(0, first);
   load_raw(tensors_, first);
-  probe();      // first: the calibration then times every all-reduce size the probed steps sent
+  probe();  // first: the calibration then times every all-reduce size the probed steps sent
   calibrate();
   for (const std::string& p : o_.policies) run_policy(p);
 }
@@ -155,7 +155,8 @@ void LiveRun::probe() {
   gather_probe_points(points);
   gather_probe_profile(kernels, copies, collectives);
   // Every rank needs every stage's sizes: the calibration is collective over all DP groups at once.
-  const std::vector<std::string> all = w_.gather(ordered_json(std::vector<std::int64_t>(sizes.begin(), sizes.end())).dump());
+  const std::vector<std::string> all =
+      w_.gather(ordered_json(std::vector<std::int64_t>(sizes.begin(), sizes.end())).dump());
   std::string merged;
   if (w_.rank == 0) {
     std::set<std::int64_t> every;
@@ -174,7 +175,7 @@ std::optional<LiveRun::ProbePoint> LiveRun::probe_rank(int r) {
   const auto ranks = tensor_ranks(tensors_, r);
   // Every group must agree to use this rank (the smallest stage decides whether anything is compressed).
   std::vector<double> any = {r == 0 || std::any_of(ranks.begin(), ranks.end(), [](int x) { return x > 0; }) ? 1.0
-                                                                                                             : 0.0};
+                                                                                                            : 0.0};
   w_.world_reduce(any, MPI_MIN);
   if (any[0] == 0.0) return std::nullopt;
   auto psgd = make_psgd(r);
@@ -253,16 +254,17 @@ void LiveRun::gather_probe_profile(const ordered_json& kernels, const ordered_js
     for (const auto& c : doc[2]) calls[c[0].get<std::int64_t>()].push_back(c[1].get<double>());
   }
   for (const auto& [bytes, t] : calls) meas_.calibration.step_rows.push_back({bytes, core::median(t)});
-  kernel_profile_ = {{"schema", "edgc.kernel_profile/1"},
-                     {"device", o_.backend == "cpu" ? "cpu: " + cpu_model_name() : std::string(backend_->isa())},
-                     {"backend", o_.backend},
-                     {"repeats", o_.probe_repeats},
-                     {"source",
-                      "edgc live's probe: PowerSgd::step of each stage's tensors at ranks 0 and live.probe.ranks, median "
-                      "over the repeats of each rank's kernel time per batch of same-shape matrices (count = matrices "
-                      "in the batch) and of the dense buffer's pack + unpack (copies), the slowest replica's"},
-                     {"entries", ordered_json::array()},
-                     {"copies", ordered_json::array()}};
+  kernel_profile_ = {
+      {"schema", "edgc.kernel_profile/1"},
+      {"device", o_.backend == "cpu" ? "cpu: " + cpu_model_name() : std::string(backend_->isa())},
+      {"backend", o_.backend},
+      {"repeats", o_.probe_repeats},
+      {"source",
+       "edgc live's probe: PowerSgd::step of each stage's tensors at ranks 0 and live.probe.ranks, median "
+       "over the repeats of each rank's kernel time per batch of same-shape matrices (count = matrices "
+       "in the batch) and of the dense buffer's pack + unpack (copies), the slowest replica's"},
+      {"entries", ordered_json::array()},
+      {"copies", ordered_json::array()}};
   for (const auto& [key, t] : batch)
     if (t > 0)
       kernel_profile_["entries"].push_back({{"m", std::get<0>(key)},

@@ -57,14 +57,14 @@ class LiveRun {
 
   /// What the probe measured at one rank (medians over its repeats).
   struct ProbePoint {
-    double comm_s = 0.0;     ///< Σ of the step's all-reduces, each the group's MIN
+    double comm_s = 0.0;             ///< Σ of the step's all-reduces, each the group's MIN
     double compressed_comm_s = 0.0;  ///< the P and Q all-reduces alone
-    double compute_s = 0.0;  ///< the slowest replica's
-    double copy_s = 0.0;     ///< pack + unpack of the dense buffer, slowest replica
+    double compute_s = 0.0;          ///< the slowest replica's
+    double copy_s = 0.0;             ///< pack + unpack of the dense buffer, slowest replica
     std::int64_t dense_bytes = 0;
     std::vector<results::MatrixGroup> batches;
-    std::vector<double> batch_s;     ///< per batch, slowest replica
-    std::vector<std::int64_t> sizes;  ///< bytes of every all-reduce the step made
+    std::vector<double> batch_s;                                ///< per batch, slowest replica
+    std::vector<std::int64_t> sizes;                            ///< bytes of every all-reduce the step made
     std::vector<std::pair<std::int64_t, double> > collectives;  ///< (bytes, group MIN) per call; replica 0 only
   };
   void probe();

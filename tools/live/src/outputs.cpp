@@ -7,10 +7,10 @@
 #include <iostream>
 #include <map>
 
+#include "edgc/engine/live_calibration.hpp"
 #include "edgc/results/result_document.hpp"
 #include "edgc/results/run_figures.hpp"
 #include "edgc/results/table.hpp"
-#include "edgc/engine/live_calibration.hpp"
 
 namespace edgc::live {
 
@@ -188,8 +188,8 @@ void print_summary(const results::Measurements& m, const results::ResultDocument
                results::fmt_f(r.detail.at("wire_bytes_ratio").get<double>(), 3),
                results::fmt_f(-100.0 * r.comm_latency_reduction_vs_none, 1) + " %"});
   t.print(std::cout);
-  results::Table f({"stage", "T_com(r) = eta*r + c", "eta(us/rank)", "+-(us/rank)", "c(us)", "r2 (P+Q)", "points",
-                    "resolved"});
+  results::Table f(
+      {"stage", "T_com(r) = eta*r + c", "eta(us/rank)", "+-(us/rank)", "c(us)", "r2 (P+Q)", "points", "resolved"});
   for (const auto& x : m.tcom_fit)
     f.add_row({std::to_string(x.stage), "", results::fmt_f(x.eta_s * 1e6, 3), results::fmt_f(x.eta_stderr_s * 1e6, 3),
                results::fmt_f(x.c_s * 1e6, 2), results::fmt_f(x.r2, 3), std::to_string(x.points),

@@ -1,9 +1,9 @@
 #include "edgc/results/measurements.hpp"
 
-#include <cstdint>
-#include <set>
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -95,8 +95,12 @@ Step read_step(const JsonNode& n, const Measurements& m) {
 }
 
 ordered_json place_json(const RankPlace& p) {
-  return {{"rank", p.rank},   {"host", p.host},       {"node", p.node},
-          {"local", p.local}, {"stage", p.stage},     {"replica", p.replica},
+  return {{"rank", p.rank},
+          {"host", p.host},
+          {"node", p.node},
+          {"local", p.local},
+          {"stage", p.stage},
+          {"replica", p.replica},
           {"host_cores", p.host_cores}};
 }
 

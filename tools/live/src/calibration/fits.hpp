@@ -12,7 +12,6 @@ namespace edgc::live {
 /// small messages that fix the latency count as much as the large ones), with a, b ≥ 0. Returns {a, b}.
 std::pair<double, double> fit_affine_relative(const std::vector<results::Calibration::Row>& rows);
 
-
 /// T_com(r) of `stage` from its points (results::TcomFit): eta by ordinary least squares of the P + Q time on r
 /// (of the whole comm_s when a point lacks the split), its standard error and significance, c = mean(comm_s −
 /// eta·r). One point: c = its time, r2 = 1; none: zeros.

@@ -14,11 +14,11 @@
 // (MAPE) over the measured values > 0; a measured 0 is counted but has no percentage.
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <simgrid/s4u.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgc/results/measurements.hpp"
@@ -126,11 +126,11 @@ struct ErrorStats {
 
   /// `group` < 0: a group of its own.
   void add(double measured, double predicted, std::int64_t group = -1);
-  double mean_measured() const;                 ///< NaN when empty
-  double mean_predicted() const;                ///< NaN when empty
-  double mape_pct() const;                      ///< per step; NaN when no pair has a percentage
-  double quantile_measured(double q) const;     ///< q in [0, 1], linear between order statistics; NaN when empty
-  double error_pct() const;                     ///< of the groups' medians; NaN when no median is > 0
+  double mean_measured() const;              ///< NaN when empty
+  double mean_predicted() const;             ///< NaN when empty
+  double mape_pct() const;                   ///< per step; NaN when no pair has a percentage
+  double quantile_measured(double q) const;  ///< q in [0, 1], linear between order statistics; NaN when empty
+  double error_pct() const;                  ///< of the groups' medians; NaN when no median is > 0
 };
 
 /// One row of the report: category "collective" | "sync" | "iteration" | "compute" | "calibration"; policy

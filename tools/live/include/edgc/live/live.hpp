@@ -10,12 +10,14 @@
 //
 // Phases, all ranks together:
 //  1. machine rates: each rank times a GEMM and a memory copy (what the cluster file's gpu entry describes);
-//  2. calibration: dense all-reduces of growing size on every DP group at once, fitted to the ring α-β model;
-//  3. probe: a few steps at each of a list of fixed ranks, giving measured T_com(r) and the fitted η, c;
+//  2. probe: steps at rank 0 and at each of a list of fixed ranks, giving the kernel profile (PowerSGD batches,
+//     dense-buffer copies), the all-reduces in step context, measured T_com(r) and the fitted η, c;
+//  3. calibration: dense all-reduces on every DP group at once, powers of two and every size the probe sent, each
+//     with the caches as a step leaves them; written as a calibrated network profile;
 //  4. one run per policy over the trace's captured iterations (replay's window bookkeeping drives the
 //     controller; each step is a barrier, then every stage's PowerSgd::step over its group, timed).
-// Rank 0 writes DIR/measurements.json (live_format.hpp), DIR/cluster.json and DIR/result.json (edgc.result/1),
-// all at the end, so a failed run leaves nothing behind.
+// Rank 0 writes DIR/measurements.json (results/measurements.hpp), DIR/cluster.json, DIR/calibration.json,
+// DIR/kernels.json and DIR/result.json (edgc.result/1), all at the end, so a failed run leaves nothing behind.
 #include <cstdint>
 #include <string>
 #include <vector>

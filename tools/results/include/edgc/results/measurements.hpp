@@ -64,11 +64,11 @@ struct MeasuredRun {
 /// Where a global rank ran.
 struct RankPlace {
   int rank = 0;
-  std::string host;  ///< MPI processor name
-  int node = 0;      ///< index of the host in the cluster file (first-seen order)
-  int local = 0;     ///< index among the ranks on that host
-  int stage = 0;     ///< pipeline stage it replays
-  int replica = 0;   ///< index in the stage's data-parallel group
+  std::string host;    ///< MPI processor name
+  int node = 0;        ///< index of the host in the cluster file (first-seen order)
+  int local = 0;       ///< index among the ranks on that host
+  int stage = 0;       ///< pipeline stage it replays
+  int replica = 0;     ///< index in the stage's data-parallel group
   int host_cores = 0;  ///< online CPUs of the host (0: not recorded)
 };
 
@@ -104,8 +104,8 @@ struct Calibration {
 struct TcomPoint {
   int stage = 0;
   int rank = 0;
-  double comm_s = 0.0;     ///< median over repeats of the summed P, Q and dense all-reduce times
-  double compute_s = 0.0;  ///< median PowerSGD compute time
+  double comm_s = 0.0;             ///< median over repeats of the summed P, Q and dense all-reduce times
+  double compute_s = 0.0;          ///< median PowerSGD compute time
   double compressed_comm_s = 0.0;  ///< median of the P and Q all-reduce times alone (the part that scales with r)
 };
 
