@@ -218,9 +218,10 @@ int run_validate_command(const std::vector<std::string>& args) {
     notes.push_back(std::string(measured_paths.size() > 1 ? "the machine's speed changed over these runs ("
                                                           : "the machine's speed changed during this run (") +
                     shift_where + "): no calibration taken at another time predicts that; rerun on a quieter machine");
-  for (const results::Measurements* x : {&m, &cal_m})
-    if (const std::string c = results::oversubscription_caveat(*x); !c.empty())
-      notes.push_back((x == &m ? "this run: " : "the calibration run: ") + c);
+  if (const std::string c = results::oversubscription_caveat(m); !c.empty()) notes.push_back("this run: " + c);
+  if (!calibration.empty())
+    if (const std::string c = results::oversubscription_caveat(cal_m); !c.empty())
+      notes.push_back("the calibration run: " + c);
   const ordered_json header = {
       {"measurements", measurements_path},
       {"measured_runs", measured_paths},
