@@ -460,14 +460,7 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
                                   {"predicted_comm_s", number_or_null(predicted)},
                                   {"ape_pct", number_or_null(ape_pct(pt.comm_s, predicted))}});
   }
-  for (const results::TcomFit& f : m.tcom_fit)
-    rep.tcom["fit"].push_back({{"stage", f.stage},
-                               {"eta_s", f.eta_s},
-                               {"c_s", f.c_s},
-                               {"r2", f.r2},
-                               {"points", f.points},
-                               {"eta_stderr_s", f.eta_stderr_s},
-                               {"significant", f.significant}});
+  for (const results::TcomFit& f : m.tcom_fit) rep.tcom["fit"].push_back(results::to_json(f));
   return rep;
 }
 

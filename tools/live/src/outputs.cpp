@@ -159,13 +159,7 @@ results::ResultDocument result_document(const LiveOptions& o, const results::Mea
       "forward and backward compute are not run, so iteration_time_s and training_time_s cover the sync only "
       "(training_time_s = the sum over replayed steps)";
   ordered_json fits = ordered_json::array();
-  for (const auto& f : m.tcom_fit)
-    fits.push_back({{"stage", f.stage},
-                    {"eta_s", f.eta_s},
-                    {"c_s", f.c_s},
-                    {"r2", f.r2},
-                    {"eta_stderr_s", f.eta_stderr_s},
-                    {"significant", f.significant}});
+  for (const auto& f : m.tcom_fit) fits.push_back(results::to_json(f));
   doc.sections["tcom_fit"] = fits;
   std::vector<RunTotals> totals;
   for (const auto& run : m.runs) totals.push_back(totals_of(run, m.pp));

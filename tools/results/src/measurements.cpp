@@ -129,6 +129,16 @@ StageStep stage_step_from_json(const nlohmann::json& j, const std::string& where
   return read_stage_step(JsonNode(stage, where, "", "stage"));
 }
 
+ordered_json to_json(const TcomFit& f) {
+  return {{"stage", f.stage},
+          {"eta_s", f.eta_s},
+          {"c_s", f.c_s},
+          {"r2", f.r2},
+          {"points", f.points},
+          {"eta_stderr_s", f.eta_stderr_s},
+          {"significant", f.significant}};
+}
+
 ordered_json to_json(const Measurements& m) {
   ordered_json j = {{"schema", kMeasurementsSchema},
                     {"world_size", m.world_size},
@@ -174,14 +184,7 @@ ordered_json to_json(const Measurements& m) {
                       {"compressed_comm_s", p.compressed_comm_s}});
   j["tcom_points"] = std::move(points);
   ordered_json fits = ordered_json::array();
-  for (const TcomFit& f : m.tcom_fit)
-    fits.push_back({{"stage", f.stage},
-                    {"eta_s", f.eta_s},
-                    {"c_s", f.c_s},
-                    {"r2", f.r2},
-                    {"points", f.points},
-                    {"eta_stderr_s", f.eta_stderr_s},
-                    {"significant", f.significant}});
+  for (const TcomFit& f : m.tcom_fit) fits.push_back(to_json(f));
   j["tcom_fit"] = std::move(fits);
   return j;
 }

@@ -150,6 +150,9 @@ std::string oversubscription_caveat(const Measurements& m);
 nlohmann::ordered_json to_json(const StageStep& s);
 StageStep stage_step_from_json(const nlohmann::json& j, const std::string& where);
 
+/// One T_com fit as measurements.json, result.json and validate.json write it (the fields under their names).
+nlohmann::ordered_json to_json(const TcomFit& f);
+
 /// The JSON of measurements.json (schema, then the fields above under the same names).
 nlohmann::ordered_json to_json(const Measurements& m);
 
