@@ -230,6 +230,17 @@ TEST(ValidateRejects, BadInputExitsTwoNamingFileAndFieldWithoutOutput) {
   EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.err.find("--calibration"), std::string::npos) << both.err;
   EXPECT_EQ(edgc("validate --measured " + dir.string() + " --calibration " + (tmp / "nowhere").string(), tmp).code, 2);
+  // Pooled runs must be repeats of one configuration.
+  const fs::path other = tmp / "other";
+  fs::create_directories(other);
+  fs::copy_file(dir / "cluster.json", other / "cluster.json");
+  json m = json::parse(read_file(dir / "measurements.json"));
+  m["runs"][1]["policy"] = "static";
+  write_file(other / "measurements.json", m.dump(1));
+  const auto mixed = edgc("validate --measured " + dir.string() + " --measured " + other.string(), tmp);
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_NE(mixed.err.find((other / "measurements.json").string() + ": runs[1].policy"), std::string::npos)
+      << mixed.err;
   EXPECT_FALSE(fs::exists(dir / "validate.json"));
 }
 
