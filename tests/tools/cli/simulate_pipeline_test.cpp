@@ -16,6 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using edgc::traces::test::read_file;
 using edgc::traces::test::TempDir;
+using edgc::traces::test::write_file;
 using nlohmann::json;
 using Result = edgc::cli::test::CliRun;
 using edgc::cli::test::edgc;
@@ -92,6 +93,57 @@ TEST(SimulatePipelineCompression, DacFitsThePipelineHopPlainAndCompressed) {
                         tmp);
   ASSERT_EQ(e.code, 0) << e.err;
   EXPECT_TRUE(json::parse(read_file(tmp / "e" / "result.json"))["dac"]["t_p2p_compressed_s"].is_null());
+}
+
+// DAC's η and c from a live run's measured T_com fit (compression.dac.measured) where its slope is resolved; where it
+// is noise, the simulated fit, and result.json says which and why.
+TEST(SimulatePipelineCompression, DacTakesAMeasuredSlopeOnlyWhereItIsResolved) {
+  TempDir tmp;
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/paper/gpt2-2.5b-32xv100-pipeline-bound.json";
+  json m = json::parse(read_file(fs::path(EDGC_SOURCE_DIR) / "tests/data/live/measurements.json"));
+  const auto write_fit = [&](const std::string& name, double eta, double stderr_s, bool significant) {
+    for (auto& f : m["tcom_fit"]) {
+      f["eta_s"] = eta;
+      f["c_s"] = 2e-3;
+      f["eta_stderr_s"] = stderr_s;
+      f["significant"] = significant;
+    }
+    write_file(tmp / name, m.dump(1));
+    return (tmp / name).string();
+  };
+  const auto run = [&](const std::string& sets, const std::string& out) {
+    const Result r = edgc("simulate --scenario " + scenario + " --set compression.dac.enabled=true " + sets +
+                              " --policies none,edgc --quiet --out " + (tmp / out).string(),
+                          tmp);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return json::parse(read_file(tmp / out / "result.json"))["dac"];
+  };
+  const json simulated = run("", "plain");
+  EXPECT_EQ(simulated["eta_source"], "simulated");
+  const json resolved = run("--set compression.dac.measured=" + write_fit("resolved.json", 7e-6, 1e-7, true), "m");
+  EXPECT_DOUBLE_EQ(resolved["eta_s_per_rank"].get<double>(), 7e-6);
+  EXPECT_DOUBLE_EQ(resolved["c_s"].get<double>(), 2e-3);
+  EXPECT_EQ(resolved["eta_source"].get<std::string>().rfind("measured: eta 7 +- 0.1 us/rank", 0), 0U)
+      << resolved["eta_source"];
+  EXPECT_DOUBLE_EQ(resolved["t_uncompressed_s"].get<double>(), simulated["t_uncompressed_s"].get<double>());
+  const json noise = run("--set compression.dac.measured=" + write_fit("noise.json", 7e-6, 9e-6, false), "n");
+  EXPECT_DOUBLE_EQ(noise["eta_s_per_rank"].get<double>(), simulated["eta_s_per_rank"].get<double>());
+  EXPECT_EQ(noise["eta_source"].get<std::string>().rfind("simulated: the measured fit is noise", 0), 0U)
+      << noise["eta_source"];
+  // Both η and a measured fit, or a file that is not one: exit 2 naming the key or the file, no output.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--set compression.dac.eta_s_per_rank=1e-5 --set compression.dac.measured=" + (tmp / "resolved.json").string(),
+       "pipeline-bound.json: compression.dac.measured"},
+      {"--set compression.dac.measured=" + (tmp / "nothing.json").string(), (tmp / "nothing.json").string()},
+  };
+  for (const auto& [sets, message] : bad) {
+    const Result r = edgc("simulate --scenario " + scenario + " --set compression.dac.enabled=true " + sets +
+                              " --out " + (tmp / "bad").string(),
+                          tmp);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "bad"));
+  }
 }
 
 // The new settings refuse bad values naming their key, exit 2, no output.

@@ -17,6 +17,7 @@
 #include "edgc/engine/replay.hpp"
 #include "edgc/engine/trace_health.hpp"
 #include "edgc/engine/whole_run_plan.hpp"
+#include "edgc/results/measurements.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/scenario/compression_config.hpp"
@@ -187,6 +188,7 @@ struct Inputs {
   bool measure_fidelity = true;       ///< fidelity.measure
   std::optional<double> max_error;    ///< fidelity.max_error: the gradient-error budget, when given
   std::vector<std::string> warnings;  ///< found while reading: what the run goes on with but the user should know
+  std::optional<results::TcomFit> dac_measured;  ///< compression.dac.measured's stage-0 fit, read up front
 };
 
 bool runs_policy(const Inputs& in, const std::string& policy) {
@@ -242,6 +244,14 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
 
   in.compression = scenario::read_compression(sc);
+  if (const std::string& measured = in.compression.dac_measured; !measured.empty()) {
+    if (in.compression.controller.dac.eta_s_per_rank > 0.0)
+      throw ConfigError(w, "compression.dac.measured", "give dac.eta_s_per_rank or dac.measured, not both");
+    const results::Measurements lm = results::read_measurements(measured);  // ConfigError naming file and field
+    for (const results::TcomFit& f : lm.tcom_fit)
+      if (f.stage == 0) in.dac_measured = f;
+    if (!in.dac_measured) throw ConfigError(measured, "tcom_fit", "no T_com fit of stage 0 (was the probe run?)");
+  }
   core::ControllerConfig& cc = in.compression.controller;
   cc.stages = st.parallel.pp;
   cc.stage_shapes = cqm_shapes(st.model, st.parallel);
@@ -464,6 +474,17 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
   const int pp = in.setup.parallel.pp;
   const auto& cqm = in.compression.controller.cqm;
   const bool fitted = dac.eta_s_per_rank <= 0.0;
+  // A measured fit replaces the simulated η and c only where its slope stands above its noise.
+  const bool measured = fitted && in.dac_measured && in.dac_measured->significant;
+  std::string eta_source = fitted ? "simulated" : "scenario";
+  if (in.dac_measured) {
+    const results::TcomFit& f = *in.dac_measured;
+    const std::string fit = "eta " + results::fmt_g(f.eta_s * 1e6, 3) + " +- " +
+                            results::fmt_g(f.eta_stderr_s * 1e6, 3) + " us/rank, c " + results::fmt_g(f.c_s * 1e6, 4) +
+                            " us, " + std::to_string(f.points) + " points, from " + in.compression.dac_measured;
+    eta_source =
+        measured ? "measured: " + fit : "simulated: the measured fit is noise (" + fit + "), not resolved at 95 %";
+  }
   if (fitted) {
     const sim::DpSyncPlan lo = sim::powersgd_plan(pp, cqm.r_min);
     const sim::DpSyncPlan hi = sim::powersgd_plan(pp, cqm.r_max);
@@ -475,6 +496,10 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
     if (!(dac.eta_s_per_rank > 0.0)) dac.eta_s_per_rank = 1e-9;  // flat T_com: any budget buys full rank
     // The skip rule makes T_com(r) only piecewise linear; a negative intercept of the chord is clamped.
     dac.c_s = std::max(0.0, t_lo - dac.eta_s_per_rank * cqm.r_min);
+    if (measured) {
+      dac.eta_s_per_rank = in.dac_measured->eta_s;
+      dac.c_s = std::max(0.0, in.dac_measured->c_s);
+    }
     dac.t_uncompressed_s = cache.at(full).stages[0].dp_sync_s;
     const sim::ComputeCost c0 =
         sim::stage_compute(in.setup.model, in.setup.parallel, in.setup.cluster.gpu, in.setup.cost, 0);
@@ -498,6 +523,7 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
     }
   }
   return {{"fitted_from_simulation", fitted},
+          {"eta_source", eta_source},
           {"eta_s_per_rank", dac.eta_s_per_rank},
           {"c_s", dac.c_s},
           {"t_bwd_s", dac.t_bwd_s},

@@ -193,8 +193,8 @@ void print_summary(const results::Measurements& m, const results::ResultDocument
     if (!x.significant)
       std::cout << "# warning: stage " << x.stage << "'s T_com slope is not resolved above the noise (eta "
                 << results::fmt_g(x.eta_s * 1e6, 3) << " +- " << results::fmt_g(x.eta_stderr_s * 1e6, 3)
-                << " us/rank, not positive at 95 %): do not feed it to DAC; leave compression.dac.eta_s_per_rank unset "
-                   "and simulate fits eta from the simulated sync\n";
+                << " us/rank, not positive at 95 %): simulate with compression.dac.measured set to this "
+                   "measurements.json falls back to its own fit\n";
   if (const std::string caveat = results::oversubscription_caveat(m); !caveat.empty())
     std::cout << "# " << caveat << "\n";
   std::cout << "wrote " << out_dir << "/measurements.json, cluster.json, ";

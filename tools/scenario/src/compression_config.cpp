@@ -62,6 +62,8 @@ CompressionSettings read_compression(Scenario& sc) {
   c.dac.t_uncompressed_s = sc.number("compression.dac.t_uncompressed_s", 0.0);
   c.dac.t_p2p_s = sc.number("compression.dac.t_p2p_s", 0.0);
   c.dac.t_p2p_compressed_s = sc.number("compression.dac.t_p2p_compressed_s", -1.0);
+  if (const std::string measured = sc.string("compression.dac.measured", ""); !measured.empty())
+    o.dac_measured = sc.resolve(measured);
   return o;
 }
 

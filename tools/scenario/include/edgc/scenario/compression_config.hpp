@@ -15,6 +15,9 @@ struct CompressionSettings {
   core::GdsConfig gds;
   double warmup_floor_fraction = 0.1;    ///< warm-up floor as a share of the run's iterations (assumed)
   double warmup_ceiling_fraction = 0.3;  ///< warm-up ceiling, same (assumed)
+  /// compression.dac.measured: an `edgc live` measurements.json whose stage-0 T_com fit gives DAC's η and c when
+  /// the fit is resolved (`simulate` falls back to its own fit when not); resolved against the scenario, "" = none.
+  std::string dac_measured;
 };
 
 /// Reads compression.* (policy, estimator, window, alpha, beta, block_bytes, seed, r_min, r_max, step, quantum,
