@@ -534,7 +534,8 @@ void print_report(std::ostream& os, const Report& report) {
   const auto& cal_rows = report.calibration.at("rows");
   if (!cal_rows.empty()) {
     os << "\ncalibration: dense all-reduce over " << report.calibration.at("ranks").get<int>()
-       << " ranks of stage 0 (fit = the ring alpha-beta fit the cluster file was made from)\n";
+       << " ranks of stage 0 (fit = the ring alpha-beta fit, a summary; simulated = the cluster file's network, "
+          "which prices the run)\n";
     results::Table t({"bytes", "measured ms", "fit ms", "simulated ms", "APE %"});
     for (const auto& r : cal_rows)
       t.add_row({std::to_string(r.at("bytes").get<std::int64_t>()), ms(num(r.at("measured_s"))), ms(num(r.at("fit_s"))),
