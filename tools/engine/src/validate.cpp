@@ -347,10 +347,10 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
   // (Policies stay apart in the overall rows too: their steps of one pattern ran at different times, and pooling them
   // into one median would let one policy's error hide another's.)
   std::size_t run_index = 0;
+  std::map<std::tuple<std::size_t, std::size_t, int, std::size_t>, std::int64_t> group_ids;
   const auto group_of = [&](std::size_t pattern, int stage, std::size_t i) {
-    return ((static_cast<std::int64_t>(run_index) * 1048576 + static_cast<std::int64_t>(pattern)) * 4096 + stage) *
-               4096 +
-           static_cast<std::int64_t>(i);
+    const auto id = static_cast<std::int64_t>(group_ids.size());
+    return group_ids.emplace(std::make_tuple(run_index, pattern, stage, i), id).first->second;
   };
   struct Parts {  // predicted − measured of one stage's step
     double collectives = 0, compute = 0, other = 0;
