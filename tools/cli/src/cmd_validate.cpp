@@ -178,10 +178,17 @@ int run_validate_command(const std::vector<std::string>& args) {
                                     : calibration.empty()     ? "this run's own calibration phase"
                                     : calibration.size() == 1 ? "the live run " + runs_text
                                                               : "the live runs " + runs_text + " (pooled by medians)";
+  // Drift compares like with like: this run's calibration rows with the calibration run's at the same sizes (its
+  // isolated rows with theirs, its in-step rows with theirs), the median ratio of the times.
   std::vector<double> ratios;
-  for (const auto& r : report.calibration.at("rows"))
-    if (r.at("measured_s").get<double>() > 0 && r.at("predicted_s").get<double>() > 0)
-      ratios.push_back(r.at("measured_s").get<double>() / r.at("predicted_s").get<double>());
+  const auto compare_rows = [&](const std::vector<results::Calibration::Row>& mine,
+                                const std::vector<results::Calibration::Row>& theirs) {
+    for (const auto& a : mine)
+      for (const auto& b : theirs)
+        if (a.bytes == b.bytes && a.time_s > 0 && b.time_s > 0) ratios.push_back(a.time_s / b.time_s);
+  };
+  compare_rows(m.calibration.rows, cal_m.calibration.rows);
+  compare_rows(m.calibration.step_rows, cal_m.calibration.step_rows);
   const double drift = ratios.empty() ? std::nan("") : core::median(ratios);
   std::vector<std::string> notes;
   if (calibration.empty() && scenario.empty())
@@ -190,8 +197,8 @@ int run_validate_command(const std::vector<std::string>& args) {
         "another configuration and pass this directory as its --calibration");
   if (!calibration.empty() && std::isfinite(drift) && std::abs(drift - 1.0) > 0.1)
     notes.push_back("machine drift: this run's calibration all-reduces took " + results::fmt_f(drift, 2) +
-                    "x (median over sizes) what the calibration run's profile gives; differences of that order are "
-                    "the machine changing between the runs, not the model");
+                    "x (median over sizes) what the calibration run's took; differences of that order are the "
+                    "machine changing between the runs, not the model");
   // Stationarity: the same step pattern early and late in a policy's run (thirds of its steps, medians). A machine
   // whose speed changes during a run cannot be predicted by any calibration taken at another time.
   double worst_shift = 1.0;
