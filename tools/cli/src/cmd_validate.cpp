@@ -109,17 +109,23 @@ int run_validate_command(const std::vector<std::string>& args) {
   const std::vector<results::Measurements>& measured_runs = measured_read.second;
   const fs::path dir(measured.front());
   const std::string measurements_path = measured_paths.front();
-  const results::Measurements m =
-      measured_runs.size() == 1 ? measured_runs.front() : engine::pool_measurements(measured_runs, measured_paths);
+  // One run is used as read; several are pooled once (pooling copies every step).
+  const auto pool_of = [](const std::vector<results::Measurements>& runs, const std::vector<std::string>& paths) {
+    return runs.size() > 1 ? engine::pool_measurements(runs, paths) : results::Measurements{};
+  };
+  const results::Measurements measured_pool = pool_of(measured_runs, measured_paths);
+  const results::Measurements& m = measured_runs.size() > 1 ? measured_pool : measured_runs.front();
   if (!scenario.empty() && !calibration.empty())
     throw UsageError("--calibration", "give --calibration or --scenario, not both");
-  // The runs whose calibration prices this one: the measured runs themselves, or the --calibration runs.
-  const std::vector<std::string> cal_dirs = calibration.empty() ? measured : calibration;
-  const auto cal_read = calibration.empty() ? measured_read : read_runs(calibration, "--calibration");
-  const std::vector<std::string>& cal_paths = cal_read.first;
-  const std::vector<results::Measurements>& cal_runs = cal_read.second;
-  const results::Measurements cal_m =
-      cal_runs.size() == 1 ? cal_runs.front() : engine::pool_measurements(cal_runs, cal_paths);
+  // The runs whose calibration prices this one: the measured runs themselves (read and pooled above), or the
+  // --calibration runs.
+  const bool own = calibration.empty();
+  const std::vector<std::string>& cal_dirs = own ? measured : calibration;
+  const auto other_read = own ? decltype(measured_read){} : read_runs(calibration, "--calibration");
+  const std::vector<std::string>& cal_paths = own ? measured_paths : other_read.first;
+  const std::vector<results::Measurements>& cal_runs = own ? measured_runs : other_read.second;
+  const results::Measurements other_pool = own ? results::Measurements{} : pool_of(cal_runs, cal_paths);
+  const results::Measurements& cal_m = own ? m : cal_runs.size() > 1 ? other_pool : cal_runs.front();
   const bool live_cluster_file = scenario.empty();
   const auto cluster_of = [&](std::size_t i) {
     const std::string path = (fs::path(cal_dirs[i]) / cal_runs[i].cluster_file).string();
@@ -137,8 +143,8 @@ int run_validate_command(const std::vector<std::string>& args) {
       mc.cluster.intra_bandwidth_GBps = mc.cluster.nic_bandwidth_GBps = ring.bandwidth_Bps / 1e9;
     }
     if (!mc.cost.kernel_profile.empty()) {
-      std::vector<scenario::KernelProfile> profiles;
-      for (std::size_t i = 0; i < cal_runs.size(); ++i) {
+      std::vector<scenario::KernelProfile> profiles = {{mc.cost.kernel_profile, mc.cost.copy_profile}};
+      for (std::size_t i = 1; i < cal_runs.size(); ++i) {  // the first run's file is mc's, read above
         const Machine other = read_machine(cluster_of(i), sets);
         profiles.push_back({other.cost.kernel_profile, other.cost.copy_profile});
       }

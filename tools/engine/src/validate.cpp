@@ -307,7 +307,6 @@ void ErrorStats::add(double measured_s, double predicted_s, std::int64_t group) 
   ++count;
   sum_measured += measured_s;
   sum_predicted += predicted_s;
-  measured.push_back(measured_s);
   auto& g = groups[group >= 0 ? group : -count];
   g.first.push_back(measured_s);
   g.second = predicted_s;
@@ -320,7 +319,11 @@ void ErrorStats::add(double measured_s, double predicted_s, std::int64_t group) 
 double ErrorStats::mean_measured() const { return count > 0 ? sum_measured / static_cast<double>(count) : kNaN; }
 double ErrorStats::mean_predicted() const { return count > 0 ? sum_predicted / static_cast<double>(count) : kNaN; }
 double ErrorStats::mape_pct() const { return ape_count > 0 ? sum_ape_pct / static_cast<double>(ape_count) : kNaN; }
-double ErrorStats::quantile_measured(double q) const { return quantile(measured, q); }
+double ErrorStats::quantile_measured(double q) const {
+  std::vector<double> all;
+  for (const auto& [key, g] : groups) all.insert(all.end(), g.first.begin(), g.first.end());
+  return quantile(std::move(all), q);
+}
 double ErrorStats::error_pct() const {
   double weighted = 0.0;
   double weight = 0.0;

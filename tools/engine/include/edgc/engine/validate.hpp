@@ -121,7 +121,6 @@ struct ErrorStats {
   double sum_predicted = 0.0;
   double sum_ape_pct = 0.0;
   double max_ape_pct = 0.0;
-  std::vector<double> measured;                                           ///< every measured value
   std::map<std::int64_t, std::pair<std::vector<double>, double>> groups;  ///< group → (measured, predicted)
 
   /// `group` < 0: a group of its own.
