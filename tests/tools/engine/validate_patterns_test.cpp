@@ -73,6 +73,31 @@ TEST(ValidateStats, ErrorOfTheMedianStepPerGroupAndQuantiles) {
   EXPECT_DOUBLE_EQ(own.error_pct(), own.mape_pct());
 }
 
+// A run whose steps of one pattern slow from 1 to 2 ms (first vs last third) moved 2x; a run of fewer than 30 steps
+// is not judged. Drift compares like rows at the sizes both runs timed.
+TEST(ValidateMachine, SpeedShiftAndDriftFromTheMeasurementsAlone) {
+  results::Measurements m;
+  m.runs.push_back({"none", {}});
+  for (int k = 0; k < 30; ++k)
+    m.runs[0].steps.push_back(results::Step{k, k, k < 10 ? 1e-3 : k < 20 ? 1.5e-3 : 2e-3, {}});
+  m.runs.push_back({"edgc", {}});
+  for (int k = 0; k < 29; ++k) m.runs[1].steps.push_back(results::Step{k, k, k < 10 ? 1e-3 : 9e-3, {}});
+  const validate::SpeedShift s = validate::speed_shift(m, validate::extract_patterns(m));
+  EXPECT_DOUBLE_EQ(s.ratio, 2.0);
+  EXPECT_EQ(s.policy, "none");
+  EXPECT_DOUBLE_EQ(s.early_s, 1e-3);
+  EXPECT_DOUBLE_EQ(s.late_s, 2e-3);
+
+  results::Measurements other = m;
+  m.calibration.rows = {{64, 2.0}, {128, 3.0}};
+  m.calibration.step_rows = {{64, 8.0}};
+  other.calibration.rows = {{64, 1.0}, {256, 1.0}};
+  other.calibration.step_rows = {{64, 2.0}};
+  EXPECT_DOUBLE_EQ(validate::calibration_drift(m, other), 3.0);  // ratios 2 and 4
+  other.calibration = {};
+  EXPECT_TRUE(std::isnan(validate::calibration_drift(m, other)));
+}
+
 // The modelled compute of a stage is the simulator's PowerSGD cost: powersgd_compress_s is the sum of
 // powersgd_batch_s over the stage's compressed matrices, bit for bit.
 TEST(ValidateCompute, OneCodePathWithTheSimulator) {

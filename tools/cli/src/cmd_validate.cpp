@@ -184,18 +184,7 @@ int run_validate_command(const std::vector<std::string>& args) {
                                     : calibration.empty()     ? "this run's own calibration phase"
                                     : calibration.size() == 1 ? "the live run " + runs_text
                                                               : "the live runs " + runs_text + " (pooled by medians)";
-  // Drift compares like with like: this run's calibration rows with the calibration run's at the same sizes (its
-  // isolated rows with theirs, its in-step rows with theirs), the median ratio of the times.
-  std::vector<double> ratios;
-  const auto compare_rows = [&](const std::vector<results::Calibration::Row>& mine,
-                                const std::vector<results::Calibration::Row>& theirs) {
-    for (const auto& a : mine)
-      for (const auto& b : theirs)
-        if (a.bytes == b.bytes && a.time_s > 0 && b.time_s > 0) ratios.push_back(a.time_s / b.time_s);
-  };
-  compare_rows(m.calibration.rows, cal_m.calibration.rows);
-  compare_rows(m.calibration.step_rows, cal_m.calibration.step_rows);
-  const double drift = ratios.empty() ? std::nan("") : core::median(ratios);
+  const double drift = engine::validate::calibration_drift(m, cal_m);
   std::vector<std::string> notes;
   if (calibration.empty() && scenario.empty())
     notes.push_back(
@@ -205,32 +194,13 @@ int run_validate_command(const std::vector<std::string>& args) {
     notes.push_back("machine drift: this run's calibration all-reduces took " + results::fmt_f(drift, 2) +
                     "x (median over sizes) what the calibration run's took; differences of that order are the "
                     "machine changing between the runs, not the model");
-  // Stationarity: the same step pattern early and late in a policy's run (thirds of its steps, medians). A machine
-  // whose speed changes during a run cannot be predicted by any calibration taken at another time.
-  double worst_shift = 1.0;
-  std::string shift_where;
-  for (std::size_t r = 0; r < m.runs.size(); ++r) {
-    std::map<std::size_t, std::vector<double>> by_pattern;
-    for (std::size_t k = 0; k < m.runs[r].steps.size(); ++k)
-      by_pattern[patterns.of_step[r][k]].push_back(m.runs[r].steps[k].iteration_s);
-    for (const auto& [p, times] : by_pattern) {
-      if (times.size() < 30) continue;
-      const std::size_t third = times.size() / 3;
-      const double early = core::median(std::vector<double>(times.begin(), times.begin() + third));
-      const double late = core::median(std::vector<double>(times.end() - third, times.end()));
-      if (!(early > 0 && late > 0)) continue;
-      const double shift = std::max(early / late, late / early);
-      if (shift > worst_shift) {
-        worst_shift = shift;
-        shift_where = m.runs[r].policy + ": the median step took " + results::fmt_g(early * 1e3, 3) +
-                      " ms in the first third of its steps, " + results::fmt_g(late * 1e3, 3) + " ms in the last";
-      }
-    }
-  }
-  if (worst_shift > 1.15)
+  const engine::validate::SpeedShift shift = engine::validate::speed_shift(m, patterns);
+  if (shift.ratio > 1.15)
     notes.push_back(std::string(measured_paths.size() > 1 ? "the machine's speed changed over these runs ("
                                                           : "the machine's speed changed during this run (") +
-                    shift_where + "): no calibration taken at another time predicts that; rerun on a quieter machine");
+                    shift.policy + ": the median step took " + results::fmt_g(shift.early_s * 1e3, 3) +
+                    " ms in the first third of its steps, " + results::fmt_g(shift.late_s * 1e3, 3) +
+                    " ms in the last): no calibration taken at another time predicts that; rerun on a quieter machine");
   if (const std::string c = results::oversubscription_caveat(m); !c.empty()) notes.push_back("this run: " + c);
   if (!calibration.empty())
     if (const std::string c = results::oversubscription_caveat(cal_m); !c.empty())
@@ -240,7 +210,7 @@ int run_validate_command(const std::vector<std::string>& args) {
       {"measured_runs", measured_paths},
       {"calibrated_on", calibrated_on},
       {"calibration_drift", std::isfinite(drift) ? ordered_json(drift) : ordered_json(nullptr)},
-      {"within_run_shift", worst_shift},
+      {"within_run_shift", shift.ratio},
       {"notes", notes},
       {"cluster_file", mc.where},
       {"cluster",

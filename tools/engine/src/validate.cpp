@@ -303,6 +303,38 @@ Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const res
   return out;
 }
 
+double calibration_drift(const results::Measurements& m, const results::Measurements& other) {
+  std::vector<double> ratios;
+  const auto compare_rows = [&](const std::vector<results::Calibration::Row>& mine,
+                                const std::vector<results::Calibration::Row>& theirs) {
+    for (const auto& a : mine)
+      for (const auto& b : theirs)
+        if (a.bytes == b.bytes && a.time_s > 0 && b.time_s > 0) ratios.push_back(a.time_s / b.time_s);
+  };
+  compare_rows(m.calibration.rows, other.calibration.rows);
+  compare_rows(m.calibration.step_rows, other.calibration.step_rows);
+  return ratios.empty() ? kNaN : quantile(ratios, 0.5);
+}
+
+SpeedShift speed_shift(const results::Measurements& m, const Patterns& patterns) {
+  SpeedShift worst;
+  for (std::size_t r = 0; r < m.runs.size(); ++r) {
+    std::map<std::size_t, std::vector<double>> by_pattern;
+    for (std::size_t k = 0; k < m.runs[r].steps.size(); ++k)
+      by_pattern[patterns.of_step[r][k]].push_back(m.runs[r].steps[k].iteration_s);
+    for (const auto& [p, times] : by_pattern) {
+      if (times.size() < 30) continue;
+      const auto third = static_cast<std::ptrdiff_t>(times.size() / 3);
+      const double early = quantile(std::vector<double>(times.begin(), times.begin() + third), 0.5);
+      const double late = quantile(std::vector<double>(times.end() - third, times.end()), 0.5);
+      if (!(early > 0 && late > 0)) continue;
+      const double ratio = std::max(early / late, late / early);
+      if (ratio > worst.ratio) worst = {ratio, m.runs[r].policy, early, late};
+    }
+  }
+  return worst;
+}
+
 void ErrorStats::add(double measured_s, double predicted_s, std::int64_t group) {
   ++count;
   sum_measured += measured_s;

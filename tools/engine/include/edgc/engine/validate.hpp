@@ -109,6 +109,20 @@ Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const res
                    const Patterns& patterns, const std::vector<std::vector<StageCompute>>& compute,
                    const std::vector<int>& gpus);
 
+/// Machine drift between two live runs: the median ratio of `m`'s calibration times to `other`'s at the sizes both
+/// timed, isolated rows with isolated rows and in-step rows with in-step rows; NaN when they share no size.
+double calibration_drift(const results::Measurements& m, const results::Measurements& other);
+
+/// How far a run's speed moved while it ran: per policy and step pattern with ≥ 30 steps, the median step of its
+/// first and last third; the pattern with the largest ratio (max(early/late, late/early)); ratio 1 when none.
+struct SpeedShift {
+  double ratio = 1.0;
+  std::string policy;
+  double early_s = 0.0;
+  double late_s = 0.0;
+};
+SpeedShift speed_shift(const results::Measurements& m, const Patterns& patterns);
+
 /// Error statistics of (measured, predicted) pairs, in groups of pairs that share one prediction (one pattern's
 /// steps): per-step figures (MAPE, max APE), and the error of the typical step, |predicted − median measured| /
 /// median measured per group, averaged over the groups weighted by their pairs. A measured time is a sample of a
