@@ -12,7 +12,6 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <simgrid/s4u.hpp>
@@ -20,7 +19,6 @@
 #include "cli.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
-#include "edgc/core/median.hpp"
 #include "edgc/engine/live_calibration.hpp"
 #include "edgc/engine/validate.hpp"
 #include "edgc/results/measurements.hpp"
