@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -161,21 +162,115 @@ std::vector<Group> make_tp_groups(const Platform& platform, const Layout& layout
   return groups;
 }
 
+// The links of a route between two nodes that can limit its transfers: all of them, or, where the fabric's links
+// never bind (fabric_never_binds), only its two ends: the sender's NIC up-link and the receiver's NIC down-link.
+std::vector<sg4::Link*> limiting_links(const Route& route, bool fabric_free) {
+  if (!fabric_free || route.links.size() < 2) return route.links;
+  return {route.links.front(), route.links.back()};
+}
+
 // Whether every hop i → i + 1 of `group`'s ring stays inside one node zone (`inside_node`) or crosses between two,
-// crosses exactly two links, has the route latency and bandwidth of the first hop, and passes `also`.
+// has exactly two limiting links (limiting_links), has the route latency and bandwidth of the first hop, and passes
+// `also` (given those links).
 template <class Check>
-bool ring_hops_alike(const Group& group, bool inside_node, const Check& also) {
+bool ring_hops_alike(const Group& group, bool inside_node, bool fabric_free, const Check& also) {
   if (group.size() < 2) return true;
   const Route first = route_between(group.hosts[0], group.hosts[1]);
   for (int i = 0; i < group.size(); ++i) {
     const sg4::Host* a = group.hosts[static_cast<std::size_t>(i)];
     const sg4::Host* b = group.hosts[static_cast<std::size_t>((i + 1) % group.size())];
     const Route hop = route_between(a, b);
+    const std::vector<sg4::Link*> limiting = limiting_links(hop, fabric_free && !inside_node);
     if ((a->get_englobing_zone() == b->get_englobing_zone()) != inside_node || hop.latency_s != first.latency_s ||
-        hop.bottleneck_Bps != first.bottleneck_Bps || hop.links.size() != 2 || !also(hop))
+        hop.bottleneck_Bps != first.bottleneck_Bps || limiting.size() != 2 || !also(limiting))
       return false;
   }
   return true;
+}
+
+// Whether the DP replicas provably run in step (every replica's timeline the same), provided no link between the
+// nodes ever limits a transfer (fabric_never_binds): NVSwitch nodes (a GPU's NVLink links carry only its own
+// transfers), no compute variability (jitter and stragglers differ per GPU), no fused embedding sync (its ring spans
+// every replica).
+bool replicas_can_run_in_step(const Platform& platform, const ParallelSpec& par, const ComputeVariability& v) {
+  return platform.spec().intra_topology == IntraNodeTopology::kSwitch && v.compute_jitter_cv == 0.0 &&
+         v.straggler_probability == 0.0 && !fused_embedding_sync_applies(par);
+}
+
+// Whether no link of the fabric between the nodes (a fat tree's node, leaf and spine links) can ever limit a
+// transfer of `layout`, so that every transfer between two nodes is limited by its two NIC links alone, as on a
+// star fabric. Requires one NIC per GPU: every transfer a GPU sends leaves by its own NIC up-link (the first link of
+// its route) and every one it receives arrives by its own down-link (the last), so the transfers of a set S of
+// senders together never exceed the sum of S's up-link bandwidths, whatever their number and timing; likewise for
+// receivers. The transfers are those of every pair of GPUs that ever exchange data, in three phases of a GPU's
+// iteration: the pipeline (neighbouring stages both ways, stage 0 ↔ the last stage for the interleaved schedule's
+// wrap, TP ring members on other nodes), its DP sync (DP ring successors), the embedding all-reduce (stage 0 ↔ the
+// last stage). A GPU is in one phase at a time: its DP sync starts after its pipeline messages have all arrived and
+// been taken, the embedding all-reduce after the sync (overlapped buckets with pp > 1 have no closed form anyway).
+//  * `in_step` false: any transfers may run together. A fabric link L never binds when min(Σ up-link bandwidth of
+//    the senders routed over L, Σ down-link bandwidth of the receivers routed over L) ≤ L's bandwidth.
+//  * `in_step` true (replicas_can_run_in_step): at every moment all GPUs of a stage are in the same phase, by
+//    induction over the simulation's events: if the replicas are in step and no fabric link binds, each replica's
+//    transfers get the rates of the fabric-free network, where the replicas share no link, so they stay in step.
+//    Then L's load is at most Σ over stages of the largest of the stage's phases' sender (receiver) sums.
+// SimGrid's split-duplex links are one link per direction, each checked apart. Under CM02's max-min sharing, an
+// allocation that loads no fabric link beyond its bandwidth and leaves every transfer a saturated link on which it
+// has the largest rate is also the allocation of the network with the fabric: removing the fabric changes no rate
+// (to the max-min solver's rounding), and each route keeps its own latency.
+bool fabric_never_binds(const Platform& platform, const Layout& layout, bool in_step) {
+  const ClusterSpec& spec = platform.spec();
+  if (spec.nics_per_node != spec.gpus_per_node) return false;
+  if (spec.fabric == Fabric::kStar) return true;  // routes between nodes add no link to the two NICs'
+  enum Phase { kPipeline, kDpSync, kEmbedding, kPhases };
+  struct Side {
+    std::unordered_set<int> gpus;
+    double Bps = 0.0;
+  };
+  struct Load {
+    std::unordered_map<int, Side> sent;      // by (sender's stage · kPhases + phase), one key when not in step
+    std::unordered_map<int, Side> received;  // by the receiver's
+  };
+  std::unordered_map<const sg4::Link*, Load> loads;
+  const auto key = [&](int rank, Phase phase) { return in_step ? layout.coord_of(rank).pp * kPhases + phase : 0; };
+  const auto add = [&](int a, int b, Phase phase) {
+    if (a == b || layout.node_of(a) == layout.node_of(b)) return true;
+    const Route r = route_between(platform.gpu(a), platform.gpu(b));
+    if (r.links.size() < 2) return false;
+    for (std::size_t i = 1; i + 1 < r.links.size(); ++i) {
+      Load& l = loads[r.links[i]];
+      if (Side& s = l.sent[key(a, phase)]; s.gpus.insert(a).second) s.Bps += r.links.front()->get_bandwidth();
+      if (Side& s = l.received[key(b, phase)]; s.gpus.insert(b).second) s.Bps += r.links.back()->get_bandwidth();
+    }
+    return true;
+  };
+  const int pp = layout.pp();
+  bool ok = true;
+  for (int r = 0; r < layout.world_size() && ok; ++r) {
+    const RankCoord c = layout.coord_of(r);
+    const std::vector<int> pipe = layout.pipeline(r);
+    if (pp > 1) {
+      ok = add(r, pipe[static_cast<std::size_t>((c.pp + 1) % pp)], kPipeline) &&
+           add(r, pipe[static_cast<std::size_t>((c.pp + pp - 1) % pp)], kPipeline);
+      if (c.pp == 0 || c.pp == pp - 1) ok = ok && add(r, pipe[static_cast<std::size_t>(pp - 1 - c.pp)], kEmbedding);
+    }
+    const std::vector<int> dp = layout.dp_group(r);
+    if (ok && dp.size() > 1) ok = add(r, dp[static_cast<std::size_t>((c.dp + 1) % layout.dp())], kDpSync);
+    for (const int q : layout.tp_group(r)) ok = ok && add(r, q, kPipeline);
+  }
+  if (!ok) return false;
+  // Σ over stages of the largest phase's sum (one stage and phase when not in step).
+  const auto bound = [](const std::unordered_map<int, Side>& sides) {
+    std::unordered_map<int, double> per_stage;
+    for (const auto& [k, side] : sides) per_stage[k / kPhases] = std::max(per_stage[k / kPhases], side.Bps);
+    double sum = 0.0;
+    for (const auto& [stage, Bps] : per_stage) sum += Bps;
+    return sum;
+  };
+  constexpr double kSlack = 1e-12;
+  return std::all_of(loads.begin(), loads.end(), [&](const auto& entry) {
+    return std::min(bound(entry.second.sent), bound(entry.second.received)) <=
+           entry.first->get_bandwidth() * (1.0 + kSlack);
+  });
 }
 
 // Whether every TP ring all-reduce may be replaced by "wait for the whole TP group, then sleep its closed form"
@@ -200,8 +295,9 @@ bool tp_rings_are_contention_free(const Platform& platform, const Layout& layout
     for (int q : layout.dp_group(r))
       if (q != r && layout.node_of(q) == node) return false;
   }
-  return std::all_of(tp_groups.begin(), tp_groups.end(),
-                     [](const Group& g) { return ring_hops_alike(g, true, [](const Route&) { return true; }); });
+  return std::all_of(tp_groups.begin(), tp_groups.end(), [](const Group& g) {
+    return ring_hops_alike(g, true, false, [](const std::vector<sg4::Link*>&) { return true; });
+  });
 }
 
 // Whether every DP ring all-reduce may be replaced by "wait for the whole DP group, then sleep its closed form"
@@ -217,20 +313,19 @@ bool tp_rings_are_contention_free(const Platform& platform, const Layout& layout
 //    pp > 1: that pass's pipeline send leaves by the same NIC up-link, so the rings stay messages there;
 //  * every hop of a DP group has the same route latency and bandwidth.
 // Then, as for TP, every member ends each all-reduce at (latest arrival) + 2(D − 1)·lone_transfer_s(chunk).
-bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par,
-                                  const std::vector<Group>& dp_groups) {
-  const ClusterSpec& spec = platform.spec();
-  if (!plain_cm02() || spec.fabric != Fabric::kStar || spec.nics_per_node != spec.gpus_per_node) return false;
+bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                                  const std::vector<Group>& dp_groups, const ComputeVariability& variability) {
+  if (!plain_cm02() || !fabric_never_binds(platform, layout, replicas_can_run_in_step(platform, par, variability)))
+    return false;
   if (par.overlap_grad_reduce && par.pp > 1) return false;
   // The closed form is a ring's: a forced tree runs as messages (with one member per node auto keeps the ring).
   if (allreduce_algorithm() == CollectiveAlgorithm::kTree) return false;
   std::unordered_set<const sg4::Link*> used;
-  const auto links_unused = [&used](const Route& hop) {
-    return std::all_of(hop.links.begin(), hop.links.end(),
-                       [&used](const sg4::Link* l) { return used.insert(l).second; });
+  const auto links_unused = [&used](const std::vector<sg4::Link*>& links) {
+    return std::all_of(links.begin(), links.end(), [&used](const sg4::Link* l) { return used.insert(l).second; });
   };
   return std::all_of(dp_groups.begin(), dp_groups.end(),
-                     [&](const Group& g) { return ring_hops_alike(g, false, links_unused); });
+                     [&](const Group& g) { return ring_hops_alike(g, false, true, links_unused); });
 }
 
 // Whether the DP replicas run identical iterations, so that simulating replica 0 alone gives every figure exactly:
@@ -243,9 +338,7 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
 // its ring spans every replica.
 bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
                             bool dp_closed_form) {
-  return dp_closed_form && platform.spec().intra_topology == IntraNodeTopology::kSwitch &&
-         variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0 &&
-         !fused_embedding_sync_applies(par);
+  return dp_closed_form && replicas_can_run_in_step(platform, par, variability);
 }
 
 // One barrier of `members` per group, for the closed forms' "everyone arrived" (tp_all_reduce, dp_all_reduce).
@@ -674,10 +767,11 @@ double part_after(const Interval& a, double after_s) { return std::max(0.0, a.en
 
 }  // namespace
 
-bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
+bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel,
+                            const ComputeVariability& variability) {
   if (parallel.dp < 2) return false;
   const Layout layout(parallel, platform.gpus_per_node());
-  return dp_rings_are_contention_free(platform, parallel, make_dp_groups(platform, layout));
+  return dp_rings_are_contention_free(platform, parallel, layout, make_dp_groups(platform, layout), variability);
 }
 
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
@@ -695,7 +789,8 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
 }
 
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
-  return replicas_are_identical(platform, parallel, variability, dp_closed_form_applies(platform, parallel));
+  return replicas_are_identical(platform, parallel, variability,
+                                dp_closed_form_applies(platform, parallel, variability));
 }
 
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
@@ -754,8 +849,8 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   state.tp_arrived.assign(state.tp_groups.size(), 0);
   XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.platform = &platform;
-  state.dp_closed_form =
-      par.dp > 1 && !options.force_dp_ring && dp_rings_are_contention_free(platform, par, state.dp_groups);
+  state.dp_closed_form = par.dp > 1 && !options.force_dp_ring &&
+                         dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability);
   if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), par.dp);
   state.dp_arrived.assign(state.dp_groups.size(), 0);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");

@@ -86,7 +86,7 @@ std::string simulate(const Scenario& s, bool force_ring, bool force_dp_ring = fa
   options.all_replicas = s.options.all_replicas || all_replicas;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, CostParams{}, s.plan, options);
   return test::to_text(r, {static_cast<double>(comms), tp_closed_form_applies(platform, par) ? 1.0 : 0.0,
-                           dp_closed_form_applies(platform, par) ? 1.0 : 0.0,
+                           dp_closed_form_applies(platform, par, options.variability) ? 1.0 : 0.0,
                            replicas_fold(platform, par, options.variability) ? 1.0 : 0.0,
                            replicas_fold(s.cluster, par, options.variability) ? 1.0 : 0.0});
 }
@@ -103,7 +103,11 @@ std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenari
   test::expect_same_result(fast.result, ring.result);
   EXPECT_EQ(fast.extra.size(), 5U);
   if (fast.extra.size() == 5U) {
-    EXPECT_EQ(fast.extra[3], fast.extra[4]) << "replicas_fold() from the platform and from the cluster spec differ";
+    // On a star fabric both decide alike; on a fat tree the routes decide, so the spec's answer is only "no".
+    if (s.cluster.fabric == Fabric::kStar)
+      EXPECT_EQ(fast.extra[3], fast.extra[4]) << "replicas_fold() from the platform and from the cluster spec differ";
+    else
+      EXPECT_EQ(fast.extra[4], 0.0) << "replicas_fold() from the cluster spec of a fat tree";
   }
   return {fast, ring};
 }
@@ -332,6 +336,57 @@ TEST(DpClosedForm, RingStaysOnAFatTree) {
   expect_ring_kept(s, Rings::kDp);
 }
 
+// A non-blocking fat tree (4 nodes per leaf, as many spines): each leaf holds one stage's four replicas, the DP rings
+// stay inside a leaf and each pipeline transfer crosses a spine link no other GPU's traffic uses, so no fabric link
+// can bind (fabric_never_binds) and every hop is limited by its two NIC links, as on a star.
+Scenario non_blocking_fat_tree() {
+  Scenario s = dp_scenario();
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 4;
+  s.cluster.oversubscription = 1;
+  return s;
+}
+
+TEST(DpClosedForm, EqualsRingOnANonBlockingFatTree) {
+  Scenario s = non_blocking_fat_tree();
+  s.options.all_replicas = true;
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
+// Jitter and stragglers: the bound must hold whatever runs together, and it does here.
+TEST(DpClosedForm, EqualsRingOnANonBlockingFatTreeWithJitterAndPowerSgd) {
+  Scenario s = non_blocking_fat_tree();
+  s.parallel = layout_of(8, 2, 4, PipelineSchedule::kInterleaved, 2);
+  s.plan = powersgd_plan(2, 16);
+  s.options.variability = {0.3, 0.25, 1.7, 11};
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
+// 16 nodes, tp 8 × pp 2 × dp 8: a leaf holds four replicas of one stage, and the DP ring's hop out of the leaf
+// shares a spine link with another node's pipeline transfers. Any transfers running together could load that link
+// twice over, so with jitter the ring stays; with the replicas in step a node is never in its pipeline while another
+// node of its stage is in its DP sync, so the link never binds, the closed form applies and the replicas fold.
+Scenario shared_spine_link() {
+  Scenario s = non_blocking_fat_tree();
+  s.cluster = test::h100_like(16);
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 4;
+  s.parallel = layout_of(8, 2, 8, PipelineSchedule::kOneFOneB);
+  return s;
+}
+
+TEST(DpClosedForm, RingStaysOnAFatTreeLinkSharedAcrossPhasesWithJitter) {
+  Scenario s = shared_spine_link();
+  s.options.variability.compute_jitter_cv = 0.1;
+  expect_ring_kept(s, Rings::kDp);
+}
+
+TEST(DpClosedForm, EqualsRingOnAFatTreeLinkSharedAcrossPhasesInStep) {
+  Scenario s = shared_spine_link();
+  s.options.all_replicas = true;
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
 // tp-dp-pp order with tp 4: both DP replicas of a stage on one node, their ring inside it.
 TEST(DpClosedForm, RingStaysWhenDpPeersShareTheNode) {
   Scenario s;
@@ -351,7 +406,8 @@ void expect_folding_exact(const Scenario& s) {
   ASSERT_EQ(folded.extra.size(), 5U);
   ASSERT_EQ(all.extra.size(), 5U);
   EXPECT_EQ(folded.extra[3], 1.0) << "replicas_fold() should hold for this layout";
-  EXPECT_EQ(folded.extra[4], 1.0) << "replicas_fold() from the cluster spec should agree";
+  EXPECT_EQ(folded.extra[4], s.cluster.fabric == Fabric::kStar ? 1.0 : 0.0)
+      << "replicas_fold() from the cluster spec: as the platform's on a star, conservative on a fat tree";
   EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.dp, all.extra[0]) << "each replica sends the same messages";
 }
 
@@ -373,6 +429,22 @@ TEST(ReplicaFolding, EqualsAllReplicasInterleavedWithPipelinePeersInANode) {
 }
 
 TEST(ReplicaFolding, EqualsAllReplicasWithOverlappedBucketsAtPp1) { expect_folding_exact(overlapped_buckets_at_pp1()); }
+
+TEST(ReplicaFolding, EqualsAllReplicasOnANonBlockingFatTree) { expect_folding_exact(non_blocking_fat_tree()); }
+
+TEST(ReplicaFolding, EqualsAllReplicasInterleavedWithPowerSgdOnAFatTreeOnTheCalibratedProfile) {
+  Scenario s = non_blocking_fat_tree();
+  s.parallel = layout_of(8, 2, 4, PipelineSchedule::kInterleaved, 2);
+  s.profile = h100_calibrated();
+  s.plan = DpSyncPlan{StageSync{32}, StageSync{0}};
+  expect_folding_exact(s);
+}
+
+TEST(ReplicaFolding, EqualsAllReplicasOnAFatTreeLinkSharedAcrossPhases) {
+  Scenario s = shared_spine_link();
+  s.plan = powersgd_plan(2, 16);
+  expect_folding_exact(s);
+}
 
 // Jitter makes replicas differ: every replica is simulated (the DP closed form still applies).
 TEST(ReplicaFolding, NotWithComputeJitter) {

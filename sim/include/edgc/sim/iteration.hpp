@@ -153,11 +153,14 @@ struct IterationResult {
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
 
 /// Whether simulate_iteration() runs the DP all-reduces (ring, buckets, PowerSGD's P and Q and the uncompressed
-/// rest) as their closed form, unless IterationOptions::force_dp_ring: true when dp > 1 on a star fabric with one NIC
-/// per GPU, every DP peer of every GPU on another node, plain CM02, and no bucket overlapped with a backward pass
-/// whose pipeline sends use the same NIC (overlap_grad_reduce with pp > 1): then every hop of every DP ring is
-/// provably alone on its two NIC links whenever it runs.
-bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
+/// rest) as their closed form, unless IterationOptions::force_dp_ring: true when dp > 1 with one NIC per GPU, every
+/// DP peer of every GPU on another node, plain CM02, no bucket overlapped with a backward pass whose pipeline sends
+/// use the same NIC (overlap_grad_reduce with pp > 1), and no fabric link between the nodes that can ever limit a
+/// transfer (always so on a star; on a fat tree a bound on each link's load from the routes of every pair of GPUs
+/// that exchange data, which is tighter when the replicas run in step, i.e. without `variability`): then every hop
+/// of every DP ring is provably alone on its two NIC links whenever it runs.
+bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel,
+                            const ComputeVariability& variability = {});
 
 /// Whether simulate_iteration() simulates DP replica 0 alone, unless IterationOptions::all_replicas or
 /// record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without compute variability. Then no link
@@ -169,8 +172,9 @@ bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const
 /// replicas_fold() decided from the cluster's description alone, before any platform exists (the actor count a
 /// simulation needs is checked before it starts): the same conditions, with routes as Platform::build makes them
 /// (a star fabric's route between two GPUs is exactly their two NIC links, all alike) and SimGrid's network model
-/// as it configures it (plain CM02). `parallel` validated. A forced tree all-reduce (network.algorithm) never folds:
-/// the DP closed form is a ring's.
+/// as it configures it (plain CM02). On a fat tree it needs the fabric's routes, so it says false (every replica's
+/// actors are counted) even where the platform's replicas_fold() then folds. `parallel` validated. A forced tree
+/// all-reduce (network.algorithm) never folds: the DP closed form is a ring's.
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
                    CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
