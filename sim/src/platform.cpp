@@ -293,17 +293,29 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
   } else {
     // Two-level fat tree: each node has one link of its total NIC bandwidth to its leaf switch; a leaf has
     // nodes_per_leaf / oversubscription uplinks of the same bandwidth, one to each spine.
+    // The nodes' links are made first, in a zone of their own beside the fabric, while no node zone exists yet
+    // (NodeBuilder: keeps their part of the build linear); the fat tree's own links are checked against the zones
+    // made before them as SimGrid does.
     const auto per_leaf = static_cast<unsigned>(spec.fat_tree_nodes_per_leaf);
     const auto leaves = static_cast<unsigned>(spec.nodes / spec.fat_tree_nodes_per_leaf);
     const auto spines = static_cast<unsigned>(std::lround(spec.fat_tree_nodes_per_leaf / spec.oversubscription));
+    auto* root = sg4::create_star_zone("platform");
+    auto* link_zone = sg4::create_star_zone("node-links");
+    link_zone->set_parent(root);
+    std::vector<NodeLinks> links;
+    links.reserve(static_cast<std::size_t>(spec.nodes));
+    for (int n = 0; n < spec.nodes; ++n) links.push_back(make_node.make_links(link_zone, n));
+    link_zone->seal();
     const sg4::FatTreeParams params(2, {per_leaf, leaves}, {1, spines}, {1, 1});
     const sg4::ClusterCallbacks callbacks(
-        [&make_node](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
-          return make_node(zone, static_cast<int>(id));
+        [&make_node, &links](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+          return make_node(zone, static_cast<int>(id), &links[id]);
         });
-    fabric = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks,
+    fabric = sg4::create_fatTree_zone("fabric", root, params, callbacks,
                                       spec.nics_per_node * spec.nic_bandwidth_GBps * kGBps, 0.0,
                                       sg4::Link::SharingPolicy::SPLITDUPLEX);
+    fabric->seal();
+    fabric = root;
   }
   fabric->seal();
   install_factors(engine, profile);
