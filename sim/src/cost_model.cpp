@@ -8,6 +8,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/kernel_model.hpp"
+#include "edgc/sim/layout.hpp"
 
 namespace edgc::sim {
 namespace {
@@ -21,10 +22,6 @@ void check_stage(const ParallelSpec& parallel, int stage) {
   if (stage < 0 || stage >= parallel.pp)
     throw InternalError("cost model: stage " + std::to_string(stage) + " out of range [0, " +
                         std::to_string(parallel.pp) + ")");
-}
-
-int chunks_of(const ParallelSpec& parallel) {
-  return parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
 }
 
 double gemm_rate_flops(const GpuSpec& gpu, const CostParams& params) {
@@ -68,12 +65,12 @@ double logits_forward_flops(const ModelSpec& model, int tp) {
 ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                           const CostParams& params, int stage, int chunk) {
   check_stage(parallel, stage);
-  const int chunks = chunks_of(parallel);
+  const int chunks = model_chunks(parallel);
   if (chunk < 0 || chunk >= chunks)
     throw InternalError("cost model: chunk " + std::to_string(chunk) + " out of range [0, " + std::to_string(chunks) +
                         ")");
   const double tp = parallel.tp;
-  const double layers = static_cast<double>(model.layers / (parallel.pp * chunks));
+  const double layers = static_cast<double>(layers_per_chunk(model, parallel));
   const double layer_fwd = layer_forward_flops(model) / tp;
   const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
   const double recomputed = model.recompute == Recompute::kFull        ? layer_fwd
@@ -104,13 +101,15 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
     c.forward_s += t.forward_s;
     c.backward_s += t.backward_s;
   }
+  if (!parallel.grad_accumulation_fusion)
+    c.backward_s += grad_accumulation_s(model, parallel, gpu, params, stage, chunk);
   return c;
 }
 
 ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                           const CostParams& params, int stage) {
   ComputeCost total;
-  for (int chunk = 0; chunk < chunks_of(parallel); ++chunk) {
+  for (int chunk = 0; chunk < model_chunks(parallel); ++chunk) {
     const ComputeCost c = chunk_compute(model, parallel, gpu, params, stage, chunk);
     total.forward_flops += c.forward_flops;
     total.backward_flops += c.backward_flops;
@@ -146,25 +145,36 @@ int grad_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
   return parallel.grad_reduce_bytes > 0 ? parallel.grad_reduce_bytes : bytes_per_element(model.dtype);
 }
 
-StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
   check_stage(parallel, stage);
+  const int chunks = model_chunks(parallel);
   const std::int64_t h = model.hidden;
   const std::int64_t tp = parallel.tp;
-  const std::int64_t layers = model.layers / parallel.pp;
+  const std::int64_t layers = layers_per_chunk(model, parallel);
   const std::int64_t word_embedding_per_shard = padded_vocab(model, parallel.tp) / tp * h;
   StageParams p;
   p.sharded_per_shard = layers * layer_sharded_per_shard(h, tp);
   p.replicated = layers * layer_replicated(h);
-  if (stage == 0) {
+  if (stage == 0 && chunk == 0) {
     p.sharded_per_shard += word_embedding_per_shard;
     p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
   }
-  if (stage == parallel.pp - 1) {
+  if (stage == parallel.pp - 1 && chunk == chunks - 1) {
     p.replicated += 2 * h;  // the final LayerNorm
     // The tied LM head: with pp > 1 the last stage holds its own copy of the word embedding.
     if (parallel.pp > 1) p.sharded_per_shard += word_embedding_per_shard;
   }
   return p;
+}
+
+StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  StageParams total;
+  for (int chunk = 0; chunk < model_chunks(parallel); ++chunk) {
+    const StageParams c = chunk_params(model, parallel, stage, chunk);
+    total.sharded_per_shard += c.sharded_per_shard;
+    total.replicated += c.replicated;
+  }
+  return total;
 }
 
 bool fused_embedding_sync_applies(const ParallelSpec& parallel) {

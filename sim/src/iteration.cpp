@@ -716,7 +716,7 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
                      const CostParams& params, int stage, const StageSync& sync, const Group& tp_group) {
   const ClusterSpec& cluster = platform.spec();
   StageWork w;
-  const int chunks = par.schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
+  const int chunks = model_chunks(par);
   const TpComm tp = tp_comm_per_layer(model, par);
   const int layers = layers_per_chunk(model, par);
   const int n_fwd = layers * tp.forward_allreduces;

@@ -6,6 +6,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/layout.hpp"
 
 namespace edgc::sim {
 namespace {
@@ -144,6 +145,18 @@ double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, co
   const double shard = parallel.distributed_optimizer ? local / parallel.dp : local;
   const double bytes = kOptimizerLocalBytes * local + (kOptimizerShardBytes + bytes_per_element(model.dtype)) * shard;
   return bytes / hbm_Bps(gpu, params) + kOptimizerKernels * overhead_s(gpu);
+}
+
+double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                           const CostParams& params, int stage, int chunk) {
+  constexpr double kEdgeTensors = 4.0;  // word + position embedding, or the head's word-embedding copy + final LN
+  const auto held = static_cast<double>(chunk_params(model, parallel, stage, chunk).per_gpu());
+  const double bytes = held * (bytes_per_element(model.dtype) + 2.0 * grad_bytes(model, parallel));
+  const int chunks = model_chunks(parallel);
+  const bool edge = (stage == 0 && chunk == 0) || (stage == parallel.pp - 1 && chunk == chunks - 1);
+  const double tensors =
+      static_cast<double>(kTensorsPerLayer) * layers_per_chunk(model, parallel) + (edge ? kEdgeTensors : 0.0);
+  return bytes / hbm_Bps(gpu, params) + tensors * overhead_s(gpu);
 }
 
 double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,

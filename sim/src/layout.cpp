@@ -156,9 +156,12 @@ std::vector<int> Layout::pipeline(int rank) const {
 
 int layers_per_stage(const ModelSpec& model, const ParallelSpec& parallel) { return model.layers / parallel.pp; }
 
+int model_chunks(const ParallelSpec& parallel) {
+  return parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
+}
+
 int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel) {
-  const int chunks = parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
-  return model.layers / (parallel.pp * chunks);
+  return model.layers / (parallel.pp * model_chunks(parallel));
 }
 
 }  // namespace edgc::sim

@@ -26,10 +26,6 @@ constexpr double kTokenIdBytes = 8.0;
 constexpr double kOutputInputsBytes = 4.0;
 constexpr double kLogitBytes = 4.0;
 
-int chunks_of(const ParallelSpec& parallel) {
-  return parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
-}
-
 // s·b·h: elements of one micro-batch's hidden states.
 double sbh(const ModelSpec& m) {
   return static_cast<double>(m.seq_len) * m.micro_batch_size * static_cast<double>(m.hidden);
@@ -39,10 +35,12 @@ double sbh(const ModelSpec& m) {
 // backward. Returns the peak bytes and the passes held then.
 std::pair<double, int> schedule_peak(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
   std::vector<double> per_chunk;
-  for (int c = 0; c < chunks_of(parallel); ++c) per_chunk.push_back(pass_activation_bytes(model, parallel, stage, c));
+  for (int c = 0; c < model_chunks(parallel); ++c)
+    per_chunk.push_back(pass_activation_bytes(model, parallel, stage, c));
   double held = 0.0, peak = 0.0;
   int passes = 0, peak_passes = 0;
-  for (const Pass& p : pass_order(parallel.schedule, parallel.pp, stage, parallel.microbatches, chunks_of(parallel))) {
+  for (const Pass& p :
+       pass_order(parallel.schedule, parallel.pp, stage, parallel.microbatches, model_chunks(parallel))) {
     const double bytes = per_chunk[static_cast<std::size_t>(p.chunk)];
     if (p.kind == PassKind::kForward) {
       held += bytes;
@@ -78,7 +76,7 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelSpec& parall
 }
 
 double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
-  const int chunks = chunks_of(parallel);
+  const int chunks = model_chunks(parallel);
   if (stage < 0 || stage >= parallel.pp || chunk < 0 || chunk >= chunks)
     throw InternalError("pass_activation_bytes: stage " + std::to_string(stage) + ", chunk " + std::to_string(chunk) +
                         " out of range");

@@ -176,6 +176,42 @@ TEST(KernelModel, EntropyPassesReadTheSampledShareOfTheGradientTwice) {
   EXPECT_DOUBLE_EQ(entropy_pass_s(m, p, g, params, 1, 2.0), entropy_pass_s(m, p, g, params, 1, 1.0));
 }
 
+TEST(KernelModel, UnfusedGradientAccumulationAddsOnePassOverTheChunksParameters) {
+  const GpuSpec g = h100();
+  CostParams params;
+  params.compute_model = ComputeModel::kKernels;
+  ModelSpec m = gpt();
+  ParallelSpec p = tp_layout(2);
+  p.schedule = PipelineSchedule::kInterleaved;
+  p.virtual_stages = 2;  // 8 layers, pp 2: 2 layers per chunk
+  // The chunks' parameters add up to the stage's; the embedding sits on stage 0's first chunk, the head's copy of
+  // it on the last stage's last chunk.
+  for (int stage = 0; stage < 2; ++stage)
+    EXPECT_EQ(chunk_params(m, p, stage, 0).per_gpu() + chunk_params(m, p, stage, 1).per_gpu(),
+              stage_params(m, p, stage).per_gpu());
+  EXPECT_EQ(chunk_params(m, p, 0, 1).per_gpu(), chunk_params(m, p, 1, 0).per_gpu());
+  const double h = 2048, word = 50432.0 / 2 * h;  // 50,257 padded to a multiple of 128·2, one TP shard
+  const double layer = (12 * h * h + 7 * h) / 2 + 6 * h;
+  EXPECT_DOUBLE_EQ(static_cast<double>(chunk_params(m, p, 1, 1).per_gpu()), 2 * layer + word + 2 * h);
+  // fp16: read the new gradient (2 B), read and write the fp16 buffer (2 B each); one kernel per tensor.
+  const double held = 2 * layer + word + 2 * h;
+  EXPECT_NEAR(grad_accumulation_s(m, p, g, params, 1, 1), 6 * held / hbm_Bps(params) + (2 * 12 + 4) * 5.7e-6, 1e-15);
+  EXPECT_NEAR(grad_accumulation_s(m, p, g, params, 1, 0), 6 * 2 * layer / hbm_Bps(params) + 2 * 12 * 5.7e-6, 1e-15);
+  // Only the backward pass of the kernel-level model pays it, and only without the fusion.
+  const ComputeCost fused = chunk_compute(m, p, g, params, 1, 1);
+  p.grad_accumulation_fusion = false;
+  const ComputeCost separate = chunk_compute(m, p, g, params, 1, 1);
+  EXPECT_DOUBLE_EQ(separate.forward_s, fused.forward_s);
+  EXPECT_NEAR(separate.backward_s - fused.backward_s, grad_accumulation_s(m, p, g, params, 1, 1), 1e-15);
+  params.compute_model = ComputeModel::kEfficiency;
+  EXPECT_DOUBLE_EQ(chunk_compute(m, p, g, params, 1, 1).backward_s, fused.backward_flops / (989.4e12 * 0.4));
+  // bf16 training accumulating in an fp32 buffer (Megatron-Core's default for bf16): 2 + 4 + 4 bytes per parameter.
+  m.dtype = "bf16";
+  p.grad_reduce_bytes = 4;
+  params.compute_model = ComputeModel::kKernels;
+  EXPECT_NEAR(grad_accumulation_s(m, p, g, params, 1, 0), 10 * 2 * layer / hbm_Bps(params) + 2 * 12 * 5.7e-6, 1e-15);
+}
+
 TEST(KernelModel, ChunkComputeUsesTheKernelModelWhenAsked) {
   const GpuSpec g = h100();
   CostParams params;

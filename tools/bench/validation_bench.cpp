@@ -88,7 +88,7 @@ Row read_row(const fs::path& file, int number) {
   r.tp = p.tp;
   r.pp = p.pp;
   r.dp = p.dp;
-  r.chunks = p.schedule == edgc::sim::PipelineSchedule::kInterleaved ? p.virtual_stages : 1;
+  r.chunks = edgc::sim::model_chunks(p);
   r.microbatches = p.microbatches;
   const std::vector<edgc::sim::StageMemory> memory = edgc::sim::stage_memory(mc.model, p);
   for (const edgc::sim::StageMemory& m : memory)

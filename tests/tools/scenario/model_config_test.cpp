@@ -272,6 +272,7 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysAndTheirDefaults) {
   EXPECT_FALSE(cd.parallel.overlap_grad_reduce);
   EXPECT_TRUE(cd.parallel.embedding_allreduce);
   EXPECT_TRUE(cd.parallel.scatter_gather_p2p);
+  EXPECT_TRUE(cd.parallel.grad_accumulation_fusion);
   EXPECT_FALSE(cd.parallel.fused_embedding_sync);
   EXPECT_EQ(cd.parallel.grad_reduce_bytes, 4);                       // Megatron-Core reduces bf16 gradients in fp32
   EXPECT_EQ(cd.cost.compute_model, sim::ComputeModel::kEfficiency);  // no GEMM figures for this GPU
@@ -281,7 +282,8 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysAndTheirDefaults) {
                       "parallelism": {"sequence_parallel": true, "distributed_optimizer": true,
                                       "overlap_grad_reduce": true, "grad_bucket_params": 1000,
                                       "grad_reduce_dtype": "fp16", "embedding_allreduce": false,
-                                      "scatter_gather_p2p": false, "fused_embedding_sync": true},
+                                      "scatter_gather_p2p": false, "fused_embedding_sync": true,
+                                      "grad_accumulation_fusion": false},
                       "compute": {"optimizer_step_ms": 2.5}})");
   Scenario e = Scenario::load(path("e.json"));
   e.splice_include("model");
@@ -297,6 +299,7 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysAndTheirDefaults) {
   EXPECT_EQ(ce.parallel.grad_reduce_bytes, 2);
   EXPECT_FALSE(ce.parallel.embedding_allreduce);
   EXPECT_FALSE(ce.parallel.scatter_gather_p2p);
+  EXPECT_FALSE(ce.parallel.grad_accumulation_fusion);
   EXPECT_TRUE(ce.parallel.fused_embedding_sync);
   EXPECT_DOUBLE_EQ(ce.cost.optimizer_step_s, 2.5e-3);
   EXPECT_EQ(ce.cost.compute_model, sim::ComputeModel::kKernels);  // auto with measured GEMM figures

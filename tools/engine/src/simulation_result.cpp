@@ -45,7 +45,8 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
       {"grad_reduce_bytes", sim::grad_bytes(setup.model, p)},
       {"embedding_allreduce", p.embedding_allreduce},
       {"fused_embedding_sync", sim::fused_embedding_sync_applies(p)},
-      {"scatter_gather_p2p", p.scatter_gather_p2p}};
+      {"scatter_gather_p2p", p.scatter_gather_p2p},
+      {"grad_accumulation_fusion", p.grad_accumulation_fusion}};
   doc.sections["variability"] = {{"compute_jitter_cv", setup.variability.compute_jitter_cv},
                                  {"straggler_probability", setup.variability.straggler_probability},
                                  {"straggler_slowdown", setup.variability.straggler_slowdown},

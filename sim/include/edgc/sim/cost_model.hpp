@@ -158,6 +158,11 @@ struct StageParams {
 };
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 
+/// The share of stage_params() in model chunk `chunk` of `stage` (chunk 0 for the non-interleaved schedules): the
+/// chunk's layers, the word and position embeddings on the first chunk of stage 0, the final LayerNorm and (pp > 1)
+/// the LM head's copy of the word embedding on the last chunk of the last stage.
+StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk);
+
 /// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed (grad_bytes() each).
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 /// Bytes of the word-embedding gradient all-reduce between the first and last stage (0 when pp == 1 or

@@ -84,6 +84,15 @@ inline constexpr int kTensorsPerLayer = 12;
 double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                       const CostParams& params, int stage, double beta);
 
+/// Seconds of one micro-batch's gradient accumulation on one GPU of model chunk `chunk` of `stage` when the
+/// weight-gradient GEMMs do not accumulate in place (ParallelSpec::grad_accumulation_fusion off, as in Megatron-LM
+/// before its gradient-accumulation fusion: each parameter's hook adds the fresh model-dtype gradient to the
+/// gradient buffer): per parameter of chunk_params() the new gradient is read (model dtype) and the buffer read and
+/// written (grad_bytes() each), one kernel per parameter tensor (kTensorsPerLayer per layer, 4 more for the
+/// embeddings or the head), HBM-bound at hbm_efficiency.
+double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                           const CostParams& params, int stage, int chunk);
+
 /// Seconds of the optimizer step on one GPU of `stage`: params.optimizer_step_s when ≥ 0, else the HBM model above.
 double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                         const CostParams& params, int stage);

@@ -76,6 +76,8 @@ class Layout {
 
 /// Transformer layers held by one pipeline stage (one GPU column): layers / pp. Assumes a validated layout.
 int layers_per_stage(const ModelSpec& model, const ParallelSpec& parallel);
+/// Model chunks per GPU: virtual_stages for the interleaved schedule, else 1.
+int model_chunks(const ParallelSpec& parallel);
 /// Transformer layers of one model chunk: layers / (pp · virtual_stages) for interleaved, else layers / pp.
 int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel);
 

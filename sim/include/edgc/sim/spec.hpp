@@ -125,6 +125,8 @@ struct ParallelSpec {
   bool fused_embedding_sync = false;   ///< Optimus-CC's fused embedding sync: the word-embedding copies leave the first
                                        ///< and last stages' DP syncs and are all-reduced once over their 2·dp GPUs
   bool scatter_gather_p2p = true;      ///< pipeline tensors sent ÷ tp, then all-gathered over TP by the receiver
+  bool grad_accumulation_fusion = true;  ///< weight-gradient GEMMs accumulate into the gradient buffer; false = a
+                                         ///< separate add of each micro-batch's gradients (Megatron before 2022)
 };
 
 }  // namespace edgc::sim

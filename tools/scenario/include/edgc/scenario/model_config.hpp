@@ -11,7 +11,8 @@
 //                order ["tp-dp-pp" (Megatron default) | "tp-pp-dp" (Megatron --use-tp-pp-dp-mapping)],
 //                sequence_parallel [false], distributed_optimizer [false], overlap_grad_reduce [false],
 //                grad_bucket_params [0 = max(4e7, 1e6·dp)], grad_reduce_dtype [fp32 for bf16, else model.dtype],
-//                embedding_allreduce [true], scatter_gather_p2p [true]} (see sim::ParallelSpec)
+//                embedding_allreduce [true], scatter_gather_p2p [true],
+//                grad_accumulation_fusion [true]} (see sim::ParallelSpec)
 //   compute.{model ["auto": kernels when the GPU has measured GEMM figures and compute.efficiency is not set,
 //            else efficiency], efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0],
 //            optimizer_step_ms [modelled], kernel_profile} (see sim::CostParams)
