@@ -24,6 +24,13 @@ void check_stage(const ParallelSpec& parallel, int stage) {
                         std::to_string(parallel.pp) + ")");
 }
 
+void check_chunk(const ParallelSpec& parallel, int chunk) {
+  const int chunks = model_chunks(parallel);
+  if (chunk < 0 || chunk >= chunks)
+    throw InternalError("cost model: chunk " + std::to_string(chunk) + " out of range [0, " + std::to_string(chunks) +
+                        ")");
+}
+
 double gemm_rate_flops(const GpuSpec& gpu, const CostParams& params) {
   return gpu.peak_tflops * 1e12 * params.compute_efficiency;
 }
@@ -66,9 +73,7 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
                           const CostParams& params, int stage, int chunk) {
   check_stage(parallel, stage);
   const int chunks = model_chunks(parallel);
-  if (chunk < 0 || chunk >= chunks)
-    throw InternalError("cost model: chunk " + std::to_string(chunk) + " out of range [0, " + std::to_string(chunks) +
-                        ")");
+  check_chunk(parallel, chunk);
   const double tp = parallel.tp;
   const double layers = static_cast<double>(layers_per_chunk(model, parallel));
   const double layer_fwd = layer_forward_flops(model) / tp;
@@ -145,21 +150,23 @@ int grad_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
   return parallel.grad_reduce_bytes > 0 ? parallel.grad_reduce_bytes : bytes_per_element(model.dtype);
 }
 
-StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
-  check_stage(parallel, stage);
-  const int chunks = model_chunks(parallel);
+namespace {
+
+// Parameters of `layers` layers on one GPU, with the word and position embeddings when `first` (the first chunk of
+// stage 0) and the final LayerNorm and (pp > 1) the LM head's word-embedding copy when `last`.
+StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, std::int64_t layers, bool first,
+                        bool last) {
   const std::int64_t h = model.hidden;
   const std::int64_t tp = parallel.tp;
-  const std::int64_t layers = layers_per_chunk(model, parallel);
   const std::int64_t word_embedding_per_shard = padded_vocab(model, parallel.tp) / tp * h;
   StageParams p;
   p.sharded_per_shard = layers * layer_sharded_per_shard(h, tp);
   p.replicated = layers * layer_replicated(h);
-  if (stage == 0 && chunk == 0) {
+  if (first) {
     p.sharded_per_shard += word_embedding_per_shard;
     p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
   }
-  if (stage == parallel.pp - 1 && chunk == chunks - 1) {
+  if (last) {
     p.replicated += 2 * h;  // the final LayerNorm
     // The tied LM head: with pp > 1 the last stage holds its own copy of the word embedding.
     if (parallel.pp > 1) p.sharded_per_shard += word_embedding_per_shard;
@@ -167,14 +174,19 @@ StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, i
   return p;
 }
 
+}  // namespace
+
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
-  StageParams total;
-  for (int chunk = 0; chunk < model_chunks(parallel); ++chunk) {
-    const StageParams c = chunk_params(model, parallel, stage, chunk);
-    total.sharded_per_shard += c.sharded_per_shard;
-    total.replicated += c.replicated;
-  }
-  return total;
+  check_stage(parallel, stage);
+  return held_params(model, parallel, layers_per_stage(model, parallel), stage == 0, stage == parallel.pp - 1);
+}
+
+StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
+  check_stage(parallel, stage);
+  const int chunks = model_chunks(parallel);
+  check_chunk(parallel, chunk);
+  return held_params(model, parallel, layers_per_chunk(model, parallel), stage == 0 && chunk == 0,
+                     stage == parallel.pp - 1 && chunk == chunks - 1);
 }
 
 bool fused_embedding_sync_applies(const ParallelSpec& parallel) {
