@@ -48,6 +48,19 @@ TEST(RingProfile, ReproducesEveryRowWithStepRowsOverTheirRange) {
   EXPECT_DOUBLE_EQ(best, 1.0);
 }
 
+// A tiny all-reduce that waited on a descheduled rank (4 bytes in 3.4 ms, next to 4 MB in 1 ms, as an
+// oversubscribed host gives): its efficiency is far below any fixed floor, and the profile still reproduces it.
+TEST(RingProfile, ReproducesALatencyBoundOutlierAtATinySize) {
+  results::Calibration cal;
+  cal.ranks = 4;
+  cal.latency_s = 2e-6;
+  cal.rows = {{4, 3.4e-3}, {1024, 20e-6}, {4 << 20, 1e-3}};
+  const RingProfile p = ring_profile(cal);
+  for (const auto& r : cal.rows) EXPECT_NEAR(ring_s(p, 4, r.bytes), r.time_s, r.time_s * 1e-12) << r.bytes;
+  EXPECT_GT(p.points.front().second, 0.0);
+  EXPECT_LT(p.points.front().second, 1e-6);
+}
+
 TEST(TcomFit, SlopeFromPAndQWithItsStandardErrorAndSignificance) {
   // P + Q exactly 2 µs per rank + 1 µs; the dense part (in comm_s) is constant plus noise that has no slope.
   std::vector<results::TcomPoint> pts;

@@ -36,7 +36,9 @@ RingProfile ring_profile(const results::Calibration& cal) {
   for (const auto& r : rows) p.bandwidth_Bps = std::max(p.bandwidth_Bps, bandwidth_part(r));
   for (const auto& r : rows) {
     const double chunk = static_cast<double>(r.bytes) / d;
-    const double eff = std::clamp(bandwidth_part(r) / p.bandwidth_Bps, 1e-6, 1.0);
+    // Positive by construction (the latency is at most half of any row's time per step); no floor beyond that, so
+    // that a latency-bound outlier at a tiny size (a rank descheduled on an oversubscribed host) is reproduced too.
+    const double eff = std::clamp(bandwidth_part(r) / p.bandwidth_Bps, std::numeric_limits<double>::min(), 1.0);
     if (!p.points.empty() && chunk <= p.points.back().first) continue;  // rows come sorted; a repeat keeps the first
     p.points.emplace_back(chunk, eff);
   }
