@@ -72,7 +72,6 @@ double logits_forward_flops(const ModelSpec& model, int tp) {
 ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                           const CostParams& params, int stage, int chunk) {
   check_stage(parallel, stage);
-  const int chunks = model_chunks(parallel);
   check_chunk(parallel, chunk);
   const double tp = parallel.tp;
   const double layers = static_cast<double>(layers_per_chunk(model, parallel));
@@ -81,7 +80,7 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
   const double recomputed = model.recompute == Recompute::kFull        ? layer_fwd
                             : model.recompute == Recompute::kSelective ? 4.0 * b * s * s * h / tp
                                                                        : 0.0;
-  const bool head = stage == parallel.pp - 1 && chunk == chunks - 1;
+  const bool head = chunk_holds_head(parallel, stage, chunk);
   ComputeCost c;
   c.forward_flops = layers * layer_fwd;
   c.backward_flops = layers * (2.0 * layer_fwd + recomputed);
@@ -101,7 +100,7 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
   c.backward_s = layers * layer.backward_s;
   std::vector<PassTime> extras;
   if (head) extras.push_back(head_time(model, parallel, gpu, params));
-  if (stage == 0 && chunk == 0) extras.push_back(embedding_time(model, parallel, gpu, params));
+  if (chunk_holds_embedding(stage, chunk)) extras.push_back(embedding_time(model, parallel, gpu, params));
   for (const PassTime& t : extras) {
     c.forward_s += t.forward_s;
     c.backward_s += t.backward_s;
@@ -183,10 +182,9 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, i
 
 StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
   check_stage(parallel, stage);
-  const int chunks = model_chunks(parallel);
   check_chunk(parallel, chunk);
-  return held_params(model, parallel, layers_per_chunk(model, parallel), stage == 0 && chunk == 0,
-                     stage == parallel.pp - 1 && chunk == chunks - 1);
+  return held_params(model, parallel, layers_per_chunk(model, parallel), chunk_holds_embedding(stage, chunk),
+                     chunk_holds_head(parallel, stage, chunk));
 }
 
 bool fused_embedding_sync_applies(const ParallelSpec& parallel) {

@@ -152,8 +152,7 @@ double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel,
   constexpr double kEdgeTensors = 4.0;  // word + position embedding, or the head's word-embedding copy + final LN
   const auto held = static_cast<double>(chunk_params(model, parallel, stage, chunk).per_gpu());
   const double bytes = held * (bytes_per_element(model.dtype) + 2.0 * grad_bytes(model, parallel));
-  const int chunks = model_chunks(parallel);
-  const bool edge = (stage == 0 && chunk == 0) || (stage == parallel.pp - 1 && chunk == chunks - 1);
+  const bool edge = chunk_holds_embedding(stage, chunk) || chunk_holds_head(parallel, stage, chunk);
   const double tensors =
       static_cast<double>(kTensorsPerLayer) * layers_per_chunk(model, parallel) + (edge ? kEdgeTensors : 0.0);
   return bytes / hbm_Bps(gpu, params) + tensors * overhead_s(gpu);

@@ -160,6 +160,12 @@ int model_chunks(const ParallelSpec& parallel) {
   return parallel.schedule == PipelineSchedule::kInterleaved ? parallel.virtual_stages : 1;
 }
 
+bool chunk_holds_embedding(int stage, int chunk) { return stage == 0 && chunk == 0; }
+
+bool chunk_holds_head(const ParallelSpec& parallel, int stage, int chunk) {
+  return stage == parallel.pp - 1 && chunk == model_chunks(parallel) - 1;
+}
+
 int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel) {
   return model.layers / (parallel.pp * model_chunks(parallel));
 }

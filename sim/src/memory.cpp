@@ -84,10 +84,10 @@ double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& paralle
   const double input = parallel.sequence_parallel ? sbh(model) * e / parallel.tp : sbh(model) * e;
   const double per_layer = model.recompute == Recompute::kFull ? input : layer_activation_bytes(model, parallel);
   double bytes = layers_per_chunk(model, parallel) * per_layer;
-  if (stage == 0 && chunk == 0)
+  if (chunk_holds_embedding(stage, chunk))
     bytes +=
         sbh(model) * kDropoutMaskBytes + static_cast<double>(model.seq_len) * model.micro_batch_size * kTokenIdBytes;
-  if (stage == parallel.pp - 1 && chunk == chunks - 1) {
+  if (chunk_holds_head(parallel, stage, chunk)) {
     const double sb = static_cast<double>(model.seq_len) * model.micro_batch_size;
     bytes += sbh(model) * kOutputInputsBytes * (e / 2.0) +
              sb * static_cast<double>(padded_vocab(model, parallel.tp)) / parallel.tp * kLogitBytes;

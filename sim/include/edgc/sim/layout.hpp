@@ -78,6 +78,10 @@ class Layout {
 int layers_per_stage(const ModelSpec& model, const ParallelSpec& parallel);
 /// Model chunks per GPU: virtual_stages for the interleaved schedule, else 1.
 int model_chunks(const ParallelSpec& parallel);
+/// Whether model chunk `chunk` of pipeline stage `stage` holds the word and position embeddings (the first chunk of
+/// stage 0) or the LM head (the last chunk of the last stage).
+bool chunk_holds_embedding(int stage, int chunk);
+bool chunk_holds_head(const ParallelSpec& parallel, int stage, int chunk);
 /// Transformer layers of one model chunk: layers / (pp · virtual_stages) for interleaved, else layers / pp.
 int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel);
 
