@@ -318,6 +318,8 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysRejectBadValuesNamingTheKey) {
   EXPECT_EQ(failing_field(with(R"("parallelism": {"grad_reduce_dtype": "int8"})")), "parallelism.grad_reduce_dtype");
   EXPECT_EQ(failing_field(with(R"("parallelism": {"grad_bucket_params": -1})")), "parallelism.grad_bucket_params");
   EXPECT_EQ(failing_field(with(R"("parallelism": {"sequence_parallel": "yes"})")), "parallelism.sequence_parallel");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"grad_accumulation_fusion": 0})")),
+            "parallelism.grad_accumulation_fusion");
   EXPECT_EQ(failing_field(with(R"("compute": {"optimizer_step_ms": -1})")), "compute.optimizer_step_ms");
   EXPECT_EQ(failing_field(with(R"("compute": {"model": "fast"})")), "compute.model");
   EXPECT_EQ(failing_field(with(R"("compute": {"model": "kernels"})")), "compute.model");  // no GEMM figures
