@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -379,8 +380,9 @@ class GpuWorker {
       if (pass.kind == PassKind::kForward) {
         forward(pass.microbatch, pass.chunk);
       } else {
-        if (i + 1 == passes.size() && !work().buckets.empty()) overlapped = start_overlapped_sync(pass);
-        backward(pass.microbatch, pass.chunk);
+        const bool overlap = i + 1 == passes.size() && !work().buckets.empty();
+        if (overlap) overlapped = start_overlapped_sync();
+        backward(pass.microbatch, pass.chunk, overlap);
       }
     }
     record().last_backward_end_s = now();
@@ -497,6 +499,28 @@ class GpuWorker {
     note(name, "compute", start);
   }
 
+  // The final backward pass while the overlapped DP sync runs (start_overlapped_sync): its FLOPs in segments, one
+  // per bucket, each ending where that bucket's gradients are complete (Bucket::ready), which it then hands to the
+  // sync actor. Where the GPU's SM count is known, the segments are Execs on the host, sharing it with the NCCL
+  // kernels of the buckets in flight (comm_sm_share_): the pass slows while a bucket is all-reduced, and later
+  // buckets become ready later. Otherwise they are sleeps, as compute() is.
+  void overlapped_compute(double flops, const std::string& name) const {
+    const double start = now();
+    double done = 0.0;
+    for (const Bucket& b : work().buckets) {
+      const double part = flops * (b.ready - done);
+      done = b.ready;
+      if (part > 0 && comm_sm_share_ > 0) {
+        sg4::this_actor::execute(part);
+      } else if (part > 0) {
+        sg4::this_actor::sleep_for(part / speed_);
+      }
+      bucket_ready_->release();
+    }
+    record().compute_s += now() - start;
+    note(name, "compute", start);
+  }
+
   void tp_all_reduce(std::uint64_t bytes, double ring_s, double extra_latency_s, const std::string& name) const {
     if (state_->parallel.tp == 1 || bytes == 0) return;
     const double start = now();
@@ -537,13 +561,17 @@ class GpuWorker {
     }
   }
 
-  void backward(int mb, int chunk) {
+  void backward(int mb, int chunk, bool overlapped_sync) {
     const int p = state_->parallel.pp;
     const int v = state_->parallel.virtual_stages;
     if (coord_.pp < p - 1 || chunk < v - 1) receive(P2p::kGradient, mb, chunk);
     const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
     const std::string name = "B" + pass_name(mb, chunk);
-    compute(varied(w.backward_flops, mb, chunk, true), name);
+    if (overlapped_sync) {
+      overlapped_compute(varied(w.backward_flops, mb, chunk, true), name);
+    } else {
+      compute(varied(w.backward_flops, mb, chunk, true), name);
+    }
     tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, "tp " + name);
     ++state_->progress.passes_done;
     if (coord_.pp > 0 || chunk > 0) pp_codec(work().grad_compress_s, "compress grad", mb, chunk);
@@ -587,23 +615,30 @@ class GpuWorker {
   }
 
   // Overlapped uncompressed sync (--overlap-grad-reduce, PyTorch DDP): a second actor on this GPU all-reduces the
-  // stage's gradient buckets (gradient_buckets()) while `last` (the final backward pass) runs; a bucket starts once
-  // its `ready` fraction of that pass's compute has elapsed (gradients appear from the last layer backwards). Every
-  // earlier pass's gradients are taken to land in the same buckets, so no bucket starts before the final pass does.
-  sg4::ActorPtr start_overlapped_sync(const Pass& last) {
-    const ChunkWork& cw = work().chunks[static_cast<std::size_t>(last.chunk)];
-    const double start = now();
-    const double compute_s = varied(cw.backward_flops, last.microbatch, last.chunk, true) / speed_;
-    record().sync_start_s = start;
-    return sg4::Actor::create("dp-overlap" + std::to_string(rank_), sg4::this_actor::get_host(),
-                              [this, start, compute_s] {
-                                const std::vector<Bucket>& buckets = work().buckets;
-                                for (std::size_t i = 0; i < buckets.size(); ++i) {
-                                  const double ready = start + compute_s * buckets[i].ready;
-                                  if (ready > now()) sg4::this_actor::sleep_for(ready - now());
-                                  dp_all_reduce(buckets[i].bytes, "dp bucket " + std::to_string(i));
-                                }
-                              });
+  // stage's gradient buckets (gradient_buckets()) while the final backward pass runs; a bucket starts once that
+  // pass has computed its gradients (overlapped_compute releases bucket_ready_ per bucket; gradients appear from
+  // the last layer backwards). Every earlier pass's gradients are taken to land in the same buckets, so no bucket
+  // starts before the final pass does. Each bucket's NCCL kernel holds one SM per channel while it runs (NCCL
+  // launches one thread block per channel): an Exec bounded at that share of the GPU's speed, beside the pass.
+  sg4::ActorPtr start_overlapped_sync() {
+    record().sync_start_s = now();
+    const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp);
+    const int sms = state_->platform->spec().gpu.sm_count;
+    comm_sm_share_ = sms > 0 ? std::min(1.0, ring_channels(state_->dp_groups[group]) / static_cast<double>(sms)) : 0.0;
+    bucket_ready_ = sg4::Semaphore::create(0);
+    return sg4::Actor::create("dp-overlap" + std::to_string(rank_), sg4::this_actor::get_host(), [this] {
+      const std::vector<Bucket>& buckets = work().buckets;
+      for (std::size_t i = 0; i < buckets.size(); ++i) {
+        bucket_ready_->acquire();
+        sg4::ExecPtr kernel;
+        if (comm_sm_share_ > 0)
+          kernel = sg4::this_actor::exec_init(std::numeric_limits<double>::max())
+                       ->set_bound(comm_sm_share_ * speed_)
+                       ->start();
+        dp_all_reduce(buckets[i].bytes, "dp bucket " + std::to_string(i));
+        if (kernel) kernel->cancel();
+      }
+    });
   }
 
   // The word-embedding gradient all-reduce between the first and the last stage, after their DP syncs (Megatron's
@@ -653,6 +688,10 @@ class GpuWorker {
   RankCoord coord_;
   double slowdown_;     // straggler_slowdown when this GPU straggles this iteration, else 1
   double speed_ = 0.0;  // FLOP/s of this GPU's host
+  // Overlapped DP sync only: the share of the GPU's SMs a bucket's NCCL kernel holds (channels / SMs; 0 when the
+  // GPU's SM count is unknown), and the final backward pass's "bucket i is ready" signals.
+  double comm_sm_share_ = 0.0;
+  sg4::SemaphorePtr bucket_ready_;
   // Sends of one channel not yet waited for, oldest first; `posted` counts all sends on it.
   struct Outbox {
     std::size_t channel = 0;

@@ -17,7 +17,7 @@ namespace {
 constexpr double kTileLong = 256.0;
 constexpr double kTileShort = 128.0;
 // Cross-entropy bytes per fp32 logit (forward / backward), see kernel_model.hpp.
-constexpr double kCrossEntropyForwardBytes = 22.0;
+constexpr double kCrossEntropyForwardBytes = 38.0;
 constexpr double kCrossEntropyBackwardBytes = 14.0;
 // Optimizer step bytes per parameter: unscale + overflow check + gradient norm over every local parameter (fp32),
 // and clipping + Adam + the copy to the model's weights over the optimizer's shard (kernel_model.hpp).

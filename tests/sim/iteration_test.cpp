@@ -201,6 +201,38 @@ TEST(Finish, OverlappedBucketsLeaveOnlyTheLastBucketExposed) {
   EXPECT_GT(r.stages[0].dp_comm_s, 3 * last_ring);  // the other three buckets ran during the backward pass
 }
 
+// The same with the GPU's SM count known (10 SMs, one ring channel inside the node): while a bucket's NCCL kernel
+// runs it holds 1 of the 10 SMs, so the backward pass computes at 9/10 of its speed. Each of the first three
+// buckets runs wholly inside the pass (its ring is shorter than the compute between two buckets), stretching the
+// pass by a tenth of its ring; the rings themselves do not change, and the last bucket still starts when the pass
+// ends.
+TEST(Finish, OverlappedBucketsTakeOneSmPerChannelFromTheBackwardPass) {
+  ClusterSpec spec = four_fast_gpus(100, 1);
+  spec.gpu.sm_count = 10;
+  const Platform platform = Platform::build(engine(), spec, NetworkProfile{});
+  const ModelSpec model = wide_model(16384, 4);
+  ParallelSpec par = layout(1, 1, 4, PipelineSchedule::kOneFOneB);
+  const CostParams params = pipeline_only_params();
+  const double stage_params_count = static_cast<double>(stage_params(model, par, 0).per_gpu());
+  par.overlap_grad_reduce = true;
+  par.grad_bucket_params = stage_params_count / 4 + 1;
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(1));
+  const Route hop = route_between(platform.gpu(0), platform.gpu(1));
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const auto ring_of = [&](double params_count) {
+    const auto bytes = static_cast<std::uint64_t>(std::ceil(params_count * 2));
+    return ring_steps(op, 4) *
+           (hop.latency_s + static_cast<double>(ring_chunk_bytes(op, 4, bytes)) / hop.bottleneck_Bps);
+  };
+  const double full_ring = ring_of(par.grad_bucket_params);
+  const double last_ring = ring_of(stage_params_count - 3 * par.grad_bucket_params);
+  const ComputeCost c = stage_compute(model, par, spec.gpu, params, 0);
+  const double plain_backward_end = c.forward_s + c.backward_s;  // global batch 4 over dp 4: one micro-batch
+  EXPECT_NEAR(r.stages[0].last_backward_end_s, plain_backward_end + 3 * full_ring / 10, 1e-9);
+  EXPECT_NEAR(r.iteration_s - r.pipeline_end_s, last_ring, 1e-9);
+  EXPECT_NEAR(r.stages[0].exposed_comm_s, last_ring, 1e-9);
+}
+
 // dp = 2, pp = 2 on one NVSwitch node: each stage's DP ring starts after its last backward and takes exactly
 // 2(D − 1)(L + (S/D)/B); the iteration ends with the sync that finishes last.
 TEST(DataParallel, SyncAddsTheRingOfTheLastStageToFinish) {

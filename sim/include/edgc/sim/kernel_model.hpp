@@ -28,8 +28,10 @@
 //  * recomputation: full adds the whole forward to the backward pass, selective the attention core (scores GEMM,
 //    softmax, dropout, softmax·V GEMM).
 // The LM head (last stage): logits GEMM (b·s × V/t × h) and its two backward GEMMs, the final LayerNorm, and
-// Megatron's vocab-parallel cross-entropy in fp32 over b·s·V/t logits, counted as 22 bytes per logit forward
-// (16-bit → fp32 copy, max, exp, sum) and 14 backward (softmax − one-hot, cast back). The embedding (first stage):
+// Megatron's vocab-parallel cross-entropy in fp32 over b·s·V/t logits, counted as 38 bytes per logit forward
+// (16-bit → fp32 copy 6, max 4, subtracting the max in place 8, exp in place 8, sum 4, dividing by the sum in place
+// 8: megatron/mpu/cross_entropy.py of 2021, megatron/core/tensor_parallel/cross_entropy.py today) and 14 backward
+// (the softmax times the loss gradient in place 8, cast back 6). The embedding (first stage):
 // lookup, position add and dropout, (7e + 1) bytes per element of b·s·h forward, (5e + 1) backward.
 // The optimizer step (after the DP sync): Adam over the stage's parameters in fp32, 12 bytes per parameter for
 // unscaling, the overflow check and the gradient norm, and 40 + e per parameter of the optimizer's shard (÷ dp
