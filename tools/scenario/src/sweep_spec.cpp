@@ -103,6 +103,10 @@ SweepAxis read_axis(const std::string& where, const json& a, std::size_t i, bool
     if (!a["integer"].is_boolean()) throw ConfigError(where, at + ".integer", "expected true or false");
     axis.integer = a["integer"].get<bool>();
   }
+  // An integer axis draws int64 values: its bounds must be whole numbers a double holds exactly (|x| ≤ 2^53).
+  constexpr double kLargestExactInteger = 9007199254740992.0;
+  if (axis.integer && (std::abs(axis.lo) > kLargestExactInteger || std::abs(axis.hi) > kLargestExactInteger))
+    throw ConfigError(where, at + ".range", "an integer range must lie within ±2^53");
   if (axis.integer && std::ceil(axis.lo) > std::floor(axis.hi))
     throw ConfigError(where, at + ".range", "holds no integer");
   return axis;
