@@ -312,6 +312,15 @@ TEST(DpClosedForm, EqualsRingWithOverlappedBucketsAtPp1) {
   expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
 }
 
+// The same on GPUs whose SM count is known: the final backward pass and the buckets' NCCL kernels share the GPU
+// (SimGrid Execs), and the closed form still equals the ring.
+TEST(DpClosedForm, EqualsRingWithOverlappedBucketsTakingSms) {
+  Scenario s = overlapped_buckets_at_pp1();
+  s.cluster.gpu.sm_count = 132;
+  s.options.variability.compute_jitter_cv = 0.2;
+  expect_closed_form_taken(expect_closed_form_equals_ring(s, Rings::kDp), Rings::kDp);
+}
+
 // Overlapped buckets with pp > 1: the final backward's pipeline send leaves by the NIC the buckets use.
 TEST(DpClosedForm, RingStaysWithOverlappedBucketsAndPipelineSends) {
   Scenario s = dp_scenario();
@@ -429,6 +438,12 @@ TEST(ReplicaFolding, EqualsAllReplicasInterleavedWithPipelinePeersInANode) {
 }
 
 TEST(ReplicaFolding, EqualsAllReplicasWithOverlappedBucketsAtPp1) { expect_folding_exact(overlapped_buckets_at_pp1()); }
+
+TEST(ReplicaFolding, EqualsAllReplicasWithOverlappedBucketsTakingSms) {
+  Scenario s = overlapped_buckets_at_pp1();
+  s.cluster.gpu.sm_count = 132;
+  expect_folding_exact(s);
+}
 
 TEST(ReplicaFolding, EqualsAllReplicasOnANonBlockingFatTree) { expect_folding_exact(non_blocking_fat_tree()); }
 
