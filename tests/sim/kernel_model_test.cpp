@@ -212,6 +212,26 @@ TEST(KernelModel, UnfusedGradientAccumulationAddsOnePassOverTheChunksParameters)
   EXPECT_NEAR(grad_accumulation_s(m, p, g, params, 1, 0), 10 * 2 * layer / hbm_Bps(params) + 2 * 12 * 5.7e-6, 1e-15);
 }
 
+// The LM head: the logits GEMM and its two backward GEMMs, the final LayerNorm (2e forward, 3e backward per element
+// of b·s·h) and the vocab-parallel cross-entropy over b·s·V/t fp32 logits: 38 bytes per logit forward (cast 6,
+// max 4, subtract 8, exp 8, sum 4, divide 8) and 14 backward (scale 8, cast back 6), one kernel each.
+TEST(KernelModel, TheHeadIsItsGemmsTheFinalLayerNormAndTheCrossEntropysBytes) {
+  const GpuSpec g = h100();
+  const CostParams params;
+  const ModelSpec m = gpt();
+  const ParallelSpec p = tp_layout(2);
+  const double bs = 2.0 * 1024;
+  const double logits = bs * static_cast<double>(padded_vocab(m, 2)) / 2;
+  const GemmShape fwd{.m = bs, .n = logits / bs, .k = 2048};
+  const double gemm_f = gemm_s(g, params, fwd, 2);
+  const double gemm_b = gemm_s(g, params, {.m = bs, .n = 2048, .k = logits / bs}, 2) +
+                        gemm_s(g, params, {.m = 2048, .n = logits / bs, .k = bs}, 2);
+  const PassTime head = head_time(m, p, g, params);
+  const double kernel = 5.7e-6;
+  EXPECT_NEAR(head.forward_s, gemm_f + (2 * 2 * bs * 2048 + 38 * logits) / hbm_Bps(params) + 2 * kernel, 1e-12);
+  EXPECT_NEAR(head.backward_s, gemm_b + (3 * 2 * bs * 2048 + 14 * logits) / hbm_Bps(params) + 2 * kernel, 1e-12);
+}
+
 TEST(KernelModel, ChunkComputeUsesTheKernelModelWhenAsked) {
   const GpuSpec g = h100();
   CostParams params;
