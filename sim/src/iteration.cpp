@@ -414,6 +414,9 @@ class GpuWorker {
     if (state_->record_timeline) record().events.push_back({rank_, name, category, start_s, now()});
   }
 
+  // This GPU's DP group in IterationState::dp_groups (index stage · tp + tp_index).
+  std::size_t dp_group_index() const { return static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp); }
+
   // Global rank of stage `stage` of this GPU's pipeline.
   int pipeline_rank(int stage) const { return state_->layout.rank_of({coord_.tp, stage, coord_.dp}); }
 
@@ -585,7 +588,7 @@ class GpuWorker {
   void dp_all_reduce(std::uint64_t bytes, const std::string& name) const {
     if (state_->parallel.dp == 1 || bytes == 0) return;
     const double start = now();
-    const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp);
+    const std::size_t group = dp_group_index();
     const Group& g = state_->dp_groups[group];
     if (state_->replicas_folded) {
       // Every replica arrives at this moment (replicas_are_identical): the closed form from now.
@@ -622,9 +625,9 @@ class GpuWorker {
   // launches one thread block per channel): an Exec bounded at that share of the GPU's speed, beside the pass.
   sg4::ActorPtr start_overlapped_sync() {
     record().sync_start_s = now();
-    const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp);
     const int sms = state_->platform->spec().gpu.sm_count;
-    comm_sm_share_ = sms > 0 ? std::min(1.0, ring_channels(state_->dp_groups[group]) / static_cast<double>(sms)) : 0.0;
+    comm_sm_share_ =
+        sms > 0 ? std::min(1.0, ring_channels(state_->dp_groups[dp_group_index()]) / static_cast<double>(sms)) : 0.0;
     bucket_ready_ = sg4::Semaphore::create(0);
     return sg4::Actor::create("dp-overlap" + std::to_string(rank_), sg4::this_actor::get_host(), [this] {
       const std::vector<Bucket>& buckets = work().buckets;

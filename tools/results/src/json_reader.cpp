@@ -227,10 +227,9 @@ std::int64_t JsonNode::integer(std::int64_t min, std::int64_t max) const {
   } else if (j_->is_number_integer()) {
     v = j_->get<std::int64_t>();
   } else if (j_->is_number_float()) {
-    // Doubles are exact integers up to 2^53; beyond that the value in the file is not the value read.
-    constexpr double kExact = 9007199254740992.0;
     const double d = j_->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::abs(d) > kExact) fail("expected an integer, got " + describe());
+    if (!std::isfinite(d) || d != std::floor(d) || std::abs(d) > kJsonExactIntegerLimit)
+      fail("expected an integer, got " + describe());
     v = static_cast<std::int64_t>(d);
   } else {
     fail("expected an integer, got " + describe());

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/json_depth.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
@@ -103,9 +104,8 @@ SweepAxis read_axis(const std::string& where, const json& a, std::size_t i, bool
     if (!a["integer"].is_boolean()) throw ConfigError(where, at + ".integer", "expected true or false");
     axis.integer = a["integer"].get<bool>();
   }
-  // An integer axis draws int64 values: its bounds must be whole numbers a double holds exactly (|x| ≤ 2^53).
-  constexpr double kLargestExactInteger = 9007199254740992.0;
-  if (axis.integer && (std::abs(axis.lo) > kLargestExactInteger || std::abs(axis.hi) > kLargestExactInteger))
+  // An integer axis draws int64 values from doubles: its bounds stay where doubles hold every integer.
+  if (axis.integer && (std::abs(axis.lo) > kJsonExactIntegerLimit || std::abs(axis.hi) > kJsonExactIntegerLimit))
     throw ConfigError(where, at + ".range", "an integer range must lie within ±2^53");
   if (axis.integer && std::ceil(axis.lo) > std::floor(axis.hi))
     throw ConfigError(where, at + ".range", "holds no integer");

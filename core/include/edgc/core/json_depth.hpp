@@ -10,6 +10,10 @@ namespace edgc {
 /// Deepest nesting of arrays and objects accepted. The documents edgc reads and writes stay under ten levels.
 inline constexpr int kMaxJsonDepth = 64;
 
+/// 2^53: a JSON number read as a double holds every integer up to this magnitude exactly; readers of integers
+/// refuse larger ones (beyond it the value in the file is not the value read, and int64 casts may overflow).
+inline constexpr double kJsonExactIntegerLimit = 9007199254740992.0;
+
 /// "" when JSON `text` nests arrays and objects at most kMaxJsonDepth deep; else the detail of the error, naming
 /// where the first bracket past the limit stands: "arrays and objects nested deeper than 64 levels (line 3,
 /// column 17)". Brackets inside strings do not count; text that is not JSON is left to the parser to reject.
