@@ -30,42 +30,69 @@ struct Pooled {
 
 std::span<const Block> blocks_of(const StageTensor& t, bool full) { return full ? std::span<const Block>() : t.blocks; }
 
-double histogram_entropy(const Backend& backend, std::span<const StageTensor> tensors, bool full,
-                         const std::vector<double>& weight, const core::HistogramLayout& layout) {
-  std::vector<double> weighted(static_cast<std::size_t>(layout.bins), 0.0);
-  std::vector<std::int64_t> counts;
+// Histogram counts pooled over the stage's tensors, each with its weight.
+struct WeightedHistogram {
+  std::vector<double> weighted;
   double below = 0.0;
   double above = 0.0;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
+  std::vector<std::int64_t> counts;  // one tensor's counts, zeroed by start()
+  HistogramTails tails{};
+
+  explicit WeightedHistogram(std::int64_t bins) : weighted(static_cast<std::size_t>(bins), 0.0) {}
+  void start() {
     counts.assign(weighted.size(), 0);
-    HistogramTails tails{};
-    backend.histogram(tensors[i].values, blocks_of(tensors[i], full), layout.lo, layout.bin_width, counts, tails);
-    for (std::size_t b = 0; b < counts.size(); ++b) weighted[b] += weight[i] * static_cast<double>(counts[b]);
-    below += weight[i] * static_cast<double>(tails.below);
-    above += weight[i] * static_cast<double>(tails.above);
+    tails = HistogramTails{};
   }
-  return core::histogram_entropy(weighted, layout.bin_width, below, above);
-}
+  void add(double w) {
+    for (std::size_t b = 0; b < counts.size(); ++b) weighted[b] += w * static_cast<double>(counts[b]);
+    below += w * static_cast<double>(tails.below);
+    above += w * static_cast<double>(tails.above);
+  }
+  double entropy(const core::HistogramLayout& layout) const {
+    return core::histogram_entropy(weighted, layout.bin_width, below, above);
+  }
+};
 
 }  // namespace
 
+// Moments first, for the histogram's layout when it is not yet fixed; once it is, each tensor's moments and
+// histogram come from one call (one read of its sampled elements where the backend fuses them) with the same results.
 core::StageObservation measure_stage_entropy(const Backend& backend, std::span<const StageTensor> tensors, bool full,
                                              std::optional<core::HistogramLayout>& layout, double bins_per_sigma) {
   std::vector<double> weight(tensors.size(), 1.0);
   Pooled pooled;
   std::int64_t touched = 0;
+  const bool fused = layout.has_value();
+  WeightedHistogram hist(fused ? layout->bins : 0);
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto numel = static_cast<std::int64_t>(tensors[i].values.size());
     const std::int64_t n = full ? numel : total_length(tensors[i].blocks);
     weight[i] = static_cast<double>(numel) / static_cast<double>(n);
     touched += n;
-    pooled.add(backend.moments(tensors[i].values, blocks_of(tensors[i], full)), weight[i]);
+    if (fused) {
+      hist.start();
+      pooled.add(backend.moments_and_histogram(tensors[i].values, blocks_of(tensors[i], full), layout->lo,
+                                               layout->bin_width, hist.counts, hist.tails),
+                 weight[i]);
+      hist.add(weight[i]);
+    } else {
+      pooled.add(backend.moments(tensors[i].values, blocks_of(tensors[i], full)), weight[i]);
+    }
   }
   const double sigma = pooled.n > 0.0 ? std::sqrt(pooled.variance()) : 0.0;
   if (!layout && sigma > 0.0) layout = core::HistogramLayout::around(pooled.mean(), sigma, bins_per_sigma);
   core::StageObservation o;
   o.entropy_gaussian = core::gaussian_entropy(sigma);
-  if (layout) o.entropy_histogram = histogram_entropy(backend, tensors, full, weight, *layout);
+  if (layout && !fused) {
+    hist = WeightedHistogram(layout->bins);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      hist.start();
+      backend.histogram(tensors[i].values, blocks_of(tensors[i], full), layout->lo, layout->bin_width, hist.counts,
+                        hist.tails);
+      hist.add(weight[i]);
+    }
+  }
+  if (layout) o.entropy_histogram = hist.entropy(*layout);
   if (pooled.n > 0.0) o.excess_kurtosis = pooled.excess_kurtosis();
   o.elements = touched;
   return o;

@@ -94,6 +94,28 @@ TEST(StageEntropy, TheHistogramLayoutIsKeptAcrossMeasurements) {
   EXPECT_EQ(layout->bins, kept.bins);
 }
 
+// Once the layout is fixed, each tensor's moments and histogram come from one moments_and_histogram call: the
+// observation is the one the separate calls give (the first measurement, which fixes the layout, makes them).
+TEST(StageEntropy, AFixedLayoutGivesTheSameObservationFromOneCallPerTensor) {
+  const auto backend = make_backend("cpu");
+  const std::vector<float> a = normal(5000, 0.5, 7);
+  const std::vector<float> b = normal(3000, 2.0, 8);
+  const std::vector<Block> blocks_a = {{0, 1000}, {2500, 700}};
+  const std::vector<Block> blocks_b = {{100, 2900}};
+  const std::vector<StageTensor> tensors = {{a, blocks_a}, {b, blocks_b}};
+  std::optional<core::HistogramLayout> layout;
+  const core::StageObservation separate = measure_stage_entropy(*backend, tensors, false, layout, 8.0);
+  ASSERT_TRUE(layout.has_value());
+  const core::StageObservation fused = measure_stage_entropy(*backend, tensors, false, layout, 8.0);
+  ASSERT_TRUE(separate.entropy_histogram.has_value());
+  ASSERT_TRUE(fused.entropy_histogram.has_value());
+  EXPECT_EQ(*fused.entropy_histogram, *separate.entropy_histogram);
+  EXPECT_EQ(*fused.entropy_gaussian, *separate.entropy_gaussian);
+  EXPECT_EQ(*fused.excess_kurtosis, *separate.excess_kurtosis);
+  EXPECT_EQ(fused.elements, separate.elements);
+  EXPECT_EQ(fused.elements, 1000 + 700 + 2900);
+}
+
 TEST(StageEntropy, ZeroSpreadHasNoHistogramAndNoFiniteEstimates) {
   const auto backend = make_backend("cpu");
   const std::vector<float> zeros(512, 0.0F);

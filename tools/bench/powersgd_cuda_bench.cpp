@@ -7,7 +7,9 @@
 //
 // Roofline bytes (see kernels/CUDA-NOTES.md): a step streams 8 passes of m·n floats (read G, E; write E; read M
 // for Q; read M, write E and G in the reconstruction, plus the P product's read of M) — reported as achieved
-// bandwidth over those 8 passes against the copy bandwidth. The entropy kernels read β·m·n floats each.
+// bandwidth over those 8 passes against the copy bandwidth. The entropy kernels read β·m·n floats each: moments and
+// histogram as two calls (host-timed, two reads), and both from one moments_and_histogram call (host-timed, and
+// device-timed between two events on the backend's stream over its one read).
 // Each case checks its own result: the step's error norm must not exceed ‖M‖ (Ĝ is a projection of M).
 // Exits with status 1 and a message when no CUDA device exists.
 #include <cuda_runtime.h>
@@ -115,8 +117,11 @@ struct ShapeBuffers {
 };
 
 struct EntropyTime {
-  double seconds = 0.0;  // median of the repeats after one warm-up
-  double GBps = 0.0;
+  double seconds = 0.0;         // moments() then histogram(), host-timed: median of the repeats after one warm-up
+  double GBps = 0.0;            // over their two reads of the sampled bytes
+  double fused_s = 0.0;         // moments_and_histogram(), host-timed
+  double fused_device_s = 0.0;  // the same call between two events on the backend's stream
+  double fused_GBps = 0.0;      // device-timed, over its one read of the sampled bytes
   bool ok = true;
 };
 
@@ -142,26 +147,45 @@ double copy_bandwidth_GBps(cudaStream_t stream, Timer& timer, int repeats) {
   return 2.0 * max_mn * sizeof(float) / edgc::core::median(ts) * 1e-9;
 }
 
-// Entropy kernels: moments + a 256-bin histogram over β of the gradient in 4 KiB blocks.
-EntropyTime time_entropy(const ek::Backend& backend, const float* g, std::int64_t mn, double fraction, int repeats) {
+// Entropy kernels over β of the gradient in 4 KiB blocks: moments and a 256-bin histogram as two calls (two reads,
+// two round trips), and as one moments_and_histogram call, which the stage entropy makes once the layout is fixed.
+// The fused call must count what the separate ones count.
+EntropyTime time_entropy(ek::Backend& backend, const float* g, std::int64_t mn, double fraction, int repeats) {
   const std::vector<edgc::Block> blocks = edgc::choose_blocks(mn, fraction, 1024, 1, 0);
   const double sampled_bytes = static_cast<double>(edgc::total_length(blocks)) * sizeof(float);
+  const std::span<const float> x{g, static_cast<std::size_t>(mn)};
   std::vector<std::int64_t> counts(256);
+  std::vector<std::int64_t> fused_counts(256);
   EntropyTime res;
-  std::vector<double> ts;
+  std::vector<double> ts, tf, td;
   for (int i = 0; i < repeats + 1; ++i) {
     edgc::kernels::HistogramTails tails;
     std::fill(counts.begin(), counts.end(), 0);
-    const auto t0 = edgc::bench::Clock::now();
-    const ek::MomentSums ms = backend.moments({g, static_cast<std::size_t>(mn)}, blocks);
-    backend.histogram({g, static_cast<std::size_t>(mn)}, blocks, -5e-4, 1e-3 / 256, counts, tails);
+    auto t0 = edgc::bench::Clock::now();
+    const ek::MomentSums ms = backend.moments(x, blocks);
+    backend.histogram(x, blocks, -5e-4, 1e-3 / 256, counts, tails);
     const double t = edgc::bench::seconds_since(t0);
-    if (i > 0) ts.push_back(t);
-    if (ms.count != edgc::total_length(blocks)) res.ok = false;
+    edgc::kernels::HistogramTails fused_tails;
+    std::fill(fused_counts.begin(), fused_counts.end(), 0);
+    t0 = edgc::bench::Clock::now();
+    backend.start_timer();
+    const ek::MomentSums mf = backend.moments_and_histogram(x, blocks, -5e-4, 1e-3 / 256, fused_counts, fused_tails);
+    const std::optional<double> dev = backend.stop_timer();
+    const double f = edgc::bench::seconds_since(t0);
+    if (i > 0) {
+      ts.push_back(t);
+      tf.push_back(f);
+      td.push_back(dev.value_or(f));
+    }
+    if (ms.count != edgc::total_length(blocks) || mf.count != ms.count || mf.sum != ms.sum || fused_counts != counts ||
+        fused_tails.below != tails.below || fused_tails.above != tails.above)
+      res.ok = false;
   }
   res.seconds = edgc::core::median(ts);
-  // Two reads of the sampled bytes (moments and histogram are separate kernels).
   res.GBps = 2.0 * sampled_bytes / res.seconds * 1e-9;
+  res.fused_s = edgc::core::median(tf);
+  res.fused_device_s = edgc::core::median(td);
+  res.fused_GBps = sampled_bytes / res.fused_device_s * 1e-9;
   return res;
 }
 
@@ -208,10 +232,11 @@ nlohmann::ordered_json report(const Shape& s, int r, const StepTime& step, const
   const double bytes = 8.0 * dmn * sizeof(float);
   const double flops = 2.0 * dmn * r * 3.0 + 4.0 * dm * r * r * 3.0;  // P, Q, Ĝ products + CholeskyQR
   const double step_GBps = bytes / step.seconds * 1e-9;
-  std::printf("  %-11s %6lld %6lld %4d %10.3f %9.0f %5.0f%% %9.2f %10.3f %9.0f %5.0f%% %4s\n", s.model,
+  std::printf("  %-11s %6lld %6lld %4d %10.3f %9.0f %5.0f%% %9.2f %10.3f %5.0f%% %9.3f %9.3f %5.0f%% %4s\n", s.model,
               static_cast<long long>(s.m), static_cast<long long>(s.n), r, step.seconds * 1e3, step_GBps,
-              100.0 * step_GBps / copy_GBps, flops / step.seconds * 1e-12, ent.seconds * 1e3, ent.GBps,
-              100.0 * ent.GBps / copy_GBps, step.ok ? "yes" : "NO");
+              100.0 * step_GBps / copy_GBps, flops / step.seconds * 1e-12, ent.seconds * 1e3,
+              100.0 * ent.GBps / copy_GBps, ent.fused_s * 1e3, ent.fused_device_s * 1e3,
+              100.0 * ent.fused_GBps / copy_GBps, step.ok && ent.ok ? "yes" : "NO");
   return {{"model", s.model},
           {"m", s.m},
           {"n", s.n},
@@ -221,6 +246,9 @@ nlohmann::ordered_json report(const Shape& s, int r, const StepTime& step, const
           {"step_tflops", flops / step.seconds * 1e-12},
           {"entropy_s", ent.seconds},
           {"entropy_GBps", ent.GBps},
+          {"entropy_fused_s", ent.fused_s},
+          {"entropy_fused_device_s", ent.fused_device_s},
+          {"entropy_fused_GBps", ent.fused_GBps},
           {"sampled_fraction", fraction},
           {"ok", step.ok}};
 }
@@ -272,23 +300,24 @@ int run(int argc, char** argv) {
   const double copy_GBps = copy_bandwidth_GBps(stream, timer, opt.repeats);
   std::printf("device: %s (sm_%d%d), d2d copy %.0f GB/s (read + write)\n", prop.name, prop.major, prop.minor,
               copy_GBps);
-  std::printf("\n  %-11s %6s %6s %4s %10s %9s %6s %9s %10s %9s %6s %4s\n", "model", "m", "n", "r", "step ms",
-              "step GB/s", "%copy", "TFLOP/s", "entropy ms", "ent GB/s", "%copy", "ok");
+  std::printf("\n  %-11s %6s %6s %4s %10s %9s %6s %9s %10s %6s %9s %9s %6s %4s\n", "model", "m", "n", "r", "step ms",
+              "step GB/s", "%copy", "TFLOP/s", "entropy ms", "%copy", "fused ms", "device ms", "%copy", "ok");
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   bool all_ok = true;
   for (const Shape& s : kShapes)
     if (selected(opt, s)) all_ok = bench_shape(*backend, stream, timer, opt, s, copy_GBps, entries) && all_ok;
 
-  edgc::bench::write_json(opt.out_path,
-                          {{"schema", "edgc.kernel_profile/1"},
-                           {"device", prop.name},
-                           {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-                           {"backend", std::string(backend->name())},
-                           {"copy_GBps", copy_GBps},
-                           {"repeats", opt.repeats},
-                           {"step_bytes_model", "8 passes of m*n float32"},
-                           {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram)"},
-                           {"entries", entries}});
+  edgc::bench::write_json(
+      opt.out_path,
+      {{"schema", "edgc.kernel_profile/1"},
+       {"device", prop.name},
+       {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+       {"backend", std::string(backend->name())},
+       {"copy_GBps", copy_GBps},
+       {"repeats", opt.repeats},
+       {"step_bytes_model", "8 passes of m*n float32"},
+       {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram); fused: 1 read, device-timed"},
+       {"entries", entries}});
   std::printf("\nprofile written to %s; self-checks %s\n", opt.out_path.c_str(), all_ok ? "passed" : "FAILED");
   return all_ok ? 0 : 1;
 }

@@ -18,16 +18,19 @@
 #include <array>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
+#include "cuda_workspace.hpp"
 #include "edgc/core/error.hpp"
 #include "impl/backend_checks.hpp"
 
@@ -57,108 +60,6 @@ void check_batch_size(const char* what, std::size_t batch) {
   if (batch > 65535)  // one grid row per matrix in the streaming kernels
     throw InternalError(std::string(what) + ": batch of " + std::to_string(batch) + " exceeds 65535");
 }
-
-/// A device allocation that grows and never shrinks.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr_); }  // no throw from a destructor: an error here cannot be handled anyway
-
-  /// At least `bytes`, 256-byte aligned; synchronises `stream` before replacing a smaller allocation.
-  void* grow(std::size_t bytes, cudaStream_t stream) {
-    if (bytes <= bytes_) return ptr_;
-    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    EDGC_CUDA_CHECK(cudaFree(ptr_));
-    ptr_ = nullptr;
-    bytes_ = 0;
-    EDGC_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
-    bytes_ = bytes;
-    return ptr_;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-/// Pinned host memory for results copied back from the device.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { cudaFreeHost(ptr_); }
-  void* grow(std::size_t bytes) {
-    if (bytes <= bytes_) return ptr_;
-    EDGC_CUDA_CHECK(cudaFreeHost(ptr_));
-    ptr_ = nullptr;
-    bytes_ = 0;
-    EDGC_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
-    bytes_ = bytes;
-    return ptr_;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-/// Host-side list of 8-byte words (pointers, piece offsets) uploaded to the device in one copy per call.
-class Staging {
- public:
-  void clear() { words_.clear(); }
-  template <class T>
-  std::size_t add(std::span<T* const> ptrs) {
-    const std::size_t at = words_.size();
-    for (T* p : ptrs) words_.push_back(reinterpret_cast<std::uintptr_t>(p));
-    return at;
-  }
-  std::size_t add_pieces(const std::vector<Piece>& pieces) {
-    const std::size_t at = words_.size();
-    for (const Piece& p : pieces) {
-      words_.push_back(static_cast<std::uint64_t>(p.offset));
-      words_.push_back(static_cast<std::uint64_t>(p.length));
-    }
-    return at;
-  }
-  const std::vector<std::uint64_t>& words() const noexcept { return words_; }
-
- private:
-  std::vector<std::uint64_t> words_;
-};
-
-/// A batch operand of a cuBLAS GEMM: equally strided (base + stride) or only a device array of pointers.
-struct Operand {
-  const float* base = nullptr;
-  long long stride = 0;
-  bool strided = false;
-  const void* d_array = nullptr;  // device array of `batch` pointers, or null
-};
-
-// Whether ptrs[i] = ptrs[0] + i·stride (in floats) for all i.
-template <class T>
-Operand operand_of(std::span<T* const> ptrs, const void* d_array) {
-  Operand o;
-  o.base = ptrs.empty() ? nullptr : ptrs[0];
-  o.d_array = d_array;
-  o.strided = true;
-  if (ptrs.size() >= 2) {
-    const auto bytes = reinterpret_cast<std::intptr_t>(ptrs[1]) - reinterpret_cast<std::intptr_t>(ptrs[0]);
-    if (bytes % static_cast<std::intptr_t>(sizeof(float)) != 0) {
-      o.strided = false;
-    } else {
-      o.stride = static_cast<long long>(bytes / static_cast<std::intptr_t>(sizeof(float)));
-      for (std::size_t i = 2; i < ptrs.size() && o.strided; ++i)
-        o.strided = reinterpret_cast<std::intptr_t>(ptrs[i]) - reinterpret_cast<std::intptr_t>(ptrs[0]) ==
-                    static_cast<std::intptr_t>(i) * bytes;
-    }
-  }
-  return o;
-}
-
-Operand strided_operand(const float* base, long long stride) { return {base, stride, true, nullptr}; }
 
 class CudaBackend final : public Backend {
  public:
@@ -203,57 +104,26 @@ class CudaBackend final : public Backend {
   // ---- statistics ----
 
   MomentSums moments(std::span<const float> x, std::span<const Block> blocks) const override {
-    const std::vector<Piece> pieces = pieces_of("moments", x, blocks);
     MomentSums out;
-    if (pieces.empty()) return out;
-    set_device();
-    const int grid = grid_for(pieces.size());
-    staging_.clear();
-    const std::size_t at = staging_.add_pieces(pieces);
-    auto* d_words = upload();
-    auto* d_partials = static_cast<MomentPartial*>(partials_.grow(sizeof(MomentPartial) * (grid + 1), stream_));
-    cuda::launch_moments(x.data(), reinterpret_cast<const Piece*>(d_words + at),
-                         static_cast<std::int64_t>(pieces.size()), grid, d_partials, d_partials + grid, stream_);
-    EDGC_CUDA_CHECK_LAUNCH();
-    auto* h = static_cast<MomentPartial*>(host_result_.grow(sizeof(MomentPartial)));
-    EDGC_CUDA_CHECK(cudaMemcpyAsync(h, d_partials + grid, sizeof(MomentPartial), cudaMemcpyDeviceToHost, stream_));
-    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    out.sum = h->s1;
-    out.sum_sq = h->s2;
-    out.sum_cube = h->s3;
-    out.sum_quad = h->s4;
-    out.count = h->count;
-    out.nan = h->nan;
-    out.inf = h->inf;
+    statistics("moments", x, blocks, &out, nullptr);
     return out;
   }
 
   void histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
                  std::span<std::int64_t> counts, HistogramTails& tails) const override {
-    if (!(bin_width > 0.0) || !std::isfinite(bin_width) || !std::isfinite(lo))
-      throw InternalError("histogram: need finite lo and bin_width > 0, got lo " + std::to_string(lo) + ", bin_width " +
-                          std::to_string(bin_width));
-    const std::vector<Piece> pieces = pieces_of("histogram", x, blocks);
-    if (pieces.empty()) return;
-    set_device();
-    const int grid = grid_for(pieces.size());
-    staging_.clear();
-    const std::size_t at = staging_.add_pieces(pieces);
-    auto* d_words = upload();
-    const std::size_t slots = counts.size() + 3;
-    auto* d_counts = static_cast<unsigned long long*>(partials_.grow(sizeof(unsigned long long) * slots, stream_));
-    EDGC_CUDA_CHECK(cudaMemsetAsync(d_counts, 0, sizeof(unsigned long long) * slots, stream_));
-    cuda::launch_histogram(x.data(), reinterpret_cast<const Piece*>(d_words + at),
-                           static_cast<std::int64_t>(pieces.size()), grid, lo, bin_width, d_counts + 3,
-                           static_cast<std::int64_t>(counts.size()), d_counts, stream_);
-    EDGC_CUDA_CHECK_LAUNCH();
-    auto* h = static_cast<unsigned long long*>(host_result_.grow(sizeof(unsigned long long) * slots));
-    EDGC_CUDA_CHECK(cudaMemcpyAsync(h, d_counts, sizeof(unsigned long long) * slots, cudaMemcpyDeviceToHost, stream_));
-    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    tails.below += static_cast<std::int64_t>(h[0]);
-    tails.above += static_cast<std::int64_t>(h[1]);
-    tails.non_finite += static_cast<std::int64_t>(h[2]);
-    for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += static_cast<std::int64_t>(h[3 + i]);
+    check_histogram_args(lo, bin_width);
+    const HistogramOut h{lo, bin_width, counts, &tails};
+    statistics("histogram", x, blocks, nullptr, &h);
+  }
+
+  // One kernel, one read of the sampled elements and one round trip for both.
+  MomentSums moments_and_histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
+                                   std::span<std::int64_t> counts, HistogramTails& tails) const override {
+    check_histogram_args(lo, bin_width);
+    MomentSums out;
+    const HistogramOut h{lo, bin_width, counts, &tails};
+    statistics("moments_and_histogram", x, blocks, &out, &h);
+    return out;
   }
 
   // ---- dense linear algebra ----
@@ -352,12 +222,19 @@ class CudaBackend final : public Backend {
     set_device();
     const int batch = static_cast<int>(g.size());
     const std::int64_t count = m * n;
-    const Staged d = stage_reconstruct(count, p, q, e, g);
-    const int ctas = ctas_per_matrix(count, batch);
+    const bool fused = count > 0 && fusable(n, r, cuda::kLowRankMax, g, e);
+    const Staged d = stage_reconstruct(count, p, q, e, g, fused);
+    const int ctas = fused ? cuda::lowrank_ctas(m, n) : ctas_per_matrix(count, batch);
     double* partials = nullptr;
     double* norms = norm_workspace(batch, ctas, partials);
     if (count == 0) {
       EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
+    } else if (fused) {
+      // Ĝ = P·Qᵀ tile by tile beside one pass: with error feedback E ← E − Ĝ with ‖E‖² and G ← Ĝ; without, G − Ĝ into
+      // the norm and G ← Ĝ.
+      const float* const* d_m = e.empty() ? reinterpret_cast<const float* const*>(d.g) : d.e_in();
+      reconstruct_in_tiles(batch, m, n, r, d, d_m, e.empty() ? nullptr : d.e_out(),
+                           reinterpret_cast<float* const*>(d.g), ctas, partials, norms);
     } else if (!e.empty()) {
       // Ĝ = P·Qᵀ straight into G (k = r; r = 0 gives zeros), then E = M − Ĝ with ‖E‖² in one pass over E and G.
       gemm_or_zero(m, n, r, operand_of(p, d.p), operand_of(q, d.q), operand_of(g, d.g), g, batch);
@@ -385,12 +262,17 @@ class CudaBackend final : public Backend {
     set_device();
     const int batch = static_cast<int>(g.size());
     const std::int64_t count = m * n;
-    const Staged d = stage_reconstruct(count, p, q, e, g);
-    const int ctas = ctas_per_matrix(count, batch);
+    const bool fused = count > 0 && fusable(n, r, cuda::kLowRankMax, g, e);
+    const Staged d = stage_reconstruct(count, p, q, e, g, fused);
+    const int ctas = fused ? cuda::lowrank_ctas(m, n) : ctas_per_matrix(count, batch);
     double* partials = nullptr;
     double* norms = norm_workspace(batch, ctas, partials);
     if (count == 0) {
       EDGC_CUDA_CHECK(cudaMemsetAsync(norms, 0, sizeof(double) * batch, stream_));
+    } else if (fused) {
+      // Ĝ = P·Qᵀ tile by tile beside one pass: E ← E − Ĝ with ‖E‖², G ← bf16(Ĝ).
+      reconstruct_in_tiles(batch, m, n, r, d, d.e_in(), d.e_out(), reinterpret_cast<std::uint16_t* const*>(d.g), ctas,
+                           partials, norms);
     } else {
       // Ĝ in float32 through workspace, then E = M − Ĝ with ‖E‖² and G = bf16(Ĝ) in one pass.
       reconstruct_through_workspace(m, n, r, p, q, d, d.e_in(), d.e_out(), reinterpret_cast<std::uint16_t* const*>(d.g),
@@ -464,19 +346,101 @@ class CudaBackend final : public Backend {
  private:
   void set_device() const { EDGC_CUDA_CHECK(cudaSetDevice(device_)); }
 
-  // The sampled blocks as pieces of at most kPieceElems, after the CPU backend's checks.
-  static std::vector<Piece> pieces_of(const char* what, std::span<const float> x, std::span<const Block> blocks) {
+  static void check_histogram_args(double lo, double bin_width) {
+    if (!(bin_width > 0.0) || !std::isfinite(bin_width) || !std::isfinite(lo))
+      throw InternalError("histogram: need finite lo and bin_width > 0, got lo " + std::to_string(lo) + ", bin_width " +
+                          std::to_string(bin_width));
+  }
+
+  struct HistogramOut {
+    double lo, bin_width;
+    std::span<std::int64_t> counts;
+    HistogramTails* tails;
+  };
+
+  // The sampled blocks (after the CPU backend's checks) as pieces of at most kPieceElems, uploaded; returns their
+  // number and device copy. Blocks no longer than a piece (the sampled 4 KiB blocks) go up as they are, in one copy.
+  std::pair<std::int64_t, const Piece*> upload_pieces(const char* what, std::span<const float> x,
+                                                      std::span<const Block> blocks) const {
+    static_assert(sizeof(Block) == sizeof(Piece) && offsetof(Block, offset) == offsetof(Piece, offset) &&
+                  offsetof(Block, length) == offsetof(Piece, length));
     const auto n = static_cast<std::int64_t>(x.size());
     const Block whole{0, n};
     const std::span<const Block> sel = blocks.empty() ? std::span<const Block>(&whole, 1) : blocks;
     check_blocks(what, x.size(), sel);
-    std::vector<Piece> pieces;
+    std::int64_t pieces = 0;
+    for (const Block& b : sel) pieces += (b.length + cuda::kPieceElems - 1) / cuda::kPieceElems;
+    if (pieces == 0) return {0, nullptr};
+    if (x.data() == nullptr) throw InternalError(std::string(what) + ": x is null");
+    if (pieces == static_cast<std::int64_t>(sel.size()) &&
+        std::none_of(sel.begin(), sel.end(), [](const Block& b) { return b.length == 0; }))
+      return {pieces, reinterpret_cast<const Piece*>(upload(sel.data(), sel.size_bytes()))};
+    staging_.clear();
+    pieces = 0;
     for (const Block& b : sel) {
-      for (std::int64_t at = 0; at < b.length; at += cuda::kPieceElems)
-        pieces.push_back({b.offset + at, std::min(cuda::kPieceElems, b.length - at)});
+      for (std::int64_t at = 0; at < b.length; at += cuda::kPieceElems, ++pieces)
+        staging_.add_piece(b.offset + at, std::min(cuda::kPieceElems, b.length - at));
     }
-    if (!pieces.empty() && x.data() == nullptr) throw InternalError(std::string(what) + ": x is null");
-    return pieces;
+    return {pieces, reinterpret_cast<const Piece*>(upload())};
+  }
+
+  // Moments into `m` and/or the histogram into `h` of the sampled elements, from one kernel and one result copy.
+  void statistics(const char* what, std::span<const float> x, std::span<const Block> blocks, MomentSums* m,
+                  const HistogramOut* h) const {
+    set_device();
+    const auto [pieces, d_pieces] = upload_pieces(what, x, blocks);
+    if (pieces == 0) return;
+    const int grid = cuda::statistics_grid(pieces);
+    // Device results: the per-CTA partials, then what comes back in one copy: their sum and the histogram's tails
+    // and bins.
+    const std::size_t slots = h != nullptr ? h->counts.size() + 3 : 0;
+    const std::size_t back = sizeof(MomentPartial) + slots * sizeof(unsigned long long);
+    auto* d_base = static_cast<unsigned char*>(partials_.grow(sizeof(MomentPartial) * grid + back, stream_));
+    auto* d_partials = reinterpret_cast<MomentPartial*>(d_base);
+    auto* d_back = d_base + sizeof(MomentPartial) * grid;
+    auto* d_tails = reinterpret_cast<unsigned long long*>(d_back + sizeof(MomentPartial));
+    cuda::Statistics st;
+    st.x = x.data();
+    st.pieces = d_pieces;
+    st.num_pieces = pieces;
+    st.grid = grid;
+    if (m != nullptr) {
+      st.partials = d_partials;
+      st.out = reinterpret_cast<MomentPartial*>(d_back);
+    }
+    if (h != nullptr) {
+      EDGC_CUDA_CHECK(cudaMemsetAsync(d_tails, 0, slots * sizeof(unsigned long long), stream_));
+      st.tails = d_tails;
+      st.counts = d_tails + 3;
+      st.num_bins = static_cast<std::int64_t>(h->counts.size());
+      st.lo = h->lo;
+      st.bin_width = h->bin_width;
+    }
+    cuda::launch_statistics(st, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+    auto* host = static_cast<unsigned char*>(host_result_.grow(back));
+    const std::size_t skip = m != nullptr ? 0 : sizeof(MomentPartial);  // no moments: only the histogram comes back
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(host + skip, d_back + skip, back - skip, cudaMemcpyDeviceToHost, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (m != nullptr) {
+      MomentPartial t{};
+      std::memcpy(&t, host, sizeof t);
+      m->sum = t.s1;
+      m->sum_sq = t.s2;
+      m->sum_cube = t.s3;
+      m->sum_quad = t.s4;
+      m->count = t.count;
+      m->nan = t.nan;
+      m->inf = t.inf;
+    }
+    if (h != nullptr) {
+      std::vector<unsigned long long> c(slots);
+      std::memcpy(c.data(), host + sizeof(MomentPartial), slots * sizeof(unsigned long long));
+      h->tails->below += static_cast<std::int64_t>(c[0]);
+      h->tails->above += static_cast<std::int64_t>(c[1]);
+      h->tails->non_finite += static_cast<std::int64_t>(c[2]);
+      for (std::size_t i = 0; i < h->counts.size(); ++i) h->counts[i] += static_cast<std::int64_t>(c[3 + i]);
+    }
   }
 
   // The per-matrix part of project_batched for float32 or bf16 gradients (the overloads check what differs).
@@ -497,8 +461,25 @@ class CudaBackend final : public Backend {
     auto* d = upload();
     const auto* d_g = reinterpret_cast<const G* const*>(d + ig);
     auto* const* d_e = e.empty() ? nullptr : reinterpret_cast<float* const*>(d + ie);
-    // Pass 1: M = G + E in place in E, with ‖M‖² (reads G and E, writes E).
     const std::int64_t count = m * n;
+    if (count > 0 && r > 0 && fusable(n, r, cuda::kProjectRankMax, g, e)) {
+      // One pass: M = G + E in place in E with ‖M‖², and P = M·Q from the same read of M (chunk sums, then P).
+      const int ctas = cuda::project_ctas(m, n);
+      double* partials = nullptr;
+      double* norms = norm_workspace(batch, ctas, partials);
+      const auto words = static_cast<std::size_t>(batch) * static_cast<std::size_t>(cuda::project_chunks(n)) *
+                         static_cast<std::size_t>(m * r);
+      auto* pw = static_cast<float*>(pwork_.grow(words * sizeof(float), stream_));
+      cuda::launch_add_project(batch, m, n, static_cast<int>(r), d_g, d_e,
+                               reinterpret_cast<const float* const*>(d + iq), pw,
+                               reinterpret_cast<float* const*>(d + ip), partials, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+      cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
+      EDGC_CUDA_CHECK_LAUNCH();
+      read_norms(norms, m_sqnorm);
+      return;
+    }
+    // Pass 1: M = G + E in place in E, with ‖M‖² (reads G and E, writes E).
     const int ctas = ctas_per_matrix(count, batch);
     double* partials = nullptr;
     double* norms = norm_workspace(batch, ctas, partials);
@@ -541,8 +522,8 @@ class CudaBackend final : public Backend {
   // Ĝ goes through workspace, one matrix at a time, unless it can go straight into float32 G while E holds M.
   template <class G>
   Staged stage_reconstruct(std::int64_t count, std::span<const float* const> p, std::span<const float* const> q,
-                           std::span<float* const> e, std::span<G* const> g) {
-    const bool workspace = count > 0 && (!std::is_same_v<G, float> || e.empty());
+                           std::span<float* const> e, std::span<G* const> g, bool in_tiles) {
+    const bool workspace = !in_tiles && count > 0 && (!std::is_same_v<G, float> || e.empty());
     Staged s;
     if (workspace) s.ghat = static_cast<float*>(ghat_.grow(sizeof(float) * static_cast<std::size_t>(count), stream_));
     float* const one[1] = {s.ghat};
@@ -559,6 +540,27 @@ class CudaBackend final : public Backend {
     s.g = d + ig;
     s.h = d + ih;
     return s;
+  }
+
+  // Whether a product can be computed beside the streaming pass over the m×n matrices: a rank up to max_r, and rows of
+  // whole 4-element vectors on aligned matrices (true of cudaMalloc'd buffers of whole matrices with n % 4 == 0).
+  template <class G>
+  static bool fusable(std::int64_t n, std::int64_t r, int max_r, std::span<G* const> g, std::span<float* const> e) {
+    if (r > max_r || n % 4 != 0) return false;
+    const auto aligned = [](const void* x, std::size_t to) { return reinterpret_cast<std::uintptr_t>(x) % to == 0; };
+    return std::all_of(g.begin(), g.end(), [&](G* x) { return aligned(x, 4 * sizeof(G)); }) &&
+           std::all_of(e.begin(), e.end(), [&](float* x) { return aligned(x, 16); });
+  }
+
+  template <class C>
+  void reconstruct_in_tiles(int batch, std::int64_t m, std::int64_t n, std::int64_t r, const Staged& d,
+                            const float* const* d_m, float* const* d_diff, C* const* d_copy, int ctas, double* partials,
+                            double* norms) {
+    cuda::launch_lowrank_subtract(batch, m, n, static_cast<int>(r), reinterpret_cast<const float* const*>(d.p),
+                                  reinterpret_cast<const float* const*>(d.q), d_m, d_diff, d_copy, partials, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+    cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
   }
 
   // Per matrix b: Ĝ = P_b·Q_bᵀ into the workspace, then one pass d = M_b − Ĝ into the norm, diff_out_b ← d (when
@@ -597,10 +599,6 @@ class CudaBackend final : public Backend {
     EDGC_CUDA_CHECK_LAUNCH();
   }
 
-  int grid_for(std::size_t pieces) const {
-    return static_cast<int>(std::min<std::size_t>(pieces, static_cast<std::size_t>(sms_) * 8));
-  }
-
   // CTAs per matrix of a streaming pass: enough for about 8 CTAs per SM over the whole batch, none idle.
   int ctas_per_matrix(std::int64_t count, int batch) const {
     const std::int64_t by_size = std::max<std::int64_t>(1, count / (cuda::kThreads * 16));
@@ -611,15 +609,20 @@ class CudaBackend final : public Backend {
   // Copies this call's staged words into a pinned slot and from there to the device; returns their device copy.
   std::uint64_t* upload() const {
     const std::vector<std::uint64_t>& w = staging_.words();
-    const std::size_t bytes = std::max<std::size_t>(w.size(), 1) * sizeof(std::uint64_t);
+    return upload(w.data(), w.size() * sizeof(std::uint64_t));
+  }
+
+  // The same for `bytes` bytes of host memory (8-byte words).
+  std::uint64_t* upload(const void* src, std::size_t bytes) const {
+    const std::size_t room = std::max<std::size_t>(bytes, sizeof(std::uint64_t));
     const std::size_t s = next_slot_;
     next_slot_ = (next_slot_ + 1) % kSlots;
     // The slot's previous copy must have left before the slot is rewritten.
     EDGC_CUDA_CHECK(cudaEventSynchronize(slot_free_[s]));
-    auto* h = static_cast<std::uint64_t*>(slots_[s].grow(bytes));
-    if (!w.empty()) std::memcpy(h, w.data(), w.size() * sizeof(std::uint64_t));
-    auto* d = static_cast<std::uint64_t*>(args_.grow(bytes, stream_));
-    EDGC_CUDA_CHECK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream_));
+    auto* h = static_cast<std::uint64_t*>(slots_[s].grow(room));
+    if (bytes > 0) std::memcpy(h, src, bytes);
+    auto* d = static_cast<std::uint64_t*>(args_.grow(room, stream_));
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(d, h, room, cudaMemcpyHostToDevice, stream_));
     EDGC_CUDA_CHECK(cudaEventRecord(slot_free_[s], stream_));
     return d;
   }
@@ -697,6 +700,7 @@ class CudaBackend final : public Backend {
   bool timing_ = false;
   DeviceBuffer fwork_;
   DeviceBuffer dwork_;
+  DeviceBuffer pwork_;  // the fused projection's per-chunk sums of P
   DeviceBuffer flags_;
   DeviceBuffer ghat_;
 };

@@ -1,134 +1,26 @@
-// Device kernels of the CUDA backend: sampled statistics, the streaming passes of the fused PowerSGD halves,
-// and the small per-matrix steps of the orthogonalisation. The large products go through cuBLAS (backend).
+// Device kernels of the CUDA backend: the streaming passes of the fused PowerSGD halves (with the products beside
+// them at small ranks), add_divide and the per-matrix sums of partials. The sampled statistics are in
+// cuda_statistics.cu, the orthogonalisation's small steps in cuda_orthogonalize.cu; the large products go through
+// cuBLAS (backend).
 //
 // Streaming kernels read 16-byte vectors (8-byte ones of four bf16) when every pointer of a matrix is aligned to
 // that (the usual case: cudaMalloc'd buffers of whole matrices) and fall back to single elements otherwise. Every
 // reduction runs in double, per CTA, and is finished in a fixed order, so results repeat bit for bit between runs.
 #include <cub/block/block_reduce.cuh>
 
+#include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda_common.cuh"
 #include "cuda_kernels.hpp"
 
 namespace edgc::kernels::cuda {
 namespace {
 
-struct AddPartial {
-  __device__ MomentPartial operator()(const MomentPartial& a, const MomentPartial& b) const {
-    return {a.s1 + b.s1, a.s2 + b.s2, a.s3 + b.s3, a.s4 + b.s4, a.count + b.count, a.nan + b.nan, a.inf + b.inf};
-  }
-};
-
-struct MaxOp {
-  __device__ double operator()(double a, double b) const { return fmax(a, b); }
-};
-
-__device__ __forceinline__ void accumulate(MomentPartial& acc, float f) {
-  if (isfinite(f)) {
-    const double v = f;
-    const double v2 = v * v;
-    acc.s1 += v;
-    acc.s2 += v2;
-    acc.s3 += v2 * v;
-    acc.s4 += v2 * v2;
-    ++acc.count;
-  } else if (isnan(f)) {
-    ++acc.nan;
-  } else {
-    ++acc.inf;
-  }
-}
-
 __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15U) == 0; }
-
-// Calls f(value) for every element of one piece, threads of the CTA striding through it with 16-byte loads
-// after a scalar head that reaches the next 16-byte boundary.
-template <class F>
-__device__ __forceinline__ void for_each_in_piece(const float* x, Piece pc, F&& f) {
-  const float* p = x + pc.offset;
-  std::int64_t n = pc.length;
-  const auto mis = static_cast<std::int64_t>((reinterpret_cast<std::uintptr_t>(p) >> 2) & 3U);
-  std::int64_t head = mis == 0 ? 0 : 4 - mis;
-  if (head > n) head = n;
-  if (threadIdx.x < head) f(__ldg(p + threadIdx.x));
-  p += head;
-  n -= head;
-  const auto* p4 = reinterpret_cast<const float4*>(p);
-  const std::int64_t n4 = n / 4;
-  for (std::int64_t i = threadIdx.x; i < n4; i += blockDim.x) {
-    const float4 v = __ldg(p4 + i);
-    f(v.x);
-    f(v.y);
-    f(v.z);
-    f(v.w);
-  }
-  for (std::int64_t i = n4 * 4 + threadIdx.x; i < n; i += blockDim.x) f(__ldg(p + i));
-}
-
-__global__ void __launch_bounds__(kThreads)
-    moments_kernel(const float* x, const Piece* pieces, std::int64_t num_pieces, MomentPartial* partials) {
-  MomentPartial acc{0.0, 0.0, 0.0, 0.0, 0, 0, 0};
-  for (std::int64_t i = blockIdx.x; i < num_pieces; i += gridDim.x)
-    for_each_in_piece(x, pieces[i], [&](float f) { accumulate(acc, f); });
-  using Reduce = cub::BlockReduce<MomentPartial, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const MomentPartial total = Reduce(tmp).Reduce(acc, AddPartial{});
-  if (threadIdx.x == 0) partials[blockIdx.x] = total;
-}
-
-// The per-CTA partials summed by one CTA: threads stride over them, then a block reduction. The order is fixed by the
-// launch shape, so every run gives the same bits. (A single thread summing them in order waited for one load after
-// another: about 0.25 ms for a thousand partials on an H100, more than the kernel it summarises.)
-__global__ void __launch_bounds__(kThreads)
-    sum_moment_partials(const MomentPartial* partials, int n, MomentPartial* out) {
-  MomentPartial acc{0.0, 0.0, 0.0, 0.0, 0, 0, 0};
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += blockDim.x) acc = AddPartial{}(acc, partials[i]);
-  using Reduce = cub::BlockReduce<MomentPartial, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const MomentPartial total = Reduce(tmp).Reduce(acc, AddPartial{});
-  if (threadIdx.x == 0) *out = total;
-}
-
-template <bool kShared>
-__global__ void __launch_bounds__(kThreads)
-    histogram_kernel(const float* x, const Piece* pieces, std::int64_t num_pieces, double lo, double bin_width,
-                     unsigned long long* counts, std::int64_t num_bins, unsigned long long* tails) {
-  extern __shared__ unsigned int s_bins[];
-  __shared__ unsigned int s_tails[3];
-  if constexpr (kShared) {
-    for (std::int64_t i = threadIdx.x; i < num_bins; i += blockDim.x) s_bins[i] = 0;
-  }
-  if (threadIdx.x < 3) s_tails[threadIdx.x] = 0;
-  __syncthreads();
-  const auto bins = static_cast<double>(num_bins);
-  for (std::int64_t i = blockIdx.x; i < num_pieces; i += gridDim.x)
-    for_each_in_piece(x, pieces[i], [&](float f) {
-      if (!isfinite(f)) {
-        atomicAdd(&s_tails[2], 1U);
-        return;
-      }
-      // The same double arithmetic as the CPU twin (IEEE division), so both put every value in the same bin.
-      const double pos = (static_cast<double>(f) - lo) / bin_width;
-      if (pos < 0.0) {
-        atomicAdd(&s_tails[0], 1U);
-      } else if (pos >= bins) {
-        atomicAdd(&s_tails[1], 1U);
-      } else if constexpr (kShared) {
-        atomicAdd(&s_bins[static_cast<std::int64_t>(pos)], 1U);
-      } else {
-        atomicAdd(&counts[static_cast<std::int64_t>(pos)], 1ULL);
-      }
-    });
-  __syncthreads();
-  if constexpr (kShared) {
-    for (std::int64_t i = threadIdx.x; i < num_bins; i += blockDim.x)
-      if (s_bins[i] != 0) atomicAdd(&counts[i], static_cast<unsigned long long>(s_bins[i]));
-  }
-  if (threadIdx.x < 3 && s_tails[threadIdx.x] != 0)
-    atomicAdd(&tails[threadIdx.x], static_cast<unsigned long long>(s_tails[threadIdx.x]));
-}
 
 // Per-CTA sum of squares to partials[blockIdx.y · gridDim.x + blockIdx.x].
 __device__ __forceinline__ void write_partial(double s, double* partials) {
@@ -245,6 +137,167 @@ __global__ void __launch_bounds__(kThreads)
   write_partial(s, partials);
 }
 
+// M = G + E (into E when given; else M is G) with ‖M‖² and the partial products of P = M·Q in one pass: warp w of
+// matrix blockIdx.y takes rows 4·(w / chunks) .. + 3 and the column chunk w % chunks (kProjectChunk columns); each
+// lane 16-byte groups of four columns 128 apart, reading the four Q rows of a group once for the four rows of M. A
+// lane sums its products per (row, k) in column order, the warp adds the lanes in a fixed tree, and the chunk's sums
+// go to pw[chunk][row][k] for project_reduce_kernel, which adds the chunks in order. Requires r ≤ KR, n % 4 == 0
+// and aligned rows (the caller checks).
+template <class G, int KR>
+__global__ void __launch_bounds__(kThreads, 2)
+    add_project_kernel(std::int64_t m, std::int64_t n, int r, int chunks, const G* const* g, float* const* e,
+                       const float* const* q, float* pw, double* partials) {
+  const std::int64_t b = blockIdx.y;
+  const G* gb = g[b];
+  float* eb = e != nullptr ? e[b] : nullptr;
+  const float* qb = q[b];
+  const auto lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  const std::int64_t i0 = 4 * (warp / chunks);
+  const std::int64_t chunk = warp % chunks;
+  const std::int64_t rows = i0 < m ? std::min<std::int64_t>(4, m - i0) : 0;
+  double s = 0.0;
+  float acc[4][KR] = {};
+  const std::int64_t jend = std::min(n, (chunk + 1) * kProjectChunk);
+  for (std::int64_t j = chunk * kProjectChunk + 4 * lane; rows > 0 && j < jend; j += 128) {
+    // The four rows' loads first, all in flight together.
+    float4 v[4];
+    float4 w[4];
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      if (a < rows) {
+        v[a] = load4(gb + (i0 + a) * n, j / 4);
+        if (eb != nullptr) w[a] = reinterpret_cast<const float4*>(eb + (i0 + a) * n)[j / 4];
+      }
+    }
+    float qv[4][KR];
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+      for (int k = 0; k < KR; ++k) qv[c][k] = k < r ? __ldg(qb + (j + c) * r + k) : 0.0F;
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      if (a < rows) {
+        if (eb != nullptr) {
+          v[a].x += w[a].x;
+          v[a].y += w[a].y;
+          v[a].z += w[a].z;
+          v[a].w += w[a].w;
+          reinterpret_cast<float4*>(eb + (i0 + a) * n)[j / 4] = v[a];
+        }
+        s += static_cast<double>(v[a].x) * v[a].x + static_cast<double>(v[a].y) * v[a].y +
+             static_cast<double>(v[a].z) * v[a].z + static_cast<double>(v[a].w) * v[a].w;
+#pragma unroll
+        for (int k = 0; k < KR; ++k) {
+          float t = acc[a][k];
+          t = fmaf(v[a].x, qv[0][k], t);
+          t = fmaf(v[a].y, qv[1][k], t);
+          t = fmaf(v[a].z, qv[2][k], t);
+          acc[a][k] = fmaf(v[a].w, qv[3][k], t);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int k = 0; k < KR; ++k) {
+      float t = acc[a][k];
+      for (int off = 16; off > 0; off /= 2) t += __shfl_xor_sync(0xffffffffU, t, off);
+      if (lane == 0 && k < r && a < rows) pw[((b * chunks + chunk) * m + i0 + a) * r + k] = t;
+    }
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  const double total = Reduce(tmp).Sum(s);
+  if (threadIdx.x == 0) partials[b * gridDim.x + blockIdx.x] = total;
+}
+
+// p[b][i·r + k] = Σ_c pw[b][c][i][k], chunks in order.
+__global__ void __launch_bounds__(kThreads)
+    project_reduce_kernel(std::int64_t m, int r, int chunks, const float* pw, float* const* p) {
+  const std::int64_t b = blockIdx.y;
+  const std::int64_t mr = m * r;
+  float* pb = p[b];
+  for (std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; x < mr;
+       x += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    float t = 0.0F;
+    for (int c = 0; c < chunks; ++c) t += pw[(b * chunks + c) * mr + x];
+    pb[x] = t;
+  }
+}
+
+// Ĝ = P·Qᵀ computed tile by tile beside the pass that uses it: CTA (x, y) of matrix z covers rows 32y .. 32y + 31 and
+// columns 128x .. 128x + 127; each thread four rows by four adjacent columns. P's and Q's rows for the tile are staged
+// transposed in shared memory (k-major), so a thread reads its four P values as one broadcast and its four Q values
+// as one 16-byte load per k; each output sums its r products in the order k = 0, 1, …. Then d = M − Ĝ into the
+// norm, diff_out ← d (when given) and copy_to ← Ĝ, 16 bytes (8 for bf16) per access. Requires r ≤ kLowRankMax,
+// n % 4 == 0 and aligned rows (the caller checks).
+constexpr int kTileRows = 32;
+constexpr int kTileCols = 128;
+
+template <class C>
+__global__ void __launch_bounds__(kThreads)
+    lowrank_subtract_kernel(std::int64_t m, std::int64_t n, int r, const float* const* p, const float* const* q,
+                            const float* const* mm, float* const* diff_out, C* const* copy_to, double* partials) {
+  __shared__ float s_p[kLowRankMax][kTileRows];
+  __shared__ __align__(16) float s_q[kLowRankMax][kTileCols];
+  const std::int64_t z = blockIdx.z;
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.y) * kTileRows;
+  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kTileCols;
+  const float* pb = p[z];
+  const float* qb = q[z];
+  for (int x = static_cast<int>(threadIdx.x); x < kTileRows * r; x += blockDim.x) {
+    const int i = x / r;
+    const int k = x % r;
+    s_p[k][i] = i0 + i < m ? pb[(i0 + i) * r + k] : 0.0F;
+  }
+  for (int x = static_cast<int>(threadIdx.x); x < kTileCols * r; x += blockDim.x) {
+    const int j = x / r;
+    const int k = x % r;
+    s_q[k][j] = j0 + j < n ? qb[(j0 + j) * r + k] : 0.0F;
+  }
+  __syncthreads();
+  const int tx = static_cast<int>(threadIdx.x % 32);  // columns 4·tx .. 4·tx + 3 of the tile
+  const int ty = static_cast<int>(threadIdx.x / 32);  // rows 4·ty .. 4·ty + 3
+  float acc[4][4] = {};
+  for (int k = 0; k < r; ++k) {
+    const float4 qk = *reinterpret_cast<const float4*>(&s_q[k][4 * tx]);
+    for (int a = 0; a < 4; ++a) {
+      const float pk = s_p[k][4 * ty + a];
+      acc[a][0] = fmaf(pk, qk.x, acc[a][0]);
+      acc[a][1] = fmaf(pk, qk.y, acc[a][1]);
+      acc[a][2] = fmaf(pk, qk.z, acc[a][2]);
+      acc[a][3] = fmaf(pk, qk.w, acc[a][3]);
+    }
+  }
+  const std::int64_t j = j0 + 4 * tx;
+  const float* mb = mm[z];
+  float* db = diff_out != nullptr ? diff_out[z] : nullptr;
+  C* cb = copy_to != nullptr ? copy_to[z] : nullptr;
+  double s = 0.0;
+  if (j < n) {
+    float4 mv[4];
+    for (int a = 0; a < 4; ++a) {
+      const std::int64_t i = i0 + 4 * ty + a;
+      if (i < m) mv[a] = *reinterpret_cast<const float4*>(mb + i * n + j);
+    }
+    for (int a = 0; a < 4; ++a) {
+      const std::int64_t i = i0 + 4 * ty + a;
+      if (i >= m) continue;
+      const float4 g{acc[a][0], acc[a][1], acc[a][2], acc[a][3]};
+      const float4 d{mv[a].x - g.x, mv[a].y - g.y, mv[a].z - g.z, mv[a].w - g.w};
+      if (db != nullptr) reinterpret_cast<float4*>(db + i * n)[j / 4] = d;
+      if (cb != nullptr) store4(cb + i * n, j / 4, g);
+      s += static_cast<double>(d.x) * d.x + static_cast<double>(d.y) * d.y + static_cast<double>(d.z) * d.z +
+           static_cast<double>(d.w) * d.w;
+    }
+  }
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  const double total = Reduce(tmp).Sum(s);
+  if (threadIdx.x == 0) partials[z * gridDim.x * gridDim.y + blockIdx.y * gridDim.x + blockIdx.x] = total;
+}
+
 // out = (a + b) / divisor, or a / divisor without b: one element per thread and grid stride (plain loads: `out`
 // may alias `a` or `b`, so no read-only cache path).
 template <class A, class O>
@@ -274,203 +327,7 @@ __global__ void __launch_bounds__(kThreads) sum_partials_kernel(int ctas, const 
   if (threadIdx.x == 0) out[b] = total;
 }
 
-// Σ_i p[i·cols + c1]·p[i·cols + c2] in double over the CTA, broadcast to every thread.
-__device__ double column_dot(const float* p, std::int64_t rows, std::int64_t cols, int c1, int c2) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  __shared__ double result;
-  double s = 0.0;
-  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x)
-    s += static_cast<double>(p[i * cols + c1]) * p[i * cols + c2];
-  const double total = Reduce(tmp).Sum(s);
-  if (threadIdx.x == 0) result = total;
-  __syncthreads();
-  const double r = result;
-  __syncthreads();  // `tmp` and `result` are reused by the next call
-  return r;
-}
-
-__device__ void scale_column(float* p, std::int64_t rows, std::int64_t cols, int c, double factor) {
-  const auto f = static_cast<float>(factor);
-  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) p[i * cols + c] *= f;
-  __syncthreads();
-}
-
-__global__ void __launch_bounds__(kThreads)
-    gram_schmidt_kernel(std::int64_t rows, std::int64_t cols, float* const* pp, float eps) {
-  float* p = pp[blockIdx.x];
-  const auto e = static_cast<double>(eps);
-  const double n0 = column_dot(p, rows, cols, 0, 0);
-  scale_column(p, rows, cols, 0, 1.0 / sqrt(n0 * (1.0 + e) + FLT_MIN));
-  if (cols < 2) return;
-  const double n1 = column_dot(p, rows, cols, 1, 1);
-  for (int pass = 0; pass < 2; ++pass) {
-    const auto dot = static_cast<float>(column_dot(p, rows, cols, 0, 1));
-    for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) p[i * 2 + 1] -= dot * p[i * 2];
-    __syncthreads();
-  }
-  scale_column(p, rows, cols, 1, 1.0 / sqrt(column_dot(p, rows, cols, 1, 1) + e * n1 + FLT_MIN));
-}
-
-__global__ void __launch_bounds__(kThreads) gather_kernel(std::int64_t count, const float* const* src, float* dst) {
-  const float* s = src[blockIdx.y];
-  float* d = dst + static_cast<std::int64_t>(blockIdx.y) * count;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    d[i] = s[i];
-}
-
-constexpr int kSmallThreads = 128;
-
-// The CPU twin's cholesky(): the lower triangle of D⁻¹·G·D⁻¹ + shift·I = L·Lᵀ, left-looking, column j's
-// entries below the diagonal in parallel. Same order of operations per entry as the CPU.
-__device__ bool cholesky(const float* gram, const double* d, std::int64_t r, double shift, double* l) {
-  __shared__ int fail;
-  for (std::int64_t j = 0; j < r; ++j) {
-    if (threadIdx.x == 0) {
-      double v = static_cast<double>(gram[j * r + j]) / (d[j] * d[j]) + shift;
-      for (std::int64_t k = 0; k < j; ++k) v -= l[j * r + k] * l[j * r + k];
-      fail = !(v > 0.0) || !isfinite(v);
-      if (!fail) l[j * r + j] = sqrt(v);
-    }
-    __syncthreads();
-    if (fail) {
-      __syncthreads();  // everyone has read `fail` before it is written again
-      return false;
-    }
-    const double ljj = l[j * r + j];
-    for (std::int64_t i = j + 1 + threadIdx.x; i < r; i += blockDim.x) {
-      double s = static_cast<double>(gram[i * r + j]) / (d[i] * d[j]);
-      for (std::int64_t k = 0; k < j; ++k) s -= l[i * r + k] * l[j * r + k];
-      l[i * r + j] = s / ljj;
-    }
-    __syncthreads();
-  }
-  return true;
-}
-
-__global__ void __launch_bounds__(kSmallThreads)
-    cholesky_rinv_kernel(std::int64_t r, const float* grams, float eps, const int* gate, double* dworks, float* rinvs,
-                         int* ok, int* third, bool l_in_shared) {
-  const int b = blockIdx.x;
-  if (gate != nullptr && gate[b] == 0) {
-    if (threadIdx.x == 0) ok[b] = 0;
-    return;
-  }
-  const float* gram = grams + static_cast<std::int64_t>(b) * r * r;
-  double* const work = dworks + static_cast<std::int64_t>(b) * (2 * r * r + r);
-  double* const linv = work + r * r;
-  double* const d = linv + r * r;
-  // L lives in dynamic shared memory when the launch gave room for it (r·r doubles, up to r = 128 on an A100 or
-  // H100), else in its global workspace. The Cholesky and the substitution below are chains of dependent
-  // multiply-adds over L; from global memory each step waited for a cached load (0.69 ms at r = 128 on an H100).
-  extern __shared__ double s_l[];
-  double* const l = l_in_shared ? s_l : work;
-  float* rinv = rinvs + static_cast<std::int64_t>(b) * r * r;
-  // The Gram matrix from cuBLAS is symmetric up to rounding; like the CPU twin, read its lower triangle only.
-  double trace_part = 0.0;
-  double dev_part = 0.0;
-  for (std::int64_t i = threadIdx.x; i < r; i += blockDim.x) {
-    const double gii = gram[i * r + i];
-    trace_part += gii;
-    d[i] = gii > 0.0 ? sqrt(gii) : 1.0;  // an all-zero column stays zero
-    for (std::int64_t j = 0; j <= i; ++j)
-      dev_part = fmax(dev_part, fabs(static_cast<double>(gram[i * r + j]) - (i == j ? 1.0 : 0.0)));
-  }
-  for (std::int64_t i = threadIdx.x; i < r * r; i += blockDim.x) l[i] = 0.0;
-  using Reduce = cub::BlockReduce<double, kSmallThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  __shared__ double trace;
-  __shared__ double deviation;
-  const double t = Reduce(tmp).Sum(trace_part);
-  __syncthreads();
-  const double dv = Reduce(tmp).Reduce(dev_part, MaxOp{});
-  if (threadIdx.x == 0) {
-    trace = t;
-    deviation = dv;
-  }
-  __syncthreads();
-  // A NaN in the input makes the trace NaN, but fmax drops NaN: the deviation of a non-finite matrix does not
-  // matter because it fails here.
-  if (!isfinite(trace)) {
-    if (threadIdx.x == 0) ok[b] = 0;
-    return;
-  }
-  double shift = static_cast<double>(eps) + FLT_MIN;
-  bool grew = false;
-  for (int attempt = 0; !cholesky(gram, d, r, shift, l); ++attempt) {
-    if (attempt == 40) {
-      if (threadIdx.x == 0) ok[b] = 0;
-      return;
-    }
-    shift = fmax(shift * 10.0, 1e-7);
-    grew = true;
-  }
-  // L⁻¹ in place of L, row by row, with the CPU twin's arithmetic: entry (i, j < i) is
-  // −(Σ_{k=j}^{i−1} L[i][k]·L⁻¹[k][j]) / L[i][i], summed in that order, and the diagonal is 1 / L[i][i]. Row i reads
-  // the rows above it (already inverted) and its own L entries from column j on, so its entries are computed in
-  // parallel into the global scratch row, then written over L after a barrier.
-  for (std::int64_t i = 0; i < r; ++i) {
-    const double lii = l[i * r + i];
-    for (std::int64_t j = threadIdx.x; j < i; j += blockDim.x) {
-      double acc = 0.0;
-      for (std::int64_t k = j; k < i; ++k) acc += l[i * r + k] * l[k * r + j];
-      linv[i * r + j] = -acc / lii;
-    }
-    __syncthreads();
-    for (std::int64_t j = threadIdx.x; j < i; j += blockDim.x) l[i * r + j] = linv[i * r + j];
-    if (threadIdx.x == 0) l[i * r + i] = 1.0 / lii;
-    __syncthreads();
-  }
-  for (std::int64_t x = threadIdx.x; x < r * r; x += blockDim.x) {
-    const std::int64_t i = x / r;
-    const std::int64_t j = x % r;
-    rinv[x] = j >= i ? static_cast<float>(l[j * r + i] / d[i]) : 0.0F;
-  }
-  if (threadIdx.x == 0) {
-    ok[b] = 1;
-    if (third != nullptr) third[b] = deviation > 0.5 || grew ? 1 : 0;
-  }
-}
-
-__global__ void __launch_bounds__(kThreads)
-    commit_kernel(std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1, const int* ok2,
-                  const int* third, const int* ok3) {
-  const int b = blockIdx.y;
-  if (ok1[b] == 0 || ok2[b] == 0) return;
-  const float* src = (third[b] != 0 && ok3[b] != 0 ? w3 : w2) + static_cast<std::int64_t>(b) * count;
-  float* dst = p[b];
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    dst[i] = src[i];
-}
-
-dim3 batch_grid(int ctas, int batch) { return dim3(static_cast<unsigned int>(ctas), static_cast<unsigned int>(batch)); }
-
-unsigned int ctas_for(std::int64_t count) {
-  const std::int64_t c = (count + kThreads * 4 - 1) / (kThreads * 4);
-  return static_cast<unsigned int>(c < 1 ? 1 : (c > 1024 ? 1024 : c));
-}
-
 }  // namespace
-
-void launch_moments(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, MomentPartial* partials,
-                    MomentPartial* out, cudaStream_t stream) {
-  moments_kernel<<<grid, kThreads, 0, stream>>>(x, pieces, num_pieces, partials);
-  sum_moment_partials<<<1, kThreads, 0, stream>>>(partials, grid, out);
-}
-
-void launch_histogram(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, double lo,
-                      double bin_width, unsigned long long* counts, std::int64_t num_bins, unsigned long long* tails,
-                      cudaStream_t stream) {
-  if (num_bins <= kSharedBins) {
-    histogram_kernel<true><<<grid, kThreads, static_cast<std::size_t>(num_bins) * sizeof(unsigned int), stream>>>(
-        x, pieces, num_pieces, lo, bin_width, counts, num_bins, tails);
-  } else {
-    histogram_kernel<false>
-        <<<grid, kThreads, 0, stream>>>(x, pieces, num_pieces, lo, bin_width, counts, num_bins, tails);
-  }
-}
 
 void launch_add_norm(int batch, std::int64_t count, const float* const* g, float* const* e, int ctas, double* partials,
                      cudaStream_t stream) {
@@ -496,6 +353,67 @@ void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, 
       <<<batch_grid(ctas, batch), kThreads, 0, stream>>>(count, m, gh, diff_out, copy_to, partials);
 }
 
+int project_chunks(std::int64_t n) { return static_cast<int>((n + kProjectChunk - 1) / kProjectChunk); }
+
+int project_ctas(std::int64_t m, std::int64_t n) {
+  const std::int64_t warps = (m + 3) / 4 * project_chunks(n);
+  return static_cast<int>((warps + kWarps - 1) / kWarps);
+}
+
+template <class G, int KR>
+void launch_add_project_r(int batch, std::int64_t m, std::int64_t n, int r, const G* const* g, float* const* e,
+                          const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream) {
+  const int chunks = project_chunks(n);
+  add_project_kernel<G, KR>
+      <<<dim3(static_cast<unsigned int>(project_ctas(m, n)), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(
+          m, n, r, chunks, g, e, q, pw, partials);
+  const std::int64_t mr = m * r;
+  const auto grid = static_cast<unsigned int>(std::min<std::int64_t>((mr + kThreads - 1) / kThreads, 1024));
+  project_reduce_kernel<<<dim3(grid, static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(m, r, chunks, pw, p);
+}
+
+template <class G>
+void launch_add_project_any(int batch, std::int64_t m, std::int64_t n, int r, const G* const* g, float* const* e,
+                            const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream) {
+  launch_add_project_r<G, kProjectRankMax>(batch, m, n, r, g, e, q, pw, p, partials, stream);
+}
+
+void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const float* const* g, float* const* e,
+                        const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream) {
+  launch_add_project_any(batch, m, n, r, g, e, q, pw, p, partials, stream);
+}
+
+void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const std::uint16_t* const* g,
+                        float* const* e, const float* const* q, float* pw, float* const* p, double* partials,
+                        cudaStream_t stream) {
+  launch_add_project_any(batch, m, n, r, g, e, q, pw, p, partials, stream);
+}
+
+int lowrank_ctas(std::int64_t m, std::int64_t n) {
+  return static_cast<int>(((n + kTileCols - 1) / kTileCols) * ((m + kTileRows - 1) / kTileRows));
+}
+
+template <class C>
+void launch_lowrank(int batch, std::int64_t m, std::int64_t n, int r, const float* const* p, const float* const* q,
+                    const float* const* mm, float* const* diff_out, C* const* copy_to, double* partials,
+                    cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned int>((n + kTileCols - 1) / kTileCols),
+                  static_cast<unsigned int>((m + kTileRows - 1) / kTileRows), static_cast<unsigned int>(batch));
+  lowrank_subtract_kernel<C><<<grid, kThreads, 0, stream>>>(m, n, r, p, q, mm, diff_out, copy_to, partials);
+}
+
+void launch_lowrank_subtract(int batch, std::int64_t m, std::int64_t n, int r, const float* const* p,
+                             const float* const* q, const float* const* mm, float* const* diff_out,
+                             float* const* copy_to, double* partials, cudaStream_t stream) {
+  launch_lowrank(batch, m, n, r, p, q, mm, diff_out, copy_to, partials, stream);
+}
+
+void launch_lowrank_subtract(int batch, std::int64_t m, std::int64_t n, int r, const float* const* p,
+                             const float* const* q, const float* const* mm, float* const* diff_out,
+                             std::uint16_t* const* copy_to, double* partials, cudaStream_t stream) {
+  launch_lowrank(batch, m, n, r, p, q, mm, diff_out, copy_to, partials, stream);
+}
+
 void launch_add_divide(std::int64_t n, const float* a, const float* b, float divisor, float* out, cudaStream_t stream) {
   add_divide_kernel<<<ctas_for(n), kThreads, 0, stream>>>(n, a, b, divisor, out);
 }
@@ -512,45 +430,6 @@ void launch_add_divide(std::int64_t n, const float* a, const float* b, float div
 
 void launch_sum_partials(int batch, int ctas, const double* partials, double* out, cudaStream_t stream) {
   sum_partials_kernel<<<batch, kThreads, 0, stream>>>(ctas, partials, out);
-}
-
-void launch_gram_schmidt(int batch, std::int64_t rows, std::int64_t cols, float* const* p, float eps,
-                         cudaStream_t stream) {
-  gram_schmidt_kernel<<<batch, kThreads, 0, stream>>>(rows, cols, p, eps);
-}
-
-void launch_gather(int batch, std::int64_t count, const float* const* src, float* dst, cudaStream_t stream) {
-  gather_kernel<<<dim3(ctas_for(count), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(count, src, dst);
-}
-
-void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
-                          float* rinv, int* ok, int* third, cudaStream_t stream) {
-  // Room for L in shared memory: the device's opt-in limit per block, less the kernel's static shared memory.
-  static const std::size_t room = [] {
-    int device = 0;
-    int optin = 0;
-    cudaFuncAttributes attr{};
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-        cudaFuncGetAttributes(&attr, cholesky_rinv_kernel) != cudaSuccess ||
-        static_cast<std::size_t>(optin) <= attr.sharedSizeBytes ||
-        cudaFuncSetAttribute(cholesky_rinv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             optin - static_cast<int>(attr.sharedSizeBytes)) != cudaSuccess) {
-      (void)cudaGetLastError();  // no room: L stays in global memory
-      return std::size_t{0};
-    }
-    return static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
-  }();
-  const auto bytes = static_cast<std::size_t>(r * r) * sizeof(double);
-  const bool shared = bytes <= room;
-  cholesky_rinv_kernel<<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok, third,
-                                                                             shared);
-}
-
-void launch_commit(int batch, std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1,
-                   const int* ok2, const int* third, const int* ok3, cudaStream_t stream) {
-  commit_kernel<<<dim3(ctas_for(count), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(count, p, w2, w3, ok1,
-                                                                                                  ok2, third, ok3);
 }
 
 }  // namespace edgc::kernels::cuda

@@ -8,12 +8,12 @@
 namespace edgc::kernels::cuda {
 
 /// A contiguous run of elements of the statistics' input; a sampled block is cut into pieces of at most
-/// kPieceElems so that one large block (the whole tensor) still spreads over the whole GPU.
+/// kPieceElems so that one large block (the whole tensor) still spreads over the whole GPU, a warp per piece.
 struct Piece {
   std::int64_t offset;
   std::int64_t length;
 };
-inline constexpr std::int64_t kPieceElems = std::int64_t{1} << 15;
+inline constexpr std::int64_t kPieceElems = std::int64_t{1} << 13;
 
 /// Per-CTA partial power sums and counts (moments), reduced in a fixed order so results repeat bit for bit.
 struct MomentPartial {
@@ -23,16 +23,33 @@ struct MomentPartial {
 
 inline constexpr int kThreads = 256;  // threads per CTA of the streaming kernels
 
-/// partials[0 .. grid) ← per-CTA sums over `pieces`; then out ← their sum in CTA order (one thread).
-void launch_moments(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, MomentPartial* partials,
-                    MomentPartial* out, cudaStream_t stream);
-
-/// counts[bin] and tails[below, above, non_finite] += the histogram of the elements in `pieces` (both zeroed by
-/// the caller). Bins in shared memory up to kSharedBins, in global memory beyond.
+/// Bins in shared memory up to kSharedBins (one copy per warp while the copies fit in as much), in global memory
+/// beyond.
 inline constexpr std::int64_t kSharedBins = 8192;
-void launch_histogram(const float* x, const Piece* pieces, std::int64_t num_pieces, int grid, double lo,
-                      double bin_width, unsigned long long* counts, std::int64_t num_bins, unsigned long long* tails,
-                      cudaStream_t stream);
+
+/// One read of the elements in `pieces` (one warp per piece, `grid` CTAs) for their moments, their histogram, or
+/// both. Moments when `partials` is not null: per-CTA sums into partials[0 .. grid), then `out` ← their sum in a
+/// fixed order; the same grid gives the same bits with or without the histogram. Histogram when `counts` is not
+/// null: counts[bin] and tails[below, above, non_finite] += the elements' histogram (both zeroed by the caller),
+/// bins as the CPU twin computes them.
+struct Statistics {
+  const float* x = nullptr;
+  const Piece* pieces = nullptr;
+  std::int64_t num_pieces = 0;
+  int grid = 1;
+  MomentPartial* partials = nullptr;
+  MomentPartial* out = nullptr;
+  unsigned long long* counts = nullptr;
+  std::int64_t num_bins = 0;
+  unsigned long long* tails = nullptr;
+  double lo = 0.0;
+  double bin_width = 1.0;
+};
+void launch_statistics(const Statistics& st, cudaStream_t stream);
+/// The statistics kernels' grid for `num_pieces`: a warp per piece, at most one wave of the current device (the
+/// CTAs then stride over the pieces). The same for all three kinds, so that the moments' bits do not depend on
+/// whether the histogram came along.
+int statistics_grid(std::int64_t num_pieces);
 
 /// For each matrix b of `count` elements: with `e`, e[b] += g[b] and partials ← ‖e[b]‖²; without, partials ←
 /// ‖g[b]‖². partials is batch × ctas, CTA-major per matrix.
@@ -51,6 +68,33 @@ void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, 
 void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, const float* const* gh,
                           float* const* diff_out, std::uint16_t* const* copy_to, int ctas, double* partials,
                           cudaStream_t stream);
+
+/// For each matrix b (m×n): M = G_b + E_b into E_b (M = G_b without E) with partials ← ‖M‖² (batch ×
+/// project_ctas(m, n), CTA-major per matrix), and P_b = M·Q_b (Q n×r, r ≤ kProjectRankMax) from the same read of M:
+/// per column chunk into the workspace pw (batch × project_chunks(n) × m × r floats), then added in chunk order into
+/// P_b. Requires n % 4 == 0 and G, E rows aligned to 4 elements.
+inline constexpr int kProjectRankMax = 4;
+inline constexpr std::int64_t kProjectChunk = 2048;  // columns per warp
+int project_chunks(std::int64_t n);
+int project_ctas(std::int64_t m, std::int64_t n);
+void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const float* const* g, float* const* e,
+                        const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream);
+void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const std::uint16_t* const* g,
+                        float* const* e, const float* const* q, float* pw, float* const* p, double* partials,
+                        cudaStream_t stream);
+
+/// For each matrix b (m×n): Ĝ = P_b·Q_bᵀ (P m×r, Q n×r, r ≤ kLowRankMax) computed in tiles beside one pass d = M_b − Ĝ
+/// into partials (batch × lowrank_ctas(m, n), CTA-major per matrix), diff_out_b ← d when given, copy_to_b ← Ĝ when
+/// given (float32 or bf16). Ĝ never goes through memory. Requires n % 4 == 0 and M, diff_out and copy_to rows aligned
+/// to 4 elements (16 bytes; 8 for bf16). M and diff_out may alias, and so may M and copy_to.
+inline constexpr int kLowRankMax = 16;
+int lowrank_ctas(std::int64_t m, std::int64_t n);
+void launch_lowrank_subtract(int batch, std::int64_t m, std::int64_t n, int r, const float* const* p,
+                             const float* const* q, const float* const* mm, float* const* diff_out,
+                             float* const* copy_to, double* partials, cudaStream_t stream);
+void launch_lowrank_subtract(int batch, std::int64_t m, std::int64_t n, int r, const float* const* p,
+                             const float* const* q, const float* const* mm, float* const* diff_out,
+                             std::uint16_t* const* copy_to, double* partials, cudaStream_t stream);
 
 /// out[k] ← (a[k] + b[k]) / divisor, or a[k] / divisor when b is null (Backend::add_divide); float32 or bf16 `a`
 /// and `out`; `out` may alias `a` or `b`.

@@ -11,12 +11,15 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "edgc/core/block_sampling.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/kernels/backend.hpp"
+#include "edgc/kernels/stage_entropy.hpp"
 #include "gpu_test_util.hpp"
 #include "kernel_test_util.hpp"
 
@@ -148,6 +151,91 @@ TEST_F(CudaParity, MomentsAndHistogramOverSampledBlocks) {
         }
       }
     }
+  }
+}
+
+// moments_and_histogram: one read for both. Its moments are the bits of the GPU's own moments() (same grid, same
+// order), its histogram the CPU's bins exactly: over unaligned views, odd blocks longer than a piece, non-finite
+// values, values exactly on bin edges (lo and the width powers of two, the values multiples of the width: the
+// quotient is an integer) and per-warp, single shared and global counters.
+TEST_F(CudaParity, FusedStatisticsMatchTheSeparateCallsAndTheCpu) {
+  std::mt19937_64 rng(2024);
+  for (const std::int64_t numel : {std::int64_t{5000}, (std::int64_t{1} << 20) + 7}) {
+    std::vector<float> h = random_normal(static_cast<std::size_t>(numel) + 1, 11 + numel, 0.004);
+    std::uniform_int_distribution<int> edge(-60, 60);
+    for (std::size_t i = 5; i < h.size(); i += 7) h[i] = static_cast<float>(edge(rng)) / 4096.0F;
+    for (std::size_t i = 500; i < h.size(); i += 997) h[i] = 1e30F;   // past the last bin in every selection
+    for (std::size_t i = 400; i < h.size(); i += 991) h[i] = -1e30F;  // below the first
+    h[9] = std::nanf("");
+    h[h.size() / 3] = std::numeric_limits<float>::infinity();
+    const DeviceFloats d(h);
+    // Elements 1 .. numel: the view starts 4 bytes past the allocation, so every piece has an unaligned head.
+    const std::span<const float> dv = d.span().subspan(1);
+    const std::span<const float> hv = std::span<const float>(h).subspan(1);
+    std::vector<Block> odd;
+    std::uniform_int_distribution<std::int64_t> len(1, 20000);
+    for (std::int64_t at = 3; at < numel;) {
+      const std::int64_t l = std::min(len(rng), numel - at);
+      odd.push_back({at, l});
+      at += l + len(rng) / 4;
+    }
+    for (const auto& sel : {choose_blocks(numel, 0.25, 1000, 7, 1), odd, std::vector<Block>{}}) {
+      for (const std::size_t bins : {std::size_t{1024}, std::size_t{8000}, std::size_t{10000}}) {
+        SCOPED_TRACE("numel " + std::to_string(numel) + " blocks " + std::to_string(sel.size()) + " bins " +
+                     std::to_string(bins));
+        const double lo = -0.015625;
+        const double width = bins == 1024 ? 1.0 / 4096.0 : 1.0 / 32768.0;
+        std::vector<std::int64_t> want(bins, 0);
+        std::vector<std::int64_t> got(bins, 2);  // adds to what is there
+        HistogramTails tw;
+        HistogramTails tg{1, 2, 3};
+        cpu_->histogram(hv, sel, lo, width, want, tw);
+        const MomentSums separate = gpu_->moments(dv, sel);
+        const MomentSums fused = gpu_->moments_and_histogram(dv, sel, lo, width, got, tg);
+        for (std::size_t i = 0; i < bins; ++i) ASSERT_EQ(got[i], want[i] + 2) << "bin " << i;
+        EXPECT_EQ(tg.below, tw.below + 1);
+        EXPECT_EQ(tg.above, tw.above + 2);
+        EXPECT_EQ(tg.non_finite, tw.non_finite + 3);
+        EXPECT_GT(tw.above, 0);
+        EXPECT_GT(tw.below, 0);
+        EXPECT_EQ(fused.sum, separate.sum);
+        EXPECT_EQ(fused.sum_sq, separate.sum_sq);
+        EXPECT_EQ(fused.sum_cube, separate.sum_cube);
+        EXPECT_EQ(fused.sum_quad, separate.sum_quad);
+        EXPECT_EQ(fused.count, separate.count);
+        EXPECT_EQ(fused.nan, separate.nan);
+        EXPECT_EQ(fused.inf, separate.inf);
+        const MomentSums cpu = cpu_->moments(hv, sel);
+        EXPECT_EQ(fused.count, cpu.count);
+        EXPECT_LE(relative(fused.sum_sq, cpu.sum_sq), 1e-9);
+        EXPECT_LE(relative(fused.sum_quad, cpu.sum_quad), 1e-9);
+      }
+    }
+  }
+}
+
+// The stage entropy on the GPU, first with separate calls (the layout is not fixed yet) and then fused: the same
+// observation as on the CPU (histogram counts exact, moments to the last bits of their sums).
+TEST_F(CudaParity, StageEntropyMatchesTheCpuWithSeparateAndFusedCalls) {
+  const std::vector<float> a = random_normal(300001, 21, 0.002);
+  const std::vector<float> b = random_normal(70000, 22, 0.01);
+  const DeviceFloats da(a);
+  const DeviceFloats db(b);
+  const std::vector<Block> ba = choose_blocks(300001, 0.25, 1024, 3, 0);
+  const std::vector<Block> bb = choose_blocks(70000, 0.25, 1024, 3, 1);
+  const std::vector<StageTensor> host = {{a, ba}, {b, bb}};
+  const std::vector<StageTensor> device = {{da.span(), ba}, {db.span(), bb}};
+  std::optional<core::HistogramLayout> lc, lg;
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "separate calls" : "fused calls");
+    const core::StageObservation want = measure_stage_entropy(*cpu_, host, false, lc, 8.0);
+    const core::StageObservation got = measure_stage_entropy(*gpu_, device, false, lg, 8.0);
+    ASSERT_TRUE(lc && lg);
+    EXPECT_LE(relative(lg->bin_width, lc->bin_width), 1e-9);
+    EXPECT_EQ(got.elements, want.elements);
+    EXPECT_NEAR(*got.entropy_gaussian, *want.entropy_gaussian, 1e-9);
+    EXPECT_NEAR(*got.entropy_histogram, *want.entropy_histogram, 1e-6);
+    EXPECT_NEAR(*got.excess_kurtosis, *want.excess_kurtosis, 1e-6);
   }
 }
 
@@ -387,6 +475,24 @@ TEST_F(CudaParity, FusedProjectAndReconstructMatchTheCpuTwin) {
                    (feedback ? " with" : " without") + " error feedback");
       check_fused(*gpu_, *cpu_, s, feedback, 1.0, false);
     }
+}
+
+// Shapes whose passes compute the products beside them (n % 4 == 0): P = M·Q beside the addition (r ≤ 4) and Ĝ in
+// tiles beside the subtraction (r ≤ 16). Partial tiles at the bottom and the right, one row, several column chunks of
+// the projection with a partial last one, r = 1 up to the largest fused ranks and past them (cuBLAS again), a NaN and
+// all-zero inputs.
+TEST_F(CudaParity, ProductsBesideTheStreamingPassesMatchTheCpuTwin) {
+  for (const Shape s : {Shape{33, 260, 1}, Shape{96, 128, 8}, Shape{200, 516, 32}, Shape{31, 4, 3}, Shape{1, 132, 1},
+                        Shape{1000, 132, 16}, Shape{130, 64, 64}, Shape{77, 300, 48}, Shape{9, 4100, 5}})
+    for (const bool feedback : {true, false}) {
+      SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " r " + std::to_string(s.r) +
+                   (feedback ? " with" : " without") + " error feedback");
+      check_fused(*gpu_, *cpu_, s, feedback, 1.0, false);
+    }
+  for (const bool feedback : {true, false}) {
+    check_fused(*gpu_, *cpu_, {65, 44, 4}, feedback, 0.0, false);
+    check_fused(*gpu_, *cpu_, {65, 44, 4}, feedback, 1.0, true);
+  }
 }
 
 TEST_F(CudaParity, FusedPassesOnZeroAndNaNInputs) {

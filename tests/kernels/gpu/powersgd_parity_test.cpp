@@ -269,7 +269,8 @@ TEST(CudaBf16Kernels, ProjectAndReconstructMatchTheCpuTwin) {
   struct Shape {
     std::int64_t m, n, r;
   };
-  for (const Shape s : {Shape{1, 1, 1}, Shape{7, 5, 1}, Shape{33, 17, 3}, Shape{257, 95, 16}, Shape{300, 200, 128}}) {
+  for (const Shape s : {Shape{1, 1, 1}, Shape{7, 5, 1}, Shape{33, 17, 3}, Shape{257, 95, 16}, Shape{300, 200, 128},
+                        Shape{97, 132, 8}}) {
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " r " + std::to_string(s.r));
     const auto mn = static_cast<std::size_t>(s.m * s.n);
     std::vector<std::uint16_t> g = to_bf16(random_normal(mn, 3));

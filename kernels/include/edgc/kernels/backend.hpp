@@ -105,6 +105,16 @@ class Backend {
   virtual void histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
                          std::span<std::int64_t> counts, HistogramTails& tails) const = 0;
 
+  /// moments() and histogram() of the same selection, with the same results; a backend may compute both from one
+  /// read of the elements (CUDA: one kernel and one round trip to the host). The default calls the two.
+  virtual MomentSums moments_and_histogram(std::span<const float> x, std::span<const Block> blocks, double lo,
+                                           double bin_width, std::span<std::int64_t> counts,
+                                           HistogramTails& tails) const {
+    const MomentSums m = moments(x, blocks);
+    histogram(x, blocks, lo, bin_width, counts, tails);
+    return m;
+  }
+
   // ---- dense linear algebra over batches of same-shape row-major matrices ----
 
   /// For each b: C_b = alpha·op(A_b)·op(B_b) + beta·C_b, with op(A_b) m×k, op(B_b) k×n and C_b m×n. A_b is

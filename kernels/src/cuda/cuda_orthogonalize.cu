@@ -1,0 +1,264 @@
+// The small per-matrix steps of the orthogonalisation on the device (Backend::orthogonalize_batched): Gram–Schmidt
+// for up to two columns, and for CholeskyQR2 the gather, the equilibrated and shifted Cholesky with R⁻¹ in double,
+// one CTA per matrix, and the commit of what the CPU twin would keep. The Gram matrices and the products with R⁻¹
+// go through cuBLAS (backend).
+#include <cub/block/block_reduce.cuh>
+
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda_common.cuh"
+#include "cuda_kernels.hpp"
+
+namespace edgc::kernels::cuda {
+namespace {
+
+struct MaxOp {
+  __device__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+
+// Σ_i p[i·cols + c1]·p[i·cols + c2] in double over the CTA, broadcast to every thread.
+__device__ double column_dot(const float* p, std::int64_t rows, std::int64_t cols, int c1, int c2) {
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ double result;
+  double s = 0.0;
+  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+    s += static_cast<double>(p[i * cols + c1]) * p[i * cols + c2];
+  const double total = Reduce(tmp).Sum(s);
+  if (threadIdx.x == 0) result = total;
+  __syncthreads();
+  const double r = result;
+  __syncthreads();  // `tmp` and `result` are reused by the next call
+  return r;
+}
+
+__device__ void scale_column(float* p, std::int64_t rows, std::int64_t cols, int c, double factor) {
+  const auto f = static_cast<float>(factor);
+  for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) p[i * cols + c] *= f;
+  __syncthreads();
+}
+
+__global__ void __launch_bounds__(kThreads)
+    gram_schmidt_kernel(std::int64_t rows, std::int64_t cols, float* const* pp, float eps) {
+  float* p = pp[blockIdx.x];
+  const auto e = static_cast<double>(eps);
+  const double n0 = column_dot(p, rows, cols, 0, 0);
+  scale_column(p, rows, cols, 0, 1.0 / sqrt(n0 * (1.0 + e) + FLT_MIN));
+  if (cols < 2) return;
+  const double n1 = column_dot(p, rows, cols, 1, 1);
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto dot = static_cast<float>(column_dot(p, rows, cols, 0, 1));
+    for (std::int64_t i = threadIdx.x; i < rows; i += blockDim.x) p[i * 2 + 1] -= dot * p[i * 2];
+    __syncthreads();
+  }
+  scale_column(p, rows, cols, 1, 1.0 / sqrt(column_dot(p, rows, cols, 1, 1) + e * n1 + FLT_MIN));
+}
+
+__global__ void __launch_bounds__(kThreads) gather_kernel(std::int64_t count, const float* const* src, float* dst) {
+  const float* s = src[blockIdx.y];
+  float* d = dst + static_cast<std::int64_t>(blockIdx.y) * count;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    d[i] = s[i];
+}
+
+constexpr int kSmallThreads = 512;
+
+// The CPU twin's cholesky() of D⁻¹·G·D⁻¹ + shift·I = L·Lᵀ, computed right-looking in w (leading dimension ld): the
+// lower triangle starts as the scaled, shifted Gram matrix; at step j every thread takes the square root of the
+// pivot (the same bits everywhere, so every thread sees the same failure), column j is divided by it into row j of
+// the upper triangle, and after a barrier every entry to the right of column j and below row j takes its term
+// −L[i][j]·L[k][j]. Each entry thus takes its terms in the order k = 0, 1, … and its division last: the CPU's
+// (left-looking) arithmetic per entry, in a parallel schedule. On return L[i][j] (i > j) is w[j][i] and L[j][j] is
+// diag[j]. (A chain of r² dependent multiply-adds, one thread per column, took 185 µs at r = 64 on an H100.)
+__device__ bool cholesky(const float* gram, const double* d, std::int64_t r, std::int64_t ld, double shift, double* w,
+                         double* diag) {
+  const auto warp = static_cast<std::int64_t>(threadIdx.x / 32);
+  const auto lane = static_cast<std::int64_t>(threadIdx.x % 32);
+  const std::int64_t warps = blockDim.x / 32;
+  for (std::int64_t i = warp; i < r; i += warps)
+    for (std::int64_t k = lane; k <= i; k += 32) {
+      const double v = static_cast<double>(gram[i * r + k]) / (d[i] * d[k]);
+      w[i * ld + k] = i == k ? v + shift : v;
+    }
+  __syncthreads();
+  for (std::int64_t j = 0; j < r; ++j) {
+    const double v = w[j * ld + j];
+    if (!(v > 0.0) || !isfinite(v)) {
+      __syncthreads();  // everyone has read the pivot before a retry rewrites w
+      return false;
+    }
+    const double ljj = sqrt(v);
+    if (threadIdx.x == 0) diag[j] = ljj;
+    for (std::int64_t i = j + 1 + threadIdx.x; i < r; i += blockDim.x) w[j * ld + i] = w[i * ld + j] / ljj;
+    __syncthreads();
+    const double* lj = w + j * ld;  // row j of the upper triangle: L[·][j]
+    for (std::int64_t i = j + 1 + warp; i < r; i += warps) {
+      const double lij = lj[i];
+      double* wi = w + i * ld;
+      for (std::int64_t k = j + 1 + lane; k <= i; k += 32) wi[k] -= lij * lj[k];
+    }
+    __syncthreads();
+  }
+  return true;
+}
+
+// X = L⁻¹ (L as cholesky() leaves it) with the CPU twin's arithmetic: X[i][i] = 1 / L[i][i], and for j < i, X[i][j] =
+// −(Σ_{k=j}^{i−1} L[i][k]·X[k][j]) / L[i][i] summed in that order. Right-looking: at step k row k of X is final (every
+// warp derives X[k][j] from its sum, the same bits everywhere) and every row below adds its term L[i][k]·X[k][j].
+// The sums build up in the lower triangle of w; X[k][j] (j < k) is kept at w[j][k], where L[k][j] was read for the
+// last time at step j, and X's diagonal in xd.
+__device__ void invert_lower(std::int64_t r, std::int64_t ld, double* w, const double* diag, double* xd) {
+  const auto warp = static_cast<std::int64_t>(threadIdx.x / 32);
+  const auto lane = static_cast<std::int64_t>(threadIdx.x % 32);
+  const std::int64_t warps = blockDim.x / 32;
+  for (std::int64_t i = warp; i < r; i += warps)
+    for (std::int64_t j = lane; j < i; j += 32) w[i * ld + j] = 0.0;
+  __syncthreads();
+  for (std::int64_t k = 0; k < r; ++k) {
+    const double lkk = diag[k];
+    const double* lk = w + k * ld;  // L[i][k] for i > k
+    for (std::int64_t j = warp; j <= k; j += warps) {
+      const double xkj = j == k ? 1.0 / lkk : -w[k * ld + j] / lkk;
+      for (std::int64_t i = k + 1 + lane; i < r; i += 32) w[i * ld + j] += lk[i] * xkj;
+      if (lane == 0) {
+        if (j == k) {
+          xd[k] = xkj;
+        } else {
+          w[j * ld + k] = xkj;
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kSmallThreads)
+    cholesky_rinv_kernel(std::int64_t r, const float* grams, float eps, const int* gate, double* dworks, float* rinvs,
+                         int* ok, int* third, bool w_in_shared) {
+  const int b = blockIdx.x;
+  if (gate != nullptr && gate[b] == 0) {
+    if (threadIdx.x == 0) ok[b] = 0;
+    return;
+  }
+  const float* gram = grams + static_cast<std::int64_t>(b) * r * r;
+  // Per matrix 2r² + r doubles (r ≥ 3): the factor W (r rows of ld = r + 1, odd, so that a column read by the lanes
+  // of a warp spreads over the shared-memory banks), the diagonals of X and L, and D at the end.
+  const std::int64_t ld = r + 1;
+  double* const work = dworks + static_cast<std::int64_t>(b) * (2 * r * r + r);
+  double* const xd = work + r * ld;
+  double* const diag = xd + r;
+  double* const d = work + 2 * r * r;
+  // W lives in dynamic shared memory when the launch gave room for it (r·(r + 1) doubles, up to r = 128 on an A100
+  // or H100), else in its global workspace.
+  extern __shared__ double s_w[];
+  double* const w = w_in_shared ? s_w : work;
+  float* rinv = rinvs + static_cast<std::int64_t>(b) * r * r;
+  // The Gram matrix from cuBLAS is symmetric up to rounding; like the CPU twin, read its lower triangle only.
+  double trace_part = 0.0;
+  double dev_part = 0.0;
+  for (std::int64_t i = threadIdx.x; i < r; i += blockDim.x) {
+    const double gii = gram[i * r + i];
+    trace_part += gii;
+    d[i] = gii > 0.0 ? sqrt(gii) : 1.0;  // an all-zero column stays zero
+    for (std::int64_t j = 0; j <= i; ++j)
+      dev_part = fmax(dev_part, fabs(static_cast<double>(gram[i * r + j]) - (i == j ? 1.0 : 0.0)));
+  }
+  using Reduce = cub::BlockReduce<double, kSmallThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  __shared__ double trace;
+  __shared__ double deviation;
+  const double t = Reduce(tmp).Sum(trace_part);
+  __syncthreads();
+  const double dv = Reduce(tmp).Reduce(dev_part, MaxOp{});
+  if (threadIdx.x == 0) {
+    trace = t;
+    deviation = dv;
+  }
+  __syncthreads();
+  // A NaN in the input makes the trace NaN, but fmax drops NaN: the deviation of a non-finite matrix does not
+  // matter because it fails here.
+  if (!isfinite(trace)) {
+    if (threadIdx.x == 0) ok[b] = 0;
+    return;
+  }
+  double shift = static_cast<double>(eps) + FLT_MIN;
+  bool grew = false;
+  for (int attempt = 0; !cholesky(gram, d, r, ld, shift, w, diag); ++attempt) {
+    if (attempt == 40) {
+      if (threadIdx.x == 0) ok[b] = 0;
+      return;
+    }
+    shift = fmax(shift * 10.0, 1e-7);
+    grew = true;
+  }
+  invert_lower(r, ld, w, diag, xd);
+  // R⁻¹ = D⁻¹·L⁻ᵀ: entry (i, j ≥ i) is X[j][i] / D[i].
+  for (std::int64_t x = threadIdx.x; x < r * r; x += blockDim.x) {
+    const std::int64_t i = x / r;
+    const std::int64_t j = x % r;
+    rinv[x] = j > i ? static_cast<float>(w[i * ld + j] / d[i]) : (j == i ? static_cast<float>(xd[i] / d[i]) : 0.0F);
+  }
+  if (threadIdx.x == 0) {
+    ok[b] = 1;
+    if (third != nullptr) third[b] = deviation > 0.5 || grew ? 1 : 0;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    commit_kernel(std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1, const int* ok2,
+                  const int* third, const int* ok3) {
+  const int b = blockIdx.y;
+  if (ok1[b] == 0 || ok2[b] == 0) return;
+  const float* src = (third[b] != 0 && ok3[b] != 0 ? w3 : w2) + static_cast<std::int64_t>(b) * count;
+  float* dst = p[b];
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
+
+}  // namespace
+
+void launch_gram_schmidt(int batch, std::int64_t rows, std::int64_t cols, float* const* p, float eps,
+                         cudaStream_t stream) {
+  gram_schmidt_kernel<<<batch, kThreads, 0, stream>>>(rows, cols, p, eps);
+}
+
+void launch_gather(int batch, std::int64_t count, const float* const* src, float* dst, cudaStream_t stream) {
+  gather_kernel<<<dim3(ctas_for(count), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(count, src, dst);
+}
+
+void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
+                          float* rinv, int* ok, int* third, cudaStream_t stream) {
+  // Room for W in shared memory: the device's opt-in limit per block, less the kernel's static shared memory.
+  static const std::size_t room = [] {
+    int device = 0;
+    int optin = 0;
+    cudaFuncAttributes attr{};
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+        cudaFuncGetAttributes(&attr, cholesky_rinv_kernel) != cudaSuccess ||
+        static_cast<std::size_t>(optin) <= attr.sharedSizeBytes ||
+        cudaFuncSetAttribute(cholesky_rinv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             optin - static_cast<int>(attr.sharedSizeBytes)) != cudaSuccess) {
+      (void)cudaGetLastError();  // no room: W stays in global memory
+      return std::size_t{0};
+    }
+    return static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
+  }();
+  const auto bytes = static_cast<std::size_t>(r * (r + 1)) * sizeof(double);
+  const bool shared = bytes <= room;
+  cholesky_rinv_kernel<<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok, third,
+                                                                             shared);
+}
+
+void launch_commit(int batch, std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1,
+                   const int* ok2, const int* third, const int* ok3, cudaStream_t stream) {
+  commit_kernel<<<dim3(ctas_for(count), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(count, p, w2, w3, ok1,
+                                                                                                  ok2, third, ok3);
+}
+
+}  // namespace edgc::kernels::cuda

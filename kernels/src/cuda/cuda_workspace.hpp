@@ -1,0 +1,113 @@
+#pragma once
+// The CUDA backend's workspace types: device and pinned host buffers that grow and never shrink, the host-side list
+// of small arguments uploaded per call, and cuBLAS batch operands. Used by cuda_backend.cu only.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cuda_check.hpp"
+
+namespace edgc::kernels::impl {
+
+/// A device allocation that grows and never shrinks.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr_); }  // no throw from a destructor: an error here cannot be handled anyway
+
+  /// At least `bytes`, 256-byte aligned; synchronises `stream` before replacing a smaller allocation.
+  void* grow(std::size_t bytes, cudaStream_t stream) {
+    if (bytes <= bytes_) return ptr_;
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    EDGC_CUDA_CHECK(cudaFree(ptr_));
+    ptr_ = nullptr;
+    bytes_ = 0;
+    EDGC_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    bytes_ = bytes;
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Pinned host memory for results copied back from the device.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { cudaFreeHost(ptr_); }
+  void* grow(std::size_t bytes) {
+    if (bytes <= bytes_) return ptr_;
+    EDGC_CUDA_CHECK(cudaFreeHost(ptr_));
+    ptr_ = nullptr;
+    bytes_ = 0;
+    EDGC_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
+    bytes_ = bytes;
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Host-side list of 8-byte words (pointers, piece offsets) uploaded to the device in one copy per call.
+class Staging {
+ public:
+  void clear() { words_.clear(); }
+  template <class T>
+  std::size_t add(std::span<T* const> ptrs) {
+    const std::size_t at = words_.size();
+    for (T* p : ptrs) words_.push_back(reinterpret_cast<std::uintptr_t>(p));
+    return at;
+  }
+  void add_piece(std::int64_t offset, std::int64_t length) {
+    words_.push_back(static_cast<std::uint64_t>(offset));
+    words_.push_back(static_cast<std::uint64_t>(length));
+  }
+  const std::vector<std::uint64_t>& words() const noexcept { return words_; }
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
+
+/// A batch operand of a cuBLAS GEMM: equally strided (base + stride) or only a device array of pointers.
+struct Operand {
+  const float* base = nullptr;
+  long long stride = 0;
+  bool strided = false;
+  const void* d_array = nullptr;  // device array of `batch` pointers, or null
+};
+
+// Whether ptrs[i] = ptrs[0] + i·stride (in floats) for all i.
+template <class T>
+Operand operand_of(std::span<T* const> ptrs, const void* d_array) {
+  Operand o;
+  o.base = ptrs.empty() ? nullptr : ptrs[0];
+  o.d_array = d_array;
+  o.strided = true;
+  if (ptrs.size() >= 2) {
+    const auto bytes = reinterpret_cast<std::intptr_t>(ptrs[1]) - reinterpret_cast<std::intptr_t>(ptrs[0]);
+    if (bytes % static_cast<std::intptr_t>(sizeof(float)) != 0) {
+      o.strided = false;
+    } else {
+      o.stride = static_cast<long long>(bytes / static_cast<std::intptr_t>(sizeof(float)));
+      for (std::size_t i = 2; i < ptrs.size() && o.strided; ++i)
+        o.strided = reinterpret_cast<std::intptr_t>(ptrs[i]) - reinterpret_cast<std::intptr_t>(ptrs[0]) ==
+                    static_cast<std::intptr_t>(i) * bytes;
+    }
+  }
+  return o;
+}
+
+inline Operand strided_operand(const float* base, long long stride) { return {base, stride, true, nullptr}; }
+
+}  // namespace edgc::kernels::impl
