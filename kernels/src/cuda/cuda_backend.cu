@@ -222,7 +222,7 @@ class CudaBackend final : public Backend {
     set_device();
     const int batch = static_cast<int>(g.size());
     const std::int64_t count = m * n;
-    const bool fused = count > 0 && fusable(n, r, cuda::kLowRankMax, g, e);
+    const bool fused = count > 0 && m <= cuda::kLowRankMaxRows && fusable(n, r, cuda::kLowRankMax, g, e);
     const Staged d = stage_reconstruct(count, p, q, e, g, fused);
     const int ctas = fused ? cuda::lowrank_ctas(m, n) : ctas_per_matrix(count, batch);
     double* partials = nullptr;
@@ -262,7 +262,7 @@ class CudaBackend final : public Backend {
     set_device();
     const int batch = static_cast<int>(g.size());
     const std::int64_t count = m * n;
-    const bool fused = count > 0 && fusable(n, r, cuda::kLowRankMax, g, e);
+    const bool fused = count > 0 && m <= cuda::kLowRankMaxRows && fusable(n, r, cuda::kLowRankMax, g, e);
     const Staged d = stage_reconstruct(count, p, q, e, g, fused);
     const int ctas = fused ? cuda::lowrank_ctas(m, n) : ctas_per_matrix(count, batch);
     double* partials = nullptr;

@@ -88,6 +88,7 @@ void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const 
 /// given (float32 or bf16). Ĝ never goes through memory. Requires n % 4 == 0 and M, diff_out and copy_to rows aligned
 /// to 4 elements (16 bytes; 8 for bf16). M and diff_out may alias, and so may M and copy_to.
 inline constexpr int kLowRankMax = 16;
+inline constexpr std::int64_t kLowRankMaxRows = 65535LL * 32;  // one grid row of tiles per 32 rows
 int lowrank_ctas(std::int64_t m, std::int64_t n);
 void launch_lowrank_subtract(int batch, std::int64_t m, std::int64_t n, int r, const float* const* p,
                              const float* const* q, const float* const* mm, float* const* diff_out,
