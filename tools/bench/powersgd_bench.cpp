@@ -1,7 +1,8 @@
 // Benchmark: one single-rank PowerSGD step with error feedback and warm start (M = G + E, P = M·Q, orthogonalise
 // P, Q = Mᵀ·P, Ĝ = P·Qᵀ, E = M − Ĝ) on GPT2-2.5B-like shapes, edgc's CPU backend against the same math in
 // PyTorch (powersgd_bench_torch.py, launched from here so both are measured in the same run and on the same
-// thread count); and the throughput of the sampled-moments kernel against a plain sum of the same bytes.
+// thread count); and the throughput of the sampled-moments kernel against a plain sum of the same bytes, of the
+// 1024-bin histogram, of both as two calls and of moments_and_histogram (which must give the same results).
 //
 //   edgc_bench_powersgd [--threads 1,2] [--shapes 1920x5760,1920x7680,7680x1920] [--ranks 4,16,64,128]
 //                       [--repeats 5] [--warmup 2] [--python /usr/bin/python3] [--no-torch]
@@ -129,6 +130,9 @@ nlohmann::json run_torch(const std::string& python, int threads, const std::stri
 struct MomentsResult {
   double sampled_mib = 0.0;
   double kernel_GBps = 0.0;
+  double histogram_GBps = 0.0;  // a 1024-bin histogram of the same blocks (the stage entropy's default layout)
+  double separate_GBps = 0.0;   // moments() then histogram(): the sampled bytes over both calls' time
+  double fused_GBps = 0.0;      // moments_and_histogram(), the same results from one call
   double accumulate_GBps = 0.0;
   double lanes_GBps = 0.0;
   bool ok = false;
@@ -171,6 +175,9 @@ MomentsResult bench_moments(const ek::Backend& backend, std::int64_t mib, int re
     }
   };
   std::vector<double> t_kernel;
+  std::vector<double> t_hist;
+  std::vector<double> t_separate;
+  std::vector<double> t_fused;
   std::vector<double> t_acc;
   std::vector<double> t_lanes;
   MomentsResult res;
@@ -183,6 +190,26 @@ MomentsResult bench_moments(const ek::Backend& backend, std::int64_t mib, int re
     auto t0 = Clock::now();
     const ek::MomentSums s = backend.moments(x, blocks);
     t_kernel.push_back(bytes / seconds_since(t0) / 1e9);
+    // The histogram, alone, after the moments, and fused with them (±8 σ of the uniform values in 1024 bins).
+    std::vector<std::int64_t> counts(1024), fused_counts(1024);
+    ek::HistogramTails tails, fused_tails;
+    flush();
+    t0 = Clock::now();
+    backend.histogram(x, blocks, -6e-4, 1.2e-3 / 1024, counts, tails);
+    t_hist.push_back(bytes / seconds_since(t0) / 1e9);
+    flush();
+    std::fill(counts.begin(), counts.end(), 0);
+    tails = {};
+    t0 = Clock::now();
+    const ek::MomentSums s2 = backend.moments(x, blocks);
+    backend.histogram(x, blocks, -6e-4, 1.2e-3 / 1024, counts, tails);
+    t_separate.push_back(bytes / seconds_since(t0) / 1e9);
+    flush();
+    t0 = Clock::now();
+    const ek::MomentSums sf = backend.moments_and_histogram(x, blocks, -6e-4, 1.2e-3 / 1024, fused_counts, fused_tails);
+    t_fused.push_back(bytes / seconds_since(t0) / 1e9);
+    res.ok = res.ok && sf.sum == s2.sum && sf.sum_quad == s2.sum_quad && sf.count == s2.count &&
+             fused_counts == counts && fused_tails.below == tails.below && fused_tails.above == tails.above;
     flush();
     t0 = Clock::now();
     const double acc = accumulate_sum(x.data(), blocks);
@@ -196,6 +223,9 @@ MomentsResult bench_moments(const ek::Backend& backend, std::int64_t mib, int re
   }
   if (sink == 0.5F) std::printf(" ");  // keeps the eviction passes from being optimised away
   res.kernel_GBps = median(t_kernel);
+  res.histogram_GBps = median(t_hist);
+  res.separate_GBps = median(t_separate);
+  res.fused_GBps = median(t_fused);
   res.accumulate_GBps = median(t_acc);
   res.lanes_GBps = median(t_lanes);
   return res;
@@ -253,6 +283,9 @@ void print_moments(const MomentsResult& mr, std::int64_t moments_mib, bool all_o
   std::printf("\n  sampled moments, %lld MiB tensor, beta 0.25 in 4 KiB blocks (%.1f MiB read), one core:\n",
               static_cast<long long>(moments_mib), mr.sampled_mib);
   std::printf("  %-44s %8.2f GB/s\n", "edgc moments (sum, sum^2, ^3, ^4, NaN/Inf)", mr.kernel_GBps);
+  std::printf("  %-44s %8.2f GB/s\n", "edgc histogram (1024 bins)", mr.histogram_GBps);
+  std::printf("  %-44s %8.2f GB/s\n", "edgc moments, then histogram", mr.separate_GBps);
+  std::printf("  %-44s %8.2f GB/s\n", "edgc moments_and_histogram (same results)", mr.fused_GBps);
   std::printf("  %-44s %8.2f GB/s\n", "baseline: std::accumulate into double", mr.accumulate_GBps);
   std::printf("  %-44s %8.2f GB/s\n", "baseline: 16-lane float sum (read speed)", mr.lanes_GBps);
   std::printf("  %-44s %8s\n", "target", ">= 5 GB/s");
@@ -293,6 +326,9 @@ nlohmann::ordered_json to_json(const Options& opt, const std::vector<Case>& case
             {"block_bytes", 4096},
             {"sampled_MiB", mr.sampled_mib},
             {"kernel_GBps", mr.kernel_GBps},
+            {"histogram_GBps", mr.histogram_GBps},
+            {"moments_then_histogram_GBps", mr.separate_GBps},
+            {"moments_and_histogram_GBps", mr.fused_GBps},
             {"accumulate_GBps", mr.accumulate_GBps},
             {"lanes_sum_GBps", mr.lanes_GBps},
             {"target_GBps", 5.0}}},
