@@ -111,7 +111,7 @@ class CudaBackend final : public Backend {
 
   void histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
                  std::span<std::int64_t> counts, HistogramTails& tails) const override {
-    check_histogram_args(lo, bin_width);
+    check_histogram_layout(lo, bin_width);
     const HistogramOut h{lo, bin_width, counts, &tails};
     statistics("histogram", x, blocks, nullptr, &h);
   }
@@ -119,7 +119,7 @@ class CudaBackend final : public Backend {
   // One kernel, one read of the sampled elements and one round trip for both.
   MomentSums moments_and_histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
                                    std::span<std::int64_t> counts, HistogramTails& tails) const override {
-    check_histogram_args(lo, bin_width);
+    check_histogram_layout(lo, bin_width);
     MomentSums out;
     const HistogramOut h{lo, bin_width, counts, &tails};
     statistics("moments_and_histogram", x, blocks, &out, &h);
@@ -346,12 +346,6 @@ class CudaBackend final : public Backend {
  private:
   void set_device() const { EDGC_CUDA_CHECK(cudaSetDevice(device_)); }
 
-  static void check_histogram_args(double lo, double bin_width) {
-    if (!(bin_width > 0.0) || !std::isfinite(bin_width) || !std::isfinite(lo))
-      throw InternalError("histogram: need finite lo and bin_width > 0, got lo " + std::to_string(lo) + ", bin_width " +
-                          std::to_string(bin_width));
-  }
-
   struct HistogramOut {
     double lo, bin_width;
     std::span<std::int64_t> counts;
@@ -423,19 +417,17 @@ class CudaBackend final : public Backend {
     EDGC_CUDA_CHECK(cudaMemcpyAsync(host + skip, d_back + skip, back - skip, cudaMemcpyDeviceToHost, stream_));
     EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (m != nullptr) {
-      MomentPartial t{};
-      std::memcpy(&t, host, sizeof t);
-      m->sum = t.s1;
-      m->sum_sq = t.s2;
-      m->sum_cube = t.s3;
-      m->sum_quad = t.s4;
-      m->count = t.count;
-      m->nan = t.nan;
-      m->inf = t.inf;
+      const auto* t = reinterpret_cast<const MomentPartial*>(host);
+      m->sum = t->s1;
+      m->sum_sq = t->s2;
+      m->sum_cube = t->s3;
+      m->sum_quad = t->s4;
+      m->count = t->count;
+      m->nan = t->nan;
+      m->inf = t->inf;
     }
     if (h != nullptr) {
-      std::vector<unsigned long long> c(slots);
-      std::memcpy(c.data(), host + sizeof(MomentPartial), slots * sizeof(unsigned long long));
+      const auto* c = reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial));
       h->tails->below += static_cast<std::int64_t>(c[0]);
       h->tails->above += static_cast<std::int64_t>(c[1]);
       h->tails->non_finite += static_cast<std::int64_t>(c[2]);

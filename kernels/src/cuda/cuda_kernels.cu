@@ -22,12 +22,19 @@ namespace {
 
 __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15U) == 0; }
 
-// Per-CTA sum of squares to partials[blockIdx.y · gridDim.x + blockIdx.x].
-__device__ __forceinline__ void write_partial(double s, double* partials) {
+// The CTA's sum of `s` to partials[at] (by default blockIdx.y · gridDim.x + blockIdx.x: CTA-major per matrix).
+__device__ __forceinline__ void write_partial(double s, double* partials,
+                                              std::int64_t at = blockIdx.y * gridDim.x + blockIdx.x) {
   using Reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename Reduce::TempStorage tmp;
   const double total = Reduce(tmp).Sum(s);
-  if (threadIdx.x == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = total;
+  if (threadIdx.x == 0) partials[at] = total;
+}
+
+// Σ v² of four floats, in double, in the order x, y, z, w.
+__device__ __forceinline__ double squares(float4 v) {
+  return static_cast<double>(v.x) * v.x + static_cast<double>(v.y) * v.y + static_cast<double>(v.z) * v.z +
+         static_cast<double>(v.w) * v.w;
 }
 
 // Element access for float32 and bf16 (std::uint16_t bit patterns) storage: bf16 widens exactly on load and
@@ -85,8 +92,7 @@ __global__ void __launch_bounds__(kThreads)
         v.w += w.w;
         e4[i] = v;
       }
-      s += static_cast<double>(v.x) * v.x + static_cast<double>(v.y) * v.y + static_cast<double>(v.z) * v.z +
-           static_cast<double>(v.w) * v.w;
+      s += squares(v);
     }
     done = n4 * 4;
   }
@@ -122,8 +128,7 @@ __global__ void __launch_bounds__(kThreads)
       const float4 d{a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w};
       if (db != nullptr) reinterpret_cast<float4*>(db)[i] = d;
       if (cb != nullptr) store4(cb, i, b);
-      s += static_cast<double>(d.x) * d.x + static_cast<double>(d.y) * d.y + static_cast<double>(d.z) * d.z +
-           static_cast<double>(d.w) * d.w;
+      s += squares(d);
     }
     done = n4 * 4;
   }
@@ -185,8 +190,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           v[a].w += w[a].w;
           reinterpret_cast<float4*>(eb + (i0 + a) * n)[j / 4] = v[a];
         }
-        s += static_cast<double>(v[a].x) * v[a].x + static_cast<double>(v[a].y) * v[a].y +
-             static_cast<double>(v[a].z) * v[a].z + static_cast<double>(v[a].w) * v[a].w;
+        s += squares(v[a]);
 #pragma unroll
         for (int k = 0; k < KR; ++k) {
           float t = acc[a][k];
@@ -206,10 +210,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int off = 16; off > 0; off /= 2) t += __shfl_xor_sync(0xffffffffU, t, off);
       if (lane == 0 && k < r && a < rows) pw[((b * chunks + chunk) * m + i0 + a) * r + k] = t;
     }
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const double total = Reduce(tmp).Sum(s);
-  if (threadIdx.x == 0) partials[b * gridDim.x + blockIdx.x] = total;
+  write_partial(s, partials);
 }
 
 // p[b][i·r + k] = Σ_c pw[b][c][i][k], chunks in order.
@@ -288,14 +289,10 @@ __global__ void __launch_bounds__(kThreads)
       const float4 d{mv[a].x - g.x, mv[a].y - g.y, mv[a].z - g.z, mv[a].w - g.w};
       if (db != nullptr) reinterpret_cast<float4*>(db + i * n)[j / 4] = d;
       if (cb != nullptr) store4(cb + i * n, j / 4, g);
-      s += static_cast<double>(d.x) * d.x + static_cast<double>(d.y) * d.y + static_cast<double>(d.z) * d.z +
-           static_cast<double>(d.w) * d.w;
+      s += squares(d);
     }
   }
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const double total = Reduce(tmp).Sum(s);
-  if (threadIdx.x == 0) partials[z * gridDim.x * gridDim.y + blockIdx.y * gridDim.x + blockIdx.x] = total;
+  write_partial(s, partials, (z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
 }
 
 // out = (a + b) / divisor, or a / divisor without b: one element per thread and grid stride (plain loads: `out`

@@ -43,6 +43,13 @@ inline void check_blocks(const char* what, std::size_t size, std::span<const Blo
   }
 }
 
+/// histogram, moments_and_histogram: a finite `lo` and a finite bin_width > 0.
+inline void check_histogram_layout(double lo, double bin_width) {
+  if (!(bin_width > 0.0) || !std::isfinite(bin_width) || !std::isfinite(lo))
+    throw InternalError("histogram: need finite lo and bin_width > 0, got lo " + std::to_string(lo) + ", bin_width " +
+                        std::to_string(bin_width));
+}
+
 /// orthogonalize_batched: rows ≥ cols ≥ 1, a finite eps ≥ 0, no null matrix.
 inline void check_orthogonalize_args(std::int64_t rows, std::int64_t cols, std::span<float* const> p, float eps) {
   if (cols < 1 || rows < cols)

@@ -95,9 +95,7 @@ class CpuBackend final : public Backend {
 
   void histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
                  std::span<std::int64_t> counts, HistogramTails& tails) const override {
-    if (!(bin_width > 0.0) || !std::isfinite(bin_width) || !std::isfinite(lo))
-      throw InternalError("histogram: need finite lo and bin_width > 0, got lo " + std::to_string(lo) + ", bin_width " +
-                          std::to_string(bin_width));
+    check_histogram_layout(lo, bin_width);
     const Block whole{0, static_cast<std::int64_t>(x.size())};
     const std::span<const Block> sel = blocks.empty() ? std::span<const Block>(&whole, 1) : blocks;
     check_blocks("histogram", x.size(), sel);
