@@ -179,6 +179,12 @@ TEST(Histogram, RejectsBadBinWidth) {
   HistogramTails tails;
   EXPECT_THROW(backend->histogram(x, {}, 0.0, 0.0, counts, tails), InternalError);
   EXPECT_THROW(backend->histogram(x, {}, std::nan(""), 1.0, counts, tails), InternalError);
+  // The fused call checks the same, and leaves the counts untouched.
+  EXPECT_THROW(backend->moments_and_histogram(x, {}, 0.0, 0.0, counts, tails), InternalError);
+  const std::vector<Block> outside{{8, 5}};
+  EXPECT_THROW(backend->moments_and_histogram(x, outside, 0.0, 1.0, counts, tails), InternalError);
+  EXPECT_EQ(counts, std::vector<std::int64_t>(4, 0));
+  EXPECT_EQ(tails.below + tails.above + tails.non_finite, 0);
 }
 
 }  // namespace

@@ -245,6 +245,9 @@ TEST_F(CudaParity, StatisticsRejectBlocksOutsideTheData) {
   HistogramTails t;
   EXPECT_THROW(gpu_->histogram(d.span(), bad, 0.0, 1.0, counts, t), InternalError);
   EXPECT_THROW(gpu_->histogram(d.span(), {}, 0.0, 0.0, counts, t), InternalError);
+  EXPECT_THROW(gpu_->moments_and_histogram(d.span(), bad, 0.0, 1.0, counts, t), InternalError);
+  EXPECT_THROW(gpu_->moments_and_histogram(d.span(), {}, 0.0, 0.0, counts, t), InternalError);
+  EXPECT_EQ(counts, std::vector<std::int64_t>(4, 0));
 }
 
 // Batches as separate allocations (cublasSgemmBatched) and as one strided buffer (cublasSgemmStridedBatched).
