@@ -1,5 +1,6 @@
-// Benchmark and validation: one simulated iteration of every row of Narayanan et al. 2021, Table 1 (the suite in
-// scenarios/validation/narayanan2021/, one scenario per row), against the published iteration time.
+// Benchmark and validation: one simulated iteration of every row of a validation suite (a folder of NN-*.json
+// scenarios, one per published measurement: scenarios/validation/narayanan2021/, the default, and
+// scenarios/validation/korthikanti2022/), against the published iteration time.
 //
 //   edgc_bench_validation [--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--band LO,HI] [--json FILE]
 //
@@ -7,9 +8,11 @@
 // validated and its peak memory per GPU checked against cluster.gpu.memory_GiB (sim/memory.hpp); then one
 // uncompressed iteration runs in a forked child (SimGrid cannot reset its engine): sg4::Engine, Platform::build and
 // simulate_iteration, timed. The published figure is the file's `published.iteration_time_s` (derived from the
-// published TFLOP/s per GPU with the paper's FLOP count; the file shows the derivation). Printed per row:
+// published TFLOP/s per GPU with the paper's FLOP count where only those are published; the file shows the
+// derivation). Printed per row:
 // published and predicted iteration time, the signed error (predicted − published) / published, published and
-// predicted TFLOP/s per GPU (the same FLOPs over each time), the peak memory of the neediest stage, and the wall time
+// predicted TFLOP/s per GPU (the same FLOPs over each time; "-" where the row publishes none), the peak memory of
+// the neediest stage, and the wall time
 // of the simulation; then the mean absolute and the largest absolute error over the rows run.
 //
 // --band LO,HI makes the benchmark check its own result: exit 1 when a row's predicted / published lies outside
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <simgrid/s4u.hpp>
@@ -104,7 +108,11 @@ Row read_row(const fs::path& file, int number) {
       !(pub["iteration_time_s"].get<double>() > 0.0))
     throw edgc::ConfigError(r.file, "published.iteration_time_s", "expected the published iteration time, s > 0");
   r.published_s = pub["iteration_time_s"].get<double>();
-  r.published_tflops = pub.value("tflops_per_gpu", 0.0);
+  if (pub.contains("tflops_per_gpu")) {
+    if (!pub["tflops_per_gpu"].is_number() || !(pub["tflops_per_gpu"].get<double>() > 0.0))
+      throw edgc::ConfigError(r.file, "published.tflops_per_gpu", "expected the published TFLOP/s per GPU, > 0");
+    r.published_tflops = pub["tflops_per_gpu"].get<double>();
+  }
   return r;
 }
 
@@ -184,12 +192,33 @@ Band parse_band(const std::string& text) {
   throw edgc::UsageError("--band", "expected LO,HI with 0 < LO <= HI, got '" + text + "'");
 }
 
+// The suite's title: the first "# " heading of its README.md, else the folder's name.
+std::string suite_title(const std::string& suite) {
+  std::ifstream in(fs::path(suite) / "README.md");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("# ", 0) == 0) return line.substr(2);
+  return fs::path(suite).filename().string();
+}
+
 void print_header(const Options& opt, const std::vector<Row>& rows) {
-  std::printf("edgc_bench_validation: Narayanan et al. 2021 Table 1 (SimGrid %s), suite %s, %zu row(s)\n",
+  std::printf("edgc_bench_validation: %s (SimGrid %s), suite %s, %zu row(s)\n", suite_title(opt.suite).c_str(),
               edgc::sim::simgrid_version().c_str(), opt.suite.c_str(), rows.size());
   std::printf("one uncompressed iteration per row; error = (predicted - published) / published\n\n");
-  std::printf("  %3s %-11s %5s %3s %3s %3s %2s %4s %9s %9s %8s %8s %8s %8s %8s\n", "row", "model", "GPUs", "tp", "pp",
+  std::printf("  %3s %-15s %5s %3s %3s %3s %2s %4s %9s %9s %8s %8s %8s %8s %8s\n", "row", "model", "GPUs", "tp", "pp",
               "dp", "v", "m", "pub_s", "pred_s", "error", "pub_TF", "pred_TF", "mem_GiB", "wall_s");
+}
+
+// A TFLOP/s figure, null where the row publishes none (0).
+nlohmann::ordered_json tflops(double value) { return value > 0.0 ? nlohmann::ordered_json(value) : nullptr; }
+
+// "%8.1f", or a dash for a row without published TFLOP/s.
+std::string tflops_cell(double value) {
+  char cell[32];
+  if (value > 0.0)
+    std::snprintf(cell, sizeof cell, "%8.1f", value);
+  else
+    std::snprintf(cell, sizeof cell, "%8s", "-");
+  return cell;
 }
 
 nlohmann::ordered_json row_json(const Row& r, const Sample& s) {
@@ -207,8 +236,8 @@ nlohmann::ordered_json row_json(const Row& r, const Sample& s) {
           {"predicted_iteration_s", s.iteration_s},
           {"error", error},
           {"ratio", s.iteration_s / r.published_s},
-          {"published_tflops_per_gpu", r.published_tflops},
-          {"predicted_tflops_per_gpu", r.published_tflops * r.published_s / s.iteration_s},
+          {"published_tflops_per_gpu", tflops(r.published_tflops)},
+          {"predicted_tflops_per_gpu", tflops(r.published_tflops * r.published_s / s.iteration_s)},
           {"peak_memory_GiB", r.peak_GiB},
           {"peak_memory_stage", r.peak_stage},
           {"memory_capacity_GiB", r.capacity_GiB ? nlohmann::ordered_json(*r.capacity_GiB) : nlohmann::ordered_json()},
@@ -236,7 +265,7 @@ int run(int argc, char** argv) {
       s = edgc::bench::from_bytes<Sample>(
           edgc::bench::run_in_child(r.file, [&] { return edgc::bench::to_bytes(measure(r.file)); }));
     } catch (const std::exception& e) {
-      std::printf("  %3d %-11s FAILED: %s\n", r.number, r.model.c_str(), e.what());
+      std::printf("  %3d %-15s FAILED: %s\n", r.number, r.model.c_str(), e.what());
       out.push_back({{"row", r.number}, {"model", r.model}, {"error_message", e.what()}});
       ok = false;
       continue;
@@ -245,9 +274,10 @@ int run(int argc, char** argv) {
     const double error = j["error"].get<double>();
     const bool inside = band.contains(j["ratio"].get<double>());
     ok = ok && inside;
-    std::printf("  %3d %-11s %5d %3d %3d %3d %2d %4d %9.3f %9.3f %+7.1f%% %8.1f %8.1f %8.1f %8.2f%s\n", r.number,
+    std::printf("  %3d %-15s %5d %3d %3d %3d %2d %4d %9.3f %9.3f %+7.1f%% %s %s %8.1f %8.2f%s\n", r.number,
                 r.model.c_str(), r.gpus, r.tp, r.pp, r.dp, r.chunks, r.microbatches, r.published_s, s.iteration_s,
-                100.0 * error, r.published_tflops, j["predicted_tflops_per_gpu"].get<double>(), r.peak_GiB,
+                100.0 * error, tflops_cell(r.published_tflops).c_str(),
+                tflops_cell(r.published_tflops * r.published_s / s.iteration_s).c_str(), r.peak_GiB,
                 j["wall_s"].get<double>(), inside ? "" : "  OUTSIDE THE BAND");
     std::fflush(stdout);
     sum_abs += std::abs(error);
