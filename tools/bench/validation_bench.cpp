@@ -40,6 +40,7 @@
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/memory.hpp"
 #include "edgc/sim/platform.hpp"
+#include "edgc/sim/whole_run.hpp"
 #include "harness.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -75,6 +76,7 @@ struct Sample {
   double simulate_wall_s = 0.0;
   double iteration_s = 0.0;
   double peak_rss_mib = 0.0;
+  edgc::sim::IterationBreakdown parts;  // where the iteration's time went (sim::breakdown)
 };
 
 // Reads one row's settings the way `simulate` does (unknown keys in its sections are errors) and checks memory.
@@ -137,6 +139,7 @@ Sample measure(const std::string& file) {
       engine, platform, mc.model, mc.parallel, mc.cost, edgc::sim::uncompressed_plan(mc.parallel.pp), options);
   s.simulate_wall_s = seconds_since(t1);
   s.iteration_s = r.iteration_s;
+  s.parts = edgc::sim::breakdown(r);
   s.peak_rss_mib = edgc::bench::process_usage().peak_rss_mib;
   return s;
 }
@@ -204,8 +207,9 @@ void print_header(const Options& opt, const std::vector<Row>& rows) {
   std::printf("edgc_bench_validation: %s (SimGrid %s), suite %s, %zu row(s)\n", suite_title(opt.suite).c_str(),
               edgc::sim::simgrid_version().c_str(), opt.suite.c_str(), rows.size());
   std::printf("one uncompressed iteration per row; error = (predicted - published) / published\n\n");
-  std::printf("  %3s %-15s %5s %3s %3s %3s %2s %4s %9s %9s %8s %8s %8s %8s %8s\n", "row", "model", "GPUs", "tp", "pp",
-              "dp", "v", "m", "pub_s", "pred_s", "error", "pub_TF", "pred_TF", "mem_GiB", "wall_s");
+  std::printf("  %3s %-15s %5s %3s %3s %3s %2s %4s %9s %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "row", "model",
+              "GPUs", "tp", "pp", "dp", "v", "m", "pub_s", "pred_s", "error", "comp_s", "tp_s", "bub_s", "rest_s",
+              "pub_TF", "pred_TF", "mem_GiB", "wall_s");
 }
 
 // A TFLOP/s figure, null where the row publishes none (0).
@@ -236,6 +240,13 @@ nlohmann::ordered_json row_json(const Row& r, const Sample& s) {
           {"predicted_iteration_s", s.iteration_s},
           {"error", error},
           {"ratio", s.iteration_s / r.published_s},
+          {"predicted_breakdown_s",
+           {{"compute", s.parts.compute_s},
+            {"tp_comm", s.parts.tp_comm_s},
+            {"bubble_and_pp", s.parts.bubble_s},
+            {"exposed_dp_comm", s.parts.exposed_dp_comm_s},
+            {"embedding_sync", s.parts.embedding_sync_s},
+            {"optimizer", s.parts.optimizer_s}}},
           {"published_tflops_per_gpu", tflops(r.published_tflops)},
           {"predicted_tflops_per_gpu", tflops(r.published_tflops * r.published_s / s.iteration_s)},
           {"peak_memory_GiB", r.peak_GiB},
@@ -274,11 +285,14 @@ int run(int argc, char** argv) {
     const double error = j["error"].get<double>();
     const bool inside = band.contains(j["ratio"].get<double>());
     ok = ok && inside;
-    std::printf("  %3d %-15s %5d %3d %3d %3d %2d %4d %9.3f %9.3f %+7.1f%% %s %s %8.1f %8.2f%s\n", r.number,
-                r.model.c_str(), r.gpus, r.tp, r.pp, r.dp, r.chunks, r.microbatches, r.published_s, s.iteration_s,
-                100.0 * error, tflops_cell(r.published_tflops).c_str(),
-                tflops_cell(r.published_tflops * r.published_s / s.iteration_s).c_str(), r.peak_GiB,
-                j["wall_s"].get<double>(), inside ? "" : "  OUTSIDE THE BAND");
+    const edgc::sim::IterationBreakdown& b = s.parts;
+    std::printf(
+        "  %3d %-15s %5d %3d %3d %3d %2d %4d %9.3f %9.3f %+7.1f%% %8.3f %8.3f %8.3f %8.3f %s %s %8.1f %8.2f%s\n",
+        r.number, r.model.c_str(), r.gpus, r.tp, r.pp, r.dp, r.chunks, r.microbatches, r.published_s, s.iteration_s,
+        100.0 * error, b.compute_s, b.tp_comm_s, b.bubble_s, b.exposed_dp_comm_s + b.embedding_sync_s + b.optimizer_s,
+        tflops_cell(r.published_tflops).c_str(),
+        tflops_cell(r.published_tflops * r.published_s / s.iteration_s).c_str(), r.peak_GiB, j["wall_s"].get<double>(),
+        inside ? "" : "  OUTSIDE THE BAND");
     std::fflush(stdout);
     sum_abs += std::abs(error);
     if (std::abs(error) > max_abs) {
