@@ -9,11 +9,11 @@
 // uncompressed iteration runs in a forked child (SimGrid cannot reset its engine): sg4::Engine, Platform::build and
 // simulate_iteration, timed. The published figure is the file's `published.iteration_time_s` (derived from the
 // published TFLOP/s per GPU with the paper's FLOP count where only those are published; the file shows the
-// derivation). Printed per row:
-// published and predicted iteration time, the signed error (predicted − published) / published, published and
-// predicted TFLOP/s per GPU (the same FLOPs over each time; "-" where the row publishes none), the peak memory of
-// the neediest stage, and the wall time
-// of the simulation; then the mean absolute and the largest absolute error over the rows run.
+// derivation). Printed per row: published and predicted iteration time, the signed error (predicted − published)
+// / published, where the predicted time went (simulate's breakdown: compute, TP collectives, bubble and pipeline
+// transfers, the rest), published and predicted TFLOP/s per GPU (the same FLOPs over each time; "-" where the row
+// publishes none), the peak memory of the neediest stage, and the wall time of the simulation; then the mean
+// absolute and the largest absolute error over the rows run.
 //
 // --band LO,HI makes the benchmark check its own result: exit 1 when a row's predicted / published lies outside
 // [LO, HI] (the CTest sanity check; not an accuracy assertion). A row that fails to simulate also gives exit 1;
