@@ -42,6 +42,18 @@
 
 namespace edgc::sim {
 
+/// How the kernel-level model did against published measurements: every row of the validation suites
+/// (scenarios/validation/narayanan2021 and korthikanti2022: Megatron-LM on A100 80 GB, 8 to 3,072 GPUs), error =
+/// (predicted − published) / published iteration time. `simulate` states it with every kernel-level prediction; the
+/// test Validation.KernelModelBandIsCurrent fails when edgc_bench_validation measures anything else.
+struct ValidatedBand {
+  const char* gpu;      ///< the GPU the published runs used (GpuSpec::name begins with it)
+  int rows;             ///< published runs compared
+  double lowest_error;  ///< the most negative error
+  double highest_error;
+};
+inline constexpr ValidatedBand kKernelModelValidation{"A100", 18, -0.188, -0.047};
+
 /// One (batched) GEMM: `batch` products of an m × k and a k × n matrix.
 struct GemmShape {
   double m = 0.0;
