@@ -87,6 +87,30 @@ TEST(PlanCli, TokenTargetsBecomeIterations) {
   EXPECT_EQ(plan["options"].size(), 2U) << "none and the default edgc";
 }
 
+// Options priced by the kernel-level compute model carry its validated error band (a warning per GPU); options on
+// compute.efficiency do not (the test above prints none).
+TEST(PlanCli, StatesTheKernelModelsErrorBandForTheOptionsItPriced) {
+  TempDir tmp;
+  const auto spec = tmp / "kernels.json";
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR << R"(/tests/data/simulate/small.json",
+    "target": {"iterations": 50}, "policies": ["none"],
+    "clusters": [{"cluster": ")"
+                      << kPlanDir << R"(slow-net.json", "set": {"compute.model": "kernels",
+      "cluster.gpu.sm_count": 100, "cluster.gpu.matmul_tflops": 80, "cluster.gpu.matmul_m": 1024,
+      "cluster.gpu.matmul_n": 1024, "cluster.gpu.matmul_k": 1024, "cluster.gpu.kernel_overhead_us": 5}}],
+    "gpus": [8], "layouts": [{"tp": 2, "pp": 2}, {"tp": 4, "pp": 2}]})";
+  const auto r = edgc("plan --spec " + spec.string() + " --out " + (tmp / "p").string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("kernels.json: 2 point(s) on "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": compute: the kernel-level model (measured GEMM rate and HBM bandwidth; "
+                       "compute.efficiency not set) was checked against 18 published"),
+            std::string::npos)
+      << r.err;
+  const auto plain = edgc("plan --spec " + kPlanDir + "small-plan.json --out " + (tmp / "q").string(), tmp);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("kernel-level"), std::string::npos) << plain.err;
+}
+
 TEST(PlanCli, RejectsBadSpecsNamingTheField) {
   struct Bad {
     std::string body;

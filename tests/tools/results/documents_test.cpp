@@ -10,6 +10,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/results/caveats.hpp"
 #include "edgc/results/plan_document.hpp"
 #include "edgc/results/result_console.hpp"
 #include "edgc/results/result_document.hpp"
@@ -212,6 +213,7 @@ SweepRecord sample_record() {
   r.params = {{"compression.r_min", 8}, {"cluster", "dgx"}};
   r.gpus = 64;
   r.gpu = "H100";
+  r.compute = "kernels";
   r.repeats = 2;
   r.simulations = 6;
   SweepRun run;
@@ -236,6 +238,7 @@ TEST(SweepRecord, FinishedAndFailedPointsSurviveWriterAndReader) {
   EXPECT_EQ(back.params, r.params);
   EXPECT_FALSE(back.failed());
   EXPECT_EQ(back.gpus, 64);
+  EXPECT_EQ(back.compute, "kernels");
   EXPECT_EQ(back.repeats, 2);
   EXPECT_EQ(back.simulations, 6);
   EXPECT_EQ(back.wall_s, 1.5);
@@ -455,6 +458,31 @@ TEST(SweepWarnings, ABestPointOnTheEdgeOfAnAxisIsNamedAndAnInteriorOneIsNot) {
   EXPECT_NE(w[0].find("within the error budget (point 3) has compression.r_min = 8, the smallest value swept"),
             std::string::npos)
       << w[0];
+}
+
+TEST(SweepWarnings, TheKernelModelsErrorBarOncePerGpuThatUsedIt) {
+  const auto time = [](int i, int j) { return 900.0 + (i - 1) * (i - 1) + (j - 1) * (j - 1); };  // interior
+  const auto some = [](int, int) { return std::int64_t{1}; };
+  std::vector<SweepRecord> records = grid_records(time, some);
+  EXPECT_TRUE(kernel_model_warnings(records).empty());  // no compute model recorded (an older results.jsonl)
+  for (SweepRecord& r : records) {
+    r.compute = r.point < 4 ? "kernels" : "efficiency";
+    r.gpu = r.point < 2 ? "A100-SXM4-80GB" : "H100-SXM5-80GB";
+  }
+  records[3].error = "s.json: model.layers: must be >= 1";  // a failed point counts for nothing
+  const std::vector<std::string> w = kernel_model_warnings(records);
+  ASSERT_EQ(w.size(), 2U);
+  EXPECT_EQ(w[0].rfind("2 point(s) on A100-SXM4-80GB: " + kernel_model_caveat("A100-SXM4-80GB"), 0), 0U) << w[0];
+  EXPECT_EQ(w[1].rfind("1 point(s) on H100-SXM5-80GB: " + kernel_model_caveat("H100-SXM5-80GB"), 0), 0U) << w[1];
+  EXPECT_EQ(w[0].find("no published run"), std::string::npos) << w[0];  // the validation rows' GPU
+  EXPECT_NE(w[1].find("no published run on H100-SXM5-80GB was checked"), std::string::npos) << w[1];
+  // The band as sim::kKernelModelValidation states it, and sweep_warnings passes the lines on.
+  EXPECT_NE(w[0].find("checked against 18 published Megatron-LM iteration times (A100, scenarios/validation/): "
+                      "errors from -18.8 % to -4.7 %, every one short"),
+            std::string::npos)
+      << w[0];
+  const std::vector<std::string> all = sweep_warnings(grid_document(), records, std::nullopt);
+  EXPECT_TRUE(has_line(all, w[0]) && has_line(all, w[1]));
 }
 
 TEST(PlanDocument, EveryFieldSurvivesWriterAndReader) {

@@ -16,6 +16,7 @@
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/engine/plan.hpp"
 #include "edgc/report/report.hpp"
+#include "edgc/results/sweep_document.hpp"
 #include "edgc/results/table.hpp"
 
 namespace edgc::cli {
@@ -57,6 +58,10 @@ int run_plan_command(const std::vector<std::string>& args) {
   write_file_atomic(dir / "plan.json", results::to_json(engine::plan_document(plan, *outcome)).dump(2) + "\n");
   std::string report;
   if (vm.count("report") != 0U) report = report::write_report_into(dir).string();
+  // The error bar of the compute model the options were priced with (the sweep's other warnings are about its
+  // axes, which the plan generates).
+  for (const std::string& w : results::kernel_model_warnings(outcome->sweep.results))
+    std::cerr << "edgc: warning: " << spec_path << ": " << w << "\n";
 
   if (quiet) {
     std::cout << so.out << "/plan.json\n";

@@ -17,6 +17,7 @@
 #include "edgc/engine/replay.hpp"
 #include "edgc/engine/trace_health.hpp"
 #include "edgc/engine/whole_run_plan.hpp"
+#include "edgc/results/caveats.hpp"
 #include "edgc/results/measurements.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/scenario/cluster_config.hpp"
@@ -34,21 +35,6 @@
 
 namespace edgc::engine {
 namespace {
-
-// The kernel-level compute model's error bar: what it did against published runs (sim::kKernelModelValidation), and
-// whether those runs used this GPU.
-std::string kernel_model_caveat(const SimulationSetup& st) {
-  const sim::ValidatedBand& v = sim::kKernelModelValidation;
-  auto pct = [](double e) { return (e > 0.0 ? "+" : "") + results::fmt_f(100.0 * e, 1) + " %"; };
-  std::string text =
-      "compute: the kernel-level model (measured GEMM rate and HBM bandwidth; compute.efficiency not "
-      "set) was checked against " +
-      std::to_string(v.rows) + " published Megatron-LM iteration times (" + v.gpu +
-      ", scenarios/validation/): errors from " + pct(v.lowest_error) + " to " + pct(v.highest_error);
-  if (v.highest_error < 0.0) text += ", every one short: read its iteration times as lower bounds";
-  if (st.cluster.gpu.name.rfind(v.gpu, 0) != 0) text += "; no published run on " + st.cluster.gpu.name + " was checked";
-  return text;
-}
 
 using nlohmann::ordered_json;
 namespace fs = std::filesystem;
@@ -344,7 +330,8 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
     core::make_controller(probe, w.c_str());
   }
   in.memory = memory_section(st, scenario::read_gpu_memory_GiB(sc));  // a layout that does not fit fails here
-  if (st.cost.compute_model == sim::ComputeModel::kKernels) in.warnings.push_back(w + ": " + kernel_model_caveat(st));
+  if (st.cost.compute_model == sim::ComputeModel::kKernels)
+    in.warnings.push_back(w + ": " + results::kernel_model_caveat(st.cluster.gpu.name));
   nlohmann::json key = nlohmann::json::object();
   for (const char* section : {"cluster", "network", "model", "parallelism", "compute", "variability"})
     if (sc.json().contains(section)) key[section] = sc.json()[section];

@@ -68,6 +68,9 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
   }
   line.gpus = reps.front().cluster->gpus;
   line.gpu = reps.front().cluster->gpu;
+  if (const auto cm = reps.front().sections.find("cost_model");
+      cm != reps.front().sections.end() && cm->is_object() && cm->contains("compute"))
+    line.compute = (*cm)["compute"].get<std::string>();
   line.runs = results::average_runs(reps);
   line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return results::to_json(line).dump();

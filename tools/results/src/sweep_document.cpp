@@ -7,6 +7,7 @@
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/results/caveats.hpp"
 #include "edgc/results/sweep_lines.hpp"
 
 namespace edgc::results {
@@ -95,6 +96,7 @@ ordered_json to_json(const SweepRecord& r) {
   if (r.failed()) return (j["error"] = r.error, j);
   j["gpus"] = r.gpus;
   j["gpu"] = r.gpu;
+  if (!r.compute.empty()) j["compute"] = r.compute;
   j["repeats"] = r.repeats;
   j["simulations"] = r.simulations;
   j["runs"] = ordered_json::array();
@@ -115,6 +117,7 @@ SweepRecord parse_sweep_record(const JsonNode& line) {
   }
   out.gpus = line.optional_integer("gpus");
   out.gpu = line.optional_string("gpu");
+  out.compute = line.optional_string("compute");
   if (const auto r = line.find("repeats")) out.repeats = r->integer(1);
   out.simulations = line.optional_integer("simulations");
   out.wall_s = line.optional_number("wall_s");
@@ -300,6 +303,20 @@ std::string summary_csv(const std::vector<std::string>& axis_keys, const std::ve
   return os.str();
 }
 
+std::vector<std::string> kernel_model_warnings(const std::vector<SweepRecord>& records) {
+  std::vector<std::pair<std::string, std::int64_t>> kernel_points;  // GPU, points, in first-seen order
+  for (const SweepRecord& r : records) {
+    if (r.failed() || r.compute != "kernels") continue;
+    auto it = std::find_if(kernel_points.begin(), kernel_points.end(), [&](const auto& g) { return g.first == r.gpu; });
+    if (it == kernel_points.end()) it = kernel_points.insert(kernel_points.end(), {r.gpu, 0});
+    ++it->second;
+  }
+  std::vector<std::string> out;
+  for (const auto& [gpu, points] : kernel_points)
+    out.push_back(std::to_string(points) + " point(s) on " + gpu + ": " + kernel_model_caveat(gpu));
+  return out;
+}
+
 std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vector<SweepRecord>& records,
                                         std::optional<double> max_error) {
   std::vector<std::string> out;
@@ -367,6 +384,7 @@ std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vec
                     " value swept: the optimum may lie beyond the grid (extend the axis)");
     }
   }
+  for (std::string& w : kernel_model_warnings(records)) out.push_back(std::move(w));
   return out;
 }
 

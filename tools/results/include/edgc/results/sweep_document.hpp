@@ -40,6 +40,7 @@ struct SweepRecord {
   std::string error;
   std::int64_t gpus = 0;  ///< 0 when absent
   std::string gpu;
+  std::string compute;  ///< the compute model the point ran with ("kernels", "efficiency"); empty when absent
   std::int64_t repeats = 1;
   std::int64_t simulations = 0;
   std::vector<SweepRun> runs;  ///< empty for a failed point
@@ -98,12 +99,17 @@ double judged_error(const RunFigures& run);
 /// error figure is known).
 std::string over_budget(const RunFigures& run, double max_error);
 
+/// The kernel-level compute model's error bar (kernel_model_caveat), one line per GPU whose finished points ran
+/// with it (SweepRecord::compute == "kernels"), with their count; empty when none did.
+std::vector<std::string> kernel_model_warnings(const std::vector<SweepRecord>& records);
+
 /// Where a sweep's answer rests on thin evidence, one line each:
 /// * an axis `compression.r_min` (or `r_max`) whose bound decided no rank of a policy at any finished point (by
 ///   the runs' rank_bindings; only policies whose runs carry them, and not `static`, whose rank is fixed): the
 ///   axis changes nothing for that policy;
 /// * a policy's fastest point by training time (within `max_error`, when given) on the smallest or largest value
-///   of a numeric axis of at least kEdgeAxisValues values: the optimum may lie beyond the grid.
+///   of a numeric axis of at least kEdgeAxisValues values: the optimum may lie beyond the grid;
+/// * kernel_model_warnings(records).
 std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vector<SweepRecord>& records,
                                         std::optional<double> max_error);
 /// Numeric axes with fewer values have every value on an edge: the best-point warning skips them.
