@@ -87,31 +87,89 @@ double memory_kernel_s(const GpuSpec& gpu, const CostParams& params, double byte
   return bytes / hbm_Bps(gpu, params) + overhead_s(gpu);
 }
 
-PassTime layer_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
-                    const CostParams& params) {
+std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                                       const CostParams& params) {
   const int e_bytes = bytes_per_element(model.dtype);
   const double e = e_bytes, t = parallel.tp;
-  const double E = static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden;
-  const double A = static_cast<double>(model.micro_batch_size) * model.heads / t * model.seq_len * model.seq_len;
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
+  const double E = b * s * h;
+  const double A = b * model.heads / t * s * s;
   const double Er = parallel.sequence_parallel ? E / t : E;  // LayerNorm, dropout and residual work
   const double mlp = 4.0 * E / t;
 
-  const std::vector<GemmShape> gemms = layer_gemms(model, parallel);
-  const std::vector<GemmShape> core(gemms.begin(), gemms.begin() + 2);
-  const PassTime core_gemm = gemm_pass(gpu, params, core, e_bytes);
-  const PassTime all_gemm = gemm_pass(gpu, params, gemms, e_bytes);
-  const double core_fwd_mem = sum_kernels(gpu, params, {2 * e * A, (2 * e + 1) * A});
-  const double core_bwd_mem = sum_kernels(gpu, params, {3 * e * A, (2 * e + 1) * A});
-  const double rest_fwd_mem =
-      sum_kernels(gpu, params, {2 * e * Er, (3 * e + 1) * Er, 2 * e * Er, 2 * e * mlp, (3 * e + 1) * Er});
-  const double rest_bwd_mem = sum_kernels(gpu, params,
-                                          {3 * e * Er, 3 * e * Er, (2 * e + 1) * Er, (2 * e + 1) * Er, 3 * e * Er,
-                                           3 * e * Er, 3 * e * mlp, e * (2 * Er + 7 * E / t)});
+  std::vector<LayerKernel> out;
+  const auto gemm = [&](const char* name, const GemmShape& g, bool backward, bool core) {
+    LayerKernel k{.name = name, .op = "gemm", .backward = backward, .attention_core = core, .gemm = g};
+    k.flops = 2.0 * g.batch * g.m * g.n * g.k;
+    k.bytes = g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * e;
+    k.seconds = gemm_s(gpu, params, g, e_bytes);
+    out.push_back(k);
+  };
+  const auto pass = [&](const char* name, const char* op, double elements, double row, double bytes_per_element,
+                        bool backward, bool core) {
+    LayerKernel k{.name = name, .op = op, .backward = backward, .attention_core = core};
+    k.elements = elements;
+    k.row = row;
+    k.bytes = bytes_per_element * elements;
+    k.seconds = memory_kernel_s(gpu, params, k.bytes);
+    out.push_back(k);
+  };
+  // The forward GEMMs (layer_gemms' order: scores, softmax·V, QKV, projection, fc1, fc2) with their backward pairs.
+  const std::vector<GemmShape> g = layer_gemms(model, parallel);
+  const char* const names[6][3] = {
+      {"scores", "scores.dgrad", "scores.wgrad"}, {"context", "context.dgrad", "context.wgrad"},
+      {"qkv", "qkv.dgrad", "qkv.wgrad"},          {"proj", "proj.dgrad", "proj.wgrad"},
+      {"fc1", "fc1.dgrad", "fc1.wgrad"},          {"fc2", "fc2.dgrad", "fc2.wgrad"}};
+  const auto backward_gemms = [&](std::size_t i, bool core) {
+    gemm(names[i][1], {.m = g[i].m, .n = g[i].k, .k = g[i].n, .batch = g[i].batch}, true, core);
+    gemm(names[i][2], {.m = g[i].k, .n = g[i].n, .k = g[i].m, .batch = g[i].batch}, true, core);
+  };
+  // Forward, in execution order.
+  pass("layernorm1", "layernorm", Er, h, 2 * e, false, false);
+  gemm(names[2][0], g[2], false, false);
+  gemm(names[0][0], g[0], false, true);
+  pass("softmax", "softmax", A, s, 2 * e, false, true);
+  pass("attention_dropout", "dropout", A, s, 2 * e + 1, false, true);
+  gemm(names[1][0], g[1], false, true);
+  gemm(names[3][0], g[3], false, false);
+  pass("bias_dropout_add1", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
+  pass("layernorm2", "layernorm", Er, h, 2 * e, false, false);
+  gemm(names[4][0], g[4], false, false);
+  pass("bias_gelu", "bias_gelu", mlp, 4 * h / t, 2 * e, false, false);
+  gemm(names[5][0], g[5], false, false);
+  pass("bias_dropout_add2", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
+  // Backward, in reverse.
+  pass("bias_dropout_add2.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
+  pass("residual_sum2", "add", Er, h, 3 * e, true, false);
+  backward_gemms(5, false);
+  pass("gelu.backward", "gelu_backward", mlp, 4 * h / t, 3 * e, true, false);
+  backward_gemms(4, false);
+  pass("layernorm2.backward", "layernorm_backward", Er, h, 3 * e, true, false);
+  pass("bias_dropout_add1.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
+  pass("residual_sum1", "add", Er, h, 3 * e, true, false);
+  backward_gemms(3, false);
+  backward_gemms(1, true);
+  pass("attention_dropout.backward", "dropout_backward", A, s, 2 * e + 1, true, true);
+  pass("softmax.backward", "softmax_backward", A, s, 3 * e, true, true);
+  backward_gemms(0, true);
+  backward_gemms(2, false);
+  pass("layernorm1.backward", "layernorm_backward", Er, h, 3 * e, true, false);
+  // Bias gradients: column sums of the four GEMM outputs' gradients (QKV 3h/t, projection h, fc1 4h/t, fc2 h
+  // wide; the projection's and fc2's over the sequence-parallel shard), one pass over all of them.
+  pass("bias_grads", "bias_grads", 2 * Er + 7 * E / t, h, e, true, false);
+  return out;
+}
+
+PassTime layer_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                    const CostParams& params) {
   PassTime p;
-  p.forward_s = all_gemm.forward_s + core_fwd_mem + rest_fwd_mem;
-  p.backward_s = all_gemm.backward_s + core_bwd_mem + rest_bwd_mem;
+  double core_forward_s = 0.0;
+  for (const LayerKernel& k : layer_kernels(model, parallel, gpu, params)) {
+    (k.backward ? p.backward_s : p.forward_s) += k.seconds;
+    if (k.attention_core && !k.backward) core_forward_s += k.seconds;
+  }
   if (model.recompute == Recompute::kFull) p.backward_s += p.forward_s;
-  if (model.recompute == Recompute::kSelective) p.backward_s += core_gemm.forward_s + core_fwd_mem;
+  if (model.recompute == Recompute::kSelective) p.backward_s += core_forward_s;
   return p;
 }
 

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -129,6 +131,45 @@ TEST(KernelModel, RecomputationAddsTheForwardOrTheAttentionCore) {
                       memory_kernel_s(g, params, 4 * scores) + memory_kernel_s(g, params, 5 * scores);
   EXPECT_NEAR(selective.backward_s - none.backward_s, core, 1e-12);
   EXPECT_LT(selective.backward_s, full.backward_s);
+}
+
+TEST(KernelModel, TheLayerIsTheSumOfItsListedKernels) {
+  const GpuSpec g = h100();
+  const CostParams params;
+  ModelSpec m = gpt();
+  const ParallelSpec p = tp_layout(2);
+  const std::vector<LayerKernel> kernels = layer_kernels(m, p, g, params);
+  ASSERT_EQ(kernels.size(), 6U + 12U + 5U + 2U + 12U);  // GEMMs forward and backward, element-wise passes
+  double forward = 0.0, backward = 0.0, core = 0.0, gemm_flops = 0.0, pass_bytes = 0.0;
+  std::vector<std::string> names;
+  for (const LayerKernel& k : kernels) {
+    EXPECT_EQ(std::find(names.begin(), names.end(), k.name), names.end()) << k.name << " twice";
+    names.emplace_back(k.name);
+    (k.backward ? backward : forward) += k.seconds;
+    if (k.attention_core && !k.backward) core += k.seconds;
+    if (std::string(k.op) == "gemm") {
+      EXPECT_GT(k.gemm.batch, 0.0) << k.name;
+      EXPECT_DOUBLE_EQ(k.seconds, gemm_s(g, params, k.gemm, 2)) << k.name;
+      if (!k.backward) gemm_flops += k.flops;
+    } else {
+      EXPECT_EQ(k.gemm.batch, 0.0) << k.name;
+      EXPECT_DOUBLE_EQ(k.seconds, memory_kernel_s(g, params, k.bytes)) << k.name;
+      EXPECT_GT(k.row, 0.0) << k.name;
+      if (!k.backward) pass_bytes += k.bytes;
+    }
+  }
+  const PassTime t = layer_time(m, p, g, params);
+  EXPECT_NEAR(t.forward_s, forward, 1e-15);
+  EXPECT_NEAR(t.backward_s, backward, 1e-15);
+  m.recompute = Recompute::kSelective;
+  EXPECT_NEAR(layer_time(m, p, g, params).backward_s, backward + core, 1e-15);
+  // Forward FLOPs: 2·b·s·h·(3h + h + 4h + 4h)/t for the linear layers and 2·2·b·s²·h/t for the attention core.
+  const double b = 2, s = 1024, h = 2048, tp = 2;
+  EXPECT_NEAR(gemm_flops / (2 * b * s * h * 12 * h / tp + 4 * b * s * s * h / tp), 1.0, 1e-12);
+  // Forward element-wise bytes (fp16): LayerNorm 2 × 4, bias-dropout-add 2 × 7 per element of b·s·h, bias-GeLU 4
+  // per element of b·s·4h/t, softmax 4 and dropout 5 per score.
+  const double E = b * s * h, A = b * 16 / tp * s * s;
+  EXPECT_NEAR(pass_bytes / (22 * E + 4 * 4 * E / tp + 9 * A), 1.0, 1e-12);
 }
 
 TEST(KernelModel, SequenceParallelismShardsTheElementwiseWork) {

@@ -37,6 +37,8 @@
 // unscaling, the overflow check and the gradient norm, and 40 + e per parameter of the optimizer's shard (÷ dp
 // with the distributed optimizer) for clipping, Adam (read p, g, m, v, write p, m, v) and the copy back to the
 // e-byte model weights, at HBM bandwidth.
+#include <vector>
+
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/spec.hpp"
 
@@ -79,7 +81,33 @@ struct PassTime {
   double backward_s = 0.0;
 };
 
-/// One transformer layer on one GPU.
+/// One kernel of a transformer layer's forward or backward pass on one GPU, as the model times it (recomputation
+/// not listed: layer_time adds it). A GEMM carries its shape (`gemm.batch` > 0), a memory-bound pass its
+/// `elements` (the tensor it streams, `row` elements per row: the LayerNorm's h, the softmax's s, ...) and the
+/// bytes it moves; `op` names what it computes for a benchmark to run the same kernel (tools/bench/
+/// layer_kernels_torch.py): gemm, layernorm, layernorm_backward, softmax, softmax_backward, dropout,
+/// dropout_backward, bias_dropout_add, bias_dropout_add_backward, bias_gelu, gelu_backward, add (a residual
+/// gradient sum) or bias_grads (column sums of `row`-wide GEMM outputs).
+struct LayerKernel {
+  const char* name = "";  ///< unique within a layer, e.g. "fc1", "fc1.dgrad", "layernorm1.backward"
+  const char* op = "";
+  bool backward = false;
+  bool attention_core = false;  ///< re-run by selective recomputation
+  GemmShape gemm{.batch = 0.0};
+  double elements = 0.0;
+  double row = 0.0;
+  double bytes = 0.0;
+  double flops = 0.0;
+  double seconds = 0.0;
+};
+
+/// Every kernel of one transformer layer's forward and backward pass on one GPU (one micro-batch), in execution
+/// order, each timed by gemm_s or memory_kernel_s; layer_time is their sum plus recomputation.
+std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                                       const CostParams& params);
+
+/// One transformer layer on one GPU: the sum of layer_kernels, with full recomputation adding the forward pass
+/// and selective recomputation its attention-core kernels to the backward pass.
 PassTime layer_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu, const CostParams& params);
 /// The LM head of the last stage: final LayerNorm, logits GEMM, vocab-parallel cross-entropy.
 PassTime head_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu, const CostParams& params);
