@@ -131,6 +131,7 @@ std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpe
   pass("softmax", "softmax", A, s, 2 * e, false, true);
   pass("attention_dropout", "dropout", A, s, 2 * e + 1, false, true);
   gemm(names[1][0], g[1], false, true);
+  pass("context_copy", "copy", E / t, h / t, 2 * e, false, true);  // [b, np, s, hn] -> [s, b, np·hn]
   gemm(names[3][0], g[3], false, false);
   pass("bias_dropout_add1", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
   pass("layernorm2", "layernorm", Er, h, 2 * e, false, false);
@@ -152,6 +153,7 @@ std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpe
   pass("attention_dropout.backward", "dropout_backward", A, s, 2 * e + 1, true, true);
   pass("softmax.backward", "softmax_backward", A, s, 3 * e, true, true);
   backward_gemms(0, true);
+  pass("qkv_split.backward", "cat", 3 * E / t, 3 * h / t, 2 * e, true, false);  // Q, K, V gradients joined
   backward_gemms(2, false);
   pass("layernorm1.backward", "layernorm_backward", Er, h, 3 * e, true, false);
   // Bias gradients: column sums of the four GEMM outputs' gradients (QKV 3h/t, projection h, fc1 4h/t, fc2 h

@@ -123,12 +123,13 @@ TEST(KernelModel, RecomputationAddsTheForwardOrTheAttentionCore) {
   EXPECT_NEAR(full.backward_s - none.backward_s, none.forward_s, 1e-15);
   m.recompute = Recompute::kSelective;
   const PassTime selective = layer_time(m, p, g, params);
-  // The attention core alone: its two batched GEMMs and the softmax and dropout passes.
+  // The attention core alone: its two batched GEMMs, the softmax and dropout passes and the context copy.
   const double b = 2, s = 1024, heads = 16 / 2.0, d = 2048 / 16.0;
   const double scores = b * heads * s * s;
   const double core = gemm_s(g, params, {.m = s, .n = s, .k = d, .batch = b * heads}, 2) +
                       gemm_s(g, params, {.m = s, .n = d, .k = s, .batch = b * heads}, 2) +
-                      memory_kernel_s(g, params, 4 * scores) + memory_kernel_s(g, params, 5 * scores);
+                      memory_kernel_s(g, params, 4 * scores) + memory_kernel_s(g, params, 5 * scores) +
+                      memory_kernel_s(g, params, 4 * b * s * 2048 / 2.0);
   EXPECT_NEAR(selective.backward_s - none.backward_s, core, 1e-12);
   EXPECT_LT(selective.backward_s, full.backward_s);
 }
@@ -139,7 +140,7 @@ TEST(KernelModel, TheLayerIsTheSumOfItsListedKernels) {
   ModelSpec m = gpt();
   const ParallelSpec p = tp_layout(2);
   const std::vector<LayerKernel> kernels = layer_kernels(m, p, g, params);
-  ASSERT_EQ(kernels.size(), 6U + 12U + 7U + 10U);  // GEMMs forward and backward, element-wise passes likewise
+  ASSERT_EQ(kernels.size(), 6U + 12U + 8U + 11U);  // GEMMs forward and backward, element-wise passes likewise
   double forward = 0.0, backward = 0.0, core = 0.0, gemm_flops = 0.0, pass_bytes = 0.0;
   std::vector<std::string> names;
   for (const LayerKernel& k : kernels) {
@@ -167,9 +168,9 @@ TEST(KernelModel, TheLayerIsTheSumOfItsListedKernels) {
   const double b = 2, s = 1024, h = 2048, tp = 2;
   EXPECT_NEAR(gemm_flops / (2 * b * s * h * 12 * h / tp + 4 * b * s * s * h / tp), 1.0, 1e-12);
   // Forward element-wise bytes (fp16): LayerNorm 2 × 4, bias-dropout-add 2 × 7 per element of b·s·h, bias-GeLU 4
-  // per element of b·s·4h/t, softmax 4 and dropout 5 per score.
+  // per element of b·s·4h/t, the context copy 4 per element of b·s·h/t, softmax 4 and dropout 5 per score.
   const double E = b * s * h, A = b * 16 / tp * s * s;
-  EXPECT_NEAR(pass_bytes / (22 * E + 4 * 4 * E / tp + 9 * A), 1.0, 1e-12);
+  EXPECT_NEAR(pass_bytes / (22 * E + 4 * 4 * E / tp + 4 * E / tp + 9 * A), 1.0, 1e-12);
 }
 
 TEST(KernelModel, SequenceParallelismShardsTheElementwiseWork) {

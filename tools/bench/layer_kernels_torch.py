@@ -18,6 +18,8 @@ What each `op` runs (PyTorch eager, one call per kernel):
                             backward: native_dropout_backward, as the fused kernel's gradient is
   bias_gelu / gelu_backward F.gelu(x + bias) (two eager kernels, fused=false) / aten.gelu_backward
   add                       a + b (a residual gradient sum)
+  copy                      a transposed view made contiguous (the context layer's permute().contiguous())
+  cat                       three tensors joined along their rows (the backward of splitting the QKV output)
   bias_grads                a column sum over the rows
 
 On a GPU every kernel is timed with CUDA events around `--inner` back-to-back calls, after `--warmup` untimed
@@ -175,6 +177,14 @@ def main():
             return lambda: x + y
         if op == "bias_grads":
             return lambda: x.sum(0)
+        if op == "copy":
+            # A strided view made contiguous, as permute(...).contiguous() does: the transpose of x's layout.
+            xt = tensor(row, rows).t()
+            return lambda: xt.contiguous()
+        if op == "cat":
+            third = row // 3
+            parts = [tensor(rows, third) for _ in range(3)]
+            return lambda: torch.cat(parts, -1)
         return None
 
     device_name = torch.cuda.get_device_name(device) if on_gpu else "cpu"
