@@ -32,6 +32,11 @@ double fill_for(const GemmShape& g, int sms, double tile_m, double tile_n) {
   return g.batch * g.m * g.n / (waves * sms * tile_m * tile_n);
 }
 
+// Bytes a GEMM cannot do without: both operands read and the output written once.
+double gemm_bytes(const GemmShape& g, double element_bytes) {
+  return g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * element_bytes;
+}
+
 double overhead_s(const GpuSpec& gpu) { return gpu.kernel_overhead_us * 1e-6; }
 
 double hbm_Bps(const GpuSpec& gpu, const CostParams& params) { return gpu.hbm_GBps * 1e9 * params.hbm_efficiency; }
@@ -79,7 +84,7 @@ double gemm_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, 
                                : 1.0;
   const double full_wave_rate = gpu.matmul_tflops * 1e12 / reference;
   const double compute = 2.0 * g.batch * g.m * g.n * g.k / (full_wave_rate * tile_wave_fill(g, gpu.sm_count));
-  const double memory = g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * element_bytes / hbm_Bps(gpu, params);
+  const double memory = gemm_bytes(g, element_bytes) / hbm_Bps(gpu, params);
   return std::max(compute, memory) + overhead_s(gpu);
 }
 
@@ -101,7 +106,7 @@ std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpe
   const auto gemm = [&](const char* name, const GemmShape& g, bool backward, bool core) {
     LayerKernel k{.name = name, .op = "gemm", .backward = backward, .attention_core = core, .gemm = g};
     k.flops = 2.0 * g.batch * g.m * g.n * g.k;
-    k.bytes = g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * e;
+    k.bytes = gemm_bytes(g, e);
     k.seconds = gemm_s(gpu, params, g, e_bytes);
     out.push_back(k);
   };

@@ -12,6 +12,18 @@
 
 namespace edgc::kernels::impl {
 
+/// Frees `ptr` with `release` and allocates `bytes` with `acquire` in its place (`ptr` null and `size` 0 while
+/// nothing is held, so a failed allocation leaves a consistent empty buffer); the new pointer.
+template <class Release, class Acquire>
+void* replace_allocation(void*& ptr, std::size_t& size, std::size_t bytes, Release release, Acquire acquire) {
+  EDGC_CUDA_CHECK(release(ptr));
+  ptr = nullptr;
+  size = 0;
+  EDGC_CUDA_CHECK(acquire(&ptr, bytes));
+  size = bytes;
+  return ptr;
+}
+
 /// A device allocation that grows and never shrinks.
 class DeviceBuffer {
  public:
@@ -24,12 +36,9 @@ class DeviceBuffer {
   void* grow(std::size_t bytes, cudaStream_t stream) {
     if (bytes <= bytes_) return ptr_;
     EDGC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    EDGC_CUDA_CHECK(cudaFree(ptr_));
-    ptr_ = nullptr;
-    bytes_ = 0;
-    EDGC_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
-    bytes_ = bytes;
-    return ptr_;
+    return replace_allocation(
+        ptr_, bytes_, bytes, [](void* p) { return cudaFree(p); },
+        [](void** p, std::size_t n) { return cudaMalloc(p, n); });
   }
 
  private:
@@ -46,12 +55,9 @@ class PinnedBuffer {
   ~PinnedBuffer() { cudaFreeHost(ptr_); }
   void* grow(std::size_t bytes) {
     if (bytes <= bytes_) return ptr_;
-    EDGC_CUDA_CHECK(cudaFreeHost(ptr_));
-    ptr_ = nullptr;
-    bytes_ = 0;
-    EDGC_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
-    bytes_ = bytes;
-    return ptr_;
+    return replace_allocation(
+        ptr_, bytes_, bytes, [](void* p) { return cudaFreeHost(p); },
+        [](void** p, std::size_t n) { return cudaMallocHost(p, n); });
   }
 
  private:
