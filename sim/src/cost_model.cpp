@@ -69,23 +69,43 @@ double logits_forward_flops(const ModelSpec& model, int tp) {
   return 2.0 * b * s * h * static_cast<double>(padded_vocab(model, tp));
 }
 
-ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
-                          const CostParams& params, int stage, int chunk) {
-  check_stage(parallel, stage);
-  check_chunk(parallel, chunk);
+ComputeCost layer_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                          const CostParams& params) {
   const double tp = parallel.tp;
-  const double layers = static_cast<double>(layers_per_chunk(model, parallel));
   const double layer_fwd = layer_forward_flops(model) / tp;
   const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
   const double recomputed = model.recompute == Recompute::kFull        ? layer_fwd
                             : model.recompute == Recompute::kSelective ? 4.0 * b * s * s * h / tp
                                                                        : 0.0;
+  ComputeCost c;
+  c.forward_flops = layer_fwd;
+  c.backward_flops = 2.0 * layer_fwd + recomputed;
+  if (params.compute_model == ComputeModel::kEfficiency) {
+    const double rate = gemm_rate_flops(gpu, params);
+    c.forward_s = c.forward_flops / rate;
+    c.backward_s = c.backward_flops / rate;
+  } else {
+    const PassTime t = layer_time(model, parallel, gpu, params);
+    c.forward_s = t.forward_s;
+    c.backward_s = t.backward_s;
+  }
+  return c;
+}
+
+ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                          const CostParams& params, int stage, int chunk) {
+  check_stage(parallel, stage);
+  check_chunk(parallel, chunk);
+  const double layers = static_cast<double>(layers_per_chunk(model, parallel));
+  const ComputeCost layer = layer_compute(model, parallel, gpu, params);
   const bool head = chunk_holds_head(parallel, stage, chunk);
   ComputeCost c;
-  c.forward_flops = layers * layer_fwd;
-  c.backward_flops = layers * (2.0 * layer_fwd + recomputed);
+  c.forward_flops = layers * layer.forward_flops;
+  c.backward_flops = layers * layer.backward_flops;
+  c.forward_s = layers * layer.forward_s;
+  c.backward_s = layers * layer.backward_s;
   if (head) {
-    const double logits = logits_forward_flops(model, parallel.tp) / tp;
+    const double logits = logits_forward_flops(model, parallel.tp) / parallel.tp;
     c.forward_flops += logits;
     c.backward_flops += 2.0 * logits;
   }
@@ -95,9 +115,6 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
     c.backward_s = c.backward_flops / rate;
     return c;
   }
-  const PassTime layer = layer_time(model, parallel, gpu, params);
-  c.forward_s = layers * layer.forward_s;
-  c.backward_s = layers * layer.backward_s;
   std::vector<PassTime> extras;
   if (head) extras.push_back(head_time(model, parallel, gpu, params));
   if (chunk_holds_embedding(stage, chunk)) extras.push_back(embedding_time(model, parallel, gpu, params));
@@ -108,6 +125,15 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
   if (!parallel.grad_accumulation_fusion)
     c.backward_s += grad_accumulation_s(model, parallel, gpu, params, stage, chunk);
   return c;
+}
+
+double beside_kernel_s(const TpCollective& collective, const ModelSpec& model, const ParallelSpec& parallel,
+                       const GpuSpec& gpu, const CostParams& params) {
+  if (collective.beside == nullptr) return 0.0;
+  if (params.compute_model == ComputeModel::kEfficiency) return collective.beside_flops / gemm_rate_flops(gpu, params);
+  for (const LayerKernel& k : layer_kernels(model, parallel, gpu, params))
+    if (std::string(k.name) == collective.beside) return k.seconds;
+  throw InternalError(std::string("cost model: no layer kernel named ") + collective.beside);
 }
 
 ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
@@ -123,13 +149,50 @@ ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, 
   return total;
 }
 
-TpComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel) {
-  TpComm c;
-  c.bytes_per_allreduce =
-      static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden * bytes_per_element(model.dtype);
-  if (parallel.tp > 1) {
-    c.forward_allreduces = 2;
-    c.backward_allreduces = model.recompute == Recompute::kFull ? 4 : 2;
+double allreduce_units(TpCollectiveOp op) { return op == TpCollectiveOp::kAllReduce ? 1.0 : 0.5; }
+
+double TpLayerComm::exposed_units(bool backward) const {
+  double units = 0.0;
+  for (const TpCollective& c : collectives)
+    if (c.backward == backward && c.beside == nullptr) units += allreduce_units(c.op);
+  return units;
+}
+
+TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel) {
+  TpLayerComm c;
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden, t = parallel.tp;
+  c.tensor_bytes = b * s * h * bytes_per_element(model.dtype);
+  if (parallel.tp == 1) return c;
+  using Op = TpCollectiveOp;
+  // Input- and weight-gradient GEMMs of QKV (b·s × 3h/t × h) and fc1 (b·s × 4h/t × h) have the same FLOPs.
+  const double qkv_flops = 2.0 * b * s * h * 3.0 * h / t;
+  const double fc1_flops = 2.0 * b * s * h * 4.0 * h / t;
+  std::vector<TpCollective> forward;
+  if (parallel.sequence_parallel) {
+    forward = {
+        {Op::kAllGather, false}, {Op::kReduceScatter, false}, {Op::kAllGather, false}, {Op::kReduceScatter, false}};
+  } else {
+    forward = {{Op::kAllReduce, false}, {Op::kAllReduce, false}};
+  }
+  c.collectives = forward;
+  if (model.recompute == Recompute::kFull)
+    for (TpCollective r : forward) {
+      r.backward = true;
+      c.collectives.push_back(r);
+    }
+  if (parallel.sequence_parallel) {
+    c.collectives.push_back({Op::kAllGather, true});  // fc2's output gradient
+    c.collectives.push_back({Op::kAllGather, true, "fc1.dgrad", fc1_flops});
+    c.collectives.push_back({Op::kReduceScatter, true, "fc1.wgrad", fc1_flops});
+    c.collectives.push_back({Op::kAllGather, true});  // the projection's output gradient
+    c.collectives.push_back({Op::kAllGather, true, "qkv.dgrad", qkv_flops});
+    c.collectives.push_back({Op::kReduceScatter, true, "qkv.wgrad", qkv_flops});
+  } else if (parallel.async_tp_allreduce) {
+    c.collectives.push_back({Op::kAllReduce, true, "fc1.wgrad", fc1_flops});
+    c.collectives.push_back({Op::kAllReduce, true, "qkv.wgrad", qkv_flops});
+  } else {
+    c.collectives.push_back({Op::kAllReduce, true});
+    c.collectives.push_back({Op::kAllReduce, true});
   }
   return c;
 }
@@ -178,6 +241,10 @@ StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, st
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
   check_stage(parallel, stage);
   return held_params(model, parallel, layers_per_stage(model, parallel), stage == 0, stage == parallel.pp - 1);
+}
+
+StageParams layer_params(const ModelSpec& model, const ParallelSpec& parallel) {
+  return held_params(model, parallel, 1, false, false);
 }
 
 StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {

@@ -56,6 +56,7 @@ struct ChunkWork {
   double tp_backward_extra_latency_s = 0.0;
   double tp_forward_ring_s = 0.0;  // closed form of the folded ring alone (used when IterationState::tp_closed_form)
   double tp_backward_ring_s = 0.0;
+  double tp_backward_overlap_s = 0.0;  // what the collectives beside GEMMs add to the backward pass (layer_tp)
 };
 
 // One all-reduce of the overlapped DP sync: `bytes`, ready once `ready` of the final backward pass has run.
@@ -524,9 +525,19 @@ class GpuWorker {
     note(name, "compute", start);
   }
 
-  void tp_all_reduce(std::uint64_t bytes, double ring_s, double extra_latency_s, const std::string& name) const {
-    if (state_->parallel.tp == 1 || bytes == 0) return;
+  // The pass's exposed TP collectives (`bytes` folded into one ring all-reduce), then `overlap_s`: what the
+  // collectives that ran beside the pass's GEMMs added to it (layer_tp).
+  void tp_all_reduce(std::uint64_t bytes, double ring_s, double extra_latency_s, double overlap_s,
+                     const std::string& name) const {
+    if (state_->parallel.tp == 1 || (bytes == 0 && overlap_s <= 0)) return;
     const double start = now();
+    if (bytes > 0) tp_ring(bytes, ring_s, extra_latency_s);
+    if (overlap_s > 0) sg4::this_actor::sleep_for(overlap_s);
+    record().tp_comm_s += now() - start;
+    note(name, "tp", start);
+  }
+
+  void tp_ring(std::uint64_t bytes, double ring_s, double extra_latency_s) const {
     const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.dp + coord_.dp);
     if (state_->tp_closed_form) {
       // Every member finishes the contention-free ring ring_s after the last one arrived: the last to arrive
@@ -542,8 +553,6 @@ class GpuWorker {
       ring_all_reduce(state_->tp_groups[group], coord_.tp, bytes);
       if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
     }
-    record().tp_comm_s += now() - start;
-    note(name, "tp", start);
   }
 
   // Chunk c of stage p is virtual stage c·pp + p: activations flow p → p + 1 within a chunk and from the last
@@ -555,7 +564,7 @@ class GpuWorker {
     const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
     const std::string name = "F" + pass_name(mb, chunk);
     compute(varied(w.forward_flops, mb, chunk, false), name);
-    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, "tp " + name);
+    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, 0.0, "tp " + name);
     ++state_->progress.passes_done;
     if (coord_.pp < p - 1) {
       send(P2p::kActivation, coord_.pp + 1, chunk);
@@ -575,7 +584,8 @@ class GpuWorker {
     } else {
       compute(varied(w.backward_flops, mb, chunk, true), name);
     }
-    tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, "tp " + name);
+    tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, w.tp_backward_overlap_s,
+                  "tp " + name);
     ++state_->progress.passes_done;
     if (coord_.pp > 0 || chunk > 0) pp_codec(work().grad_compress_s, "compress grad", mb, chunk);
     if (coord_.pp > 0) {
@@ -754,15 +764,44 @@ std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec&
   return out;
 }
 
+// One layer's TP collectives on `group` for one micro-batch (tp_comm_per_layer): the exposed ones of each pass in
+// all-reduce units (folded into the pass's ring), and what the ones beside GEMMs add to the backward pass. A
+// collective beside a GEMM takes its lone-ring time c (units · the all-reduce's closed form) while the GEMM of k
+// seconds loses the SMs of the ring's NCCL channels (one thread block each) for as long as the collective runs: the
+// pair ends at max(c, k + share · c), i.e. adds max(c − k, share · c) to the GEMM.
+struct LayerTp {
+  double tensor_bytes = 0.0;
+  double forward_units = 0.0;
+  double backward_units = 0.0;
+  double backward_overlap_s = 0.0;
+};
+
+LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& model, const ParallelSpec& par,
+                 const CostParams& params) {
+  const TpLayerComm comm = tp_comm_per_layer(model, par);
+  LayerTp out{comm.tensor_bytes, comm.exposed_units(false), comm.exposed_units(true), 0.0};
+  if (par.tp == 1) return out;
+  const GpuSpec& gpu = platform.spec().gpu;
+  const double allreduce_s = contention_free_ring_s(platform, group, whole_bytes(comm.tensor_bytes));
+  const double share = gpu.sm_count > 0 ? std::min(1.0, ring_channels(group) / static_cast<double>(gpu.sm_count)) : 0.0;
+  for (const TpCollective& c : comm.collectives) {
+    if (c.beside == nullptr) continue;
+    const double comm_s = allreduce_units(c.op) * allreduce_s;
+    const double kernel_s = beside_kernel_s(c, model, par, gpu, params);
+    out.backward_overlap_s += std::max(comm_s - kernel_s, share * comm_s);
+  }
+  return out;
+}
+
 StageWork stage_work(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
                      const CostParams& params, int stage, const StageSync& sync, const Group& tp_group) {
   const ClusterSpec& cluster = platform.spec();
   StageWork w;
   const int chunks = model_chunks(par);
-  const TpComm tp = tp_comm_per_layer(model, par);
+  const LayerTp tp = layer_tp(platform, tp_group, model, par, params);
   const int layers = layers_per_chunk(model, par);
-  const int n_fwd = layers * tp.forward_allreduces;
-  const int n_bwd = layers * tp.backward_allreduces;
+  const double n_fwd = layers * tp.forward_units;
+  const double n_bwd = layers * tp.backward_units;
   const double lat = par.tp > 1 ? ring_latency_s(tp_group) : 0.0;
   for (int c = 0; c < chunks; ++c) {
     ChunkWork cw;
@@ -775,10 +814,11 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
       cw.forward_flops = cost.forward_s * speed;
       cw.backward_flops = cost.backward_s * speed;
     }
-    cw.tp_forward_bytes = whole_bytes(n_fwd * tp.bytes_per_allreduce);
-    cw.tp_backward_bytes = whole_bytes(n_bwd * tp.bytes_per_allreduce);
-    cw.tp_forward_extra_latency_s = std::max(0, n_fwd - 1) * lat;
-    cw.tp_backward_extra_latency_s = std::max(0, n_bwd - 1) * lat;
+    cw.tp_forward_bytes = whole_bytes(n_fwd * tp.tensor_bytes);
+    cw.tp_backward_bytes = whole_bytes(n_bwd * tp.tensor_bytes);
+    cw.tp_forward_extra_latency_s = std::max(0.0, n_fwd - 1.0) * lat;
+    cw.tp_backward_extra_latency_s = std::max(0.0, n_bwd - 1.0) * lat;
+    cw.tp_backward_overlap_s = layers * tp.backward_overlap_s;
     if (par.tp > 1) {
       cw.tp_forward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_forward_bytes);
       cw.tp_backward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_backward_bytes);
@@ -849,6 +889,27 @@ DpSyncPlan uncompressed_plan(int pp) { return DpSyncPlan(static_cast<std::size_t
 
 DpSyncPlan powersgd_plan(int pp, int rank, int pp_rank) {
   return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0)), StageSync{rank, pp_rank});
+}
+
+LayerPassTimes layer_pass_times(const Platform& platform, const ModelSpec& model, const ParallelSpec& parallel,
+                                const CostParams& params, const std::string& where) {
+  const ParallelSpec par = validate(model, parallel, platform.spec(), where);
+  const GpuSpec& gpu = platform.spec().gpu;
+  const ComputeCost compute = layer_compute(model, par, gpu, params);
+  LayerPassTimes t;
+  t.forward_compute_s = compute.forward_s;
+  t.backward_compute_s = compute.backward_s;
+  if (params.compute_model == ComputeModel::kKernels && !par.grad_accumulation_fusion)
+    t.backward_compute_s += layer_grad_accumulation_s(model, par, gpu, params);
+  if (par.tp == 1) return t;
+  const Layout layout(par, platform.gpus_per_node());
+  const Group group = make_tp_groups(platform, layout).front();
+  const LayerTp tp = layer_tp(platform, group, model, par, params);
+  const double allreduce_s = contention_free_ring_s(platform, group, whole_bytes(tp.tensor_bytes));
+  t.forward_tp_s = tp.forward_units * allreduce_s;
+  t.backward_overlap_s = tp.backward_overlap_s;
+  t.backward_tp_s = tp.backward_units * allreduce_s + tp.backward_overlap_s;
+  return t;
 }
 
 IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform, const ModelSpec& model,

@@ -212,15 +212,30 @@ double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, co
   return bytes / hbm_Bps(gpu, params) + kOptimizerKernels * overhead_s(gpu);
 }
 
+namespace {
+
+// Adding one micro-batch's fresh gradients of `held` parameters to the gradient buffer, one kernel per tensor.
+double accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                      const CostParams& params, const StageParams& held, double tensors) {
+  const double bytes =
+      static_cast<double>(held.per_gpu()) * (bytes_per_element(model.dtype) + 2.0 * grad_bytes(model, parallel));
+  return bytes / hbm_Bps(gpu, params) + tensors * overhead_s(gpu);
+}
+
+}  // namespace
+
 double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                            const CostParams& params, int stage, int chunk) {
   constexpr double kEdgeTensors = 4.0;  // word + position embedding, or the head's word-embedding copy + final LN
-  const auto held = static_cast<double>(chunk_params(model, parallel, stage, chunk).per_gpu());
-  const double bytes = held * (bytes_per_element(model.dtype) + 2.0 * grad_bytes(model, parallel));
   const bool edge = chunk_holds_embedding(stage, chunk) || chunk_holds_head(parallel, stage, chunk);
   const double tensors =
       static_cast<double>(kTensorsPerLayer) * layers_per_chunk(model, parallel) + (edge ? kEdgeTensors : 0.0);
-  return bytes / hbm_Bps(gpu, params) + tensors * overhead_s(gpu);
+  return accumulation_s(model, parallel, gpu, params, chunk_params(model, parallel, stage, chunk), tensors);
+}
+
+double layer_grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                                 const CostParams& params) {
+  return accumulation_s(model, parallel, gpu, params, layer_params(model, parallel), kTensorsPerLayer);
 }
 
 double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,

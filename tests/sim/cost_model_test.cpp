@@ -126,15 +126,46 @@ TEST(CostModel, TensorAndPipelineBytes) {
   EXPECT_DOUBLE_EQ(pp_p2p_bytes(m, sp), act / 2);
   EXPECT_DOUBLE_EQ(pp_gather_bytes(m, sp), 0.0);
   EXPECT_DOUBLE_EQ(pp_gather_bytes(m, layout(1, 4, 4)), 0.0);
-  TpComm c = tp_comm_per_layer(m, layout(2, 4, 2));
-  EXPECT_DOUBLE_EQ(c.bytes_per_allreduce, act);
-  EXPECT_EQ(c.forward_allreduces, 2);
-  EXPECT_EQ(c.backward_allreduces, 2);
-  m.recompute = Recompute::kSelective;  // the recomputed attention core has no TP all-reduce
-  EXPECT_EQ(tp_comm_per_layer(m, layout(2, 4, 2)).backward_allreduces, 2);
-  m.recompute = Recompute::kFull;
-  EXPECT_EQ(tp_comm_per_layer(m, layout(2, 4, 2)).backward_allreduces, 4);
-  EXPECT_EQ(tp_comm_per_layer(m, layout(1, 4, 4)).forward_allreduces, 0);
+  // Megatron's f and g: two all-reduces forward, two backward beside the QKV and fc1 weight-gradient GEMMs
+  // (asynchronous TP all-reduce, the default) or exposed.
+  const auto units = [&](const ParallelSpec& p, bool backward) {
+    return tp_comm_per_layer(m, p).exposed_units(backward);
+  };
+  TpLayerComm c = tp_comm_per_layer(m, layout(2, 4, 2));
+  EXPECT_DOUBLE_EQ(c.tensor_bytes, act);
+  ASSERT_EQ(c.collectives.size(), 4U);
+  EXPECT_DOUBLE_EQ(units(layout(2, 4, 2), false), 2.0);
+  EXPECT_DOUBLE_EQ(units(layout(2, 4, 2), true), 0.0);
+  EXPECT_STREQ(c.collectives[2].beside, "fc1.wgrad");
+  EXPECT_STREQ(c.collectives[3].beside, "qkv.wgrad");
+  const double b = m.micro_batch_size, s = m.seq_len, h = m.hidden;
+  EXPECT_DOUBLE_EQ(c.collectives[2].beside_flops, 2 * b * s * h * 4 * h / 2);
+  EXPECT_DOUBLE_EQ(c.collectives[3].beside_flops, 2 * b * s * h * 3 * h / 2);
+  ParallelSpec sync = layout(2, 4, 2);
+  sync.async_tp_allreduce = false;
+  EXPECT_DOUBLE_EQ(units(sync, true), 2.0);
+  // Sequence parallelism: all-gather + reduce-scatter per all-reduce forward; backward two exposed all-gathers and,
+  // for fc1 and QKV, the input re-gathered beside the input-gradient GEMM and the reduce-scatter beside the
+  // weight-gradient GEMM, whatever async_tp_allreduce says.
+  for (const bool async : {true, false}) {
+    ParallelSpec seq = layout(2, 4, 2);
+    seq.sequence_parallel = true;
+    seq.async_tp_allreduce = async;
+    EXPECT_DOUBLE_EQ(units(seq, false), 2.0);
+    EXPECT_DOUBLE_EQ(units(seq, true), 1.0);
+    int beside = 0;
+    for (const TpCollective& k : tp_comm_per_layer(m, seq).collectives) beside += k.beside != nullptr ? 1 : 0;
+    EXPECT_EQ(beside, 4);
+  }
+  m.recompute = Recompute::kSelective;  // the recomputed attention core has no TP collective
+  EXPECT_DOUBLE_EQ(units(layout(2, 4, 2), true), 0.0);
+  EXPECT_DOUBLE_EQ(units(sync, true), 2.0);
+  m.recompute = Recompute::kFull;  // the forward's collectives again, exposed
+  EXPECT_DOUBLE_EQ(units(layout(2, 4, 2), true), 2.0);
+  EXPECT_DOUBLE_EQ(units(sync, true), 4.0);
+  EXPECT_TRUE(tp_comm_per_layer(m, layout(1, 4, 4)).collectives.empty());
+  EXPECT_DOUBLE_EQ(allreduce_units(TpCollectiveOp::kReduceScatter) + allreduce_units(TpCollectiveOp::kAllGather),
+                   allreduce_units(TpCollectiveOp::kAllReduce));
   m.dtype = "fp32";
   EXPECT_DOUBLE_EQ(pp_p2p_bytes(m, full), 2 * act);
   EXPECT_THROW((void)bytes_per_element("int8"), ConfigError);

@@ -233,6 +233,51 @@ TEST(Finish, OverlappedBucketsTakeOneSmPerChannelFromTheBackwardPass) {
   EXPECT_NEAR(r.stages[0].exposed_comm_s, last_ring, 1e-9);
 }
 
+// tp = 4 on one node, one micro-batch: the stage's TP time is its layers' TP collectives as layer_pass_times gives
+// them, and those are closed forms of the ring all-reduce R of the layer's b·s·h tensor: two exposed forward; with
+// the asynchronous TP all-reduce the two backward ones run beside the QKV and fc1 weight-gradient GEMMs and add
+// max(R − GEMM, share · R) each (share = the ring's channels / SMs), without it they are exposed.
+TEST(TpOverlap, LayerPassTimesAreTheRingsClosedFormsAndAddUpToTheStage) {
+  ClusterSpec spec = four_fast_gpus(100, 1);
+  spec.gpu.sm_count = 10;
+  const Platform platform = Platform::build(engine(), spec, NetworkProfile{});
+  const ModelSpec model = wide_model(2048, 1);
+  const ParallelSpec par = layout(4, 1, 1, PipelineSchedule::kOneFOneB);
+  CostParams params = pipeline_only_params();
+  params.compute_efficiency = 0.1;
+  const Route hop = route_between(platform.gpu(0), platform.gpu(1));
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const auto bytes = static_cast<std::uint64_t>(1.0 * 2048 * 4096 * 2);
+  const double ring =
+      ring_steps(op, 4) * (hop.latency_s + static_cast<double>(ring_chunk_bytes(op, 4, bytes)) / hop.bottleneck_Bps);
+  Group group{{}, "tp"};
+  for (int r = 0; r < 4; ++r) group.hosts.push_back(platform.gpu(r));
+  const double share = ring_channels(group) / 10.0;
+  const double rate = spec.gpu.peak_tflops * 1e12 * params.compute_efficiency;
+  const double qkv_wgrad = 2.0 * 2048 * 4096 * 3 * 4096 / 4 / rate;
+  const double fc1_wgrad = 2.0 * 2048 * 4096 * 4 * 4096 / 4 / rate;
+  ASSERT_GT(qkv_wgrad, ring);  // both GEMMs hide the all-reduce
+  const LayerPassTimes t = layer_pass_times(platform, model, par, params);
+  EXPECT_NEAR(t.forward_tp_s, 2 * ring, 1e-12);
+  EXPECT_NEAR(t.backward_overlap_s, 2 * share * ring, 1e-12);
+  EXPECT_NEAR(t.backward_tp_s, t.backward_overlap_s, 1e-15);
+  const ComputeCost layer = layer_compute(model, par, spec.gpu, params);
+  EXPECT_DOUBLE_EQ(t.forward_compute_s, layer.forward_s);
+  EXPECT_DOUBLE_EQ(t.backward_compute_s, layer.backward_s);
+  ParallelSpec sync = par;
+  sync.async_tp_allreduce = false;
+  EXPECT_NEAR(layer_pass_times(platform, model, sync, params).backward_tp_s, 2 * ring, 1e-12);
+  // GEMMs at 10 times the rate, shorter than the ring: each leaves R − GEMM exposed.
+  CostParams fast = params;
+  fast.compute_efficiency = 1.0;
+  const double q = qkv_wgrad / 10, f = fc1_wgrad / 10;
+  ASSERT_LT(f, ring * (1 - share));
+  EXPECT_NEAR(layer_pass_times(platform, model, par, fast).backward_overlap_s, (ring - q) + (ring - f), 1e-12);
+
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(1));
+  EXPECT_NEAR(r.stages[0].tp_comm_s, model.layers * (t.forward_tp_s + t.backward_tp_s), 1e-9);
+}
+
 // dp = 2, pp = 2 on one NVSwitch node: each stage's DP ring starts after its last backward and takes exactly
 // 2(D − 1)(L + (S/D)/B); the iteration ends with the sync that finishes last.
 TEST(DataParallel, SyncAddsTheRingOfTheLastStageToFinish) {

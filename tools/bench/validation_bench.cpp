@@ -15,6 +15,15 @@
 // publishes none), the peak memory of the neediest stage, and the wall time of the simulation; then the mean
 // absolute and the largest absolute error over the rows run.
 //
+// --layers FILE compares per-layer figures instead (a suite's layer table, e.g.
+// scenarios/validation/korthikanti2022/table4-layers.json): the file names a row scenario of its folder and lists
+// experiments, each a list of `--set` overrides of that scenario with the published forward and backward time of
+// one transformer layer; each experiment's layer runs through sim::layer_pass_times in a forked child (compute,
+// exposed TP collectives, collectives beside GEMMs), without the memory check (a layer table times one layer).
+// Printed per experiment: published and predicted forward, backward and combined ms with their errors, the
+// combined time's overhead over the first experiment's (the paper's "Overhead" column), and the prediction's
+// compute and TP parts; then the mean and largest absolute error over the forward and backward figures.
+//
 // --band LO,HI makes the benchmark check its own result: exit 1 when a row's predicted / published lies outside
 // [LO, HI] (the CTest sanity check; not an accuracy assertion). A row that fails to simulate also gives exit 1;
 // a malformed scenario or flag gives 2.
@@ -52,6 +61,7 @@ namespace {
 
 struct Options {
   std::string suite = EDGC_VALIDATION_SUITE;
+  std::string layers;
   std::string rows = "all";
   std::string band;
   std::string json_out = "edgc_bench_validation.json";
@@ -258,12 +268,181 @@ nlohmann::ordered_json row_json(const Row& r, const Sample& s) {
           {"peak_rss_MiB", s.peak_rss_mib}};
 }
 
+// One experiment of a layer table.
+struct LayerExperiment {
+  std::string name;
+  std::vector<std::string> set;
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+};
+
+struct LayerTable {
+  std::string file;
+  std::string scenario;  // the row scenario the experiments modify
+  std::string source;
+  std::vector<LayerExperiment> experiments;
+};
+
+// e[key], a published time of one layer in ms (> 0); ConfigError naming `at`.`key` otherwise.
+double positive_ms(const nlohmann::json& e, const char* key, const std::string& file, const std::string& at) {
+  if (!e.contains(key) || !e[key].is_number() || !(e[key].get<double>() > 0.0))
+    throw edgc::ConfigError(file, at + "." + key, "expected the published time of one layer, ms > 0");
+  return e[key].get<double>();
+}
+
+LayerTable read_layer_table(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw edgc::ConfigError(file, "", "cannot open the layer table");
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw edgc::ConfigError(file, "", std::string("not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) throw edgc::ConfigError(file, "", "expected a JSON object");
+  LayerTable t;
+  t.file = file;
+  if (!doc.contains("scenario") || !doc["scenario"].is_string())
+    throw edgc::ConfigError(file, "scenario", "expected the row scenario the experiments modify (a file name)");
+  t.scenario = (fs::path(file).parent_path() / doc["scenario"].get<std::string>()).string();
+  if (!fs::is_regular_file(t.scenario)) throw edgc::ConfigError(file, "scenario", "'" + t.scenario + "' is not a file");
+  if (!doc.contains("source") || !doc["source"].is_string())
+    throw edgc::ConfigError(file, "source", "expected the published table's source");
+  t.source = doc["source"].get<std::string>();
+  if (!doc.contains("experiments") || !doc["experiments"].is_array() || doc["experiments"].empty())
+    throw edgc::ConfigError(file, "experiments", "expected a non-empty list of experiments");
+  for (std::size_t i = 0; i < doc["experiments"].size(); ++i) {
+    const nlohmann::json& e = doc["experiments"][i];
+    const std::string at = "experiments[" + std::to_string(i) + "]";
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string())
+      throw edgc::ConfigError(file, at + ".name", "expected the experiment's name");
+    LayerExperiment x;
+    x.name = e["name"].get<std::string>();
+    if (!e.contains("set") || !e["set"].is_array())
+      throw edgc::ConfigError(file, at + ".set", "expected a list of KEY=VALUE overrides of the scenario");
+    for (const nlohmann::json& kv : e["set"]) {
+      if (!kv.is_string() || kv.get<std::string>().find('=') == std::string::npos)
+        throw edgc::ConfigError(file, at + ".set", "expected KEY=VALUE strings");
+      x.set.push_back(kv.get<std::string>());
+    }
+    x.forward_ms = positive_ms(e, "forward_ms", file, at);
+    x.backward_ms = positive_ms(e, "backward_ms", file, at);
+    t.experiments.push_back(x);
+  }
+  return t;
+}
+
+struct LayerSetup {
+  edgc::sim::ClusterSpec cluster;
+  edgc::sim::NetworkProfile profile;
+  edgc::scenario::ModelConfig mc;
+};
+
+// The experiment's scenario, read as `simulate` reads it; its layout validated (ConfigError naming the file).
+LayerSetup layer_setup(const LayerTable& t, const LayerExperiment& x) {
+  edgc::scenario::Scenario sc = edgc::scenario::load_scenario(t.scenario, x.set);
+  LayerSetup s{edgc::scenario::read_cluster(sc), edgc::scenario::read_network(sc), {}};
+  s.mc = edgc::scenario::read_model_config(sc, s.cluster.gpu);
+  s.mc.parallel = edgc::sim::validate(s.mc.model, s.mc.parallel, s.cluster, sc.where());
+  sc.reject_unknown({"cluster", "network", "compute"});
+  return s;
+}
+
+int run_layers(const Options& opt, const Band& band) {
+  const LayerTable t = read_layer_table(opt.layers);
+  for (const LayerExperiment& x : t.experiments) (void)layer_setup(t, x);  // every input checked before any output
+  std::printf("edgc_bench_validation: layer table %s (SimGrid %s)\n", opt.layers.c_str(),
+              edgc::sim::simgrid_version().c_str());
+  std::printf(
+      "source: %s\nscenario: %s; one transformer layer, one micro-batch; error = (predicted - published) / "
+      "published\n\n",
+      t.source.c_str(), t.scenario.c_str());
+  std::printf("  %-26s %7s %7s %7s  %7s %7s %7s  %7s %7s %7s  %7s %7s  %7s %7s %7s %7s\n", "experiment", "pub_F",
+              "pred_F", "err_F", "pub_B", "pred_B", "err_B", "pub_FB", "pred_FB", "err_FB", "pub_ovh", "pred_ovh",
+              "F_comp", "F_tp", "B_comp", "B_tp");
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  double sum_abs = 0.0, max_abs = 0.0, base_pub = 0.0, base_pred = 0.0;
+  int figures = 0;
+  bool ok = true;
+  for (std::size_t i = 0; i < t.experiments.size(); ++i) {
+    const LayerExperiment& x = t.experiments[i];
+    const auto p = edgc::bench::from_bytes<edgc::sim::LayerPassTimes>(edgc::bench::run_in_child(x.name, [&] {
+      const LayerSetup s = layer_setup(t, x);
+      std::string name = "edgc_bench_validation";
+      std::vector<char*> argv = {name.data(), nullptr};
+      int argc = 1;
+      sg4::Engine engine(&argc, argv.data());
+      const edgc::sim::Platform platform = edgc::sim::Platform::build(engine, s.cluster, s.profile);
+      return edgc::bench::to_bytes(
+          edgc::sim::layer_pass_times(platform, s.mc.model, s.mc.parallel, s.mc.cost, t.scenario));
+    }));
+    const double f = 1e3 * p.forward_s(), b = 1e3 * p.backward_s();
+    const double pub_fb = x.forward_ms + x.backward_ms, pred_fb = f + b;
+    if (i == 0) {
+      base_pub = pub_fb;
+      base_pred = pred_fb;
+    }
+    const double ef = (f - x.forward_ms) / x.forward_ms, eb = (b - x.backward_ms) / x.backward_ms;
+    const double efb = (pred_fb - pub_fb) / pub_fb;
+    for (const double e : {ef, eb}) {
+      sum_abs += std::abs(e);
+      max_abs = std::max(max_abs, std::abs(e));
+      ++figures;
+    }
+    const bool inside = band.contains(f / x.forward_ms) && band.contains(b / x.backward_ms);
+    ok = ok && inside;
+    const double ovh_pub = pub_fb / base_pub - 1.0, ovh_pred = pred_fb / base_pred - 1.0;
+    std::printf(
+        "  %-26s %7.2f %7.2f %+6.1f%%  %7.2f %7.2f %+6.1f%%  %7.2f %7.2f %+6.1f%%  %+6.1f%% %+6.1f%%  %7.2f "
+        "%7.2f %7.2f %7.2f%s\n",
+        x.name.c_str(), x.forward_ms, f, 100 * ef, x.backward_ms, b, 100 * eb, pub_fb, pred_fb, 100 * efb,
+        100 * ovh_pub, 100 * ovh_pred, 1e3 * p.forward_compute_s, 1e3 * p.forward_tp_s, 1e3 * p.backward_compute_s,
+        1e3 * p.backward_tp_s, inside ? "" : "  OUTSIDE THE BAND");
+    rows.push_back({{"experiment", x.name},
+                    {"set", x.set},
+                    {"published_ms", {{"forward", x.forward_ms}, {"backward", x.backward_ms}, {"combined", pub_fb}}},
+                    {"predicted_ms", {{"forward", f}, {"backward", b}, {"combined", pred_fb}}},
+                    {"error", {{"forward", ef}, {"backward", eb}, {"combined", efb}}},
+                    {"overhead", {{"published", ovh_pub}, {"predicted", ovh_pred}}},
+                    {"predicted_parts_ms",
+                     {{"forward_compute", 1e3 * p.forward_compute_s},
+                      {"forward_tp", 1e3 * p.forward_tp_s},
+                      {"backward_compute", 1e3 * p.backward_compute_s},
+                      {"backward_tp", 1e3 * p.backward_tp_s},
+                      {"backward_tp_beside_gemms", 1e3 * p.backward_overlap_s}}}});
+  }
+  const double mean_abs = sum_abs / figures;
+  std::printf("\n  %zu experiment(s): mean |error| %.1f %%, max |error| %.1f %% over the forward and backward times\n",
+              t.experiments.size(), 100 * mean_abs, 100 * max_abs);
+  std::printf("  overhead = combined time / the first experiment's - 1\n");
+  if (band.given)
+    std::printf("  band check [%g, %g] on predicted / published: %s\n", band.lo, band.hi, ok ? "pass" : "FAIL");
+  edgc::bench::write_json(opt.json_out,
+                          {{"schema", "edgc.bench.validation_layers/1"},
+                           {"table", opt.layers},
+                           {"scenario", t.scenario},
+                           {"source", t.source},
+                           {"simgrid", edgc::sim::simgrid_version()},
+                           {"error_definition", "(predicted - published) / published time of one layer"},
+                           {"experiments", rows},
+                           {"mean_abs_error", mean_abs},
+                           {"max_abs_error", max_abs},
+                           {"band", band.given ? nlohmann::ordered_json({band.lo, band.hi}) : nlohmann::ordered_json()},
+                           {"pass", ok}});
+  return ok ? 0 : 1;
+}
+
 int run(int argc, char** argv) {
   Options opt;
-  edgc::bench::Args args("[--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--band LO,HI] [--json FILE]");
-  args.text("--suite", opt.suite).text("--rows", opt.rows).text("--band", opt.band).json_path("--json", opt.json_out);
+  edgc::bench::Args args("[--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--layers FILE] [--band LO,HI] [--json FILE]");
+  args.text("--suite", opt.suite)
+      .text("--rows", opt.rows)
+      .text("--layers", opt.layers)
+      .text("--band", opt.band)
+      .json_path("--json", opt.json_out);
   if (const auto code = args.parse(argc, argv)) return *code;
   const Band band = parse_band(opt.band);
+  if (!opt.layers.empty()) return run_layers(opt, band);
   const std::vector<Row> rows = select_rows(opt);
   print_header(opt, rows);
   nlohmann::ordered_json out = nlohmann::ordered_json::array();

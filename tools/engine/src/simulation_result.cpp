@@ -46,7 +46,8 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
       {"embedding_allreduce", p.embedding_allreduce},
       {"fused_embedding_sync", sim::fused_embedding_sync_applies(p)},
       {"scatter_gather_p2p", p.scatter_gather_p2p},
-      {"grad_accumulation_fusion", p.grad_accumulation_fusion}};
+      {"grad_accumulation_fusion", p.grad_accumulation_fusion},
+      {"async_tp_allreduce", p.async_tp_allreduce}};
   doc.sections["variability"] = {{"compute_jitter_cv", setup.variability.compute_jitter_cv},
                                  {"straggler_probability", setup.variability.straggler_probability},
                                  {"straggler_slowdown", setup.variability.straggler_slowdown},

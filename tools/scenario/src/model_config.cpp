@@ -70,6 +70,7 @@ void read_megatron_features(Scenario& sc, const sim::ModelSpec& m, sim::Parallel
   p.fused_embedding_sync = sc.boolean("parallelism.fused_embedding_sync", false);
   p.scatter_gather_p2p = sc.boolean("parallelism.scatter_gather_p2p", true);
   p.grad_accumulation_fusion = sc.boolean("parallelism.grad_accumulation_fusion", true);
+  p.async_tp_allreduce = sc.boolean("parallelism.async_tp_allreduce", true);
   p.grad_bucket_params = sc.number("parallelism.grad_bucket_params", 0.0);
   if (!(p.grad_bucket_params >= 0.0) || !(p.grad_bucket_params <= 1e12))
     throw ConfigError(sc.where(), "parallelism.grad_bucket_params",

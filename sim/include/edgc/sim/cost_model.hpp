@@ -94,6 +94,12 @@ struct ComputeCost {
   double backward_s = 0.0;
 };
 
+/// One transformer layer for one micro-batch on one GPU (recomputation included, gradient accumulation and the
+/// embedding and head not): FLOPs as above, seconds from layer_time() under the kernel-level model, else FLOPs at
+/// peak · compute.efficiency.
+ComputeCost layer_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                          const CostParams& params);
+
 /// Cost of model chunk `chunk` ∈ [0, virtual_stages) of pipeline stage `stage` ∈ [0, pp) (Megatron's
 /// interleaving: chunk c of stage p is virtual stage c·pp + p; the LM head sits on the last chunk of the last
 /// stage). For the non-interleaved schedules pass chunk 0. Throws InternalError for indices out of range.
@@ -103,16 +109,41 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
 ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                           const CostParams& params, int stage);
 
-/// Tensor-parallel all-reduces of one transformer layer for one micro-batch: Megatron's f/g operators give two
-/// of b·s·h elements forward and two backward, plus two more in the backward pass with full recomputation (the
-/// attention core that selective recomputation re-runs has none). With sequence parallelism each is a
-/// reduce-scatter + all-gather pair of the same total bytes, modelled as the all-reduce. Counts are 0 when tp == 1.
-struct TpComm {
-  double bytes_per_allreduce = 0.0;  ///< payload of each all-reduce, bytes
-  int forward_allreduces = 0;
-  int backward_allreduces = 0;
+/// Tensor-parallel collectives of one transformer layer for one micro-batch on one GPU (none when tp == 1). Each
+/// moves the layer's activation tensor of b·s·h elements (TpLayerComm::tensor_bytes): all-reduced whole, or
+/// reduce-scattered to / all-gathered from 1/tp shards. In Megatron-LM's order:
+///  * without sequence parallelism (the f and g operators): forward, an all-reduce after the projection and after
+///    fc2; backward, an all-reduce of fc1's and of QKV's input gradient. With ParallelSpec::async_tp_allreduce each
+///    of those two runs beside its linear's weight-gradient GEMM ("fc1.wgrad", "qkv.wgrad"): Megatron launches it
+///    asynchronously before that GEMM and waits after it (LinearWithGradAccumulationAndAsyncCommunication);
+///  * with sequence parallelism: forward, an all-gather before QKV and fc1 and a reduce-scatter after the projection
+///    and fc2; backward, an all-gather of fc2's and of the projection's output gradient (exposed), and for fc1 and
+///    QKV an all-gather of the sequence-sharded input again, beside the input-gradient GEMM (".dgrad": the weight
+///    gradient needs the whole input, which Megatron does not keep), then the reduce-scatter of the input gradient
+///    beside the weight-gradient GEMM (".wgrad"). Megatron always runs these two asynchronously;
+///  * full recomputation repeats the forward pass's collectives at the start of the backward pass (exposed);
+///    selective recomputation re-runs the attention core, which has none.
+enum class TpCollectiveOp { kAllReduce, kReduceScatter, kAllGather };
+struct TpCollective {
+  TpCollectiveOp op = TpCollectiveOp::kAllReduce;
+  bool backward = false;
+  const char* beside = nullptr;  ///< the layer kernel (layer_kernels() name) it overlaps; nullptr = exposed
+  double beside_flops = 0.0;     ///< that GEMM's FLOPs (its time under compute.model = efficiency)
 };
-TpComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel);
+/// An all-reduce counts 1, a reduce-scatter or all-gather ½: a ring all-reduce is a reduce-scatter followed by an
+/// all-gather of the same tensor, each D − 1 of its 2(D − 1) steps.
+double allreduce_units(TpCollectiveOp op);
+struct TpLayerComm {
+  double tensor_bytes = 0.0;  ///< b·s·h·e, the tensor every collective moves
+  std::vector<TpCollective> collectives;
+  /// Sum of allreduce_units() over one pass's exposed collectives (`beside` == nullptr).
+  double exposed_units(bool backward) const;
+};
+TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel);
+/// Seconds of the GEMM `collective` runs beside (TpCollective::beside) on `gpu`: its layer_kernels() time under
+/// the kernel-level model, its FLOPs at peak · compute.efficiency otherwise; 0 for an exposed collective.
+double beside_kernel_s(const TpCollective& collective, const ModelSpec& model, const ParallelSpec& parallel,
+                       const GpuSpec& gpu, const CostParams& params);
 
 /// Bytes one GPU sends to the adjacent pipeline stage per micro-batch and direction (activations forward, their
 /// gradients backward): b·s·h elements, ÷ tp with sequence parallelism (the tensor is sequence-sharded) or
@@ -162,6 +193,8 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, i
 /// chunk's layers, the word and position embeddings on the first chunk of stage 0, the final LayerNorm and (pp > 1)
 /// the LM head's copy of the word embedding on the last chunk of the last stage.
 StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk);
+/// Parameters of one transformer layer on one GPU (its share of chunk_params()).
+StageParams layer_params(const ModelSpec& model, const ParallelSpec& parallel);
 
 /// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed (grad_bytes() each).
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage);

@@ -178,6 +178,25 @@ bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
                    CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
+/// One transformer layer of stage 0 for one micro-batch on one GPU, as simulate_iteration charges it (the figures to
+/// set beside a per-layer measurement, e.g. Korthikanti et al. 2022, Table 4): compute from layer_compute()
+/// (recomputation, and without gradient-accumulation fusion the layer's share of the accumulation, in the
+/// backward pass), and the layer's TP collectives (tp_comm_per_layer) on the first TP group of the layout, each
+/// exposed one as its share of a lone ring all-reduce of the layer's tensor (an all-gather or reduce-scatter half of
+/// one), those beside GEMMs as what they add to them. `parallel` is validated against platform.spec() (ConfigError
+/// naming `where`).
+struct LayerPassTimes {
+  double forward_compute_s = 0.0;
+  double backward_compute_s = 0.0;
+  double forward_tp_s = 0.0;
+  double backward_tp_s = 0.0;       ///< exposed collectives plus backward_overlap_s
+  double backward_overlap_s = 0.0;  ///< what the collectives beside GEMMs add to the backward pass
+  double forward_s() const noexcept { return forward_compute_s + forward_tp_s; }
+  double backward_s() const noexcept { return backward_compute_s + backward_tp_s; }
+};
+LayerPassTimes layer_pass_times(const Platform& platform, const ModelSpec& model, const ParallelSpec& parallel,
+                                const CostParams& params, const std::string& where = "");
+
 /// Simulates one iteration on `platform` (built by Platform::build in this process, engine not yet run) and
 /// runs `engine` to completion: call once per process. `parallel` is checked with validate() against
 /// platform.spec() (microbatches = 0 is filled in). Throws ConfigError when the layout is invalid, when `plan`

@@ -57,7 +57,7 @@ struct ValidatedBand {
   double lowest_error;  ///< the most negative error
   double highest_error;
 };
-inline constexpr ValidatedBand kKernelModelValidation{"A100", 18, -0.1825, -0.0456};
+inline constexpr ValidatedBand kKernelModelValidation{"A100", 18, -0.1825, -0.0645};
 
 /// One (batched) GEMM: `batch` products of an m × k and a k × n matrix.
 struct GemmShape {
@@ -138,6 +138,9 @@ double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, cons
 /// embeddings or the head), HBM-bound at hbm_efficiency.
 double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                            const CostParams& params, int stage, int chunk);
+/// One transformer layer's share of grad_accumulation_s: layer_params() and kTensorsPerLayer kernels.
+double layer_grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
+                                 const CostParams& params);
 
 /// Seconds of the optimizer step on one GPU of `stage`: params.optimizer_step_s when ≥ 0, else the HBM model above.
 double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,

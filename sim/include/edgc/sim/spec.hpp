@@ -127,6 +127,9 @@ struct ParallelSpec {
   bool scatter_gather_p2p = true;      ///< pipeline tensors sent ÷ tp, then all-gathered over TP by the receiver
   bool grad_accumulation_fusion = true;  ///< weight-gradient GEMMs accumulate into the gradient buffer; false = a
                                          ///< separate add of each micro-batch's gradients (Megatron before 2022)
+  bool async_tp_allreduce = true;  ///< Megatron's asynchronous TP all-reduce (default since 2021-09): without sequence
+                                   ///< parallelism, the all-reduce of a column-parallel linear's input gradient runs
+                                   ///< beside its weight-gradient GEMM (tp_comm_per_layer)
 };
 
 }  // namespace edgc::sim

@@ -12,7 +12,7 @@
 //                sequence_parallel [false], distributed_optimizer [false], overlap_grad_reduce [false],
 //                grad_bucket_params [0 = max(4e7, 1e6·dp)], grad_reduce_dtype [fp32 for bf16, else model.dtype],
 //                embedding_allreduce [true], scatter_gather_p2p [true],
-//                grad_accumulation_fusion [true]} (see sim::ParallelSpec)
+//                grad_accumulation_fusion [true], async_tp_allreduce [true]} (see sim::ParallelSpec)
 //   compute.{model ["auto": kernels when the GPU has measured GEMM figures and compute.efficiency is not set,
 //            else efficiency], efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0],
 //            optimizer_step_ms [modelled], kernel_profile} (see sim::CostParams)
