@@ -152,6 +152,19 @@ double contention_free_ring_s(const Platform& platform, const Group& group, std:
          platform.lone_transfer_s(group.hosts[0], group.hosts[1], static_cast<double>(chunk));
 }
 
+// contention_free_ring_s with each step's chunk split over the ring's channels (ring_channels: the NCCL-like rings
+// of collectives.hpp, each on its own links, e.g. two rings both ways over a DGX-1 quad's direct NVLinks): 2(D − 1)
+// steps of one channel's lone transfer. The same as contention_free_ring_s for a one-channel ring (NVSwitch).
+double channel_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes) {
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
+  if (group.size() < 2 || chunk == 0) return 0.0;
+  const auto channels = static_cast<std::uint64_t>(ring_channels(group));
+  return ring_steps(op, group.size()) *
+         platform.lone_transfer_s(group.hosts[0], group.hosts[1],
+                                  static_cast<double>((chunk + channels - 1) / channels));
+}
+
 // The TP groups of `layout` on `platform`, index stage · dp + dp_index, members by tp index.
 std::vector<Group> make_tp_groups(const Platform& platform, const Layout& layout) {
   std::vector<Group> groups;
@@ -766,7 +779,7 @@ std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec&
 
 // One layer's TP collectives on `group` for one micro-batch (tp_comm_per_layer): the exposed ones of each pass in
 // all-reduce units (folded into the pass's ring), and what the ones beside GEMMs add to the backward pass. A
-// collective beside a GEMM takes its lone-ring time c (units · the all-reduce's closed form) while the GEMM of k
+// collective beside a GEMM takes its ring's time c (units · channel_ring_s of the all-reduce) while the GEMM of k
 // seconds loses the SMs of the ring's NCCL channels (one thread block each) for as long as the collective runs: the
 // pair ends at max(c, k + share · c), i.e. adds max(c − k, share · c) to the GEMM.
 struct LayerTp {
@@ -782,7 +795,7 @@ LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& 
   LayerTp out{comm.tensor_bytes, comm.exposed_units(false), comm.exposed_units(true), 0.0};
   if (par.tp == 1) return out;
   const GpuSpec& gpu = platform.spec().gpu;
-  const double allreduce_s = contention_free_ring_s(platform, group, whole_bytes(comm.tensor_bytes));
+  const double allreduce_s = channel_ring_s(platform, group, whole_bytes(comm.tensor_bytes));
   const double share = gpu.sm_count > 0 ? std::min(1.0, ring_channels(group) / static_cast<double>(gpu.sm_count)) : 0.0;
   for (const TpCollective& c : comm.collectives) {
     if (c.beside == nullptr) continue;
@@ -905,7 +918,7 @@ LayerPassTimes layer_pass_times(const Platform& platform, const ModelSpec& model
   const Layout layout(par, platform.gpus_per_node());
   const Group group = make_tp_groups(platform, layout).front();
   const LayerTp tp = layer_tp(platform, group, model, par, params);
-  const double allreduce_s = contention_free_ring_s(platform, group, whole_bytes(tp.tensor_bytes));
+  const double allreduce_s = channel_ring_s(platform, group, whole_bytes(tp.tensor_bytes));
   t.forward_tp_s = tp.forward_units * allreduce_s;
   t.backward_overlap_s = tp.backward_overlap_s;
   t.backward_tp_s = tp.backward_units * allreduce_s + tp.backward_overlap_s;
