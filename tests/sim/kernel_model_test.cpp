@@ -90,6 +90,34 @@ TEST(KernelModel, H100ParametersPredictPublishedGemmTimings) {
   }
 }
 
+// The A100 of scenarios/validation/narayanan2021/selene-dgx-a100.json (SOURCES.md §19), against A100 GEMM
+// measurements its parameters did not come from: cuBLAS through PyTorch, fp16, 8192 × 8192 × 8192 with randn
+// inputs, 258 TFLOP/s (Horace He, "Strangely, Matrix Multiplications on GPUs Run Faster When Given 'Predictable'
+// Data!", thonking.ai, 2022; 257 in a second run), and an earlier run of the calibration's own table at its own
+// shape, 267.9 TFLOP/s (stas00/ml-engineering, CUDA 12.1). The model, calibrated to the 271.2 TFLOP/s best shape of
+// a later run, matches the earlier run there and is 6 % faster than the 2022 measurement at 8192³ (both shapes fill
+// whole waves of tiles): a spread between published measurements that the validation suites' READMEs report beside
+// the model's error.
+TEST(KernelModel, A100ParametersAgainstPublishedGemmTimings) {
+  GpuSpec g;
+  g.name = "A100";
+  g.peak_tflops = 312;
+  g.hbm_GBps = 2039;
+  g.sm_count = 108;
+  g.matmul_tflops = 271.2;
+  g.matmul_m = 1024;
+  g.matmul_n = 10240;
+  g.matmul_k = 5120;
+  g.kernel_overhead_us = 5.7;
+  const CostParams params;
+  const auto tflops = [&](double m, double n, double k) {
+    return 2.0 * m * n * k / gemm_s(g, params, {.m = m, .n = n, .k = k}, 2) / 1e12;
+  };
+  const double square = tflops(8192, 8192, 8192);
+  EXPECT_NEAR(square / 258.0, 1.062, 0.005);
+  EXPECT_NEAR(tflops(1024, 10240, 5120) / 267.9, 1.0, 0.005);  // 267.4 with the 5.7 µs launch overhead
+}
+
 ModelSpec gpt() {
   ModelSpec m;
   m.layers = 8;
