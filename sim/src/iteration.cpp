@@ -544,8 +544,12 @@ class GpuWorker {
                      const std::string& name) const {
     if (state_->parallel.tp == 1 || (bytes == 0 && overlap_s <= 0)) return;
     const double start = now();
-    if (bytes > 0) tp_ring(bytes, ring_s, extra_latency_s);
-    if (overlap_s > 0) sg4::this_actor::sleep_for(overlap_s);
+    if (bytes > 0 && state_->tp_closed_form) {
+      tp_ring(bytes, ring_s, extra_latency_s + overlap_s);  // one sleep for both
+    } else {
+      if (bytes > 0) tp_ring(bytes, ring_s, extra_latency_s);
+      if (overlap_s > 0) sg4::this_actor::sleep_for(overlap_s);
+    }
     record().tp_comm_s += now() - start;
     note(name, "tp", start);
   }
