@@ -225,6 +225,11 @@ void print_header(const Options& opt, const std::vector<Row>& rows) {
 // A TFLOP/s figure, null where the row publishes none (0).
 nlohmann::ordered_json tflops(double value) { return value > 0.0 ? nlohmann::ordered_json(value) : nullptr; }
 
+// The band as the JSON records it: [LO, HI], or null when none was given.
+nlohmann::ordered_json band_json(const Band& band) {
+  return band.given ? nlohmann::ordered_json({band.lo, band.hi}) : nlohmann::ordered_json();
+}
+
 // "%8.1f", or a dash for a row without published TFLOP/s.
 std::string tflops_cell(double value) {
   char cell[32];
@@ -417,18 +422,17 @@ int run_layers(const Options& opt, const Band& band) {
   std::printf("  overhead = combined time / the first experiment's - 1\n");
   if (band.given)
     std::printf("  band check [%g, %g] on predicted / published: %s\n", band.lo, band.hi, ok ? "pass" : "FAIL");
-  edgc::bench::write_json(opt.json_out,
-                          {{"schema", "edgc.bench.validation_layers/1"},
-                           {"table", opt.layers},
-                           {"scenario", t.scenario},
-                           {"source", t.source},
-                           {"simgrid", edgc::sim::simgrid_version()},
-                           {"error_definition", "(predicted - published) / published time of one layer"},
-                           {"experiments", rows},
-                           {"mean_abs_error", mean_abs},
-                           {"max_abs_error", max_abs},
-                           {"band", band.given ? nlohmann::ordered_json({band.lo, band.hi}) : nlohmann::ordered_json()},
-                           {"pass", ok}});
+  edgc::bench::write_json(opt.json_out, {{"schema", "edgc.bench.validation_layers/1"},
+                                         {"table", opt.layers},
+                                         {"scenario", t.scenario},
+                                         {"source", t.source},
+                                         {"simgrid", edgc::sim::simgrid_version()},
+                                         {"error_definition", "(predicted - published) / published time of one layer"},
+                                         {"experiments", rows},
+                                         {"mean_abs_error", mean_abs},
+                                         {"max_abs_error", max_abs},
+                                         {"band", band_json(band)},
+                                         {"pass", ok}});
   return ok ? 0 : 1;
 }
 
@@ -487,18 +491,17 @@ int run(int argc, char** argv) {
               100.0 * mean_abs, 100.0 * max_abs, max_row, wall);
   if (band.given)
     std::printf("  band check [%g, %g] on predicted / published: %s\n", band.lo, band.hi, ok ? "pass" : "FAIL");
-  edgc::bench::write_json(opt.json_out,
-                          {{"schema", "edgc.bench.validation/1"},
-                           {"suite", opt.suite},
-                           {"simgrid", edgc::sim::simgrid_version()},
-                           {"error_definition", "(predicted - published) / published iteration time"},
-                           {"rows", out},
-                           {"mean_abs_error", mean_abs},
-                           {"max_abs_error", max_abs},
-                           {"max_abs_error_row", max_row},
-                           {"simulation_wall_s", wall},
-                           {"band", band.given ? nlohmann::ordered_json({band.lo, band.hi}) : nlohmann::ordered_json()},
-                           {"pass", ok}});
+  edgc::bench::write_json(opt.json_out, {{"schema", "edgc.bench.validation/1"},
+                                         {"suite", opt.suite},
+                                         {"simgrid", edgc::sim::simgrid_version()},
+                                         {"error_definition", "(predicted - published) / published iteration time"},
+                                         {"rows", out},
+                                         {"mean_abs_error", mean_abs},
+                                         {"max_abs_error", max_abs},
+                                         {"max_abs_error_row", max_row},
+                                         {"simulation_wall_s", wall},
+                                         {"band", band_json(band)},
+                                         {"pass", ok}});
   return ok ? 0 : 1;
 }
 
