@@ -446,7 +446,11 @@ int run(int argc, char** argv) {
       .json_path("--json", opt.json_out);
   if (const auto code = args.parse(argc, argv)) return *code;
   const Band band = parse_band(opt.band);
-  if (!opt.layers.empty()) return run_layers(opt, band);
+  if (!opt.layers.empty()) {
+    if (opt.rows != "all" || opt.suite != EDGC_VALIDATION_SUITE)
+      throw edgc::UsageError("--layers", "compares one layer table; --suite and --rows select suite rows instead");
+    return run_layers(opt, band);
+  }
   const std::vector<Row> rows = select_rows(opt);
   print_header(opt, rows);
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
