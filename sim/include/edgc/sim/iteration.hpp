@@ -123,8 +123,9 @@ struct StageResult {
                                      ///< backward any more), i.e. not hidden behind any other stage's work
   double compression_s = 0.0;        ///< PowerSGD compress/decompress compute
   double compute_s = 0.0;            ///< forward + backward compute of all micro-batches
-  double tp_comm_s = 0.0;            ///< time inside TP all-reduces (incl. the folded latency sleep and, on the
-                                     ///< closed-form path, the wait for the group's last member, as in the ring)
+  double tp_comm_s = 0.0;            ///< time inside TP collectives (incl. the folded latency sleep, what the
+                                     ///< collectives beside GEMMs added to the backward passes and, on the closed-form
+                                     ///< path, the wait for the group's last member, as in the ring)
   double bubble_s = 0.0;             ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s: idle before the
                                      ///< pipeline end (waiting on neighbours, p2p transfers included)
   double bubble_fraction = 0.0;      ///< bubble_s / IterationResult::pipeline_end_s ((p − 1)/(m + p − 1) ideally)
