@@ -127,13 +127,24 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
   return c;
 }
 
-double beside_kernel_s(const TpCollective& collective, const ModelSpec& model, const ParallelSpec& parallel,
-                       const GpuSpec& gpu, const CostParams& params) {
-  if (collective.beside == nullptr) return 0.0;
-  if (params.compute_model == ComputeModel::kEfficiency) return collective.beside_flops / gemm_rate_flops(gpu, params);
-  for (const LayerKernel& k : layer_kernels(model, parallel, gpu, params))
-    if (std::string(k.name) == collective.beside) return k.seconds;
-  throw InternalError(std::string("cost model: no layer kernel named ") + collective.beside);
+std::vector<double> beside_kernels_s(const TpLayerComm& comm, const ModelSpec& model, const ParallelSpec& parallel,
+                                     const GpuSpec& gpu, const CostParams& params) {
+  std::vector<LayerKernel> kernels;  // listed once, only when some collective runs beside a GEMM
+  std::vector<double> out;
+  for (const TpCollective& c : comm.collectives) {
+    if (c.beside == nullptr) {
+      out.push_back(0.0);
+    } else if (params.compute_model == ComputeModel::kEfficiency) {
+      out.push_back(c.beside_flops / gemm_rate_flops(gpu, params));
+    } else {
+      if (kernels.empty()) kernels = layer_kernels(model, parallel, gpu, params);
+      const auto k = std::find_if(kernels.begin(), kernels.end(),
+                                  [&](const LayerKernel& x) { return std::string(x.name) == c.beside; });
+      if (k == kernels.end()) throw InternalError(std::string("cost model: no layer kernel named ") + c.beside);
+      out.push_back(k->seconds);
+    }
+  }
+  return out;
 }
 
 ComputeCost stage_compute(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,

@@ -788,6 +788,7 @@ std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec&
 // pair ends at max(c, k + share · c), i.e. adds max(c − k, share · c) to the GEMM.
 struct LayerTp {
   double tensor_bytes = 0.0;
+  double allreduce_s = 0.0;  // channel_ring_s of one all-reduce of the tensor
   double forward_units = 0.0;
   double backward_units = 0.0;
   double backward_overlap_s = 0.0;
@@ -796,16 +797,16 @@ struct LayerTp {
 LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& model, const ParallelSpec& par,
                  const CostParams& params) {
   const TpLayerComm comm = tp_comm_per_layer(model, par);
-  LayerTp out{comm.tensor_bytes, comm.exposed_units(false), comm.exposed_units(true), 0.0};
+  LayerTp out{comm.tensor_bytes, 0.0, comm.exposed_units(false), comm.exposed_units(true), 0.0};
   if (par.tp == 1) return out;
   const GpuSpec& gpu = platform.spec().gpu;
-  const double allreduce_s = channel_ring_s(platform, group, whole_bytes(comm.tensor_bytes));
+  out.allreduce_s = channel_ring_s(platform, group, whole_bytes(comm.tensor_bytes));
   const double share = gpu.sm_count > 0 ? std::min(1.0, ring_channels(group) / static_cast<double>(gpu.sm_count)) : 0.0;
-  for (const TpCollective& c : comm.collectives) {
-    if (c.beside == nullptr) continue;
-    const double comm_s = allreduce_units(c.op) * allreduce_s;
-    const double kernel_s = beside_kernel_s(c, model, par, gpu, params);
-    out.backward_overlap_s += std::max(comm_s - kernel_s, share * comm_s);
+  const std::vector<double> kernel_s = beside_kernels_s(comm, model, par, gpu, params);
+  for (std::size_t i = 0; i < comm.collectives.size(); ++i) {
+    if (comm.collectives[i].beside == nullptr) continue;
+    const double comm_s = allreduce_units(comm.collectives[i].op) * out.allreduce_s;
+    out.backward_overlap_s += std::max(comm_s - kernel_s[i], share * comm_s);
   }
   return out;
 }
@@ -922,10 +923,9 @@ LayerPassTimes layer_pass_times(const Platform& platform, const ModelSpec& model
   const Layout layout(par, platform.gpus_per_node());
   const Group group = make_tp_groups(platform, layout).front();
   const LayerTp tp = layer_tp(platform, group, model, par, params);
-  const double allreduce_s = channel_ring_s(platform, group, whole_bytes(tp.tensor_bytes));
-  t.forward_tp_s = tp.forward_units * allreduce_s;
+  t.forward_tp_s = tp.forward_units * tp.allreduce_s;
   t.backward_overlap_s = tp.backward_overlap_s;
-  t.backward_tp_s = tp.backward_units * allreduce_s + tp.backward_overlap_s;
+  t.backward_tp_s = tp.backward_units * tp.allreduce_s + tp.backward_overlap_s;
   return t;
 }
 

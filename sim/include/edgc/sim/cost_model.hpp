@@ -140,10 +140,11 @@ struct TpLayerComm {
   double exposed_units(bool backward) const;
 };
 TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel);
-/// Seconds of the GEMM `collective` runs beside (TpCollective::beside) on `gpu`: its layer_kernels() time under
-/// the kernel-level model, its FLOPs at peak · compute.efficiency otherwise; 0 for an exposed collective.
-double beside_kernel_s(const TpCollective& collective, const ModelSpec& model, const ParallelSpec& parallel,
-                       const GpuSpec& gpu, const CostParams& params);
+/// Seconds of the GEMM each of comm.collectives runs beside (TpCollective::beside), in the same order: its
+/// layer_kernels() time under the kernel-level model (the list is built once), its FLOPs at peak ·
+/// compute.efficiency otherwise; 0 for an exposed collective.
+std::vector<double> beside_kernels_s(const TpLayerComm& comm, const ModelSpec& model, const ParallelSpec& parallel,
+                                     const GpuSpec& gpu, const CostParams& params);
 
 /// Bytes one GPU sends to the adjacent pipeline stage per micro-batch and direction (activations forward, their
 /// gradients backward): b·s·h elements, ÷ tp with sequence parallelism (the tensor is sequence-sharded) or
