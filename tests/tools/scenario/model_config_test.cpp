@@ -273,6 +273,7 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysAndTheirDefaults) {
   EXPECT_TRUE(cd.parallel.embedding_allreduce);
   EXPECT_TRUE(cd.parallel.scatter_gather_p2p);
   EXPECT_TRUE(cd.parallel.grad_accumulation_fusion);
+  EXPECT_TRUE(cd.parallel.async_tp_allreduce);
   EXPECT_FALSE(cd.parallel.fused_embedding_sync);
   EXPECT_EQ(cd.parallel.grad_reduce_bytes, 4);                       // Megatron-Core reduces bf16 gradients in fp32
   EXPECT_EQ(cd.cost.compute_model, sim::ComputeModel::kEfficiency);  // no GEMM figures for this GPU
@@ -283,7 +284,7 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysAndTheirDefaults) {
                                       "overlap_grad_reduce": true, "grad_bucket_params": 1000,
                                       "grad_reduce_dtype": "fp16", "embedding_allreduce": false,
                                       "scatter_gather_p2p": false, "fused_embedding_sync": true,
-                                      "grad_accumulation_fusion": false},
+                                      "grad_accumulation_fusion": false, "async_tp_allreduce": false},
                       "compute": {"optimizer_step_ms": 2.5}})");
   Scenario e = Scenario::load(path("e.json"));
   e.splice_include("model");
@@ -300,6 +301,7 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysAndTheirDefaults) {
   EXPECT_FALSE(ce.parallel.embedding_allreduce);
   EXPECT_FALSE(ce.parallel.scatter_gather_p2p);
   EXPECT_FALSE(ce.parallel.grad_accumulation_fusion);
+  EXPECT_FALSE(ce.parallel.async_tp_allreduce);
   EXPECT_TRUE(ce.parallel.fused_embedding_sync);
   EXPECT_DOUBLE_EQ(ce.cost.optimizer_step_s, 2.5e-3);
   EXPECT_EQ(ce.cost.compute_model, sim::ComputeModel::kKernels);  // auto with measured GEMM figures
@@ -320,6 +322,7 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysRejectBadValuesNamingTheKey) {
   EXPECT_EQ(failing_field(with(R"("parallelism": {"sequence_parallel": "yes"})")), "parallelism.sequence_parallel");
   EXPECT_EQ(failing_field(with(R"("parallelism": {"grad_accumulation_fusion": 0})")),
             "parallelism.grad_accumulation_fusion");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"async_tp_allreduce": "on"})")), "parallelism.async_tp_allreduce");
   EXPECT_EQ(failing_field(with(R"("compute": {"optimizer_step_ms": -1})")), "compute.optimizer_step_ms");
   EXPECT_EQ(failing_field(with(R"("compute": {"model": "fast"})")), "compute.model");
   EXPECT_EQ(failing_field(with(R"("compute": {"model": "kernels"})")), "compute.model");  // no GEMM figures
