@@ -134,6 +134,19 @@ struct FidelityMeter::State {
   }
 
   void run_missing(const std::vector<std::pair<std::string, ReplaySpec>>& wanted);
+
+  // Pieces of measure(), in its order.
+  struct StagePlan;
+  struct PointFigures {  // per captured point: relative error, captured energy, residual
+    std::vector<double> rel, cap, res;
+  };
+  double weight(std::size_t stage) const;  // the stage's share of the parameters
+  StagePlan plan_stage(const sim::RunSchedule& schedule, std::size_t stage,
+                       std::vector<std::pair<std::string, ReplaySpec>>& wanted);
+  StageFidelity measured_stage(std::size_t stage, const StagePlan& plan, PointFigures& figures) const;
+  void add_cqm(const sim::RunSchedule& schedule, Fidelity& f);
+  void add_run_figures(const std::vector<StagePlan>& plans, const std::vector<PointFigures>& figures,
+                       Fidelity& f) const;
 };
 
 FidelityMeter::FidelityMeter(FidelitySetup setup) : s_(std::make_unique<State>()) {
@@ -272,181 +285,191 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
   }
 }
 
+// One simulated stage of one schedule: the rank at every captured point, and the two replays around each
+// equal-energy rank.
+struct FidelityMeter::State::StagePlan {
+  std::vector<int> ranks;              // simulated rank per point
+  std::vector<std::vector<double>> w;  // [point][matrix]: weight of the ⌈r'⌉ replay
+  std::vector<std::int64_t> below_one;
+  std::string lo_key, hi_key;
+};
+
+double FidelityMeter::State::weight(std::size_t stage) const {
+  double weight_sum = 0.0;
+  for (const double w : setup.stage_parameters) weight_sum += w;
+  return weight_sum > 0.0 ? setup.stage_parameters[stage] / weight_sum : 1.0 / static_cast<double>(setup.shapes.size());
+}
+
+FidelityMeter::State::StagePlan FidelityMeter::State::plan_stage(
+    const sim::RunSchedule& schedule, std::size_t st, std::vector<std::pair<std::string, ReplaySpec>>& wanted) {
+  StagePlan sp;
+  const int ts = setup.stage_map[st];
+  const std::size_t nmat = stage_matrices[static_cast<std::size_t>(ts)].size();
+  ReplaySpec lo{ts, {}};
+  ReplaySpec hi{ts, {}};
+  bool any = false;
+  for (std::size_t p = 0; p < points(); ++p) {
+    const int r = schedule.plan_at(sim_iteration[p])[st].powersgd_rank;
+    sp.ranks.push_back(r);
+    std::vector<int> l(nmat, 0);
+    std::vector<int> h(nmat, 0);
+    std::vector<double> w(nmat, 0.0);
+    bool below = false;
+    if (r > 0) {
+      any = true;
+      const std::vector<double>& eq = mapped(static_cast<int>(st), r);
+      for (std::size_t i = 0; i < nmat; ++i) {
+        const auto cap = static_cast<double>(matrix_models[static_cast<std::size_t>(ts)][i].max_rank());
+        double x = std::clamp(eq[i], 1.0, cap);
+        if (std::abs(x - std::round(x)) < 1e-6) x = std::round(x);  // a whole rank up to the inverse's precision
+        below = below || eq[i] < 1.0;
+        l[i] = static_cast<int>(std::floor(x));
+        h[i] = static_cast<int>(std::ceil(x));
+        w[i] = x - l[i];
+      }
+    }
+    sp.below_one.push_back(below ? 1 : 0);
+    lo.ranks.push_back(std::move(l));
+    hi.ranks.push_back(std::move(h));
+    sp.w.push_back(std::move(w));
+  }
+  if (!any) return sp;  // never compressed: exact, no replay
+  sp.lo_key = replay_key(trace_abs, setup.backend, setup.seed, lo);
+  sp.hi_key = replay_key(trace_abs, setup.backend, setup.seed, hi);
+  wanted.emplace_back(sp.lo_key, std::move(lo));
+  wanted.emplace_back(sp.hi_key, std::move(hi));
+  return sp;
+}
+
+StageFidelity FidelityMeter::State::measured_stage(std::size_t st, const StagePlan& sp, PointFigures& fig) const {
+  StageFidelity sf;
+  sf.stage = static_cast<int>(st);
+  if (!measured()) return sf;
+  const std::size_t npoints = points();
+  sf.trace_stage = setup.stage_map[st];
+  fig.rel.assign(npoints, 0.0);
+  fig.cap.assign(npoints, std::nan(""));
+  fig.res.assign(npoints, 0.0);
+  if (sp.lo_key.empty()) return sf;
+  const std::vector<ReplayPoint>& lo = memo.at(sp.lo_key);
+  const std::vector<ReplayPoint>& hi = memo.at(sp.hi_key);
+  std::vector<double> r_c, c_c, e_c;
+  for (std::size_t p = 0; p < npoints; ++p) {
+    double err2 = 0.0, ghat2 = 0.0, e2 = 0.0;
+    for (std::size_t i = 0; i < lo[p].err2.size(); ++i) {
+      const double w = sp.w[p][i];
+      err2 += (1.0 - w) * lo[p].err2[i] + w * hi[p].err2[i];
+      ghat2 += (1.0 - w) * lo[p].ghat2[i] + w * hi[p].ghat2[i];
+      e2 += (1.0 - w) * lo[p].e2[i] + w * hi[p].e2[i];
+    }
+    const double g2 = lo[p].g2;
+    const bool ok = std::isfinite(g2) && g2 > 0.0 && std::isfinite(err2) && std::isfinite(e2);
+    fig.rel[p] = ok ? std::sqrt(err2 / g2) : std::nan("");
+    fig.res[p] = ok ? std::sqrt(e2 / g2) : std::nan("");
+    if (sp.ranks[p] == 0 || !ok) continue;
+    fig.cap[p] = ghat2 + e2 > 0.0 ? ghat2 / (ghat2 + e2) : 1.0;
+    r_c.push_back(fig.rel[p]);
+    c_c.push_back(fig.cap[p]);
+    e_c.push_back(fig.res[p]);
+    sf.below_rank_one += sp.below_one[p];
+  }
+  sf.points = static_cast<std::int64_t>(r_c.size());
+  sf.relative_error = mean_of(r_c);
+  if (!r_c.empty()) sf.relative_error_max = *std::max_element(r_c.begin(), r_c.end());
+  sf.captured_energy = mean_of(c_c);
+  sf.residual = mean_of(e_c);
+  return sf;
+}
+
+void FidelityMeter::State::add_cqm(const sim::RunSchedule& schedule, Fidelity& f) {
+  const std::size_t stages = setup.shapes.size();
+  double cqm_sum = 0.0;
+  std::int64_t cqm_iters = 0;
+  std::vector<double> stage_cqm_sum(stages, 0.0);
+  std::vector<std::int64_t> stage_cqm_iters(stages, 0);
+  for (const sim::RunSegment& seg : schedule.segments()) {
+    double g_run = 0.0;
+    bool compressed = false;
+    for (std::size_t st = 0; st < stages && st < seg.plan.size(); ++st) {
+      const int r = seg.plan[st].powersgd_rank;
+      if (r <= 0 || !sim_models[st]) continue;
+      compressed = true;
+      const double g = sim_models[st]->g(r);
+      g_run += weight(st) * g;
+      stage_cqm_sum[st] += std::sqrt(g) * static_cast<double>(seg.iterations());
+      stage_cqm_iters[st] += seg.iterations();
+      StageFidelity& sf = f.stages[st];
+      if (std::none_of(sf.ranks.begin(), sf.ranks.end(), [&](const RankMapping& m) { return m.rank == r; })) {
+        RankMapping m{r, std::sqrt(g), 0.0, 0.0};
+        if (measured()) {
+          const std::vector<double>& eq = mapped(static_cast<int>(st), r);
+          m.trace_rank_min = *std::min_element(eq.begin(), eq.end());
+          m.trace_rank_max = *std::max_element(eq.begin(), eq.end());
+        }
+        sf.ranks.push_back(m);
+      }
+    }
+    if (!compressed) continue;
+    cqm_sum += std::sqrt(g_run) * static_cast<double>(seg.iterations());
+    cqm_iters += seg.iterations();
+  }
+  for (std::size_t st = 0; st < stages; ++st) {
+    StageFidelity& sf = f.stages[st];
+    std::sort(sf.ranks.begin(), sf.ranks.end(),
+              [](const RankMapping& a, const RankMapping& b) { return a.rank < b.rank; });
+    if (stage_cqm_iters[st] > 0) sf.cqm_relative_error = stage_cqm_sum[st] / static_cast<double>(stage_cqm_iters[st]);
+  }
+  if (cqm_iters > 0) f.cqm_relative_error = cqm_sum / static_cast<double>(cqm_iters);
+  if (!f.cqm_relative_error && cqm_iters == 0) f.cqm_relative_error = 0.0;
+}
+
+// The run's measured figures: per captured point where any stage is compressed, stages weighted by parameters.
+void FidelityMeter::State::add_run_figures(const std::vector<StagePlan>& plans, const std::vector<PointFigures>& figs,
+                                           Fidelity& f) const {
+  std::vector<double> r_c, c_c, e_c;
+  for (std::size_t p = 0; p < points(); ++p) {
+    bool compressed = false;
+    double e2 = 0.0, res2 = 0.0, capw = 0.0, capsum = 0.0;
+    for (std::size_t st = 0; st < figs.size(); ++st) {
+      compressed = compressed || plans[st].ranks[p] > 0;
+      e2 += weight(st) * figs[st].rel[p] * figs[st].rel[p];
+      res2 += weight(st) * figs[st].res[p] * figs[st].res[p];
+      if (!std::isnan(figs[st].cap[p])) {
+        capw += weight(st);
+        capsum += weight(st) * figs[st].cap[p];
+      }
+    }
+    if (!compressed || !std::isfinite(e2) || !std::isfinite(res2)) continue;
+    r_c.push_back(std::sqrt(e2));
+    e_c.push_back(std::sqrt(res2));
+    if (capw > 0.0) c_c.push_back(capsum / capw);
+  }
+  f.points = static_cast<std::int64_t>(r_c.size());
+  f.relative_error = r_c.empty() ? std::optional<double>(0.0) : mean_of(r_c);
+  f.relative_error_max = r_c.empty() ? 0.0 : *std::max_element(r_c.begin(), r_c.end());
+  f.captured_energy = r_c.empty() ? std::optional<double>(1.0) : mean_of(c_c);
+  f.residual = r_c.empty() ? std::optional<double>(0.0) : mean_of(e_c);
+}
+
 std::vector<Fidelity> FidelityMeter::measure(const std::vector<const sim::RunSchedule*>& schedules) {
   State& s = *s_;
   const std::size_t stages = s.setup.shapes.size();
-  const std::size_t npoints = s.points();
-  double weight_sum = 0.0;
-  for (const double w : s.setup.stage_parameters) weight_sum += w;
-  const auto weight = [&](std::size_t st) {
-    return weight_sum > 0.0 ? s.setup.stage_parameters[st] / weight_sum : 1.0 / static_cast<double>(stages);
-  };
-
-  // Per schedule and stage: the rank at every captured point, and the two replays around each equal-energy rank.
-  struct StagePlan {
-    std::vector<int> ranks;              // simulated rank per point
-    std::vector<std::vector<double>> w;  // [point][matrix]: weight of the ⌈r'⌉ replay
-    std::vector<std::int64_t> below_one;
-    std::string lo_key, hi_key;
-  };
-  std::vector<std::vector<StagePlan>> plans(schedules.size(), std::vector<StagePlan>(stages));
-  std::vector<std::pair<std::string, ReplaySpec>> wanted;
+  std::vector<std::vector<State::StagePlan>> plans(schedules.size(), std::vector<State::StagePlan>(stages));
   if (s.measured()) {
-    for (std::size_t k = 0; k < schedules.size(); ++k) {
-      for (std::size_t st = 0; st < stages; ++st) {
-        StagePlan& sp = plans[k][st];
-        const int ts = s.setup.stage_map[st];
-        const std::size_t nmat = s.stage_matrices[static_cast<std::size_t>(ts)].size();
-        ReplaySpec lo{ts, {}};
-        ReplaySpec hi{ts, {}};
-        bool any = false;
-        for (std::size_t p = 0; p < npoints; ++p) {
-          const int r = schedules[k]->plan_at(s.sim_iteration[p])[st].powersgd_rank;
-          sp.ranks.push_back(r);
-          std::vector<int> l(nmat, 0);
-          std::vector<int> h(nmat, 0);
-          std::vector<double> w(nmat, 0.0);
-          bool below = false;
-          if (r > 0) {
-            any = true;
-            const std::vector<double>& eq = s.mapped(static_cast<int>(st), r);
-            for (std::size_t i = 0; i < nmat; ++i) {
-              const auto cap = static_cast<double>(s.matrix_models[static_cast<std::size_t>(ts)][i].max_rank());
-              double x = std::clamp(eq[i], 1.0, cap);
-              if (std::abs(x - std::round(x)) < 1e-6) x = std::round(x);  // a whole rank up to the inverse's precision
-              below = below || eq[i] < 1.0;
-              l[i] = static_cast<int>(std::floor(x));
-              h[i] = static_cast<int>(std::ceil(x));
-              w[i] = x - l[i];
-            }
-          }
-          sp.below_one.push_back(below ? 1 : 0);
-          lo.ranks.push_back(std::move(l));
-          hi.ranks.push_back(std::move(h));
-          sp.w.push_back(std::move(w));
-        }
-        if (!any) continue;  // never compressed: exact, no replay
-        sp.lo_key = replay_key(s.trace_abs, s.setup.backend, s.setup.seed, lo);
-        sp.hi_key = replay_key(s.trace_abs, s.setup.backend, s.setup.seed, hi);
-        wanted.emplace_back(sp.lo_key, std::move(lo));
-        wanted.emplace_back(sp.hi_key, std::move(hi));
-      }
-    }
+    std::vector<std::pair<std::string, ReplaySpec>> wanted;
+    for (std::size_t k = 0; k < schedules.size(); ++k)
+      for (std::size_t st = 0; st < stages; ++st) plans[k][st] = s.plan_stage(*schedules[k], st, wanted);
     s.run_missing(wanted);
   }
-
   std::vector<Fidelity> out;
   for (std::size_t k = 0; k < schedules.size(); ++k) {
     Fidelity f;
     f.source = s.measured() ? "trace" : "cqm";
     // Measured, per point and stage: relative error, captured energy, residual (NaN: not compressed there).
-    std::vector<std::vector<double>> rel(stages), cap(stages), res(stages);
-    for (std::size_t st = 0; st < stages; ++st) {
-      StageFidelity sf;
-      sf.stage = static_cast<int>(st);
-      const StagePlan& sp = plans[k][st];
-      if (s.measured()) {
-        sf.trace_stage = s.setup.stage_map[st];
-        rel[st].assign(npoints, 0.0);
-        cap[st].assign(npoints, std::nan(""));
-        res[st].assign(npoints, 0.0);
-        if (!sp.lo_key.empty()) {
-          const std::vector<ReplayPoint>& lo = s.memo.at(sp.lo_key);
-          const std::vector<ReplayPoint>& hi = s.memo.at(sp.hi_key);
-          std::vector<double> r_c, c_c, e_c;
-          for (std::size_t p = 0; p < npoints; ++p) {
-            double err2 = 0.0, ghat2 = 0.0, e2 = 0.0;
-            for (std::size_t i = 0; i < lo[p].err2.size(); ++i) {
-              const double w = sp.w[p][i];
-              err2 += (1.0 - w) * lo[p].err2[i] + w * hi[p].err2[i];
-              ghat2 += (1.0 - w) * lo[p].ghat2[i] + w * hi[p].ghat2[i];
-              e2 += (1.0 - w) * lo[p].e2[i] + w * hi[p].e2[i];
-            }
-            const double g2 = lo[p].g2;
-            const bool ok = std::isfinite(g2) && g2 > 0.0 && std::isfinite(err2) && std::isfinite(e2);
-            rel[st][p] = ok ? std::sqrt(err2 / g2) : std::nan("");
-            res[st][p] = ok ? std::sqrt(e2 / g2) : std::nan("");
-            if (sp.ranks[p] == 0 || !ok) continue;
-            cap[st][p] = ghat2 + e2 > 0.0 ? ghat2 / (ghat2 + e2) : 1.0;
-            r_c.push_back(rel[st][p]);
-            c_c.push_back(cap[st][p]);
-            e_c.push_back(res[st][p]);
-            sf.below_rank_one += sp.below_one[p];
-          }
-          sf.points = static_cast<std::int64_t>(r_c.size());
-          sf.relative_error = mean_of(r_c);
-          if (!r_c.empty()) sf.relative_error_max = *std::max_element(r_c.begin(), r_c.end());
-          sf.captured_energy = mean_of(c_c);
-          sf.residual = mean_of(e_c);
-        }
-      }
-      f.stages.push_back(std::move(sf));
-    }
-    // The CQM prediction over the schedule's segments, and the rank mappings it used.
-    double cqm_sum = 0.0;
-    std::int64_t cqm_iters = 0;
-    std::vector<double> stage_cqm_sum(stages, 0.0);
-    std::vector<std::int64_t> stage_cqm_iters(stages, 0);
-    for (const sim::RunSegment& seg : schedules[k]->segments()) {
-      double g_run = 0.0;
-      bool compressed = false;
-      for (std::size_t st = 0; st < stages && st < seg.plan.size(); ++st) {
-        const int r = seg.plan[st].powersgd_rank;
-        if (r <= 0 || !s.sim_models[st]) continue;
-        compressed = true;
-        const double g = s.sim_models[st]->g(r);
-        g_run += weight(st) * g;
-        stage_cqm_sum[st] += std::sqrt(g) * static_cast<double>(seg.iterations());
-        stage_cqm_iters[st] += seg.iterations();
-        StageFidelity& sf = f.stages[st];
-        if (std::none_of(sf.ranks.begin(), sf.ranks.end(), [&](const RankMapping& m) { return m.rank == r; })) {
-          RankMapping m{r, std::sqrt(g), 0.0, 0.0};
-          if (s.measured()) {
-            const std::vector<double>& eq = s.mapped(static_cast<int>(st), r);
-            m.trace_rank_min = *std::min_element(eq.begin(), eq.end());
-            m.trace_rank_max = *std::max_element(eq.begin(), eq.end());
-          }
-          sf.ranks.push_back(m);
-        }
-      }
-      if (!compressed) continue;
-      cqm_sum += std::sqrt(g_run) * static_cast<double>(seg.iterations());
-      cqm_iters += seg.iterations();
-    }
-    for (std::size_t st = 0; st < stages; ++st) {
-      StageFidelity& sf = f.stages[st];
-      std::sort(sf.ranks.begin(), sf.ranks.end(),
-                [](const RankMapping& a, const RankMapping& b) { return a.rank < b.rank; });
-      if (stage_cqm_iters[st] > 0) sf.cqm_relative_error = stage_cqm_sum[st] / static_cast<double>(stage_cqm_iters[st]);
-    }
-    if (cqm_iters > 0) f.cqm_relative_error = cqm_sum / static_cast<double>(cqm_iters);
-    // The run's measured figures: per captured point where any stage is compressed, stages weighted by parameters.
-    if (s.measured()) {
-      std::vector<double> r_c, c_c, e_c;
-      for (std::size_t p = 0; p < npoints; ++p) {
-        bool compressed = false;
-        double e2 = 0.0, res2 = 0.0, capw = 0.0, capsum = 0.0;
-        for (std::size_t st = 0; st < stages; ++st) {
-          compressed = compressed || plans[k][st].ranks[p] > 0;
-          e2 += weight(st) * rel[st][p] * rel[st][p];
-          res2 += weight(st) * res[st][p] * res[st][p];
-          if (!std::isnan(cap[st][p])) {
-            capw += weight(st);
-            capsum += weight(st) * cap[st][p];
-          }
-        }
-        if (!compressed || !std::isfinite(e2) || !std::isfinite(res2)) continue;
-        r_c.push_back(std::sqrt(e2));
-        e_c.push_back(std::sqrt(res2));
-        if (capw > 0.0) c_c.push_back(capsum / capw);
-      }
-      f.points = static_cast<std::int64_t>(r_c.size());
-      f.relative_error = r_c.empty() ? std::optional<double>(0.0) : mean_of(r_c);
-      f.relative_error_max = r_c.empty() ? 0.0 : *std::max_element(r_c.begin(), r_c.end());
-      f.captured_energy = r_c.empty() ? std::optional<double>(1.0) : mean_of(c_c);
-      f.residual = r_c.empty() ? std::optional<double>(0.0) : mean_of(e_c);
-    }
-    if (!f.cqm_relative_error && cqm_iters == 0) f.cqm_relative_error = 0.0;
+    std::vector<State::PointFigures> figs(stages);
+    for (std::size_t st = 0; st < stages; ++st) f.stages.push_back(s.measured_stage(st, plans[k][st], figs[st]));
+    s.add_cqm(*schedules[k], f);
+    if (s.measured()) s.add_run_figures(plans[k], figs, f);
     out.push_back(std::move(f));
   }
   return out;

@@ -2,6 +2,8 @@
 // noise band, when that is wider), with a min–max colour legend; cells without data are hatched grey.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include "edgc/report/charts.hpp"
 #include "edgc/report/plot.hpp"
@@ -9,41 +11,50 @@
 
 namespace edgc::report {
 
-std::string render(const Heatmap& c, const std::string& id) {
-  SvgWriter svg(c.width, c.height, c.title, id);
-  const std::size_t nx = c.x_categories.size();
-  const std::size_t ny = c.y_categories.size();
+namespace {
+
+// The values' range and the colour scale: the data's range, widened about its middle to at least the noise band.
+struct ValueRange {
   double lo = std::numeric_limits<double>::infinity();
-  double hi = -lo;
+  double hi = -std::numeric_limits<double>::infinity();
   bool any_empty = false;
-  for (std::size_t i = 0; i < nx * ny; ++i) {
+  int sig = 3;  // significant digits of the labels
+  double colour_lo = 0.0;
+  double colour_hi = 0.0;
+  bool has_data() const { return lo <= hi; }
+};
+
+ValueRange value_range(const Heatmap& c) {
+  ValueRange r;
+  const std::size_t cells = c.x_categories.size() * c.y_categories.size();
+  for (std::size_t i = 0; i < cells; ++i) {
     const double v = i < c.values.size() ? c.values[i] : kNoValue;
     if (std::isfinite(v)) {
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
+      r.lo = std::min(r.lo, v);
+      r.hi = std::max(r.hi, v);
     } else {
-      any_empty = true;
+      r.any_empty = true;
     }
   }
-  const bool has_data = lo <= hi;
   // Enough digits to tell apart values a tenth of the range apart: speedups of 2.196 and 2.2 must not both read 2.2.
-  int sig = 3;
-  if (has_data && hi > lo) {
-    const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10((hi - lo) / 10.0))), 0, 6);
-    const double reach = std::max(std::abs(lo), std::abs(hi));
+  if (r.has_data() && r.hi > r.lo) {
+    const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10((r.hi - r.lo) / 10.0))), 0, 6);
+    const double reach = std::max(std::abs(r.lo), std::abs(r.hi));
     const int int_digits = reach >= 1.0 ? static_cast<int>(std::floor(std::log10(reach))) + 1 : 1;
-    sig = std::max(sig, int_digits + decimals);
+    r.sig = std::max(r.sig, int_digits + decimals);
   }
-  const auto label = [&](double v) { return fmt_compact(v, sig) + c.value_suffix; };
-  // The colour scale: the data's range, widened about its middle to at least the noise band.
-  double colour_lo = lo;
-  double colour_hi = hi;
-  if (has_data && std::isfinite(c.noise) && hi - lo < 2.0 * c.noise) {
-    const double mid = (lo + hi) / 2.0;
-    colour_lo = mid - c.noise;
-    colour_hi = mid + c.noise;
+  r.colour_lo = r.lo;
+  r.colour_hi = r.hi;
+  if (r.has_data() && std::isfinite(c.noise) && r.hi - r.lo < 2.0 * c.noise) {
+    const double mid = (r.lo + r.hi) / 2.0;
+    r.colour_lo = mid - c.noise;
+    r.colour_hi = mid + c.noise;
   }
+  return r;
+}
 
+// The hatch pattern of empty cells and the colour scale's gradient.
+void write_defs(SvgWriter& svg, const std::string& id) {
   svg.raw("<defs><pattern id=\"" + xml_escape(id) +
           "-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
           "<rect width=\"6\" height=\"6\" fill=\"#eee\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#bbb\" "
@@ -52,30 +63,16 @@ std::string render(const Heatmap& c, const std::string& id) {
   for (int k = 0; k <= 8; ++k)
     svg.raw("<stop offset=\"" + px(k / 8.0 * 100.0) + "%\" stop-color=\"" + sequential_colour(k / 8.0) + "\"/>");
   svg.raw("</linearGradient></defs>\n");
+}
 
-  const double top = plot::draw_header(svg, c.width, c.title, {});
-  double y_labels = 0.0;
-  for (const std::string& l : c.y_categories) y_labels = std::max(y_labels, text_width(l, plot::kFont));
-  const double legend_w =
-      28.0 + std::max(text_width(label(colour_lo), plot::kFont), text_width(label(colour_hi), plot::kFont)) + 26.0;
-  plot::Frame f{y_labels + 36.0, top, c.width - legend_w, 0.0};
-  f.left = plot::category_left_margin(c.x_categories, f.left, f.right);
-  const double cw = (f.right - f.left) / static_cast<double>(std::max<std::size_t>(1, nx));
-  f.bottom = c.height - plot::category_axis_margin(c.x_categories, cw);
-  const double ch = (f.bottom - f.top) / static_cast<double>(std::max<std::size_t>(1, ny));
-  if (!has_data) plot::draw_no_data(svg, f);
-
-  const plot::Scale x{-0.5, static_cast<double>(nx) - 0.5, f.left, f.right};
-  plot::draw_x_categories(svg, f, c.x_categories, x, cw, c.x_label);
-  for (std::size_t j = 0; j < ny; ++j) {
-    const double cy = f.bottom - (static_cast<double>(j) + 0.5) * ch;
-    svg.text(f.left - 6, cy + 4, c.y_categories[j], R"(text-anchor="end" fill="#444")");
-  }
-  const double mid = (f.top + f.bottom) / 2;
-  svg.text(14, mid, c.y_label, "text-anchor=\"middle\" transform=\"rotate(-90 14 " + px(mid) + ")\" fill=\"#333\"");
-
-  const bool values_fit =
-      ch >= 16.0 && cw >= text_width(label(hi), plot::kFont) + 6.0 && cw >= text_width(label(lo), plot::kFont) + 6.0;
+// The grid's cells: coloured with their value (printed where it fits), or hatched where there is none.
+template <class Label>
+void draw_cells(SvgWriter& svg, const Heatmap& c, const std::string& id, const plot::Frame& f, double cw, double ch,
+                const ValueRange& r, const Label& label) {
+  const std::size_t nx = c.x_categories.size();
+  const std::size_t ny = c.y_categories.size();
+  const bool values_fit = ch >= 16.0 && cw >= text_width(label(r.hi), plot::kFont) + 6.0 &&
+                          cw >= text_width(label(r.lo), plot::kFont) + 6.0;
   for (std::size_t j = 0; j < ny; ++j) {
     for (std::size_t i = 0; i < nx; ++i) {
       const std::size_t at = j * nx + i;
@@ -88,23 +85,27 @@ std::string render(const Heatmap& c, const std::string& id) {
                  where + ": no data");
         continue;
       }
-      const std::string fill = sequential_colour(colour_position(v, colour_lo, colour_hi));
+      const std::string fill = sequential_colour(colour_position(v, r.colour_lo, r.colour_hi));
       svg.rect(rx, ry, cw - 2, ch - 2, "class=\"mark cell\" fill=\"" + fill + "\"", where + ": " + label(v));
       if (values_fit)
         svg.text(rx + (cw - 2) / 2, ry + (ch - 2) / 2 + 4, label(v),
                  std::string("text-anchor=\"middle\" fill=\"") + (prefers_dark_text(fill) ? "#111" : "#fff") + "\"");
     }
   }
+}
 
-  // Colour legend: the gradient bar with the max at the top and the min at the bottom.
+// Colour legend: the gradient bar with the max at the top and the min at the bottom, and the value label.
+template <class Label>
+void draw_legend(SvgWriter& svg, const Heatmap& c, const std::string& id, const plot::Frame& f, const ValueRange& r,
+                 const Label& label) {
   const double lx = f.right + 14.0;
-  const double bar_bottom = any_empty ? f.bottom - 22.0 : f.bottom;
+  const double bar_bottom = r.any_empty ? f.bottom - 22.0 : f.bottom;
   svg.rect(lx, f.top, 12, bar_bottom - f.top, "fill=\"url(#" + xml_escape(id) + "-scale)\" stroke=\"#999\"");
-  if (has_data) {
-    svg.text(lx + 16, f.top + 10, label(colour_hi), R"(class="legend-max")");
-    if (colour_hi > colour_lo) svg.text(lx + 16, bar_bottom, label(colour_lo), R"(class="legend-min")");
+  if (r.has_data()) {
+    svg.text(lx + 16, f.top + 10, label(r.colour_hi), R"(class="legend-max")");
+    if (r.colour_hi > r.colour_lo) svg.text(lx + 16, bar_bottom, label(r.colour_lo), R"(class="legend-min")");
   }
-  if (any_empty) {
+  if (r.any_empty) {
     svg.rect(lx, f.bottom - 12, 12, 12, "fill=\"url(#" + xml_escape(id) + "-hatch)\" stroke=\"#999\"");
     svg.text(lx + 16, f.bottom - 2, "no data", R"(fill="#666")");
   }
@@ -112,6 +113,40 @@ std::string render(const Heatmap& c, const std::string& id) {
   const double vx = c.width - 6.0;  // rotated like the y label: the glyphs rise to the left of vx
   svg.text(vx, lmid, c.value_label,
            "text-anchor=\"middle\" transform=\"rotate(-90 " + px(vx) + " " + px(lmid) + ")\" fill=\"#333\"");
+}
+
+}  // namespace
+
+std::string render(const Heatmap& c, const std::string& id) {
+  SvgWriter svg(c.width, c.height, c.title, id);
+  const std::size_t nx = c.x_categories.size();
+  const std::size_t ny = c.y_categories.size();
+  const ValueRange r = value_range(c);
+  const auto label = [&](double v) { return fmt_compact(v, r.sig) + c.value_suffix; };
+  write_defs(svg, id);
+
+  const double top = plot::draw_header(svg, c.width, c.title, {});
+  double y_labels = 0.0;
+  for (const std::string& l : c.y_categories) y_labels = std::max(y_labels, text_width(l, plot::kFont));
+  const double legend_w =
+      28.0 + std::max(text_width(label(r.colour_lo), plot::kFont), text_width(label(r.colour_hi), plot::kFont)) + 26.0;
+  plot::Frame f{y_labels + 36.0, top, c.width - legend_w, 0.0};
+  f.left = plot::category_left_margin(c.x_categories, f.left, f.right);
+  const double cw = (f.right - f.left) / static_cast<double>(std::max<std::size_t>(1, nx));
+  f.bottom = c.height - plot::category_axis_margin(c.x_categories, cw);
+  const double ch = (f.bottom - f.top) / static_cast<double>(std::max<std::size_t>(1, ny));
+  if (!r.has_data()) plot::draw_no_data(svg, f);
+
+  const plot::Scale x{-0.5, static_cast<double>(nx) - 0.5, f.left, f.right};
+  plot::draw_x_categories(svg, f, c.x_categories, x, cw, c.x_label);
+  for (std::size_t j = 0; j < ny; ++j) {
+    const double cy = f.bottom - (static_cast<double>(j) + 0.5) * ch;
+    svg.text(f.left - 6, cy + 4, c.y_categories[j], R"(text-anchor="end" fill="#444")");
+  }
+  const double mid = (f.top + f.bottom) / 2;
+  svg.text(14, mid, c.y_label, "text-anchor=\"middle\" transform=\"rotate(-90 14 " + px(mid) + ")\" fill=\"#333\"");
+  draw_cells(svg, c, id, f, cw, ch, r, label);
+  draw_legend(svg, c, id, f, r, label);
   return svg.finish();
 }
 
