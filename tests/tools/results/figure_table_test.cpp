@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgc/core/error.hpp"
@@ -72,9 +73,10 @@ TEST(RunFigureTable, EveryMemberOfRunFiguresHasOneRow) {
 }
 
 TEST(RunFigureTable, EveryFigureSurvivesTheResultWriterAndReaderInTableOrder) {
+  ResultRun run;
+  static_cast<RunFigures&>(run) = sample_sweep_run();
   ResultDocument doc;
-  doc.runs.push_back({});
-  static_cast<RunFigures&>(doc.runs[0]) = sample_sweep_run();
+  doc.runs.push_back(std::move(run));
   const ordered_json j = ordered_json::parse(to_json(doc).dump());
   std::vector<std::string> expected = {"policy"};
   for (const RunFigureSpec& f : kRunFigures) expected.emplace_back(f.key);
