@@ -22,6 +22,7 @@
 #include "edgc/core/isolated.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/engine/simulation.hpp"
+#include "edgc/results/figure_table.hpp"
 #include "edgc/results/sweep_document.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/scenario/compression_config.hpp"

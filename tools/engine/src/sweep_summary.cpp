@@ -6,6 +6,7 @@
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/results/figure_table.hpp"
 #include "edgc/results/table.hpp"
 
 namespace edgc::engine {
@@ -28,14 +29,13 @@ struct Row {
   const results::SweepRun* run;
 };
 
-// A table of `rows`: the point, its axis values and the run's main figures.
+// A table of `rows`: the point, its axis values and the run figures the table shows (results::console_figures).
 void print_rows(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<Row>& rows) {
   std::vector<std::string> head = {"point"};
   for (const scenario::SweepAxis& a : spec.axes) head.push_back(a.key);
-  for (const char* h : {"iter s", "comm -%", "train h", "speedup", "cost $", "grad err %", "CQM err %"})
-    head.emplace_back(h);
+  const std::vector<const results::RunFigureSpec*> figures = results::console_figures();
+  for (const results::RunFigureSpec* f : figures) head.emplace_back(f->console.header);
   results::Table t(head);
-  const auto error_pct = [](double e) { return std::isfinite(e) ? results::fmt_f(100.0 * e, 1) : std::string("-"); };
   for (const Row& row : rows) {
     const results::SweepRecord& l = *row.line;
     const results::SweepRun& r = *row.run;
@@ -46,13 +46,7 @@ void print_rows(std::ostream& os, const scenario::SweepSpec& spec, const std::ve
                       : v.is_number_float() ? results::fmt_g(v.get<double>(), 4)
                                             : v.dump());
     }
-    cells.push_back(results::fmt_f(r.iteration_time_s, 4));
-    cells.push_back(results::fmt_f(100.0 * r.comm_latency_reduction_vs_none, 2));
-    cells.push_back(results::fmt_f(r.training_time_s / 3600.0, 2));
-    cells.push_back(results::fmt_f(r.speedup_vs_none, 4));
-    cells.push_back(results::fmt_f(r.cost_usd, 0));
-    cells.push_back(error_pct(r.gradient_error));
-    cells.push_back(error_pct(r.cqm_error));
+    for (const results::RunFigureSpec* f : figures) cells.push_back(results::console_cell(*f, r));
     t.add_row(cells);
   }
   t.print(os);
@@ -81,8 +75,7 @@ void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::ve
          << over << " over it; summary.csv says by how much)\n";
     return;
   }
-  const bool ascending = (field.size() > 2 && field.rfind("_s") == field.size() - 2) || field == "cost_usd" ||
-                         field == "gpu_hours" || field == "gradient_error" || field == "cqm_error";
+  const bool ascending = results::better_of(field) == results::Better::kLower;
   std::stable_sort(rows.begin(), rows.end(),
                    [ascending](const Row& a, const Row& b) { return ascending ? a.key < b.key : a.key > b.key; });
   const std::string policy = rows.front().run->policy;

@@ -15,8 +15,9 @@ namespace edgc::engine {
 void write_summary(const std::filesystem::path& dir, const scenario::SweepSpec& spec,
                    const std::vector<results::SweepRecord>& records, std::optional<double> max_error);
 
-/// The ten best points for the last compared policy, by `field` (times, cost and errors ascending, others
-/// descending), leaving out points over the gradient-error budget; then that policy's time–error Pareto front.
+/// The ten best points for the last compared policy, by `field` (lowest first where results::better_of says lower
+/// is better, else highest first), leaving out points over the gradient-error budget; then that policy's
+/// time–error Pareto front.
 /// UsageError (--best-by) when `field` is not a run figure.
 void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<results::SweepRecord>& records,
                 const std::string& field, std::optional<double> max_error);

@@ -101,18 +101,6 @@ std::vector<RankSegment> read_rank_schedule(const JsonNode& s) {
   return out;
 }
 
-const std::set<std::string> kFigureKeys = {"policy",
-                                           "iteration_time_s",
-                                           "comm_latency_s",
-                                           "training_time_s",
-                                           "speedup_vs_none",
-                                           "comm_latency_reduction_vs_none",
-                                           "training_time_reduction_vs_none",
-                                           "gpu_hours",
-                                           "cost_usd",
-                                           "gradient_error",
-                                           "cqm_error"};
-
 ResultRun read_run(const JsonNode& r) {
   ResultRun run;
   read_figures(r, true, run);
@@ -125,7 +113,7 @@ ResultRun read_run(const JsonNode& r) {
   const std::set<std::string> typed = {"compressed_iterations", "stage_comm_latency_s", "breakdown",
                                        "warmup_end_iteration", "rank_schedule"};
   for (const std::string& key : r.member_keys())
-    if (kFigureKeys.count(key) == 0 && typed.count(key) == 0) run.detail[key] = r.at(key).raw();
+    if (!is_figure_key(key) && typed.count(key) == 0) run.detail[key] = r.at(key).raw();
   return run;
 }
 
@@ -215,21 +203,6 @@ RunFigures figures_vs_baseline(std::string policy, double iteration_time_s, doub
   return f;
 }
 
-void write_figures(const RunFigures& f, ordered_json& out) {
-  out["policy"] = f.policy;
-  out["iteration_time_s"] = f.iteration_time_s;
-  out["comm_latency_s"] = f.comm_latency_s;
-  out["training_time_s"] = f.training_time_s;
-  out["speedup_vs_none"] = f.speedup_vs_none;
-  for (const auto& [key, value] : {std::pair{"comm_latency_reduction_vs_none", f.comm_latency_reduction_vs_none},
-                                   {"training_time_reduction_vs_none", f.training_time_reduction_vs_none},
-                                   {"gpu_hours", f.gpu_hours},
-                                   {"cost_usd", f.cost_usd},
-                                   {"gradient_error", f.gradient_error},
-                                   {"cqm_error", f.cqm_error}})
-    if (std::isfinite(value)) out[key] = value;
-}
-
 ordered_json rank_schedule_json(const std::vector<RankSegment>& schedule) {
   ordered_json out = ordered_json::array();
   for (const RankSegment& s : schedule) out.push_back({{"begin", s.begin}, {"end", s.end}, {"ranks", s.ranks}});
@@ -256,20 +229,6 @@ ordered_json to_json(const ResultDocument& doc) {
   if (doc.entropy_series) j["entropy_series"] = entropy_json(*doc.entropy_series);
   if (doc.warnings) j["warnings"] = *doc.warnings;
   return j;
-}
-
-void read_figures(const JsonNode& r, bool times_required, RunFigures& f) {
-  f.policy = r.at("policy").string();
-  f.training_time_s = r.number_at("training_time_s");
-  f.speedup_vs_none = r.number_at("speedup_vs_none");
-  f.iteration_time_s = times_required ? r.number_at("iteration_time_s") : r.optional_number("iteration_time_s");
-  f.comm_latency_s = times_required ? r.number_at("comm_latency_s") : r.optional_number("comm_latency_s");
-  f.comm_latency_reduction_vs_none = r.optional_number("comm_latency_reduction_vs_none");
-  f.training_time_reduction_vs_none = r.optional_number("training_time_reduction_vs_none");
-  f.gpu_hours = r.optional_number("gpu_hours");
-  f.cost_usd = r.optional_number("cost_usd");
-  f.gradient_error = r.optional_number("gradient_error");
-  f.cqm_error = r.optional_number("cqm_error");
 }
 
 ResultDocument parse_result_document(const JsonNode& root) {

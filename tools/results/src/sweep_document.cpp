@@ -16,42 +16,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-// The figures of a run that get a 95 % half-width when a point is repeated, in column order: name, the figure,
-// its half-width.
-struct CiField {
-  const char* name;
-  double RunFigures::*figure;
-  double SweepRun::*ci;
-};
-constexpr CiField kCiFields[] = {{"iteration_time_s", &RunFigures::iteration_time_s, &SweepRun::iteration_time_s_ci95},
-                                 {"comm_latency_s", &RunFigures::comm_latency_s, &SweepRun::comm_latency_s_ci95},
-                                 {"training_time_s", &RunFigures::training_time_s, &SweepRun::training_time_s_ci95},
-                                 {"speedup_vs_none", &RunFigures::speedup_vs_none, &SweepRun::speedup_vs_none_ci95},
-                                 {"cost_usd", &RunFigures::cost_usd, &SweepRun::cost_usd_ci95}};
-
-// Every averaged figure, in column order.
-constexpr std::pair<const char*, double RunFigures::*> kFigures[] = {
-    {"iteration_time_s", &RunFigures::iteration_time_s},
-    {"comm_latency_s", &RunFigures::comm_latency_s},
-    {"training_time_s", &RunFigures::training_time_s},
-    {"speedup_vs_none", &RunFigures::speedup_vs_none},
-    {"comm_latency_reduction_vs_none", &RunFigures::comm_latency_reduction_vs_none},
-    {"training_time_reduction_vs_none", &RunFigures::training_time_reduction_vs_none},
-    {"gpu_hours", &RunFigures::gpu_hours},
-    {"cost_usd", &RunFigures::cost_usd},
-    {"gradient_error", &RunFigures::gradient_error},
-    {"cqm_error", &RunFigures::cqm_error}};
-
-// Two-sided 95 % Student-t quantile for `dof` degrees of freedom.
-double t95(int dof) {
-  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (dof < 1) return 0.0;
-  if (dof <= 30) return table[dof - 1];
-  return 1.960 + 2.5 / dof;  // within 0.002 of the exact quantile beyond 30
-}
-
 // An axis value as the spec wrote it (the first equal to `v`).
 std::string axis_value_text(const ordered_json& values, double v) {
   for (const ordered_json& x : values)
@@ -66,8 +30,7 @@ ordered_json run_json(const SweepRun& r) {
   write_figures(r, j);
   j["warmup_end_iteration"] = optional_int(r.warmup_end_iteration);
   j["compressed_iterations"] = optional_int(r.compressed_iterations);
-  for (const CiField& c : kCiFields)
-    if (std::isfinite(r.*c.ci)) j[std::string(c.name) + "_ci95"] = r.*c.ci;
+  write_ci95(r, j);
   if (!r.rank_bindings.empty()) j["rank_bindings"] = r.rank_bindings;
   return j;
 }
@@ -77,7 +40,7 @@ SweepRun read_run(const JsonNode& r) {
   read_figures(r, false, run);
   if (const auto w = r.find("warmup_end_iteration")) run.warmup_end_iteration = w->integer();
   if (const auto c = r.find("compressed_iterations")) run.compressed_iterations = c->integer(0);
-  for (const CiField& c : kCiFields) run.*c.ci = r.optional_number(std::string(c.name) + "_ci95");
+  read_ci95(r, run);
   if (const auto b = r.find("rank_bindings"))
     for (const std::string& key : b->member_keys()) run.rank_bindings[key] = b->at(key).integer(0);
   return run;
@@ -141,57 +104,21 @@ std::vector<SweepRecord> read_sweep_records(const std::filesystem::path& file, b
 
 std::vector<SweepRun> average_runs(const std::vector<ResultDocument>& reps) {
   std::vector<SweepRun> out;
-  const std::size_t n = reps.size();
   for (std::size_t i = 0; i < reps.front().runs.size(); ++i) {
     const ResultRun& first = reps.front().runs[i];
     SweepRun r;
     r.policy = first.policy;
-    for (const auto& [name, field] : kFigures) {
-      double sum = 0.0;
-      for (const ResultDocument& rep : reps) sum += rep.runs.at(i).*field;
-      r.*field = sum / static_cast<double>(n);
-    }
+    std::vector<const RunFigures*> figures;
+    for (const ResultDocument& rep : reps) figures.push_back(&rep.runs.at(i));
+    average_figures(figures, r);
     r.warmup_end_iteration = first.warmup_end_iteration;
     r.compressed_iterations = first.compressed_iterations;
     if (const auto b = first.detail.find("rank_bindings"); b != first.detail.end() && b->is_object())
       for (const auto& [key, count] : b->items())
         if (count.is_number_integer()) r.rank_bindings[key] = count.get<std::int64_t>();
-    if (n > 1) {
-      for (const CiField& c : kCiFields) {
-        const double mean = r.*c.figure;
-        double ss = 0.0;
-        for (const ResultDocument& rep : reps) {
-          const double d = rep.runs.at(i).*c.figure - mean;
-          ss += d * d;
-        }
-        const double sd = std::sqrt(ss / static_cast<double>(n - 1));
-        r.*c.ci = t95(static_cast<int>(n - 1)) * sd / std::sqrt(static_cast<double>(n));
-      }
-    }
     out.push_back(std::move(r));
   }
   return out;
-}
-
-std::vector<std::string> run_figure_names(bool with_ci) {
-  std::vector<std::string> names;
-  for (const auto& [name, field] : kFigures) names.emplace_back(name);
-  if (with_ci)
-    for (const CiField& c : kCiFields) names.push_back(std::string(c.name) + "_ci95");
-  names.emplace_back("warmup_end_iteration");
-  names.emplace_back("compressed_iterations");
-  return names;
-}
-
-std::optional<double> run_figure(const SweepRun& run, const std::string& name) {
-  for (const auto& [n, field] : kFigures)
-    if (name == n) return run.*field;
-  for (const CiField& c : kCiFields)
-    if (name == std::string(c.name) + "_ci95") return run.*c.ci;
-  if (name == "warmup_end_iteration" && run.warmup_end_iteration) return static_cast<double>(*run.warmup_end_iteration);
-  if (name == "compressed_iterations" && run.compressed_iterations)
-    return static_cast<double>(*run.compressed_iterations);
-  return std::nullopt;
 }
 
 // ---- sweep.json ----
@@ -268,8 +195,7 @@ std::string summary_csv(const std::vector<std::string>& axis_keys, const std::ve
   for (const SweepRecord& r : records)
     for (const SweepRun& run : r.runs)
       if (std::find(policies.begin(), policies.end(), run.policy) == policies.end()) policies.push_back(run.policy);
-  std::vector<std::string> fields = run_figure_names(with_ci);
-  fields.resize(fields.size() - 2);  // the iteration counts are not averaged: not in the summary
+  const std::vector<std::string> fields = csv_figure_columns(with_ci);
   std::ostringstream os;
   os << "point";
   for (const std::string& k : axis_keys) os << ',' << csv_cell(json(k));

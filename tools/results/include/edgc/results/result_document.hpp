@@ -8,12 +8,12 @@
 // note) travels as `sections` and `detail`, JSON objects written after the typed members in their own order.
 #include <cstdint>
 #include <filesystem>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "edgc/results/figure_table.hpp"
 #include "edgc/results/json_reader.hpp"
 #include "edgc/sim/whole_run.hpp"
 
@@ -27,26 +27,6 @@ struct RankSegment {
   std::int64_t end = 0;
   std::vector<std::int64_t> ranks;
   bool operator==(const RankSegment&) const = default;
-};
-
-/// One policy's whole-run figures, as result.json's runs[] and results.jsonl's runs[] both hold them. The
-/// optional ones are NaN when absent and written only when finite.
-struct RunFigures {
-  static constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
-  std::string policy;
-  double iteration_time_s = 0.0;
-  double comm_latency_s = 0.0;
-  double training_time_s = 0.0;
-  double speedup_vs_none = 0.0;
-  double comm_latency_reduction_vs_none = kAbsent;
-  double training_time_reduction_vs_none = kAbsent;
-  double gpu_hours = kAbsent;
-  double cost_usd = kAbsent;
-  /// The accuracy side (engine/fidelity.hpp): relative error ‖Ĝ − G‖/‖G‖ of the averaged gradient, measured by
-  /// replaying the rank schedule through PowerSGD on the trace (mean over compressed iterations, stages weighted by
-  /// parameters; 0 for a run without compression), and the CQM's prediction for the simulated shapes.
-  double gradient_error = kAbsent;
-  double cqm_error = kAbsent;
 };
 
 /// A run's figures against the baseline run (policy none) of the same comparison: speedup = baseline training
@@ -131,8 +111,6 @@ struct ResultDocument {
 
 /// The document as result.json holds it.
 nlohmann::ordered_json to_json(const ResultDocument& doc);
-/// The common figures of a runs[] entry (result.json and results.jsonl), in their order.
-void write_figures(const RunFigures& f, nlohmann::ordered_json& out);
 nlohmann::ordered_json rank_schedule_json(const std::vector<RankSegment>& schedule);
 
 /// Reads a result document strictly for what it uses: the schema, every runs[] entry's policy, times and
@@ -140,8 +118,5 @@ nlohmann::ordered_json rank_schedule_json(const std::vector<RankSegment>& schedu
 /// members go to `sections` / `detail`. Throws ConfigError naming the file and the field.
 ResultDocument parse_result_document(const JsonNode& root);
 ResultDocument read_result_document(const std::filesystem::path& file);
-
-/// The common figures of a runs[] entry; iteration time and comm latency are required when `times_required`.
-void read_figures(const JsonNode& r, bool times_required, RunFigures& f);
 
 }  // namespace edgc::results

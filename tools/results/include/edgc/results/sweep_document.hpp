@@ -4,34 +4,19 @@
 // sweep's CSV reporter (summary.csv).
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "edgc/results/figure_table.hpp"
 #include "edgc/results/json_reader.hpp"
 #include "edgc/results/result_document.hpp"
 
 namespace edgc::results {
 
 inline constexpr const char* kSweepSchema = "edgc.sweep/1";
-
-/// One policy's figures at a sweep point: the mean over the point's repeats, with the half-width of the 95 %
-/// Student-t interval of the main figures when it ran more than once (NaN otherwise, and not written).
-struct SweepRun : RunFigures {
-  std::optional<std::int64_t> warmup_end_iteration;   ///< of the first repeat
-  std::optional<std::int64_t> compressed_iterations;  ///< of the first repeat
-  double iteration_time_s_ci95 = kAbsent;
-  double comm_latency_s_ci95 = kAbsent;
-  double training_time_s_ci95 = kAbsent;
-  double speedup_vs_none_ci95 = kAbsent;
-  double cost_usd_ci95 = kAbsent;
-  /// How often each limit decided a stage's rank (result.json's rank_bindings, of the first repeat); empty when the
-  /// line has none.
-  std::map<std::string, std::int64_t> rank_bindings;
-};
 
 /// One line of results.jsonl: a finished point, or (non-empty `error`) a point whose scenario was rejected.
 struct SweepRecord {
@@ -114,12 +99,5 @@ std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vec
                                         std::optional<double> max_error);
 /// Numeric axes with fewer values have every value on an edge: the best-point warning skips them.
 inline constexpr std::size_t kEdgeAxisValues = 3;
-
-/// The names run_figure() knows, in column order: the figures, their *_ci95 half-widths (`with_ci`), then
-/// warmup_end_iteration and compressed_iterations.
-std::vector<std::string> run_figure_names(bool with_ci);
-
-/// A run figure by its results.jsonl name ("training_time_s", "cost_usd_ci95", …); nullopt for an unknown name.
-std::optional<double> run_figure(const SweepRun& run, const std::string& name);
 
 }  // namespace edgc::results
