@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs every Debian package edgc needs, then configures and builds it.
 #
-#   tools/setup.sh [--test] [--no-sanitize] [--deps-only] [--build-dir DIR] [--build-type TYPE]
+#   tools/setup.sh [--test [--quick]] [--no-sanitize] [--deps-only] [--build-dir DIR] [--build-type TYPE]
 #
 #   --test         after building, run the whole test suite (CTest); then build DIR-asan with Clang, ASan +
-#                  UBSan and the fuzz targets (-DEDGC_FUZZ=ON), run the whole suite again under it and each fuzz
-#                  target for 10 s; fails when any run fails or a sanitizer reported an error
+#                  UBSan and the fuzz targets (-DEDGC_FUZZ=ON), run the whole suite again under it, each fuzz
+#                  target for 10 s and clang-tidy over the sources (tools/run_clang_tidy.sh); fails when any run
+#                  fails, a sanitizer reported an error or clang-tidy found anything
 #   --no-sanitize  with --test: skip the sanitizer build and its runs
+#   --quick        with --test: the fast lane, a few minutes: the unit tests only (CTest label e2e left out: the
+#                  binary end to end, live runs, validation suites) and no sanitizer build
 #
 # Idempotent: packages already present are not reinstalled and `apt-get update` runs at most once per call
 # (and only when something is missing). Works as root on a brand-new Debian 12 machine; uses sudo otherwise.
@@ -18,14 +21,16 @@ build_type=Release
 deps_only=0
 run_tests=0
 sanitize=1
+quick=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --deps-only) deps_only=1 ;;
     --test) run_tests=1 ;;
     --no-sanitize) sanitize=0 ;;
+    --quick) quick=1; sanitize=0 ;;
     --build-dir) build_dir=$2; shift ;;
     --build-type) build_type=$2; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -37,7 +42,7 @@ done
 # numpy for trace capture and the cross-language tests; headless Chromium to check `edgc report` pages in a real
 # browser (tools/check_report.py).
 packages=(
-  build-essential cmake ninja-build pkg-config git clang-format clang libclang-rt-dev
+  build-essential cmake ninja-build pkg-config git clang-format clang-tidy clang libclang-rt-dev
   libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libsimgrid-dev
   libopenmpi-dev openmpi-bin
@@ -65,13 +70,15 @@ fi
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type"
+  cmake -S "$repo" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DEDGC_WERROR=ON
 fi
 cmake --build "$build_dir" --parallel "$(nproc)"
 
 [ "$run_tests" -eq 1 ] || exit 0
 status=0
-ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)" || status=$?
+ctest_args=()
+[ "$quick" -eq 1 ] && ctest_args=(--label-exclude e2e)
+ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)" "${ctest_args[@]}" || status=$?
 [ "$sanitize" -eq 1 ] || exit "$status"
 
 # The same suite under ASan + UBSan (tools/README.md, "Sanitizers"; tests/sanitizer/README.md), in its own build
@@ -84,7 +91,7 @@ ctest --test-dir "$build_dir" --output-on-failure --parallel "$(nproc)" || statu
 asan_dir="$build_dir-asan"
 if [ ! -f "$asan_dir/CMakeCache.txt" ]; then
   cmake -S "$repo" -B "$asan_dir" "${generator[@]}" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DEDGC_FUZZ=ON -DEDGC_ENABLE_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DEDGC_FUZZ=ON -DEDGC_ENABLE_CUDA=OFF -DEDGC_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 fi
 start=$(date +%s)
@@ -102,7 +109,10 @@ if [ -n "$reports" ]; then
 fi
 tested=$(date +%s)
 "$repo/tests/fuzz/run_fuzzers.sh" "$asan_dir" --time 10 || asan_status=1
+fuzzed=$(date +%s)
+# clang-tidy (.clang-tidy) over the project's sources, with the Clang build's compile commands.
+"$repo/tools/run_clang_tidy.sh" "$asan_dir" || asan_status=1
 echo "setup: sanitizer build $((built - start)) s, sanitizer tests $((tested - built)) s," \
-  "fuzz regression runs $(($(date +%s) - tested)) s, status $asan_status"
+  "fuzz regression runs $((fuzzed - tested)) s, clang-tidy $(($(date +%s) - fuzzed)) s, status $asan_status"
 [ "$status" -ne 0 ] || status=$asan_status
 exit "$status"

@@ -293,8 +293,8 @@ double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, i
 
 double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
   if (parallel.pp == 1 || !parallel.embedding_allreduce) return 0.0;
-  return static_cast<double>(padded_vocab(model, parallel.tp) / parallel.tp) * model.hidden *
-         grad_bytes(model, parallel);
+  const auto vocab_rows = padded_vocab(model, parallel.tp) / parallel.tp;  // whole: padded to a multiple of tp
+  return static_cast<double>(vocab_rows) * model.hidden * grad_bytes(model, parallel);
 }
 
 PpBoundary pp_boundary(const ModelSpec& model, const ParallelSpec& parallel) {

@@ -244,7 +244,8 @@ double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, cons
   const double bytes = std::clamp(beta, 0.0, 1.0) *
                        static_cast<double>(stage_params(model, parallel, stage).per_gpu()) *
                        grad_bytes(model, parallel);
-  const double tensors = static_cast<double>(kTensorsPerLayer) * (model.layers / std::max(1, parallel.pp));
+  const int stage_layers = model.layers / std::max(1, parallel.pp);
+  const double tensors = static_cast<double>(kTensorsPerLayer) * stage_layers;
   return kPasses * (bytes / hbm_Bps(gpu, params) + std::max(1.0, tensors) * overhead_s(gpu));
 }
 

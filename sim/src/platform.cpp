@@ -124,7 +124,8 @@ class NodeBuilder {
       sg4::Host* h = node->create_host(prefix + "-g" + std::to_string(g), spec_.gpu.peak_tflops * 1e12);
       h->seal();
       gpus.push_back(h);
-      hosts_[static_cast<std::size_t>(n * spec_.gpus_per_node + g)] = h;
+      hosts_[static_cast<std::size_t>(n) * static_cast<std::size_t>(spec_.gpus_per_node) +
+             static_cast<std::size_t>(g)] = h;
     }
     if (spec_.intra_topology == IntraNodeTopology::kSwitch)
       add_switch_routes(node, l, gpus);

@@ -77,7 +77,7 @@ void row_dots(const float* const* x, const float* qt, std::int64_t n, std::int64
 // Qᵀ stream past, each load of Qᵀ shared by the R rows.
 template <int R>
 void row_combination(const float* const* p, const float* qt, std::int64_t n, std::int64_t r, float* const* rows) {
-  constexpr int kV = 4;  // vectors of eight per row and chunk
+  constexpr std::int64_t kV = 4;  // vectors of eight per row and chunk
   std::int64_t k = 0;
   for (; k + 8 * kV <= n; k += 8 * kV) {
     simd::F8 acc[R][kV];
@@ -85,14 +85,14 @@ void row_combination(const float* const* p, const float* qt, std::int64_t n, std
       for (auto& a : row) a = simd::zero();
     for (std::int64_t j = 0; j < r; ++j) {
       simd::F8 q[kV];
-      for (int c = 0; c < kV; ++c) q[c] = simd::load(qt + j * n + k + 8 * c);
+      for (std::int64_t c = 0; c < kV; ++c) q[c] = simd::load(qt + j * n + k + 8 * c);
       for (int i = 0; i < R; ++i) {
         const simd::F8 pij = simd::set1(p[i][j]);
-        for (int c = 0; c < kV; ++c) acc[i][c] = simd::fmadd(pij, q[c], acc[i][c]);
+        for (std::int64_t c = 0; c < kV; ++c) acc[i][c] = simd::fmadd(pij, q[c], acc[i][c]);
       }
     }
     for (int i = 0; i < R; ++i)
-      for (int c = 0; c < kV; ++c) simd::store(rows[i] + k + 8 * c, acc[i][c]);
+      for (std::int64_t c = 0; c < kV; ++c) simd::store(rows[i] + k + 8 * c, acc[i][c]);
   }
   for (; k < n; ++k)
     for (int i = 0; i < R; ++i) {
