@@ -5,10 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "edgc/sim/cost_model.hpp"
+
 namespace edgc::sim::impl {
 
 std::vector<Exchange> sent_by(const Layout& layout, const ParallelSpec& parallel, int rank) {
-  (void)parallel;
   std::vector<Exchange> out;
   const RankCoord c = layout.coord_of(rank);
   const int pp = layout.pp();
@@ -19,6 +20,13 @@ std::vector<Exchange> sent_by(const Layout& layout, const ParallelSpec& parallel
     out.push_back({rank, stage((c.pp + pp - 1) % pp), Phase::kPipeline, Traffic::kPipelineP2p});
     if (c.pp == 0 || c.pp == pp - 1)
       out.push_back({rank, stage(pp - 1 - c.pp), Phase::kEmbedding, Traffic::kEmbedding});
+    if ((c.pp == 0 || c.pp == pp - 1) && fused_embedding_sync_applies(parallel)) {
+      // The fused ring over stage 0's dp GPUs, then stage pp − 1's (embedding_rank_groups): this GPU's successor.
+      const int dp = layout.dp();
+      const int next = ((c.pp == 0 ? 0 : dp) + c.dp + 1) % (2 * dp);
+      out.push_back(
+          {rank, layout.rank_of({c.tp, next < dp ? 0 : pp - 1, next % dp}), Phase::kEmbedding, Traffic::kEmbedding});
+    }
   }
   if (layout.dp() > 1) {
     const std::vector<int> dp = layout.dp_group(rank);

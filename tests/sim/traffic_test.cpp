@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/pipeline_schedule.hpp"
 #include "model_test_util.hpp"
 
@@ -122,6 +123,9 @@ TEST(Traffic, EveryGroupOfTheWorkersCollectivesIsDeclared) {
       expect_group_declared(pairs, g, Phase::kDpSync, Traffic::kDataParallel, false, c.name);
     if (c.par.pp > 1)
       for (const impl::RankGroup& g : impl::embedding_rank_groups(layout, false))
+        expect_group_declared(pairs, g, Phase::kEmbedding, Traffic::kEmbedding, false, c.name);
+    if (fused_embedding_sync_applies(c.par))
+      for (const impl::RankGroup& g : impl::embedding_rank_groups(layout, true))
         expect_group_declared(pairs, g, Phase::kEmbedding, Traffic::kEmbedding, false, c.name);
   }
 }

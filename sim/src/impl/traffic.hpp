@@ -38,7 +38,8 @@ struct Exchange {
 
 // Everything `rank` of `layout` (made from `parallel`) may send in one iteration, in this order: its pipeline
 // successor and predecessor (stage ± 1 around the pipeline, pp > 1), its embedding partner (first and last stage,
-// pp > 1), its DP ring successor (dp > 1), every other member of its TP group. A superset of what a given schedule
+// pp > 1) and with the fused embedding sync its successor in the fused ring, its DP ring successor (dp > 1), every
+// other member of its TP group. A superset of what a given schedule
 // sends (e.g. the wrap without the interleaved schedule, an embedding partner without embedding bytes), never a
 // pair to itself.
 std::vector<Exchange> sent_by(const Layout& layout, const ParallelSpec& parallel, int rank);
