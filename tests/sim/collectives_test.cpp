@@ -177,6 +177,30 @@ TEST(Tree, AutoChoosesByTheLineRateEstimates) {
   EXPECT_EQ(chosen_allreduce_algorithm(two_nodes, 1ULL << 30), CollectiveAlgorithm::kTree);
 }
 
+// The algorithm table: names round-trip, only the ring (and auto, which keeps the ring over one member per node)
+// keeps the iteration's closed forms, and each algorithm's transfer is what it sends per flow: a ring step's chunk
+// per channel, a tree edge's S/(2C).
+TEST(AlgorithmTable, NamesCapabilitiesAndTransferBytes) {
+  for (const CollectiveAlgorithm a :
+       {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree})
+    EXPECT_EQ(allreduce_algorithm_from_name(allreduce_algorithm_name(a)), a);
+  EXPECT_FALSE(allreduce_algorithm_from_name("nvls").has_value());
+  EXPECT_TRUE(allreduce_ring_closed_form(CollectiveAlgorithm::kRing));
+  EXPECT_TRUE(allreduce_ring_closed_form(CollectiveAlgorithm::kAuto));
+  EXPECT_FALSE(allreduce_ring_closed_form(CollectiveAlgorithm::kTree));
+  const Platform p = Platform::build(engine(), test::h100_like(2), NetworkProfile{});
+  const Group g = group_of(p, packed(16), "table");
+  const auto channels = static_cast<std::uint64_t>(ring_channels(g));
+  ASSERT_GT(channels, 1U);
+  const std::uint64_t bytes = (1ULL << 30) + 7;
+  EXPECT_EQ(allreduce_transfer_bytes(CollectiveAlgorithm::kTree, g, bytes),
+            (bytes + 2 * channels - 1) / (2 * channels));
+  EXPECT_EQ(allreduce_transfer_bytes(CollectiveAlgorithm::kRing, g, bytes),
+            (ring_chunk_bytes(CollectiveOp::kAllReduce, 16, bytes) + channels - 1) / channels);
+  EXPECT_EQ(allreduce_transfer_bytes(CollectiveAlgorithm::kAuto, g, bytes),
+            allreduce_transfer_bytes(chosen_allreduce_algorithm(g, bytes), g, bytes));
+}
+
 TEST(RingClosedForm, NonBlockingFatTreeD8) {
   ClusterSpec s = test::h100_like(8);
   s.fabric = Fabric::kFatTree;

@@ -98,14 +98,10 @@ std::vector<Simulated> simulate_logs(const sim::ClusterSpec& spec, int ranks_per
       nlohmann::json out = {{"seconds", sim::time_collective_sweep(*engine, sim::CollectiveOp::kAllReduce, g, sizes)},
                             {"algorithm", nlohmann::json::array()},
                             {"key_bytes", nlohmann::json::array()}};
-      const auto channels = static_cast<std::uint64_t>(sim::ring_channels(g));
       for (const std::uint64_t bytes : sizes) {
         const sim::CollectiveAlgorithm a = sim::chosen_allreduce_algorithm(g, bytes);
         out["algorithm"].push_back(sim::allreduce_algorithm_name(a));
-        const std::uint64_t key =
-            a == sim::CollectiveAlgorithm::kTree
-                ? (bytes + 2 * channels - 1) / (2 * channels)
-                : (sim::ring_chunk_bytes(sim::CollectiveOp::kAllReduce, g.size(), bytes) + channels - 1) / channels;
+        const std::uint64_t key = sim::allreduce_transfer_bytes(a, g, bytes);
         out["key_bytes"].push_back(static_cast<double>(std::max<std::uint64_t>(key, 1)));
       }
       return out.dump();

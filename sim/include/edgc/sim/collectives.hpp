@@ -31,10 +31,11 @@
 //
 // Which one runs (all_reduce): the network profile's `algorithm` — ring, tree, or auto: the one with the smaller
 // line-rate estimate for this group and size (latency plus the most loaded link's bytes over its bandwidth), the
-// way NCCL's tuner compares its own per-algorithm model. Auto considers the tree only for groups with at least two
-// members on each of at least two nodes, where its hierarchy moves less data over the NICs than a ring; with one
-// member per node NCCL's tree wins only on latency for small messages at many nodes, which is not modelled (the
-// closed forms of iteration.cpp rely on rings there).
+// way NCCL's tuner compares its own per-algorithm model. The algorithms are a table, one source file each
+// (sim/src/collectives/; how to add one: sim/README.md, "How to add a collective algorithm"). Auto considers the tree
+// only for groups with at least two members on each of at least two nodes, where its hierarchy moves less data over the
+// NICs than a ring; with one member per node NCCL's tree wins only on latency for small messages at many nodes, which
+// is not modelled (the iteration's closed forms rely on rings there: allreduce_ring_closed_form()).
 #include <cstdint>
 #include <optional>
 #include <simgrid/s4u.hpp>
@@ -67,6 +68,16 @@ CollectiveAlgorithm allreduce_algorithm();
 /// What all_reduce() runs over `group` for `bytes`: kRing or kTree (never kAuto). A forced tree falls back to the
 /// ring where no tree can run (tree_estimate_s() infinite).
 CollectiveAlgorithm chosen_allreduce_algorithm(const Group& group, std::uint64_t bytes);
+
+/// Bytes of one transfer of an all-reduce of `bytes` over `group` by `algorithm` (kAuto: the one
+/// chosen_allreduce_algorithm() picks), as SimGrid's bandwidth and latency factor callbacks see it: a ring step's
+/// chunk per channel, S/(D·C); a tree edge's S/(2C). What the calibrated profile's curves are keyed by.
+std::uint64_t allreduce_transfer_bytes(CollectiveAlgorithm algorithm, const Group& group, std::uint64_t bytes);
+
+/// Whether, under the setting `setting` (network.algorithm), every all-reduce over a group with one member per node
+/// runs as the ring, whose contention-free closed form simulate_iteration's DP closed form and replica folding use
+/// (sim/README.md, "Closed forms and folding"): true for ring and auto, false for a forced tree.
+bool allreduce_ring_closed_form(CollectiveAlgorithm setting);
 
 /// Ring channels of `group` (1 unless the conditions above hold).
 int ring_channels(const Group& group);

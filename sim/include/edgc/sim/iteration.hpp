@@ -1,39 +1,11 @@
 #pragma once
-// One training iteration of a TP × PP × DP layout, simulated with one actor per GPU.
-//
-// What each GPU does (sim/src/iteration.cpp, class GpuWorker):
-//  * its pipeline schedule as a plain loop: GPipe (all forwards, then all backwards), 1F1B (pp − 1 − stage
-//    warm-up forwards, then one forward and one backward alternately, then the remaining backwards), or
-//    Megatron's interleaved 1F1B over virtual_stages model chunks per GPU ((pp − 1 − stage)·2 + (v − 1)·pp
-//    warm-up forwards; chunk c of stage p is virtual stage c·pp + p);
-//  * per micro-batch and pass: its compute, flops / compute_efficiency at the GPU's peak (the host's speed), i.e.
-//    exactly chunk_compute()'s forward_s / backward_s, times the pass's factor when IterationOptions::variability
-//    asks for jitter or stragglers. It is a `sleep_for` of that time, which is what `execute(flops)` would take:
-//    nothing else ever computes on a GPU host, and a sleep is about half as costly to simulate;
-//  * the pass's tensor-parallel all-reduces folded into ONE ring all-reduce of their summed bytes inside the TP
-//    group, followed by a sleep for the latency terms of the folded-away all-reduces (n − 1 of them, 2(tp − 1)
-//    route latencies each). On the ideal profile this equals n separate ring all-reduces; on the calibrated
-//    profile the folded chunk is larger, so its bandwidth efficiency is somewhat optimistic.
-//    Where that ring provably shares no link with any other transfer (tp_closed_form_applies(): NVSwitch nodes
-//    whose GPUs have every pipeline neighbour and DP peer on other nodes) it is not run as 2(tp − 1) messages per
-//    member: the TP group meets at a barrier and the last member to arrive sleeps the ring's closed form first,
-//    2(tp − 1)·Platform::lone_transfer_s(chunk). A contention-free ring ends for every member exactly that long
-//    after its LAST member arrived (each step waits for the predecessor's chunk), so the times are the same to
-//    rounding, also with jitter, with ~15× fewer simulated activities. Elsewhere (DGX-1 cube-mesh, PP or DP peers
-//    inside a node, IterationOptions::force_tp_ring) the ring runs as messages;
-//  * activations forward and their gradients backward to the neighbouring stages of its pipeline, pp_p2p_bytes()
-//    each, as asynchronous sends and blocking receives on one mailbox per purpose ("act" / "grad"), receiver and
-//    model chunk; a transfer starts when both sides have posted;
-//  * after its last backward and once its pipeline sends have arrived (Megatron's p2p is blocking), the DP sync
-//    of its stage over its DP group (see StageSync).
-//  * with parallelism.overlap_grad_reduce and an uncompressed sync, the DP all-reduce runs as gradient buckets on a
-//    second actor of the GPU during the stage's final backward pass (GpuWorker::start_overlapped_sync); PowerSGD
-//    syncs always start after the last backward;
-//  * then, on the first and last stage (pp > 1), the word-embedding gradient all-reduce between them (a ring of two;
-//    with parallelism.fused_embedding_sync one ring over the 2·dp GPUs of both stages, whose DP syncs then leave the
-//    embedding out), and on every GPU the optimizer step (optimizer_step_s(), a sleep).
-// Pipeline messages are pp_p2p_bytes() each; with Megatron's scatter/gather the receiver then waits the closed form
-// of its TP group's all-gather of the whole tensor (contention-free NVLink ring, not simulated as messages).
+// One training iteration of a TP × PP × DP layout, simulated with one actor per GPU (simulate_iteration). Each GPU
+// runs its pipeline schedule (GPipe, 1F1B or interleaved 1F1B) with its compute as sleeps, the pass's TP collectives
+// folded into one ring all-reduce, its activations and gradients to its pipeline neighbours over mailboxes, then its
+// stage's DP sync (StageSync), the word-embedding all-reduce (first and last stage) and the optimizer step. What each
+// step costs and why: sim/README.md, "One iteration"; where the rings take a closed form and the DP replicas fold,
+// and why that changes no simulated time: sim/README.md, "Closed forms and folding". The sources: sim/src/
+// iteration.cpp (simulate_iteration), gpu_worker.cpp (the actor), stage_work.cpp, traffic.cpp, closed_forms.cpp.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -149,33 +121,34 @@ struct IterationResult {
 
 /// Whether simulate_iteration() runs the TP all-reduces of `parallel` (validated) on `platform` as their closed
 /// form (a barrier of the TP group, then one sleep) instead of ring messages, unless IterationOptions::force_tp_ring:
-/// true when tp > 1 on NVSwitch nodes, every pipeline neighbour and DP peer of every GPU is on another node, and
-/// SimGrid runs plain CM02 (plain_cm02()), i.e. when the rings provably share no link with any other transfer.
+/// true when tp > 1 on NVSwitch nodes, no other traffic inside a node (every pipeline neighbour and DP peer of every
+/// GPU on another node) and plain CM02 (plain_cm02()). Proof: sim/README.md, "Closed forms and folding".
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
 
 /// Whether simulate_iteration() runs the DP all-reduces (ring, buckets, PowerSGD's P and Q and the uncompressed
 /// rest) as their closed form, unless IterationOptions::force_dp_ring: true when dp > 1 with one NIC per GPU, every
-/// DP peer of every GPU on another node, plain CM02, no bucket overlapped with a backward pass whose pipeline sends
-/// use the same NIC (overlap_grad_reduce with pp > 1), and no fabric link between the nodes that can ever limit a
-/// transfer (always so on a star; on a fat tree a bound on each link's load from the routes of every pair of GPUs
-/// that exchange data, which is tighter when the replicas run in step, i.e. without `variability`): then every hop
-/// of every DP ring is provably alone on its two NIC links whenever it runs.
+/// DP peer of every GPU on another node, plain CM02, the all-reduce a ring (allreduce_ring_closed_form()), no bucket
+/// overlapped with a backward pass whose pipeline sends use the same NIC (overlap_grad_reduce with pp > 1), and no
+/// fabric link between the nodes that can ever limit a transfer (always so on a star; on a fat tree bounded from the
+/// routes of every pair of GPUs that exchange data, tighter without `variability`). Proof: sim/README.md, "Closed
+/// forms and folding".
 bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel,
                             const ComputeVariability& variability = {});
 
 /// Whether simulate_iteration() simulates DP replica 0 alone, unless IterationOptions::all_replicas or
-/// record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without compute variability. Then no link
-/// carries transfers of two replicas, every replica runs the same iteration and meets the others at each DP
-/// all-reduce at the same moment, so replica 0's figures are every replica's: the result is the same as simulating
-/// all of them (tests/sim/closed_form_test.cpp), with dp times fewer actors.
+/// record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without compute variability and without the
+/// fused embedding sync. Then every replica runs the same iteration, and the result is the same as simulating all of
+/// them (tests/sim/closed_form_test.cpp), with dp times fewer actors. Proof: sim/README.md, "Closed forms and
+/// folding".
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
 
 /// replicas_fold() decided from the cluster's description alone, before any platform exists (the actor count a
 /// simulation needs is checked before it starts): the same conditions, with routes as Platform::build makes them
 /// (a star fabric's route between two GPUs is exactly their two NIC links, all alike) and SimGrid's network model
 /// as it configures it (plain CM02). On a fat tree it needs the fabric's routes, so it says false (every replica's
-/// actors are counted) even where the platform's replicas_fold() then folds. `parallel` validated. A forced tree
-/// all-reduce (network.algorithm) never folds: the DP closed form is a ring's.
+/// actors are counted) even where the platform's replicas_fold() then folds. `parallel` validated. An `algorithm`
+/// that is not the ring where it matters (allreduce_ring_closed_form() false, e.g. a forced tree) never folds: the
+/// DP closed form is a ring's.
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
                    CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 

@@ -1,6 +1,6 @@
 #pragma once
 // The order in which one pipeline stage runs its forward and backward passes, per schedule. Pure arithmetic, no
-// SimGrid: the iteration's GPU actors (iteration.cpp) execute this list, and tests check it without an engine.
+// SimGrid: the iteration's GPU actors (gpu_worker.cpp) execute this list, and tests check it without an engine.
 //
 // Rules (p = pp, s = stage, m = microbatches, v = virtual_stages; every pass is of chunk 0 unless interleaved):
 //  * GPipe: F0 … F(m−1), then B0 … B(m−1).

@@ -1,0 +1,208 @@
+// Closed forms of contention-free rings and the conditions under which simulate_iteration uses them and folds the
+// DP replicas. The arguments: sim/README.md, "Closed forms and folding"; the pairs of GPUs they bound come from the
+// traffic declaration (impl/traffic.hpp), never from a list written here.
+#include "impl/closed_forms.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/iteration.hpp"
+#include "impl/traffic.hpp"
+
+namespace edgc::sim::impl {
+
+double ring_latency_s(const Group& group) {
+  double worst = 0.0;
+  for (int i = 0; i < group.size(); ++i)
+    worst = std::max(worst, route_between(group.hosts[static_cast<std::size_t>(i)],
+                                          group.hosts[static_cast<std::size_t>((i + 1) % group.size())])
+                                .latency_s);
+  return ring_steps(CollectiveOp::kAllReduce, group.size()) * worst;
+}
+
+double contention_free_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes) {
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
+  if (group.size() < 2 || chunk == 0) return 0.0;
+  return ring_steps(op, group.size()) *
+         platform.lone_transfer_s(group.hosts[0], group.hosts[1], static_cast<double>(chunk));
+}
+
+double channel_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes) {
+  const CollectiveOp op = CollectiveOp::kAllReduce;
+  const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
+  if (group.size() < 2 || chunk == 0) return 0.0;
+  const auto channels = static_cast<std::uint64_t>(ring_channels(group));
+  return ring_steps(op, group.size()) *
+         platform.lone_transfer_s(group.hosts[0], group.hosts[1],
+                                  static_cast<double>((chunk + channels - 1) / channels));
+}
+
+namespace {
+
+// The links of a route between two nodes that can limit its transfers: all of them, or, where the fabric's links
+// never bind (fabric_never_binds), only its two ends: the sender's NIC up-link and the receiver's NIC down-link.
+std::vector<sg4::Link*> limiting_links(const Route& route, bool fabric_free) {
+  if (!fabric_free || route.links.size() < 2) return route.links;
+  return {route.links.front(), route.links.back()};
+}
+
+// Whether every hop i → i + 1 of `group`'s ring stays inside one node zone (`inside_node`) or crosses between two,
+// has exactly two limiting links (limiting_links), has the route latency and bandwidth of the first hop, and passes
+// `also` (given those links).
+template <class Check>
+bool ring_hops_alike(const Group& group, bool inside_node, bool fabric_free, const Check& also) {
+  if (group.size() < 2) return true;
+  const Route first = route_between(group.hosts[0], group.hosts[1]);
+  for (int i = 0; i < group.size(); ++i) {
+    const sg4::Host* a = group.hosts[static_cast<std::size_t>(i)];
+    const sg4::Host* b = group.hosts[static_cast<std::size_t>((i + 1) % group.size())];
+    const Route hop = route_between(a, b);
+    const std::vector<sg4::Link*> limiting = limiting_links(hop, fabric_free && !inside_node);
+    if ((a->get_englobing_zone() == b->get_englobing_zone()) != inside_node || hop.latency_s != first.latency_s ||
+        hop.bottleneck_Bps != first.bottleneck_Bps || limiting.size() != 2 || !also(limiting))
+      return false;
+  }
+  return true;
+}
+
+// Whether the DP replicas provably run in step (every replica's timeline the same), provided no link between the
+// nodes ever limits a transfer (fabric_never_binds): NVSwitch nodes (a GPU's NVLink links carry only its own
+// transfers), no compute variability (jitter and stragglers differ per GPU), no fused embedding sync (its ring spans
+// every replica).
+bool replicas_can_run_in_step(const Platform& platform, const ParallelSpec& par, const ComputeVariability& v) {
+  return platform.spec().intra_topology == IntraNodeTopology::kSwitch && v.compute_jitter_cv == 0.0 &&
+         v.straggler_probability == 0.0 && !fused_embedding_sync_applies(par);
+}
+
+// Whether no link of the fabric between the nodes (a fat tree's node, leaf and spine links) can ever limit a
+// transfer of any pair that sent_by() declares, so that every transfer between two nodes is limited by its two NIC
+// links alone, as on a star fabric. `in_step`: replicas_can_run_in_step. Proof: sim/README.md, "Closed forms and
+// folding", fabric links that never bind.
+bool fabric_never_binds(const Platform& platform, const ParallelSpec& par, const Layout& layout, bool in_step) {
+  const ClusterSpec& spec = platform.spec();
+  if (spec.nics_per_node != spec.gpus_per_node) return false;
+  if (spec.fabric == Fabric::kStar) return true;  // routes between nodes add no link to the two NICs'
+  struct Side {
+    std::unordered_set<int> gpus;
+    double Bps = 0.0;
+  };
+  struct Load {
+    std::unordered_map<int, Side> sent;      // by (sender's stage · kPhases + phase), one key when not in step
+    std::unordered_map<int, Side> received;  // by the receiver's
+  };
+  std::unordered_map<const sg4::Link*, Load> loads;
+  const auto key = [&](int rank, Phase phase) {
+    return in_step ? layout.coord_of(rank).pp * kPhases + static_cast<int>(phase) : 0;
+  };
+  const auto add = [&](int a, int b, Phase phase) {
+    if (a == b || layout.node_of(a) == layout.node_of(b)) return true;
+    const Route r = route_between(platform.gpu(a), platform.gpu(b));
+    if (r.links.size() < 2) return false;
+    for (std::size_t i = 1; i + 1 < r.links.size(); ++i) {
+      Load& l = loads[r.links[i]];
+      if (Side& s = l.sent[key(a, phase)]; s.gpus.insert(a).second) s.Bps += r.links.front()->get_bandwidth();
+      if (Side& s = l.received[key(b, phase)]; s.gpus.insert(b).second) s.Bps += r.links.back()->get_bandwidth();
+    }
+    return true;
+  };
+  bool ok = true;
+  for (int r = 0; r < layout.world_size() && ok; ++r)
+    for (const Exchange& e : sent_by(layout, par, r)) {
+      ok = add(e.src, e.dst, e.phase);
+      if (!ok) break;
+    }
+  if (!ok) return false;
+  // Σ over stages of the largest phase's sum (one stage and phase when not in step).
+  const auto bound = [](const std::unordered_map<int, Side>& sides) {
+    std::unordered_map<int, double> per_stage;
+    for (const auto& [k, side] : sides) per_stage[k / kPhases] = std::max(per_stage[k / kPhases], side.Bps);
+    double sum = 0.0;
+    for (const auto& [stage, Bps] : per_stage) sum += Bps;
+    return sum;
+  };
+  constexpr double kSlack = 1e-12;
+  return std::all_of(loads.begin(), loads.end(), [&](const auto& entry) {
+    return std::min(bound(entry.second.sent), bound(entry.second.received)) <=
+           entry.first->get_bandwidth() * (1.0 + kSlack);
+  });
+}
+
+}  // namespace
+
+bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                                  const std::vector<Group>& tp_groups) {
+  if (platform.spec().intra_topology != IntraNodeTopology::kSwitch || !plain_cm02()) return false;
+  // No other traffic inside a node: every declared pair but the TP group's own crosses between nodes.
+  for (int r = 0; r < layout.world_size(); ++r)
+    for (const Exchange& e : sent_by(layout, par, r))
+      if (e.traffic != Traffic::kTensorParallel && layout.node_of(e.dst) == layout.node_of(e.src)) return false;
+  return std::all_of(tp_groups.begin(), tp_groups.end(), [](const Group& g) {
+    return ring_hops_alike(g, true, false, [](const std::vector<sg4::Link*>&) { return true; });
+  });
+}
+
+bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                                  const std::vector<Group>& dp_groups, const ComputeVariability& variability) {
+  if (!plain_cm02() || !fabric_never_binds(platform, par, layout, replicas_can_run_in_step(platform, par, variability)))
+    return false;
+  if (par.overlap_grad_reduce && par.pp > 1) return false;
+  // The closed form is a ring's: an algorithm that may leave the ring (a forced tree) runs as messages.
+  if (!allreduce_ring_closed_form(allreduce_algorithm())) return false;
+  std::unordered_set<const sg4::Link*> used;
+  const auto links_unused = [&used](const std::vector<sg4::Link*>& links) {
+    return std::all_of(links.begin(), links.end(), [&used](const sg4::Link* l) { return used.insert(l).second; });
+  };
+  return std::all_of(dp_groups.begin(), dp_groups.end(),
+                     [&](const Group& g) { return ring_hops_alike(g, false, true, links_unused); });
+}
+
+bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
+                            bool dp_closed_form) {
+  return dp_closed_form && replicas_can_run_in_step(platform, par, variability);
+}
+
+}  // namespace edgc::sim::impl
+
+namespace edgc::sim {
+
+bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel,
+                            const ComputeVariability& variability) {
+  if (parallel.dp < 2) return false;
+  const Layout layout(parallel, platform.gpus_per_node());
+  return impl::dp_rings_are_contention_free(platform, parallel, layout,
+                                            impl::on_platform(platform, impl::dp_rank_groups(layout)), variability);
+}
+
+bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
+                   CollectiveAlgorithm algorithm) {
+  if (parallel.dp < 2 || !allreduce_ring_closed_form(algorithm) || cluster.fabric != Fabric::kStar ||
+      cluster.nics_per_node != cluster.gpus_per_node || cluster.intra_topology != IntraNodeTopology::kSwitch ||
+      variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0 ||
+      (parallel.overlap_grad_reduce && parallel.pp > 1) || fused_embedding_sync_applies(parallel))
+    return false;
+  // Every DP peer on another node (a star's route between them is then exactly their two NIC links).
+  const Layout layout(parallel, cluster.gpus_per_node);
+  for (int r = 0; r < layout.world_size(); ++r)
+    for (const impl::Exchange& e : impl::sent_by(layout, parallel, r))
+      if (e.traffic == impl::Traffic::kDataParallel && layout.node_of(e.dst) == layout.node_of(e.src)) return false;
+  return true;
+}
+
+bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
+  return impl::replicas_are_identical(platform, parallel, variability,
+                                      dp_closed_form_applies(platform, parallel, variability));
+}
+
+bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {
+  if (parallel.tp < 2) return false;
+  const Layout layout(parallel, platform.gpus_per_node());
+  return impl::tp_rings_are_contention_free(platform, parallel, layout,
+                                            impl::on_platform(platform, impl::tp_rank_groups(layout)));
+}
+
+}  // namespace edgc::sim

@@ -1,0 +1,85 @@
+#pragma once
+// What the collective algorithms need to know about a group, derived once from its hosts' routes (shape_of): the
+// ring channels and, where a tree can run, the trees. Shared by the algorithms' files (ring.cpp, tree.cpp); the
+// rules are collectives.hpp's header comment.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "edgc/sim/collectives.hpp"
+#include "edgc/sim/platform.hpp"
+
+namespace edgc::sim::collectives {
+
+// put_async refuses a null payload; nobody reads it, so every transfer carries the address of this one.
+extern int g_payload;
+
+// The mailbox of `member` (the plain one: one-channel rings and send/recv).
+sg4::Mailbox* inbox(const Group& group, int member);
+// Channel c's mailbox of `member` (channel 0 is the plain one, so one-channel rings keep their names).
+sg4::Mailbox* channel_inbox(const Group& group, int channel, int member);
+// The tree's mailbox of `member`.
+sg4::Mailbox* tree_inbox(const Group& group, int member);
+
+// Throws InternalError unless `my_index` is a member of `group`.
+void check_member(const Group& group, int my_index);
+
+struct Shape {
+  std::vector<sg4::Host*> hosts;  // the group it was made for (the cache is keyed by tag; a different group with
+                                  // the same tag gets a new shape)
+  int channels = 1;
+  std::vector<std::vector<int>> next;        // [channel][member]: ring successor
+  bool tree = false;                         // a tree can run (see tree_estimate_s)
+  int per_node = 0;                          // members on each node (0: the group is not regular)
+  std::vector<std::vector<int>> tree_peers;  // [member]: the other end of each (channel, tree) edge it is on
+  double tree_latency_s = 0.0;               // a root-to-leaf path up and down
+  double tree_rest_s = 0.0;            // of that, what the flows have not paid (each paid its own route's latency)
+  double ring_latency_s = 0.0;         // per ring step: the slowest hop's latency
+  double ring_s_per_chunk_byte = 0.0;  // per ring step and byte of the chunk: the most loaded link's time
+  double tree_s_per_byte = std::numeric_limits<double>::infinity();
+  sg4::BarrierPtr barrier;  // the tree's "everyone received the broadcast"
+};
+
+// The group's members by node: contiguous segments of one node zone each, and whether they are regular (two or more
+// NVSwitch nodes, the same member count k on each, every segment using the same number of NICs).
+struct NodeSegments {
+  std::vector<std::pair<int, int>> segments;  // [first, last] member
+  int k = 0;                                  // members per segment
+  bool regular = false;
+  std::vector<std::vector<int>> heads;  // [segment][channel] → position of the member on the channel's NIC
+
+  int nodes() const { return static_cast<int>(segments.size()); }
+  // The member of node `node` at `offset` after the head of `channel` (offset 0 = the head). Only when regular.
+  int member(int node, int channel, int offset) const {
+    return segments[static_cast<std::size_t>(node)].first +
+           (heads[static_cast<std::size_t>(node)][static_cast<std::size_t>(channel)] + offset) % k;
+  }
+};
+
+// Accumulates bytes per link (a split-duplex direction is its own link) and returns the most loaded link's time.
+class LinkLoad {
+ public:
+  void add(const Route& r, double bytes) {
+    for (const sg4::Link* l : r.links) load_[l] += bytes / l->get_bandwidth();
+  }
+  double worst_s() const {
+    double w = 0.0;
+    for (const auto& [link, s] : load_) w = std::max(w, s);
+    return w;
+  }
+
+ private:
+  std::unordered_map<const sg4::Link*, double> load_;
+};
+
+// Fills the tree fields of `shape` (tree.cpp) for a regular group with `nics` channels.
+void add_trees(Shape& shape, const Group& group, const NodeSegments& nodes, int nics);
+
+// The shape of `group`, made on first use. Actors are not threads: the cache needs no lock.
+const Shape& shape_of(const Group& group);
+
+}  // namespace edgc::sim::collectives

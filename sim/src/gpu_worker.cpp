@@ -1,0 +1,385 @@
+// One GPU of a simulated iteration as an S4U actor: a plain loop over its pipeline schedule's passes, then its DP
+// sync, the embedding all-reduce and the optimizer step. What each step costs comes from StageWork; which closed
+// forms it may take from IterationState (the arguments: sim/README.md, "Closed forms and folding").
+#include "impl/gpu_worker.hpp"
+
+#include <xbt/log.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgc/sim/collectives.hpp"
+#include "edgc/sim/pipeline_schedule.hpp"
+#include "edgc/sim/variability.hpp"
+#include "impl/closed_forms.hpp"
+#include "impl/traffic.hpp"
+
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(edgc_gpu_worker, edgc_iteration, "edgc: the actor of one GPU in an iteration");
+
+namespace edgc::sim::impl {
+namespace {
+
+// put_async refuses a null payload; nobody reads it.
+int g_payload = 0;
+
+// One GPU: runs its stage's schedule, then its stage's DP sync.
+class GpuWorker {
+ public:
+  GpuWorker(IterationState* state, int rank)
+      : state_(state),
+        rank_(rank),
+        coord_(state->layout.coord_of(rank)),
+        slowdown_(is_straggler(state->variability, rank) ? state->variability.straggler_slowdown : 1.0) {}
+
+  void operator()() {
+    speed_ = sg4::this_actor::get_host()->get_speed();
+    const ParallelSpec& par = state_->parallel;
+    const std::vector<Pass> passes = pass_order(par.schedule, par.pp, coord_.pp, par.microbatches, par.virtual_stages);
+    sg4::ActorPtr overlapped;
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      const Pass& pass = passes[i];
+      if (pass.kind == PassKind::kForward) {
+        forward(pass.microbatch, pass.chunk);
+      } else {
+        const bool overlap = i + 1 == passes.size() && !work().buckets.empty();
+        if (overlap) overlapped = start_overlapped_sync();
+        backward(pass.microbatch, pass.chunk, overlap);
+      }
+    }
+    record().last_backward_end_s = now();
+    // Megatron's pipeline sends are blocking (the schedule waits on its isend/irecv before moving on), so the
+    // gradient sync starts once this GPU's last sends have arrived. It also makes stages separable: after this
+    // point only the stage's own DP traffic uses its links (whole_run.hpp, stages_separable).
+    for (Outbox& out : outboxes_)
+      for (const sg4::CommPtr& c : out.pending) finish(c);
+    if (overlapped) {
+      overlapped->join();
+    } else {
+      record().sync_start_s = now();
+      dp_sync();
+    }
+    record().sync_end_s = now();
+    embedding_sync();
+    optimizer_step();
+    record().finish_s = now();
+    ++state_->progress.gpus_done;
+    XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
+  }
+
+ private:
+  RankRecord& record() const { return state_->records[static_cast<std::size_t>(rank_)]; }
+  const StageWork& work() const { return state_->stages[static_cast<std::size_t>(coord_.pp)]; }
+  double now() const { return sg4::Engine::get_clock() - state_->t0; }
+
+  void note(const std::string& name, const char* category, double start_s) const {
+    if (state_->record_timeline) record().events.push_back({rank_, name, category, start_s, now()});
+  }
+
+  // This GPU's DP group in IterationState::dp_groups (index stage · tp + tp_index).
+  std::size_t dp_group_index() const { return static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp); }
+
+  // Global rank of stage `stage` of this GPU's pipeline.
+  int pipeline_rank(int stage) const { return state_->layout.rank_of({coord_.tp, stage, coord_.dp}); }
+
+  // Blocking receive of the next `purpose` message for `chunk`; counts it as taken, so that its sender may let go
+  // of the finished send (see send()).
+  void receive(P2p purpose, int mb, int chunk) const {
+    const double start = now();
+    const std::size_t c = state_->channel(purpose, rank_, chunk);
+    state_->p2p_inbox[c]->get<int>();
+    ++state_->p2p_taken[c];
+    // A compressed activation gradient is reconstructed (Ĝ = P·Qᵀ) before anything else reads it.
+    if (purpose == P2p::kGradient) {
+      const int p = state_->parallel.pp;
+      const int sender = coord_.pp < p - 1 ? coord_.pp + 1 : 0;
+      pp_codec(state_->stages[static_cast<std::size_t>(sender)].grad_decompress_s, "decompress grad", mb, chunk);
+    }
+    // Megatron's scatter/gather: the message was this TP rank's slice; the TP group all-gathers the tensor over
+    // NVLink (a closed form, as the TP rings of tp_all_reduce's closed-form path).
+    if (state_->p2p_gather_s > 0) sg4::this_actor::sleep_for(state_->p2p_gather_s);
+    if (state_->record_timeline)
+      note(std::string("recv ") + p2p_name(purpose) + " " + pass_name(mb, chunk), "p2p", start);
+  }
+
+  // "3" for micro-batch 3, "3.1" for its chunk 1 under the interleaved schedule.
+  std::string pass_name(int mb, int chunk) const {
+    return state_->parallel.virtual_stages > 1 ? std::to_string(mb) + "." + std::to_string(chunk) : std::to_string(mb);
+  }
+
+  // Asynchronous send of a `purpose` message to chunk `to_chunk` of pipeline stage `to_stage`.
+  // Sends the receiver has taken are finished: wait() on them, which returns at once. SimGrid 3.32 keeps an async
+  // comm on its sender's activity list until the sender waits on it (test() does not remove it) and scans that
+  // list whenever one of the sender's activities ends, so keeping finished sends costs O(sends²) per GPU;
+  // detached or host-to-host comms would sit on one global list instead.
+  void send(P2p purpose, int to_stage, int to_chunk) {
+    const std::size_t c = state_->channel(purpose, pipeline_rank(to_stage), to_chunk);
+    Outbox* out = nullptr;
+    for (Outbox& o : outboxes_)
+      if (o.channel == c) out = &o;
+    if (out == nullptr) out = &outboxes_.emplace_back(Outbox{c, 0, {}});
+    std::vector<sg4::CommPtr>& pending = out->pending;
+    const std::int64_t oldest = out->posted - static_cast<std::int64_t>(pending.size());  // message number
+    std::size_t finished = 0;
+    while (finished < pending.size() && oldest + static_cast<std::int64_t>(finished) < state_->p2p_taken[c])
+      finish(pending[finished++]);
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(finished));
+    const std::uint64_t bytes = purpose == P2p::kActivation ? state_->p2p_bytes : work().grad_send_bytes;
+    pending.push_back(state_->p2p_inbox[c]->put_async(&g_payload, bytes));
+    record().pp_send_bytes += static_cast<double>(bytes);
+    ++out->posted;
+  }
+
+  // Waits for a pipeline send (returns at once when it arrived) and counts its transfer time: from the moment both
+  // sides were ready to its arrival.
+  void finish(const sg4::CommPtr& comm) const {
+    comm->wait();
+    record().pp_comm_s += comm->get_finish_time() - comm->get_start_time();
+  }
+
+  // Compression work on a pipeline message (the sender's P, Q and error, or the receiver's Ĝ = P·Qᵀ), a sleep.
+  void pp_codec(double seconds, const char* what, int mb, int chunk) const {
+    if (seconds <= 0) return;
+    const double start = now();
+    sg4::this_actor::sleep_for(seconds);
+    record().pp_compression_s += now() - start;
+    if (state_->record_timeline) note(std::string(what) + " " + pass_name(mb, chunk), "compress", start);
+  }
+
+  // The pass's FLOPs scaled by this GPU's straggler slowdown and the pass's jitter factor (both 1 by default, and
+  // then the FLOPs are passed on untouched).
+  double varied(double flops, int mb, int chunk, bool backward) const {
+    const double factor = slowdown_ * jitter_factor(state_->variability, rank_, mb, chunk, backward);
+    return factor == 1.0 ? flops : flops * factor;
+  }
+
+  // A pass alone on its GPU: SimGrid would run execute(flops) at the host's full speed, i.e. for exactly
+  // flops / speed seconds, since nothing else ever computes on a GPU host (compression and the TP closed form are
+  // sleeps, which take no share of the host). Sleeping that long gives the same times with a cheaper activity
+  // (an Exec costs about twice a sleep in SimGrid 3.32).
+  void compute(double flops, const std::string& name) const {
+    const double start = now();
+    sg4::this_actor::sleep_for(flops / speed_);
+    record().compute_s += now() - start;
+    note(name, "compute", start);
+  }
+
+  // The final backward pass while the overlapped DP sync runs (start_overlapped_sync): its FLOPs in segments, one
+  // per bucket, each ending where that bucket's gradients are complete (Bucket::ready), which it then hands to the
+  // sync actor. Where the GPU's SM count is known, the segments are Execs on the host, sharing it with the NCCL
+  // kernels of the buckets in flight (comm_sm_share_): the pass slows while a bucket is all-reduced, and later
+  // buckets become ready later. Otherwise they are sleeps, as compute() is.
+  void overlapped_compute(double flops, const std::string& name) const {
+    const double start = now();
+    double done = 0.0;
+    for (const Bucket& b : work().buckets) {
+      const double part = flops * (b.ready - done);
+      done = b.ready;
+      if (part > 0 && comm_sm_share_ > 0) {
+        sg4::this_actor::execute(part);
+      } else if (part > 0) {
+        sg4::this_actor::sleep_for(part / speed_);
+      }
+      bucket_ready_->release();
+    }
+    record().compute_s += now() - start;
+    note(name, "compute", start);
+  }
+
+  // The pass's exposed TP collectives (`bytes` folded into one ring all-reduce), then `overlap_s`: what the
+  // collectives that ran beside the pass's GEMMs added to it (layer_tp).
+  void tp_all_reduce(std::uint64_t bytes, double ring_s, double extra_latency_s, double overlap_s,
+                     const std::string& name) const {
+    if (state_->parallel.tp == 1 || (bytes == 0 && overlap_s <= 0)) return;
+    const double start = now();
+    if (bytes > 0 && state_->tp_closed_form) {
+      tp_ring(bytes, ring_s, extra_latency_s + overlap_s);  // one sleep for both
+    } else {
+      if (bytes > 0) tp_ring(bytes, ring_s, extra_latency_s);
+      if (overlap_s > 0) sg4::this_actor::sleep_for(overlap_s);
+    }
+    record().tp_comm_s += now() - start;
+    note(name, "tp", start);
+  }
+
+  void tp_ring(std::uint64_t bytes, double ring_s, double extra_latency_s) const {
+    const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.dp + coord_.dp);
+    if (state_->tp_closed_form) {
+      // Every member finishes the contention-free ring ring_s after the last one arrived: the last to arrive
+      // sleeps that long, then meets the others at the group's barrier, which releases them all together. (The
+      // count cannot mix passes: nobody passes the barrier before the whole group reached it.)
+      int& arrived = state_->tp_arrived[group];
+      if (++arrived == state_->parallel.tp) {
+        arrived = 0;
+        sg4::this_actor::sleep_for(ring_s + extra_latency_s);
+      }
+      state_->tp_barriers[group]->wait();
+    } else {
+      ring_all_reduce(state_->tp_groups[group], coord_.tp, bytes);
+      if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
+    }
+  }
+
+  // Chunk c of stage p is virtual stage c·pp + p: activations flow p → p + 1 within a chunk and from the last
+  // stage to stage 0 of the next chunk; gradients flow back the same way.
+  void forward(int mb, int chunk) {
+    if (coord_.pp > 0 || chunk > 0) receive(P2p::kActivation, mb, chunk);
+    const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
+    const std::string name = "F" + pass_name(mb, chunk);
+    compute(varied(w.forward_flops, mb, chunk, false), name);
+    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, 0.0, "tp " + name);
+    ++state_->progress.passes_done;
+    if (const std::optional<ChunkAt> to = activation_receiver(state_->parallel, coord_.pp, chunk))
+      send(P2p::kActivation, to->stage, to->chunk);
+  }
+
+  void backward(int mb, int chunk, bool overlapped_sync) {
+    const int p = state_->parallel.pp;
+    const int v = state_->parallel.virtual_stages;
+    if (coord_.pp < p - 1 || chunk < v - 1) receive(P2p::kGradient, mb, chunk);
+    const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
+    const std::string name = "B" + pass_name(mb, chunk);
+    if (overlapped_sync) {
+      overlapped_compute(varied(w.backward_flops, mb, chunk, true), name);
+    } else {
+      compute(varied(w.backward_flops, mb, chunk, true), name);
+    }
+    tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, w.tp_backward_overlap_s,
+                  "tp " + name);
+    ++state_->progress.passes_done;
+    if (const std::optional<ChunkAt> to = gradient_receiver(state_->parallel, coord_.pp, chunk)) {
+      pp_codec(work().grad_compress_s, "compress grad", mb, chunk);
+      send(P2p::kGradient, to->stage, to->chunk);
+    }
+  }
+
+  void dp_all_reduce(std::uint64_t bytes, const std::string& name) const {
+    if (state_->parallel.dp == 1 || bytes == 0) return;
+    const double start = now();
+    const std::size_t group = dp_group_index();
+    const Group& g = state_->dp_groups[group];
+    if (state_->replicas_folded) {
+      // Every replica arrives at this moment (replicas_are_identical): the closed form from now.
+      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes));
+    } else if (state_->dp_closed_form) {
+      // As tp_all_reduce's closed form: the last member to arrive sleeps the contention-free ring, then the
+      // group's barrier releases everyone (dp_rings_are_contention_free).
+      int& arrived = state_->dp_arrived[group];
+      if (++arrived == state_->parallel.dp) {
+        arrived = 0;
+        sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes));
+      }
+      state_->dp_barriers[group]->wait();
+    } else {
+      all_reduce(g, coord_.dp, bytes);
+    }
+    record().dp_comms.push_back({start, now()});
+    note(name, "dp", start);
+  }
+
+  void compress(double seconds, const std::string& name) const {
+    if (seconds <= 0) return;
+    const double start = now();
+    sg4::this_actor::sleep_for(seconds);
+    record().compression_s += now() - start;
+    note(name, "compress", start);
+  }
+
+  // Overlapped uncompressed sync (--overlap-grad-reduce, PyTorch DDP): a second actor on this GPU all-reduces the
+  // stage's gradient buckets (gradient_buckets()) while the final backward pass runs; a bucket starts once that
+  // pass has computed its gradients (overlapped_compute releases bucket_ready_ per bucket; gradients appear from
+  // the last layer backwards). Every earlier pass's gradients are taken to land in the same buckets, so no bucket
+  // starts before the final pass does. Each bucket's NCCL kernel holds one SM per channel while it runs (NCCL
+  // launches one thread block per channel): an Exec bounded at that share of the GPU's speed, beside the pass.
+  sg4::ActorPtr start_overlapped_sync() {
+    record().sync_start_s = now();
+    const int sms = state_->platform->spec().gpu.sm_count;
+    comm_sm_share_ =
+        sms > 0 ? std::min(1.0, ring_channels(state_->dp_groups[dp_group_index()]) / static_cast<double>(sms)) : 0.0;
+    bucket_ready_ = sg4::Semaphore::create(0);
+    return sg4::Actor::create("dp-overlap" + std::to_string(rank_), sg4::this_actor::get_host(), [this] {
+      const std::vector<Bucket>& buckets = work().buckets;
+      for (std::size_t i = 0; i < buckets.size(); ++i) {
+        bucket_ready_->acquire();
+        sg4::ExecPtr kernel;
+        if (comm_sm_share_ > 0)
+          kernel = sg4::this_actor::exec_init(std::numeric_limits<double>::max())
+                       ->set_bound(comm_sm_share_ * speed_)
+                       ->start();
+        dp_all_reduce(buckets[i].bytes, "dp bucket " + std::to_string(i));
+        if (kernel) kernel->cancel();
+      }
+    });
+  }
+
+  // The word-embedding gradient all-reduce between the first and the last stage, after their DP syncs (Megatron's
+  // order: DP sync, embedding all-reduce, optimizer step).
+  void embedding_sync() const {
+    const std::uint64_t bytes = work().embedding_bytes;
+    if (bytes == 0) return;
+    const double start = now();
+    if (state_->fused_embedding) {
+      // One ring over both stages' DP groups: stage 0's members first, then stage pp − 1's.
+      const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.tp)];
+      all_reduce(g, (coord_.pp == 0 ? 0 : state_->parallel.dp) + coord_.dp, bytes);
+    } else {
+      const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
+      all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
+    }
+    record().embedding_end_s = now();
+    note(state_->fused_embedding ? "fused embedding allreduce" : "embedding allreduce", "dp", start);
+  }
+
+  void optimizer_step() const {
+    const double seconds = work().optimizer_s;
+    if (seconds <= 0) return;
+    const double start = now();
+    sg4::this_actor::sleep_for(seconds);
+    record().optimizer_s = seconds;
+    note("optimizer", "compute", start);
+  }
+
+  void dp_sync() const {
+    const StageWork& w = work();
+    if (state_->parallel.dp == 1) return;
+    if (w.powersgd_rank == 0) {
+      dp_all_reduce(w.dp_bytes, "dp allreduce");
+      return;
+    }
+    compress(w.compress_s / 3, "P = MQ");
+    dp_all_reduce(w.p_bytes, "dp P");
+    compress(w.compress_s / 3, "orth, Q = MtP");
+    dp_all_reduce(w.q_bytes, "dp Q");
+    compress(w.compress_s / 3, "M = PQt");
+    dp_all_reduce(w.fused_bytes, "dp uncompressed");
+  }
+
+  IterationState* state_;
+  int rank_;
+  RankCoord coord_;
+  double slowdown_;     // straggler_slowdown when this GPU straggles this iteration, else 1
+  double speed_ = 0.0;  // FLOP/s of this GPU's host
+  // Overlapped DP sync only: the share of the GPU's SMs a bucket's NCCL kernel holds (channels / SMs; 0 when the
+  // GPU's SM count is unknown), and the final backward pass's "bucket i is ready" signals.
+  double comm_sm_share_ = 0.0;
+  sg4::SemaphorePtr bucket_ready_;
+  // Sends of one channel not yet waited for, oldest first; `posted` counts all sends on it.
+  struct Outbox {
+    std::size_t channel = 0;
+    std::int64_t posted = 0;
+    std::vector<sg4::CommPtr> pending;
+  };
+  std::vector<Outbox> outboxes_;
+};
+
+}  // namespace
+
+void spawn_gpu_worker(IterationState* state, int rank) {
+  sg4::Actor::create("gpu" + std::to_string(rank), state->platform->gpu(rank), GpuWorker(state, rank));
+}
+
+}  // namespace edgc::sim::impl

@@ -1,0 +1,41 @@
+#pragma once
+// Closed forms of contention-free rings, and the conditions under which simulate_iteration may use them (and fold
+// the DP replicas) without changing any simulated time. The arguments are written once, in sim/README.md, section
+// "Closed forms and folding"; each function below names the part it implements.
+#include <cstdint>
+#include <vector>
+
+#include "edgc/sim/collectives.hpp"
+#include "edgc/sim/layout.hpp"
+#include "edgc/sim/platform.hpp"
+#include "edgc/sim/spec.hpp"
+#include "edgc/sim/variability.hpp"
+
+namespace edgc::sim::impl {
+
+// The latency part of one ring all-reduce over `group`: 2(D − 1) steps of the slowest neighbour route's latency.
+double ring_latency_s(const Group& group);
+
+// Seconds a ring all-reduce of `bytes` over `group` takes when its transfers never share a link and every
+// neighbour transfer costs the same: 2(D − 1) steps of one lone chunk transfer.
+double contention_free_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes);
+
+// contention_free_ring_s with each step's chunk split over the ring's channels (ring_channels: e.g. two rings both
+// ways over a DGX-1 quad's direct NVLinks). The same as contention_free_ring_s for a one-channel ring (NVSwitch).
+double channel_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes);
+
+// Whether every TP ring all-reduce may be replaced by "wait for the whole TP group, then sleep its closed form".
+// Proof: sim/README.md, "Closed forms and folding", TP rings.
+bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                                  const std::vector<Group>& tp_groups);
+
+// Likewise for the DP rings. Proof: sim/README.md, "Closed forms and folding", DP rings.
+bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                                  const std::vector<Group>& dp_groups, const ComputeVariability& variability);
+
+// Whether the DP replicas run identical iterations, so that simulating replica 0 alone gives every figure exactly.
+// Proof: sim/README.md, "Closed forms and folding", replicas.
+bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
+                            bool dp_closed_form);
+
+}  // namespace edgc::sim::impl

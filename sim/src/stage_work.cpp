@@ -1,0 +1,169 @@
+#include "impl/stage_work.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+#include "edgc/sim/kernel_model.hpp"
+#include "edgc/sim/layout.hpp"
+#include "impl/closed_forms.hpp"
+#include "impl/traffic.hpp"
+
+namespace edgc::sim::impl {
+
+void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel, const std::string& where) {
+  if (static_cast<int>(plan.size()) != parallel.pp)
+    throw ConfigError(
+        where, "dp_sync",
+        "plan has " + std::to_string(plan.size()) + " stages, the layout has pp = " + std::to_string(parallel.pp));
+  for (std::size_t s = 0; s < plan.size(); ++s) {
+    if (plan[s].powersgd_rank < 0)
+      throw ConfigError(where, "dp_sync.rank",
+                        "stage " + std::to_string(s) + ": PowerSGD rank " + std::to_string(plan[s].powersgd_rank) +
+                            " is negative (0 = uncompressed)");
+    if (plan[s].pp_rank < 0)
+      throw ConfigError(where, "dp_sync.pp_rank",
+                        "stage " + std::to_string(s) + ": pipeline PowerSGD rank " + std::to_string(plan[s].pp_rank) +
+                            " is negative (0 = uncompressed)");
+  }
+}
+
+// The stage's gradient split into DP buckets of parallel.grad_bucket_params parameters (Megatron-Core's
+// max(4e7, 1e6·dp) when 0), the last bucket holding the rest; bucket i of n is ready after (i + 1)/n of the final
+// backward pass. To bound the simulated activities, more than kMaxBuckets buckets are coalesced: the last bucket
+// stays alone (it is the one exposed after the backward pass), the others merge into kMaxBuckets − 1 groups, each
+// ready when its last member is (never earlier than the real buckets).
+constexpr std::size_t kMaxBuckets = 8;
+
+std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec& par, int stage) {
+  const double params = static_cast<double>(stage_params(model, par, stage).per_gpu());
+  const double per_bucket =
+      par.grad_bucket_params > 0 ? par.grad_bucket_params : std::max(4e7, 1e6 * static_cast<double>(par.dp));
+  const double bytes = grad_bytes(model, par);
+  const auto n = static_cast<std::size_t>(std::ceil(params / per_bucket));
+  const auto bucket_bytes = [&](std::size_t i) {
+    return std::min(per_bucket, params - static_cast<double>(i) * per_bucket) * bytes;
+  };
+  const auto ready = [&](std::size_t i) { return static_cast<double>(i + 1) / static_cast<double>(n); };
+  std::vector<Bucket> out;
+  if (n <= kMaxBuckets) {
+    for (std::size_t i = 0; i < n; ++i) out.push_back({whole_bytes(bucket_bytes(i)), ready(i)});
+    return out;
+  }
+  const std::size_t groups = kMaxBuckets - 1;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t first = (n - 1) * g / groups, last = (n - 1) * (g + 1) / groups;  // [first, last)
+    double sum = 0.0;
+    for (std::size_t i = first; i < last; ++i) sum += bucket_bytes(i);
+    out.push_back({whole_bytes(sum), ready(last - 1)});
+  }
+  out.push_back({whole_bytes(bucket_bytes(n - 1)), 1.0});
+  return out;
+}
+
+LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& model, const ParallelSpec& par,
+                 const CostParams& params) {
+  const TpLayerComm comm = tp_comm_per_layer(model, par);
+  LayerTp out{comm.tensor_bytes, 0.0, comm.exposed_units(false), comm.exposed_units(true), 0.0};
+  if (par.tp == 1) return out;
+  const GpuSpec& gpu = platform.spec().gpu;
+  out.allreduce_s = channel_ring_s(platform, group, whole_bytes(comm.tensor_bytes));
+  const double share = gpu.sm_count > 0 ? std::min(1.0, ring_channels(group) / static_cast<double>(gpu.sm_count)) : 0.0;
+  const std::vector<double> kernel_s = beside_kernels_s(comm, model, par, gpu, params);
+  for (std::size_t i = 0; i < comm.collectives.size(); ++i) {
+    if (comm.collectives[i].beside == nullptr) continue;
+    const double comm_s = allreduce_units(comm.collectives[i].op) * out.allreduce_s;
+    out.backward_overlap_s += std::max(comm_s - kernel_s[i], share * comm_s);
+  }
+  return out;
+}
+
+StageWork stage_work(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
+                     const CostParams& params, int stage, const StageSync& sync, const Group& tp_group) {
+  const ClusterSpec& cluster = platform.spec();
+  StageWork w;
+  const int chunks = model_chunks(par);
+  const LayerTp tp = layer_tp(platform, tp_group, model, par, params);
+  const int layers = layers_per_chunk(model, par);
+  const double n_fwd = layers * tp.forward_units;
+  const double n_bwd = layers * tp.backward_units;
+  const double lat = par.tp > 1 ? ring_latency_s(tp_group) : 0.0;
+  for (int c = 0; c < chunks; ++c) {
+    ChunkWork cw;
+    const ComputeCost cost = chunk_compute(model, par, cluster.gpu, params, stage, c);
+    if (params.compute_model == ComputeModel::kEfficiency) {
+      cw.forward_flops = cost.forward_flops / params.compute_efficiency;
+      cw.backward_flops = cost.backward_flops / params.compute_efficiency;
+    } else {
+      const double speed = cluster.gpu.peak_tflops * 1e12;  // the host's speed (Platform::build)
+      cw.forward_flops = cost.forward_s * speed;
+      cw.backward_flops = cost.backward_s * speed;
+    }
+    cw.tp_forward_bytes = whole_bytes(n_fwd * tp.tensor_bytes);
+    cw.tp_backward_bytes = whole_bytes(n_bwd * tp.tensor_bytes);
+    cw.tp_forward_extra_latency_s = std::max(0.0, n_fwd - 1.0) * lat;
+    cw.tp_backward_extra_latency_s = std::max(0.0, n_bwd - 1.0) * lat;
+    cw.tp_backward_overlap_s = layers * tp.backward_overlap_s;
+    if (par.tp > 1) {
+      cw.tp_forward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_forward_bytes);
+      cw.tp_backward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_backward_bytes);
+    }
+    w.chunks.push_back(cw);
+  }
+  w.powersgd_rank = sync.powersgd_rank;
+  if (stage == 0 || stage == par.pp - 1) w.embedding_bytes = whole_bytes(embedding_sync_bytes(model, par));
+  w.optimizer_s = optimizer_step_s(model, par, cluster.gpu, params, stage);
+  w.grad_send_bytes = whole_bytes(pp_compressed_bytes(model, par, sync.pp_rank));
+  w.grad_compress_s = pp_compress_s(model, par, cluster.gpu, params, sync.pp_rank);
+  w.grad_decompress_s = pp_decompress_s(model, par, cluster.gpu, params, sync.pp_rank);
+  if (sync.powersgd_rank == 0) {
+    w.dp_bytes = whole_bytes(dp_gradient_bytes(model, par, stage));
+    if (par.overlap_grad_reduce && par.dp > 1) w.buckets = gradient_buckets(model, par, stage);
+  } else {
+    const PowerSgdWire wire = powersgd_wire(model, par, stage, sync.powersgd_rank);
+    w.p_bytes = whole_bytes(wire.p_bytes);
+    w.q_bytes = whole_bytes(wire.q_bytes);
+    w.fused_bytes = whole_bytes(wire.uncompressed_bytes);
+    w.compress_s = powersgd_compress_s(model, par, cluster.gpu, params, stage, sync.powersgd_rank);
+  }
+  return w;
+}
+
+}  // namespace edgc::sim::impl
+
+namespace edgc::sim {
+
+bool dp_compressed(const DpSyncPlan& plan) {
+  return std::any_of(plan.begin(), plan.end(), [](const StageSync& s) { return s.powersgd_rank > 0; });
+}
+
+DpSyncPlan uncompressed_plan(int pp) { return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0))); }
+
+DpSyncPlan powersgd_plan(int pp, int rank, int pp_rank) {
+  return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0)), StageSync{rank, pp_rank});
+}
+
+LayerPassTimes layer_pass_times(const Platform& platform, const ModelSpec& model, const ParallelSpec& parallel,
+                                const CostParams& params, const std::string& where) {
+  const ParallelSpec par = validate(model, parallel, platform.spec(), where);
+  const GpuSpec& gpu = platform.spec().gpu;
+  const ComputeCost compute = layer_compute(model, par, gpu, params);
+  LayerPassTimes t;
+  t.forward_compute_s = compute.forward_s;
+  t.backward_compute_s = compute.backward_s;
+  if (params.compute_model == ComputeModel::kKernels && !par.grad_accumulation_fusion)
+    t.backward_compute_s += layer_grad_accumulation_s(model, par, gpu, params);
+  if (par.tp == 1) return t;
+  const Layout layout(par, platform.gpus_per_node());
+  const Group group = impl::on_platform(platform, impl::tp_rank_groups(layout)).front();
+  const impl::LayerTp tp = impl::layer_tp(platform, group, model, par, params);
+  t.forward_tp_s = tp.forward_units * tp.allreduce_s;
+  t.backward_overlap_s = tp.backward_overlap_s;
+  t.backward_tp_s = tp.backward_units * tp.allreduce_s + tp.backward_overlap_s;
+  return t;
+}
+
+}  // namespace edgc::sim
