@@ -10,7 +10,6 @@
 #include "edgc/core/error.hpp"
 #include "edgc/engine/live_calibration.hpp"
 #include "edgc/engine/validate.hpp"
-#include "edgc/results/caveats.hpp"
 #include "edgc/results/measurements.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/scenario/cluster_config.hpp"
