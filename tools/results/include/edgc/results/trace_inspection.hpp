@@ -31,7 +31,7 @@ nlohmann::ordered_json to_json(const TraceInspection& inspection);
 /// statistics at `rows` evenly spaced iterations (0: all of them).
 void print_trace_inspection(std::ostream& os, const TraceInspection& inspection, std::size_t rows);
 
-/// 1234567 → "1,234,567".
+/// A count (n ≥ 0) with thousands separators: 1234567 → "1,234,567".
 std::string with_commas(std::int64_t n);
 
 }  // namespace edgc::results
