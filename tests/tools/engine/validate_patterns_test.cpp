@@ -1,6 +1,6 @@
-// measurements.json (tools/src/live_format.hpp) and the pure parts of `edgc validate` (tools/src/validate.hpp):
-// round trip of every field, the fixture read back, step-pattern extraction, error statistics, the modelled
-// compute (one code path with the simulator's powersgd_compress_s) and the placement checks.
+// The pure parts of `edgc validate` (edgc/engine/validate.hpp, live_calibration.hpp) on measurements.json
+// (edgc/results/measurements.hpp): step-pattern extraction, error statistics, speed shift and drift, the modelled
+// compute (one code path with the simulator's powersgd_compress_s), the placement checks and pooled runs.
 #include <gtest/gtest.h>
 
 #include <cmath>

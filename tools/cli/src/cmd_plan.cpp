@@ -4,7 +4,6 @@
 // cost to reach the target, with the time–cost Pareto front and a verdict on whether compression pays.
 // The spec format: tools/scenario/include/edgc/scenario/plan_spec.hpp; what runs: edgc/engine/plan.hpp.
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -13,11 +12,11 @@
 #include "cli.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/engine/console.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/engine/plan.hpp"
 #include "edgc/report/report.hpp"
 #include "edgc/results/sweep_document.hpp"
-#include "edgc/results/table.hpp"
 
 namespace edgc::cli {
 namespace {
@@ -68,23 +67,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     if (!report.empty()) std::cout << report << "\n";
     return 0;
   }
-  std::cout << "plan        " << spec_path << ": " << plan.options.size() << " cluster options x "
-            << plan.policies.size() << " policies, target " << *plan.iterations << " iterations; " << outcome->sweep.ran
-            << " simulated now, " << outcome->sweep.already_done << " from an earlier run\n\n";
-  results::Table t({"#", "option", "policy", "train h", "cost $", "speedup vs none", "grad err %", "Pareto"});
-  for (std::size_t i = 0; i < outcome->entries.size(); ++i) {
-    const engine::PlanEntry& e = outcome->entries[i];
-    t.add_row({std::to_string(i + 1), e.option->label, e.policy, engine::plan_amount(e.time_s / 3600.0),
-               engine::plan_amount(e.cost), results::fmt_f(e.speedup, 4),
-               std::isfinite(e.error) ? results::fmt_f(100.0 * e.error, 1) : "-", e.pareto ? "*" : ""});
-  }
-  t.print(std::cout);
-  std::cout << "\n";
-  for (const std::string& v : outcome->verdicts) std::cout << "- " << v << "\n";
-  if (!outcome->infeasible.empty()) {
-    std::cout << "\ninfeasible or not simulated (" << outcome->infeasible.size() << "):\n";
-    for (const std::string& s : outcome->infeasible) std::cout << "  " << s << "\n";
-  }
+  engine::print_plan_outcome(std::cout, spec_path, plan, *outcome);
   std::cout << "\nwrote       " << so.out << "/plan.json\n";
   if (!report.empty()) std::cout << "report      " << report << "\n";
   return 0;

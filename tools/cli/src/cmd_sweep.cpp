@@ -6,10 +6,10 @@
 
 #include "cli.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/engine/console.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/engine/sweep.hpp"
 #include "edgc/report/report.hpp"
-#include "edgc/results/table.hpp"
 
 namespace edgc::cli {
 namespace {
@@ -41,50 +41,20 @@ int run_sweep_command(const std::vector<std::string>& args) {
     return 0;
   o.resume = vm.count("resume") != 0U;
   o.quiet = vm.count("quiet") != 0U;
-  if (o.jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(o.jobs));
-  if (o.max_points < 1) throw UsageError("--max-points", "must be >= 1, got " + std::to_string(o.max_points));
-  if (vm.count("max-error") != 0U) {
-    o.max_error = vm["max-error"].as<double>();
-    if (!(*o.max_error > 0.0))
-      throw UsageError("--max-error", "must be > 0 (a relative error of the averaged gradient, e.g. 0.2)");
-  }
+  if (vm.count("max-error") != 0U) o.max_error = vm["max-error"].as<double>();
+  engine::check_sweep_options(o);
 
   scenario::SweepSpec spec = scenario::read_sweep_spec(spec_path);
-  for (const std::string& s : sets) {
-    if (s.find('=') == std::string::npos || s.front() == '=')
-      throw UsageError("--set", "'" + s + "' is not of the form dotted.key=value");
-    spec.sets.push_back(s);
-    spec.command_line_sets.push_back(s);
-  }
-  if (!sets.empty()) spec.document["command_line_set"] = sets;  // part of the sweep's identity for --resume
+  engine::add_command_line_sets(spec, sets);
 
   const std::unique_ptr<engine::MpiSession> mpi = engine::MpiSession::open_if_launched();
-  engine::SweepOutcome r;
-  try {
-    r = engine::run_sweep(spec, o, mpi.get());
-  } catch (const std::exception& e) {
-    // One failing rank must end them all: the others would wait for it forever.
-    if (mpi != nullptr) {
-      std::cerr << "edgc: error: rank " << mpi->rank() << ": " << e.what() << "\n";
-      mpi->abort(dynamic_cast<const InputError*>(&e) != nullptr ? 2 : 1);
-    }
-    throw;
-  }
+  const engine::SweepOutcome r = engine::run_sweep_on_all_ranks(spec, o, mpi.get());
   if (mpi != nullptr && mpi->rank() != 0) return 0;
   for (const std::string& w : r.warnings) std::cerr << "edgc: warning: " << spec_path << ": " << w << "\n";
   if (o.quiet) {
     std::cout << o.out << "/results.jsonl\n" << o.out << "/summary.csv\n";
   } else {
-    std::cout << "\nsweep       " << spec_path << ": " << r.points << " points";
-    if (mpi != nullptr)
-      std::cout << " on " << mpi->size() << " MPI ranks x " << o.jobs << " workers";
-    else
-      std::cout << " on " << o.jobs << " workers";
-    std::cout << "; " << r.already_done << " already done, " << r.ran << " run in " << results::fmt_f(r.wall_s, 1)
-              << " s (" << results::fmt_f(r.wall_s > 0 ? static_cast<double>(r.ran) / r.wall_s * 60.0 : 0.0, 1)
-              << " points/min)";
-    if (r.failed > 0) std::cout << ", " << r.failed << " failed (see \"error\" in results.jsonl)";
-    std::cout << "\nwrote       " << o.out << "/results.jsonl, " << o.out << "/summary.csv\n";
+    engine::print_sweep_outcome(std::cout, spec_path, r, o, mpi != nullptr ? mpi->size() : 0);
   }
   if (vm.count("report") != 0U) {
     const std::string page = report::write_report_into(o.out).string();

@@ -11,106 +11,14 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/results/table.hpp"
-#include "edgc/sim/collectives.hpp"
+#include "edgc/sim/step_replay.hpp"
 
-XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_validate, "edgc validate: live step patterns on the simulated cluster");
+XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_validate, "edgc validate: live step patterns against the simulated cluster");
 
 namespace edgc::engine::validate {
 namespace {
 
-using nlohmann::ordered_json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Everything the rank actors share. Actors are not threads: plain shared data is safe.
-struct SimState {
-  const results::Measurements* m = nullptr;
-  const Patterns* patterns = nullptr;
-  const std::vector<std::vector<StageCompute>>* compute = nullptr;
-  std::vector<sim::Group> stage_groups;                     // per stage, members by replica
-  sim::Group calibration;                                   // the first calibration.ranks members of stage 0's group
-  std::vector<results::Calibration::Row> calibration_rows;  // the calibration's rows, then its step rows
-  sg4::BarrierPtr world;
-  std::vector<std::vector<std::vector<double>>> shortest_s;  // [pattern][stage][collective], min over members
-  std::vector<std::vector<double>> sync_s;                   // [pattern][stage], max over members
-  std::vector<double> calibration_start_s;
-  std::vector<double> calibration_end_s;
-};
-
-// One live rank: for every pattern, meet all ranks at the world barrier (live's barrier before each step), then
-// synchronise its stage as PowerSgd::step did; then the calibration all-reduces, one per row.
-class RankActor {
- public:
-  RankActor(SimState* state, int rank) : state_(state), rank_(rank) {}
-
-  void operator()() const {
-    const results::RankPlace& place = state_->m->placement[static_cast<std::size_t>(rank_)];
-    for (std::size_t p = 0; p < state_->patterns->distinct.size(); ++p) {
-      state_->world->wait();
-      const double t0 = sg4::Engine::get_clock();
-      sync_stage(p, place.stage, place.replica);
-      double& sync = state_->sync_s[p][static_cast<std::size_t>(place.stage)];
-      sync = std::max(sync, sg4::Engine::get_clock() - t0);
-    }
-    const auto& rows = state_->calibration_rows;
-    const bool member = place.stage == 0 && place.replica < state_->calibration.size();
-    for (std::size_t i = 0; i < state_->calibration_start_s.size(); ++i) {
-      state_->world->wait();
-      state_->calibration_start_s[i] = sg4::Engine::get_clock();  // the same for every rank
-      if (!member) continue;
-      sim::all_reduce(state_->calibration, place.replica, static_cast<std::uint64_t>(rows[i].bytes));
-      state_->calibration_end_s[i] = std::max(state_->calibration_end_s[i], sg4::Engine::get_clock());
-    }
-  }
-
- private:
-  // The order of sim::StageSync (and of PowerSgd::step): ⅓ of the compression compute before the P all-reduce
-  // (M = G + E, P = MQ), ⅓ after it (orthogonalisation, Q = MᵀP), ⅓ after the Q all-reduce (M̂ = PQᵀ, E = M − M̂).
-  // The dense all-reduce goes where the stage issued it (PowerSgd sends it first). A third with no P or Q to
-  // follow is slept at the end (never happens for live's steps: compute is 0 without compressed matrices).
-  void sync_stage(std::size_t p, int stage, int replica) const {
-    const auto s = static_cast<std::size_t>(stage);
-    const StagePattern& sp = state_->patterns->distinct[p].stages[s];
-    const StageCompute& c = (*state_->compute)[p][s];
-    const double third_s = c.batch_s / 3.0;
-    int thirds_left = 3;
-    const auto think = [&] {
-      if (third_s > 0) sg4::this_actor::sleep_for(third_s);
-      --thirds_left;
-    };
-    const auto copy_half = [&] {
-      if (c.copy_s > 0) sg4::this_actor::sleep_for(c.copy_s / 2);
-    };
-    int first_p = -1, last_p = -1, last_q = -1, dense = -1;
-    for (int i = 0; i < static_cast<int>(sp.collectives.size()); ++i) {
-      const std::string& kind = sp.collectives[static_cast<std::size_t>(i)].kind;
-      if (kind == "P" && first_p < 0) first_p = i;
-      if (kind == "P") last_p = i;
-      if (kind == "Q") last_q = i;
-      if (kind == "dense" && dense < 0) dense = i;
-    }
-    if (first_p < 0) think();
-    const sim::Group& group = state_->stage_groups[s];
-    for (int i = 0; i < static_cast<int>(sp.collectives.size()); ++i) {
-      if (i == first_p) think();
-      if (i == dense) copy_half();
-      const double entered = sg4::Engine::get_clock();
-      sim::all_reduce(group, replica, static_cast<std::uint64_t>(sp.collectives[static_cast<std::size_t>(i)].bytes));
-      // Live records the SHORTEST duration of a call over the group's ranks: the last rank to arrive waits for
-      // nobody, so its duration is the collective itself, not the skew between ranks. The same statistic here is
-      // the duration counted from when the LAST member entered (a ring ends for everyone about then + its time),
-      // so the compute before it, and a late stage, do not count as communication on either side.
-      double& shortest = state_->shortest_s[p][s][static_cast<std::size_t>(i)];
-      shortest = std::min(shortest, sg4::Engine::get_clock() - entered);
-      if (i == dense) copy_half();
-      if (i == last_p) think();
-      if (i == last_q) think();
-    }
-    while (thirds_left > 0) think();
-  }
-
-  SimState* state_;
-  int rank_;
-};
 
 // Row keys in print order: policy (run index), category, stage, collective kind.
 enum Category { kCollective = 0, kSync = 1, kIteration = 2, kCompute = 3, kCalibration = 4 };
@@ -119,31 +27,6 @@ const char* category_name(int c) {
   return names[c];
 }
 int kind_order(const std::string& kind) { return kind == "P" ? 0 : kind == "Q" ? 1 : 2; }
-
-ordered_json number_or_null(double x) { return std::isfinite(x) ? ordered_json(x) : ordered_json(nullptr); }
-
-ordered_json row_json(const Row& r) {
-  ordered_json j = {{"category", r.category}};
-  if (!r.policy.empty()) j["policy"] = r.policy;
-  if (r.stage >= 0) j["stage"] = r.stage;
-  if (!r.kind.empty()) j["kind"] = r.kind;
-  j["count"] = r.stats.count;
-  j["median_measured_s"] = number_or_null(r.stats.quantile_measured(0.5));
-  j["p10_measured_s"] = number_or_null(r.stats.quantile_measured(0.1));
-  j["p90_measured_s"] = number_or_null(r.stats.quantile_measured(0.9));
-  j["mean_measured_s"] = number_or_null(r.stats.mean_measured());
-  j["mean_predicted_s"] = number_or_null(r.stats.mean_predicted());
-  j["error_pct"] = number_or_null(r.stats.error_pct());
-  j["mape_pct"] = number_or_null(r.stats.mape_pct());
-  j["max_ape_pct"] = number_or_null(r.stats.ape_count > 0 ? r.stats.max_ape_pct : kNaN);
-  if (r.category == "sync" || r.category == "iteration") {
-    const double n = static_cast<double>(r.stats.count);
-    j["mean_difference_s"] = {
-        {"collectives", r.delta_collectives_s / n}, {"compute", r.delta_compute_s / n}, {"other", r.delta_other_s / n}};
-    j["dominant"] = r.dominant();
-  }
-  return j;
-}
 
 // Linear between order statistics (the type-7 quantile of R and numpy); NaN for no values.
 double quantile(std::vector<double> v, double q) {
@@ -157,32 +40,6 @@ double quantile(std::vector<double> v, double q) {
 
 double ape_pct(double measured, double predicted) {
   return measured > 0 ? std::abs(predicted - measured) / measured * 100.0 : kNaN;
-}
-
-std::string ms(double s) { return results::fmt_g(s * 1e3, 4); }
-
-// A number of the report's JSON, NaN for null.
-double num(const ordered_json& v) { return v.is_number() ? v.get<double>() : kNaN; }
-
-// "collectives −0.061 ms": the dominant part of a sync or iteration row and its mean predicted − measured.
-std::string dominant_text(const Row& r) {
-  const std::string d = r.dominant();
-  if (d.empty()) return "";
-  const double sum = d == "collectives" ? r.delta_collectives_s : d == "compute" ? r.delta_compute_s : r.delta_other_s;
-  const double mean_ms = sum / static_cast<double>(r.stats.count) * 1e3;
-  return d + " " + (mean_ms >= 0 ? "+" : "") + results::fmt_g(mean_ms, 3) + " ms";
-}
-
-void print_rows(std::ostream& os, const std::vector<Row>& rows) {
-  results::Table t({"category", "policy", "stage", "kind", "n", "measured ms", "p10-p90 ms", "predicted ms", "error %",
-                    "step MAPE %", "dominant difference"});
-  for (const Row& r : rows)
-    t.add_row({r.category, r.policy.empty() ? "all" : r.policy, r.stage >= 0 ? std::to_string(r.stage) : "all",
-               r.kind.empty() ? "" : r.kind, std::to_string(r.stats.count), ms(r.stats.quantile_measured(0.5)),
-               ms(r.stats.quantile_measured(0.1)) + "-" + ms(r.stats.quantile_measured(0.9)),
-               ms(r.stats.mean_predicted()), results::fmt_f(r.stats.error_pct(), 2),
-               results::fmt_f(r.stats.mape_pct(), 2), dominant_text(r)});
-  t.print(os);
 }
 
 }  // namespace
@@ -256,50 +113,41 @@ StageCompute modelled_compute(const StagePattern& stage, int element_bytes, cons
 Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const results::Measurements& m,
                    const Patterns& patterns, const std::vector<std::vector<StageCompute>>& compute,
                    const std::vector<int>& gpus) {
-  SimState st;
-  st.m = &m;
-  st.patterns = &patterns;
-  st.compute = &compute;
-  const auto groups = stage_groups(m);
-  for (std::size_t s = 0; s < groups.size(); ++s) {
-    sim::Group& g = st.stage_groups.emplace_back(sim::Group{{}, "val-s" + std::to_string(s)});
-    for (int rank : groups[s]) g.hosts.push_back(platform.gpu(gpus[static_cast<std::size_t>(rank)]));
+  sim::StepReplay replay;
+  for (const results::RankPlace& p : m.placement)
+    replay.ranks.push_back({p.stage, p.replica, gpus[static_cast<std::size_t>(p.rank)]});
+  for (std::size_t p = 0; p < patterns.distinct.size(); ++p) {
+    auto& stages = replay.steps.emplace_back();
+    for (std::size_t s = 0; s < patterns.distinct[p].stages.size(); ++s) {
+      sim::ReplayedStage& stage = stages.emplace_back();
+      for (const CollectiveShape& c : patterns.distinct[p].stages[s].collectives)
+        stage.collectives.push_back({c.kind == "P"   ? sim::ReplayedAllReduce::kP
+                                     : c.kind == "Q" ? sim::ReplayedAllReduce::kQ
+                                                     : sim::ReplayedAllReduce::kDense,
+                                     static_cast<std::uint64_t>(c.bytes)});
+      stage.copy_s = compute[p][s].copy_s;
+      stage.batch_s = compute[p][s].batch_s;
+    }
   }
-  st.calibration.tag = "val-cal";
   if (m.calibration.ranks >= 2) {
-    for (int i = 0; i < m.calibration.ranks; ++i)
-      st.calibration.hosts.push_back(st.stage_groups[0].hosts[static_cast<std::size_t>(i)]);
-    st.calibration_rows = m.calibration.rows;
-    st.calibration_rows.insert(st.calibration_rows.end(), m.calibration.step_rows.begin(),
-                               m.calibration.step_rows.end());
-    st.calibration_start_s.assign(st.calibration_rows.size(), 0.0);
-    st.calibration_end_s.assign(st.calibration_rows.size(), 0.0);
+    replay.calibration_ranks = m.calibration.ranks;
+    for (const auto* rows : {&m.calibration.rows, &m.calibration.step_rows})
+      for (const results::Calibration::Row& row : *rows)
+        replay.calibration_bytes.push_back(static_cast<std::uint64_t>(row.bytes));
   }
-  const std::size_t pp = static_cast<std::size_t>(m.pp);
-  for (const StepPattern& p : patterns.distinct) {
-    auto& shortest = st.shortest_s.emplace_back();
-    for (const StagePattern& s : p.stages)
-      shortest.emplace_back(s.collectives.size(), std::numeric_limits<double>::infinity());
-  }
-  st.sync_s.assign(patterns.distinct.size(), std::vector<double>(pp, 0.0));
-  st.world = sg4::Barrier::create(static_cast<unsigned>(m.world_size));
-  for (int r = 0; r < m.world_size; ++r)
-    sg4::Actor::create("val-rank" + std::to_string(r), platform.gpu(gpus[static_cast<std::size_t>(r)]),
-                       RankActor(&st, r));
-  XBT_DEBUG("%zu step patterns, %zu calibration rows", patterns.distinct.size(), st.calibration_start_s.size());
-  engine.run();
+  XBT_DEBUG("%zu step patterns, %zu calibration rows", patterns.distinct.size(), replay.calibration_bytes.size());
+  sim::StepReplayTimes times = sim::replay_steps(engine, platform, replay);
 
   Simulated out;
   for (std::size_t p = 0; p < patterns.distinct.size(); ++p) {
     Prediction pr;
-    pr.collective_s = st.shortest_s[p];
-    pr.sync_s = st.sync_s[p];
+    pr.collective_s = std::move(times.collective_s[p]);
+    pr.sync_s = std::move(times.sync_s[p]);
     for (const StageCompute& c : compute[p]) pr.compute_s.push_back(c.total_s());
     pr.iteration_s = *std::max_element(pr.sync_s.begin(), pr.sync_s.end());
     out.patterns.push_back(std::move(pr));
   }
-  for (std::size_t i = 0; i < st.calibration_start_s.size(); ++i)
-    out.calibration_s.push_back(st.calibration_end_s[i] - st.calibration_start_s[i]);
+  out.calibration_s = std::move(times.calibration_s);
   return out;
 }
 
@@ -368,14 +216,61 @@ double ErrorStats::error_pct() const {
   return weight > 0 ? weighted / weight : kNaN;
 }
 
-std::string Row::dominant() const {
-  if (category != "sync" && category != "iteration") return "";
-  const double c = std::abs(delta_collectives_s), k = std::abs(delta_compute_s), o = std::abs(delta_other_s);
-  if (std::max({c, k, o}) <= 1e-9 * std::abs(stats.sum_measured)) return "";  // rounding: nothing to explain
-  return c >= k && c >= o ? "collectives" : k >= o ? "compute" : "other";
-}
+namespace {
 
-Report compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated) {
+// One row of the report while the steps are compared: its error statistics, and for sync and iteration rows the
+// Σ over steps of predicted − measured of the step's parts (its all-reduces, its compute, and the rest: waiting,
+// skew and bookkeeping); an iteration's are its slowest measured stage's.
+struct Row {
+  std::string category;
+  std::string policy;
+  int stage = -1;
+  std::string kind;
+  ErrorStats stats;
+  double delta_collectives_s = 0.0;
+  double delta_compute_s = 0.0;
+  double delta_other_s = 0.0;
+
+  // "collectives" | "compute" | "other": the part with the largest mean |difference|; empty for other rows and
+  // where every difference is rounding (≤ 1e-9 of the measured total).
+  std::string dominant() const {
+    if (category != "sync" && category != "iteration") return "";
+    const double c = std::abs(delta_collectives_s), k = std::abs(delta_compute_s), o = std::abs(delta_other_s);
+    if (std::max({c, k, o}) <= 1e-9 * std::abs(stats.sum_measured)) return "";  // rounding: nothing to explain
+    return c >= k && c >= o ? "collectives" : k >= o ? "compute" : "other";
+  }
+
+  results::ValidateRow figures() const {
+    results::ValidateRow f;
+    f.category = category;
+    f.policy = policy;
+    f.stage = stage;
+    f.kind = kind;
+    f.count = stats.count;
+    f.median_measured_s = stats.quantile_measured(0.5);
+    f.p10_measured_s = stats.quantile_measured(0.1);
+    f.p90_measured_s = stats.quantile_measured(0.9);
+    f.mean_measured_s = stats.mean_measured();
+    f.mean_predicted_s = stats.mean_predicted();
+    f.error_pct = stats.error_pct();
+    f.mape_pct = stats.mape_pct();
+    f.max_ape_pct = stats.ape_count > 0 ? stats.max_ape_pct : kNaN;
+    if (category == "sync" || category == "iteration") {
+      const double n = static_cast<double>(stats.count);
+      f.has_parts = true;
+      f.mean_difference_collectives_s = delta_collectives_s / n;
+      f.mean_difference_compute_s = delta_compute_s / n;
+      f.mean_difference_other_s = delta_other_s / n;
+      f.dominant = dominant();
+    }
+    return f;
+  }
+};
+
+// Every measured step against its pattern's prediction: the per-policy rows (in print order: policy, category,
+// stage, collective kind) and one overall row per category.
+void compare_steps(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated,
+                   results::ValidateReport& rep) {
   std::map<std::tuple<std::size_t, int, int, int>, Row> rows;
   std::map<int, Row> overall;
   // A group of pairs shares one prediction and one policy: a policy's steps of one pattern, a stage's i-th value.
@@ -433,16 +328,19 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
       add(r, kIteration, -1, "", step.iteration_s, pr.iteration_s, group_of(pattern, 0, 0), &parts[slowest]);
     }
   }
-  Report rep;
-  for (auto& [key, row] : rows) rep.rows.push_back(std::move(row));
+  for (const auto& [key, row] : rows) rep.rows.push_back(row.figures());
+  for (const auto& [cat, row] : overall) rep.overall.push_back(row.figures());
+}
 
-  // The calibration: measured, the ring fit live derived the cluster file from, and the simulation of that file.
+// The calibration: measured, the ring fit live derived the cluster file from, and the simulation of that file; its
+// overall row when it has one.
+void compare_calibration(const results::Measurements& m, const Simulated& simulated, results::ValidateReport& rep) {
   const results::Calibration& cal = m.calibration;
   const double d = cal.ranks;
-  rep.calibration = {{"ranks", cal.ranks},
-                     {"latency_s", cal.latency_s},
-                     {"bandwidth_Bps", cal.bandwidth_Bps},
-                     {"rows", ordered_json::array()}};
+  results::ValidateCalibration& out = rep.calibration;
+  out.ranks = cal.ranks;
+  out.latency_s = cal.latency_s;
+  out.bandwidth_Bps = cal.bandwidth_Bps;
   Row cal_row{category_name(kCalibration), "", -1, "", {}};
   for (std::size_t i = 0; i < std::min(simulated.calibration_s.size(), cal.rows.size()); ++i) {
     const auto& row = cal.rows[i];
@@ -451,30 +349,24 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
             ? 2 * (d - 1) * cal.latency_s + 2 * (d - 1) / d * static_cast<double>(row.bytes) / cal.bandwidth_Bps
             : kNaN;
     cal_row.stats.add(row.time_s, simulated.calibration_s[i], static_cast<std::int64_t>(i));
-    rep.calibration["rows"].push_back({{"bytes", row.bytes},
-                                       {"measured_s", row.time_s},
-                                       {"fit_s", number_or_null(fit_s)},
-                                       {"predicted_s", simulated.calibration_s[i]},
-                                       {"ape_pct", number_or_null(ape_pct(row.time_s, simulated.calibration_s[i]))}});
+    out.rows.push_back(
+        {row.bytes, row.time_s, fit_s, simulated.calibration_s[i], ape_pct(row.time_s, simulated.calibration_s[i])});
   }
   // The probe's in-step all-reduces (simulated after the isolated rows): not part of the calibration row.
-  rep.calibration["step_rows"] = ordered_json::array();
   for (std::size_t i = cal.rows.size(); i < simulated.calibration_s.size(); ++i) {
     const auto& row = cal.step_rows[i - cal.rows.size()];
-    rep.calibration["step_rows"].push_back(
-        {{"bytes", row.bytes},
-         {"measured_s", row.time_s},
-         {"predicted_s", simulated.calibration_s[i]},
-         {"ape_pct", number_or_null(ape_pct(row.time_s, simulated.calibration_s[i]))}});
+    out.step_rows.push_back(
+        {row.bytes, row.time_s, kNaN, simulated.calibration_s[i], ape_pct(row.time_s, simulated.calibration_s[i])});
   }
-  rep.calibration["mape_pct"] = number_or_null(cal_row.stats.mape_pct());
-  rep.calibration["max_ape_pct"] = number_or_null(cal_row.stats.ape_count > 0 ? cal_row.stats.max_ape_pct : kNaN);
-  for (auto& [cat, row] : overall) rep.overall.push_back(std::move(row));
-  if (cal_row.stats.count > 0) rep.overall.push_back(std::move(cal_row));
+  out.mape_pct = cal_row.stats.mape_pct();
+  out.max_ape_pct = cal_row.stats.ape_count > 0 ? cal_row.stats.max_ape_pct : kNaN;
+  if (cal_row.stats.count > 0) rep.overall.push_back(cal_row.figures());
+}
 
-  // T_com at the probed ranks, beside the simulated communication of a step that ran at the same rank (same stage,
-  // same rank ⇒ same P, Q and dense sizes). Probed ranks no step ran at have no simulated value.
-  rep.tcom = {{"points", ordered_json::array()}, {"fit", ordered_json::array()}};
+// T_com at the probed ranks, beside the simulated communication of a step that ran at the same rank (same stage,
+// same rank ⇒ same P, Q and dense sizes). Probed ranks no step ran at have no simulated value.
+void compare_tcom(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated,
+                  results::ValidateReport& rep) {
   for (const results::TcomPoint& pt : m.tcom_points) {
     double predicted = kNaN;
     for (std::size_t r = 0; r < m.runs.size() && std::isnan(predicted); ++r)
@@ -488,59 +380,51 @@ Report compare(const results::Measurements& m, const Patterns& patterns, const S
     double fit = kNaN;
     for (const results::TcomFit& f : m.tcom_fit)
       if (f.stage == pt.stage) fit = f.eta_s * pt.rank + f.c_s;
-    rep.tcom["points"].push_back({{"stage", pt.stage},
-                                  {"rank", pt.rank},
-                                  {"measured_comm_s", pt.comm_s},
-                                  {"fit_comm_s", number_or_null(fit)},
-                                  {"predicted_comm_s", number_or_null(predicted)},
-                                  {"ape_pct", number_or_null(ape_pct(pt.comm_s, predicted))}});
+    rep.tcom_points.push_back({pt.stage, pt.rank, pt.comm_s, fit, predicted, ape_pct(pt.comm_s, predicted)});
   }
-  for (const results::TcomFit& f : m.tcom_fit) rep.tcom["fit"].push_back(results::to_json(f));
+  rep.tcom_fit = m.tcom_fit;
+}
+
+// The prediction of every pattern, as validate.json lists them.
+std::vector<results::ValidatePattern> pattern_figures(const Patterns& patterns, const Simulated& simulated) {
+  std::vector<results::ValidatePattern> out;
+  for (std::size_t p = 0; p < patterns.distinct.size(); ++p) {
+    const Prediction& pr = simulated.patterns[p];
+    results::ValidatePattern& fig = out.emplace_back();
+    fig.iteration_s = pr.iteration_s;
+    for (std::size_t s = 0; s < patterns.distinct[p].stages.size(); ++s) {
+      const StagePattern& sp = patterns.distinct[p].stages[s];
+      results::ValidatePattern::Stage& stage = fig.stages.emplace_back();
+      stage.sync_s = pr.sync_s[s];
+      stage.compute_s = pr.compute_s[s];
+      for (std::size_t i = 0; i < sp.collectives.size(); ++i)
+        stage.collectives.push_back({sp.collectives[i].kind, sp.collectives[i].bytes, pr.collective_s[s][i]});
+      for (const MatrixBatch& b : sp.matrices) stage.compressed_matrices += b.count;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+results::ValidateReport compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated) {
+  results::ValidateReport rep;
+  compare_steps(m, patterns, simulated, rep);
+  compare_calibration(m, simulated, rep);
+  compare_tcom(m, patterns, simulated, rep);
+  rep.patterns = pattern_figures(patterns, simulated);
+  rep.pattern_of_step = patterns.of_step;
+  rep.verdict = verdict(rep.overall);
   return rep;
 }
 
-ordered_json report_json(const Report& report, const Patterns& patterns, const Simulated& simulated,
-                         ordered_json header) {
-  ordered_json j = {{"schema", kValidateSchema}};
-  for (auto it = header.begin(); it != header.end(); ++it) j[it.key()] = *it;
-  j["rows"] = ordered_json::array();
-  for (const Row& r : report.rows) j["rows"].push_back(row_json(r));
-  j["overall"] = ordered_json::array();
-  for (const Row& r : report.overall) j["overall"].push_back(row_json(r));
-  j["calibration"] = report.calibration;
-  j["tcom"] = report.tcom;
-  j["patterns"] = ordered_json::array();
-  for (std::size_t p = 0; p < patterns.distinct.size(); ++p) {
-    const Prediction& pr = simulated.patterns[p];
-    ordered_json stages = ordered_json::array();
-    for (std::size_t s = 0; s < patterns.distinct[p].stages.size(); ++s) {
-      const StagePattern& sp = patterns.distinct[p].stages[s];
-      ordered_json colls = ordered_json::array();
-      for (std::size_t i = 0; i < sp.collectives.size(); ++i)
-        colls.push_back({{"kind", sp.collectives[i].kind},
-                         {"bytes", sp.collectives[i].bytes},
-                         {"predicted_s", pr.collective_s[s][i]}});
-      std::int64_t matrices = 0;
-      for (const MatrixBatch& b : sp.matrices) matrices += b.count;
-      stages.push_back({{"sync_s", pr.sync_s[s]},
-                        {"compute_s", pr.compute_s[s]},
-                        {"compressed_matrices", matrices},
-                        {"collectives", std::move(colls)}});
-    }
-    j["patterns"].push_back({{"iteration_s", pr.iteration_s}, {"stages", std::move(stages)}});
-  }
-  j["pattern_of_step"] = patterns.of_step;
-  j["verdict"] = verdict(report);
-  return j;
-}
-
-std::string verdict(const Report& report) {
+std::string verdict(const std::vector<results::ValidateRow>& overall) {
   std::string fails;
   std::string holds;
   double worst = 0.0;
-  for (const Row& r : report.overall) {
+  for (const results::ValidateRow& r : overall) {
     if (r.category == "calibration") continue;
-    const double e = r.stats.error_pct();
+    const double e = r.error_pct;
     if (std::isnan(e)) continue;
     const double target = r.category == "iteration" || r.category == "sync" ? kIterationTargetPct : kPartTargetPct;
     const std::string name = r.category == "sync"         ? "stage sync"
@@ -551,58 +435,13 @@ std::string verdict(const Report& report) {
     if (e > target) {
       fails += (fails.empty() ? "" : "; ") + name + " off by " + results::fmt_f(e, 1) + " % (target " +
                results::fmt_f(target, 0) + " %";
-      if (const std::string d = r.dominant(); !d.empty()) fails += ", mostly " + d;
+      if (!r.dominant.empty()) fails += ", mostly " + r.dominant;
       fails += ")";
     }
   }
   if (holds.empty()) return "nothing to compare";
   if (!fails.empty()) return "predictions do not hold here: " + fails;
   return "predictions hold within " + results::fmt_f(worst, 1) + " % here (" + holds + ")";
-}
-
-void print_report(std::ostream& os, const Report& report) {
-  os << "error % = |predicted - median measured| / median measured per step pattern, weighted by steps (the model "
-        "predicts the typical step; p10-p90 is the measured spread); step MAPE % = the same per step\n";
-  print_rows(os, report.rows);
-  os << "\noverall\n";
-  print_rows(os, report.overall);
-  const auto& cal_rows = report.calibration.at("rows");
-  if (!cal_rows.empty()) {
-    os << "\ncalibration: dense all-reduce over " << report.calibration.at("ranks").get<int>()
-       << " ranks of stage 0 (fit = the ring alpha-beta fit, a summary; simulated = the cluster file's network, "
-          "which prices the run)\n";
-    results::Table t({"bytes", "measured ms", "fit ms", "simulated ms", "APE %"});
-    for (const auto& r : cal_rows)
-      t.add_row({std::to_string(r.at("bytes").get<std::int64_t>()), ms(num(r.at("measured_s"))), ms(num(r.at("fit_s"))),
-                 ms(num(r.at("predicted_s"))), results::fmt_f(num(r.at("ape_pct")), 2)});
-    t.print(os);
-  }
-  const auto& step_rows = report.calibration.at("step_rows");
-  if (!step_rows.empty()) {
-    os << "\nthe probe's all-reduces inside steps (median per size; the network profile uses these over their size "
-          "range)\n";
-    results::Table t({"bytes", "measured ms", "simulated ms", "APE %"});
-    for (const auto& r : step_rows)
-      t.add_row({std::to_string(r.at("bytes").get<std::int64_t>()), ms(num(r.at("measured_s"))),
-                 ms(num(r.at("predicted_s"))), results::fmt_f(num(r.at("ape_pct")), 2)});
-    t.print(os);
-  }
-  const auto& points = report.tcom.at("points");
-  if (!points.empty()) {
-    os << "\nT_com probes: measured P + Q + dense all-reduce time vs the simulated one of a step at the same rank\n";
-    results::Table t({"stage", "rank", "measured ms", "fit ms", "simulated ms", "APE %"});
-    for (const auto& p : points)
-      t.add_row({std::to_string(p.at("stage").get<int>()), std::to_string(p.at("rank").get<int>()),
-                 ms(num(p.at("measured_comm_s"))), ms(num(p.at("fit_comm_s"))), ms(num(p.at("predicted_comm_s"))),
-                 results::fmt_f(num(p.at("ape_pct")), 2)});
-    t.print(os);
-    for (const auto& f : report.tcom.at("fit"))
-      os << "  fit stage " << f.at("stage").get<int>() << ": T_com(r) = " << ms(f.at("eta_s").get<double>())
-         << " ms · r + " << ms(f.at("c_s").get<double>()) << " ms (eta +- " << ms(f.at("eta_stderr_s").get<double>())
-         << " ms, R² of P + Q " << results::fmt_f(f.at("r2").get<double>(), 3) << ", " << f.at("points").get<int>()
-         << " points)" << (f.at("significant").get<bool>() ? "" : ": the slope is noise, not for DAC") << "\n";
-  }
-  os << "\nverdict: " << verdict(report) << "\n";
 }
 
 }  // namespace edgc::engine::validate

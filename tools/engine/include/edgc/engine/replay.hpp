@@ -5,6 +5,7 @@
 // emulated data-parallel ranks. A shadow controller fed by full sampling (α = β = 1) gives the agreement figure.
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,6 +14,7 @@
 #include "edgc/core/controller.hpp"
 #include "edgc/core/gds.hpp"
 #include "edgc/engine/whole_run_plan.hpp"
+#include "edgc/results/replay_report.hpp"
 #include "edgc/traces/reader.hpp"
 
 namespace edgc::engine {
@@ -33,6 +35,7 @@ void check_bins_per_sigma(double bins_per_sigma, const std::string& where, const
 struct ReplayOptions {
   std::string trace_dir;
   std::string where = "replay";       ///< the scenario file (or how the settings were given), named in errors
+  nlohmann::ordered_json scenario;    ///< the scenario as read (file + overrides), recorded in replay.json
   core::ControllerConfig controller;  ///< stage count and CQM shapes are filled in from the trace
   core::GdsConfig gds;
   double warmup_floor_fraction = 0.1;    ///< warm-up floor as a share of the trace's iterations (assumed)
@@ -63,59 +66,10 @@ struct ReplayOptions {
       on_iteration;
 };
 
-/// What PowerSGD did to one stage boundary's backward messages over a window (trace format 1.1 boundary
-/// gradients, one captured iteration = one message; compressed on the host CPU whatever the replay backend).
-/// G is the trace's message, Ĝ what the receiver reconstructs.
-struct BoundaryWindow {
-  int rank = 0;      ///< pipeline rank in force (0 = uncompressed: the policy does not compress, or warm-up)
-  int messages = 0;  ///< captured iterations in the window
-  /// Entropy of the GDS-sampled messages (nats, mean over the window's sampled iterations): what pp_rank_mode
-  /// entropy decides from.
-  std::optional<double> entropy_gaussian;
-  std::optional<double> entropy_histogram;
-  /// Mean over messages of ‖Ĝ − G‖/‖G‖ with lazy error propagation (the previous message's error added first) …
-  std::optional<double> message_error;
-  std::optional<double> message_error_plain;  ///< … and without it (each message compressed on its own)
-  /// ‖ΣĜ − ΣG‖/‖ΣG‖ over the window's messages, what a weight gradient summed over micro-batches sees: bounded by
-  /// the last carried error with lazy error propagation, growing with the messages without it.
-  std::optional<double> accumulated_error;
-  std::optional<double> accumulated_error_plain;
-  std::int64_t wire_floats = 0;   ///< floats sent (with lazy error propagation; the same count without)
-  std::int64_t dense_floats = 0;  ///< floats the uncompressed messages would send
-};
-
-struct StageWindow {
-  std::optional<double> entropy_gaussian;
-  std::optional<double> entropy_histogram;
-  std::optional<double> excess_kurtosis;
-  std::int64_t sampled_elements = 0;
-  double estimation_seconds = 0.0;
-  std::int64_t full_elements = 0;  ///< what full sampling touched in the same window
-  double full_estimation_seconds = 0.0;
-  int rank = 0;                             ///< rank in use during this window (0 = uncompressed)
-  core::RankDecision next;                  ///< decision made from this window, used in the next one
-  std::optional<int> full_next_rank;        ///< the decision the same controller state makes from full sampling
-  std::optional<int> trajectory_full_rank;  ///< the independent full-sampling controller's decision
-  std::optional<double> relative_error;  ///< ‖Ĝ − Ḡ‖/‖Ḡ‖ of averaged vs true mean gradient, mean over the window
-  std::optional<double> step_error;  ///< ‖Ĝ − M‖/‖M‖ of rank 0's error-corrected gradient, mean
-  std::int64_t wire_floats = 0;      ///< floats sent for the stage's full matrices
-  std::int64_t dense_floats = 0;     ///< floats an uncompressed all-reduce would send
-  /// The backward messages this stage sends to the stage before it, when the trace records that boundary.
-  std::optional<BoundaryWindow> boundary;
-};
-
-struct WindowRow {
-  std::int64_t window = 0;
-  std::int64_t first_iteration = 0;
-  std::int64_t end_iteration = 0;
-  int captured_iterations = 0;
-  int sampled_iterations = 0;
-  std::optional<double> mean_loss;
-  bool warmup = true;             ///< this window ran uncompressed because warm-up was not over
-  bool agrees = true;             ///< from the same state, sampled and full-sampling observations give the same ranks
-  bool trajectory_agrees = true;  ///< the independent full-sampling controller chose the same ranks
-  std::vector<StageWindow> stages;
-};
+/// The windows replay measures (typed in edgc::results: replay.json and the console are written from them).
+using BoundaryWindow = results::ReplayBoundaryWindow;
+using StageWindow = results::ReplayStageWindow;
+using WindowRow = results::ReplayWindow;
 
 struct ReplayResult {
   std::vector<WindowRow> windows;
@@ -139,6 +93,23 @@ struct ReplayResult {
 /// or whose emulation would need more than half this machine's memory, is a ConfigError naming replay.world_size
 /// before any iteration is read.
 ReplayResult run_replay(ReplayOptions& options);
+
+/// What `edgc replay` is given: a trace and/or a scenario (its compression, replay and trace sections), overrides.
+struct ReplayRequest {
+  std::string trace;              ///< trace directory; empty: the scenario's trace.path
+  std::string scenario;           ///< scenario file; empty: the built-in defaults and `sets`
+  std::vector<std::string> sets;  ///< "dotted.key=value" overrides, applied in order
+  std::string backend;            ///< replay.backend given on the command line (--backend); empty: the scenario's
+};
+
+/// The typed options of a request, everything read and checked before any work: throws ConfigError naming the
+/// scenario and key (a key or section replay does not read, a bad value, a backend this program cannot run) or
+/// UsageError (no trace given).
+ReplayOptions read_replay_options(const ReplayRequest& request);
+
+/// The replay's report (replay.json, windows.csv, the console summary): the settings as run and `result`'s windows
+/// with the per-stage and whole-replay summaries.
+results::ReplayReport replay_report(const ReplayOptions& options, ReplayResult result);
 
 /// Throws ConfigError(where, field, "<backend>: <why>") when kernels::make_backend(backend) cannot work in this
 /// program on this machine — "cuda" in a binary without the CUDA backend (plain edgc; edgc-nccl links it) or on a

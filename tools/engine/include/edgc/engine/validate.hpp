@@ -1,27 +1,23 @@
 #pragma once
-// `edgc validate`: the run `edgc live` measured, replayed on the simulated cluster, and the prediction error.
+// The parts of `edgc validate` (engine::run_validation, validation.hpp, puts them together): the run `edgc live`
+// measured, replayed on the simulated cluster, and the prediction error.
 //
 // A live step is fully described, for the simulator, by what every pipeline stage synchronised: its collectives
 // in order (kind, bytes) and the matrices it compressed. Steps with the same description (a step pattern) have the
-// same prediction, so every distinct pattern is simulated once, all in ONE SimGrid run (the engine cannot be
-// reset): patterns one after another, each starting when all ranks have met at a barrier, as live puts a world
-// barrier before each step. Within a pattern every stage's DP group does what PowerSgd::step did (the order of
-// sim::StageSync): half of the dense buffer's copies before the dense all-reduce (pack) and half after it (unpack),
-// ⅓ of the modelled compression compute before the P all-reduce, ⅓ after it, ⅓ after the Q all-reduce, and the
-// recorded all-reduces as all-reduces over the group's GPUs.
+// same prediction, so every distinct pattern is simulated once, all in ONE SimGrid run by sim::replay_steps
+// (sim/step_replay.hpp: the order in which a stage's compute and all-reduces run).
 //
 // Errors are absolute percentage errors against the measurement, |predicted − measured| / measured · 100, averaged
 // (MAPE) over the measured values > 0; a measured 0 is counted but has no percentage.
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <ostream>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "edgc/results/measurements.hpp"
+#include "edgc/results/validate_report.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/platform.hpp"
 #include "edgc/sim/spec.hpp"
@@ -29,8 +25,6 @@
 namespace edgc::engine::validate {
 
 namespace sg4 = simgrid::s4u;
-
-inline constexpr const char* kValidateSchema = "edgc.validate/1";
 
 /// One all-reduce of a pattern.
 struct CollectiveShape {
@@ -103,7 +97,8 @@ struct Simulated {
 };
 
 /// Simulates every pattern, then every calibration row (a dense all-reduce over the first calibration.ranks
-/// members of stage 0's group), in one run of `engine` (call once per process, after Platform::build).
+/// members of stage 0's group), in one run of `engine` (sim::replay_steps; call once per process, after
+/// Platform::build).
 /// `compute[p][s]` is the modelled compute of stage s in pattern p; `gpus` comes from platform_gpus().
 Simulated simulate(sg4::Engine& engine, const sim::Platform& platform, const results::Measurements& m,
                    const Patterns& patterns, const std::vector<std::vector<StageCompute>>& compute,
@@ -146,48 +141,16 @@ struct ErrorStats {
   double error_pct() const;                  ///< of the groups' medians; NaN when no median is > 0
 };
 
-/// One row of the report: category "collective" | "sync" | "iteration" | "compute" | "calibration"; policy
-/// empty and stage −1 where the row is not per policy or per stage (overall rows).
-struct Row {
-  std::string category;
-  std::string policy;
-  int stage = -1;
-  std::string kind;  ///< collective rows: "P" | "Q" | "dense"; else empty
-  ErrorStats stats;
-  /// sync and iteration rows: Σ over steps of predicted − measured of the step's parts (its all-reduces, its
-  /// compute, and the rest: waiting, skew and bookkeeping); an iteration's are its slowest measured stage's.
-  double delta_collectives_s = 0.0;
-  double delta_compute_s = 0.0;
-  double delta_other_s = 0.0;
-  /// "collectives" | "compute" | "other": the part with the largest mean |difference|; empty for other rows and
-  /// where every difference is rounding (≤ 1e-9 of the measured total).
-  std::string dominant() const;
-};
-
-struct Report {
-  std::vector<Row> rows;     ///< per policy: collective (stage, kind), sync (stage), iteration, compute (stage)
-  std::vector<Row> overall;  ///< one per category, over all policies and stages
-  nlohmann::ordered_json calibration;  ///< rows: bytes, measured_s, fit_s, predicted_s, ape_pct
-  nlohmann::ordered_json tcom;         ///< T_com points measured vs simulated where a step ran at that rank
-};
-
 /// The targets validate's verdict checks the overall rows against, percent error of the typical step.
 inline constexpr double kIterationTargetPct = 10.0;  ///< iteration and stage sync
 inline constexpr double kPartTargetPct = 15.0;       ///< each collective and compute
 
 /// One line: whether the overall rows are within their targets ("predictions hold within x % here …"), else the
 /// rows that are not and what dominates them.
-std::string verdict(const Report& report);
+std::string verdict(const std::vector<results::ValidateRow>& overall);
 
-/// Compares every measured step with its pattern's prediction.
-Report compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated);
-
-/// validate.json: schema, `header` (provenance: files, cluster, parameters), rows, overall, calibration, tcom,
-/// and the prediction of every pattern.
-nlohmann::ordered_json report_json(const Report& report, const Patterns& patterns, const Simulated& simulated,
-                                   nlohmann::ordered_json header);
-
-/// The tables of the console output.
-void print_report(std::ostream& os, const Report& report);
+/// Compares every measured step with its pattern's prediction: the report's rows, overall rows, calibration, T_com
+/// points, patterns and verdict (its provenance is left to the caller).
+results::ValidateReport compare(const results::Measurements& m, const Patterns& patterns, const Simulated& simulated);
 
 }  // namespace edgc::engine::validate
