@@ -37,9 +37,9 @@ double channel_ring_s(const Platform& platform, const Group& group, std::uint64_
   const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
   if (group.size() < 2 || chunk == 0) return 0.0;
   const auto channels = static_cast<std::uint64_t>(ring_channels(group));
+  const std::uint64_t channel_chunk = (chunk + channels - 1) / channels;  // whole bytes, rounded up
   return ring_steps(op, group.size()) *
-         platform.lone_transfer_s(group.hosts[0], group.hosts[1],
-                                  static_cast<double>((chunk + channels - 1) / channels));
+         platform.lone_transfer_s(group.hosts[0], group.hosts[1], static_cast<double>(channel_chunk));
 }
 
 namespace {

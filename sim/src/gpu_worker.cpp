@@ -81,7 +81,7 @@ class GpuWorker {
   }
 
   // This GPU's DP group in IterationState::dp_groups (index stage · tp + tp_index).
-  std::size_t dp_group_index() const { return static_cast<std::size_t>(coord_.pp * state_->parallel.tp + coord_.tp); }
+  std::size_t dp_group_index() const { return grid_index(coord_.pp, state_->parallel.tp, coord_.tp); }
 
   // Global rank of stage `stage` of this GPU's pipeline.
   int pipeline_rank(int stage) const { return state_->layout.rank_of({coord_.tp, stage, coord_.dp}); }
@@ -207,7 +207,7 @@ class GpuWorker {
   }
 
   void tp_ring(std::uint64_t bytes, double ring_s, double extra_latency_s) const {
-    const auto group = static_cast<std::size_t>(coord_.pp * state_->parallel.dp + coord_.dp);
+    const std::size_t group = grid_index(coord_.pp, state_->parallel.dp, coord_.dp);
     if (state_->tp_closed_form) {
       // Every member finishes the contention-free ring ring_s after the last one arrived: the last to arrive
       // sleeps that long, then meets the others at the group's barrier, which releases them all together. (The
@@ -327,7 +327,7 @@ class GpuWorker {
       const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.tp)];
       all_reduce(g, (coord_.pp == 0 ? 0 : state_->parallel.dp) + coord_.dp, bytes);
     } else {
-      const Group& g = state_->embedding_groups[static_cast<std::size_t>(coord_.dp * state_->parallel.tp + coord_.tp)];
+      const Group& g = state_->embedding_groups[grid_index(coord_.dp, state_->parallel.tp, coord_.tp)];
       all_reduce(g, coord_.pp == 0 ? 0 : 1, bytes);
     }
     record().embedding_end_s = now();

@@ -28,6 +28,7 @@ XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_iteration, "edgc: one training iteration, one 
 namespace edgc::sim {
 namespace {
 
+using impl::grid_index;
 using impl::IterationState;
 using impl::RankRecord;
 
@@ -108,7 +109,7 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
     if (!state.replicas_folded || layout.coord_of(r).dp == 0) ranks.push_back(r);
   for (int s = 0; s < par.pp; ++s)
     state.stages.push_back(impl::stage_work(platform, model, par, params, s, plan[static_cast<std::size_t>(s)],
-                                            state.tp_groups[static_cast<std::size_t>(s * par.dp)]));
+                                            state.tp_groups[grid_index(s, par.dp, 0)]));
   state.records.resize(static_cast<std::size_t>(layout.world_size()));
   open_mailboxes(state, ranks);
   return ranks;
@@ -119,7 +120,7 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
 // simulation in this process calls nothing of this one.
 std::shared_ptr<std::function<void()>> hook_progress(IterationState& state, const IterationOptions& options,
                                                      std::size_t gpus) {
-  const auto hook = std::make_shared<std::function<void()>>();
+  auto hook = std::make_shared<std::function<void()>>();
   if (options.on_progress) {
     // Every GPU runs a forward and a backward pass per micro-batch and model chunk.
     state.progress.gpus_total = static_cast<std::int64_t>(gpus);

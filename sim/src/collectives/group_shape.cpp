@@ -143,7 +143,8 @@ NodeSegments node_segments(const Group& group) {
       std::vector<const sg4::Link*> nics;
       std::vector<int> first_on;
       for (int p = 0; p < k; ++p) {
-        const Route r = route_between(group.hosts[static_cast<std::size_t>(segments[s].first + p)], other);
+        const Route r = route_between(
+            group.hosts[static_cast<std::size_t>(segments[s].first) + static_cast<std::size_t>(p)], other);
         const sg4::Link* nic = r.links.empty() ? nullptr : r.links.front();
         if (std::find(nics.begin(), nics.end(), nic) == nics.end()) {
           nics.push_back(nic);

@@ -118,7 +118,7 @@ void tree_all_reduce(const Group& group, int my_index, std::uint64_t bytes) {
   if (group.size() < 2 || bytes == 0) return;
   const Shape& shape = shape_of(group);
   if (!shape.tree) throw InternalError("collective '" + group.tag + "': no tree over this group");
-  const auto parts = static_cast<std::uint64_t>(2 * shape.channels);
+  const std::uint64_t parts = 2 * static_cast<std::uint64_t>(shape.channels);
   const std::uint64_t part = (bytes + parts - 1) / parts;
   // Every edge at once, both ways: one flow to and one from each tree peer, every receive posted before any is
   // waited for (a transfer starts once its receive is posted).

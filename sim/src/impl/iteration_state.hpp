@@ -121,6 +121,11 @@ struct IterationState {
 };
 
 // A byte count of the cost model (a double) as the whole bytes a transfer carries.
+/// Index row · width + col of a row-major table of groups or stages, computed in size_t (never an int product).
+inline std::size_t grid_index(int row, int width, int col) {
+  return static_cast<std::size_t>(row) * static_cast<std::size_t>(width) + static_cast<std::size_t>(col);
+}
+
 inline std::uint64_t whole_bytes(double bytes) { return static_cast<std::uint64_t>(std::ceil(bytes)); }
 
 }  // namespace edgc::sim::impl
