@@ -353,10 +353,6 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
   return out;
 }
 
-bool powersgd_compresses(std::int64_t rows, std::int64_t cols, int rank) {
-  return (rows + cols) * rank * 2 < rows * cols;
-}
-
 PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank) {
   if (rank < 1) throw InternalError("powersgd_wire: rank must be ≥ 1, got " + std::to_string(rank));
   const double bytes = grad_bytes(model, parallel);
