@@ -14,6 +14,8 @@ constexpr NameTable<PipelineSchedule, 3> kSchedules = {{{PipelineSchedule::kGpip
                                                         {PipelineSchedule::kOneFOneB, "1f1b"},
                                                         {PipelineSchedule::kInterleaved, "interleaved"}}};
 constexpr NameTable<RankOrder, 2> kOrders = {{{RankOrder::kTpDpPp, "tp-dp-pp"}, {RankOrder::kTpPpDp, "tp-pp-dp"}}};
+constexpr NameTable<NetworkProfileKind, 2> kNetworkProfiles = {
+    {{NetworkProfileKind::kIdeal, "ideal"}, {NetworkProfileKind::kCalibrated, "calibrated"}}};
 constexpr NameTable<Recompute, 3> kRecomputes = {
     {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}};
 
@@ -38,6 +40,11 @@ std::optional<PipelineSchedule> schedule_from_name(std::string_view name) noexce
 
 std::string_view rank_order_name(RankOrder o) noexcept { return name_of(kOrders, o); }
 std::optional<RankOrder> rank_order_from_name(std::string_view name) noexcept { return value_of(kOrders, name); }
+
+std::string_view network_profile_name(NetworkProfileKind k) noexcept { return name_of(kNetworkProfiles, k); }
+std::optional<NetworkProfileKind> network_profile_from_name(std::string_view name) noexcept {
+  return value_of(kNetworkProfiles, name);
+}
 
 std::string_view recompute_name(Recompute r) noexcept { return name_of(kRecomputes, r); }
 std::optional<Recompute> recompute_from_name(std::string_view name) noexcept { return value_of(kRecomputes, name); }

@@ -31,7 +31,7 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
       iterations, compression.gds.window_iters, compression.gds.alpha, compression.gds.beta, cqm.r_min, cqm.r_max,
       cqm.step};
   doc.sections["simgrid"] = sim::simgrid_version();
-  doc.sections["network"] = setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
+  doc.sections["network"] = std::string(sim::network_profile_name(setup.network.kind));
   // How pass times were computed (scenarios/README.md, `compute.model`), and the Megatron features in force.
   const sim::ParallelSpec& p = setup.parallel;
   doc.sections["cost_model"] = {

@@ -18,6 +18,11 @@ std::string_view rank_order_name(RankOrder o) noexcept;
 /// The order named `name`; nullopt for any other name.
 std::optional<RankOrder> rank_order_from_name(std::string_view name) noexcept;
 
+/// "ideal" | "calibrated" (network.profile).
+std::string_view network_profile_name(NetworkProfileKind k) noexcept;
+/// The profile named `name`; nullopt for any other name.
+std::optional<NetworkProfileKind> network_profile_from_name(std::string_view name) noexcept;
+
 /// "none" | "selective" | "full" (model.recompute).
 std::string_view recompute_name(Recompute r) noexcept;
 /// The recomputation named `name`; nullopt for any other name.
