@@ -5,21 +5,15 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
-#include "impl/policies.hpp"
 
 namespace edgc::core {
 
 namespace {
 
-std::string joined_policy_names() {
-  std::string s;
-  for (const std::string& p : policy_names()) s += (s.empty() ? "" : ", ") + p;
-  return s;
-}
-
 // PowerSGD cannot find more independent directions than the matrix has.
-void check_rank_bound(const ControllerConfig& c, const char* where) {
-  if (c.policy == "none" || c.stage_shapes.size() != static_cast<std::size_t>(c.stages)) return;
+void check_rank_bound(const ControllerConfig& c, const PolicyInfo* policy, const char* where) {
+  if ((policy != nullptr && !policy->compresses_dp) || c.stage_shapes.size() != static_cast<std::size_t>(c.stages))
+    return;
   for (std::size_t s = 0; s < c.stage_shapes.size(); ++s) {
     const auto [rows, cols] = c.stage_shapes[s];
     if (c.cqm.r_max > std::min(rows, cols))
@@ -31,23 +25,20 @@ void check_rank_bound(const ControllerConfig& c, const char* where) {
 
 }  // namespace
 
-const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"none", "static", "selective", "loss", "edgc", "edgc-pp"};
-  return names;
-}
-
 const char* pipeline_rank_mode_name(PipelineRankMode m) {
   return m == PipelineRankMode::kEntropy ? "entropy" : "static";
 }
 
-bool reads_entropy(std::string_view policy) { return policy == "edgc" || policy == "edgc-pp"; }
-
-bool is_policy(std::string_view name) {
-  const auto& names = policy_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
+std::optional<PipelineRankMode> pipeline_rank_mode_from_name(std::string_view name) noexcept {
+  for (const PipelineRankMode m : {PipelineRankMode::kStatic, PipelineRankMode::kEntropy})
+    if (name == pipeline_rank_mode_name(m)) return m;
+  return std::nullopt;
 }
 
 std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const char* where) {
+  // An unknown name is reported after the settings, as it always was: the settings' messages come first.
+  const PolicyInfo* policy = find_policy(c.policy);
+  const bool pipeline = policy != nullptr && policy->compresses_pipeline;
   if (c.stages < 1) throw ConfigError(where, "stages", "must be >= 1");
   validate(c.warmup, where);
   validate(c.cqm, where);
@@ -57,10 +48,10 @@ std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const cha
   if (c.selective_stages < 0 || c.selective_stages > c.stages)
     throw ConfigError(where, "compression.selective_stages",
                       "must be between 0 and the number of stages (" + std::to_string(c.stages) + ")");
-  if (c.policy == "edgc-pp" && c.pipeline_rank < 1)
+  if (pipeline && c.pipeline_rank < 1)
     throw ConfigError(where, "compression.pp_rank",
                       "must be >= 1 for the edgc-pp policy, got " + std::to_string(c.pipeline_rank));
-  if (c.policy == "edgc-pp" && c.pipeline_rank_mode == PipelineRankMode::kEntropy) {
+  if (pipeline && c.pipeline_rank_mode == PipelineRankMode::kEntropy) {
     if (c.pipeline_r_min < 1 || c.pipeline_r_min % c.cqm.quantum != 0 || c.pipeline_r_min > c.pipeline_rank)
       throw ConfigError(where, "compression.pp_r_min",
                         "must be a positive multiple of compression.quantum (" + std::to_string(c.cqm.quantum) +
@@ -76,19 +67,15 @@ std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const cha
       if (m < 0 || n < 0 || (m == 0) != (n == 0))
         throw ConfigError(where, "pipeline_shapes", "shapes must be positive or (0, 0)");
   }
-  check_rank_bound(c, where);
-  if (c.policy == "none") return impl::make_none(c);
-  if (c.policy == "static") return impl::make_static(c);
-  if (c.policy == "selective") return impl::make_selective(c);
-  if (c.policy == "loss") return impl::make_loss(c);
-  if (c.policy == "edgc" || c.policy == "edgc-pp") {
+  check_rank_bound(c, policy, where);
+  const PolicyInfo& info = policy_info(c.policy, where, "compression.policy");
+  if (info.needs_stage_shapes) {
     if (c.stage_shapes.size() != static_cast<std::size_t>(c.stages))
       throw ConfigError(where, "stage_shapes", "one (m, n) per stage is needed by the edgc policy");
     for (const auto& [m, n] : c.stage_shapes)
       if (m < 1 || n < 1) throw ConfigError(where, "stage_shapes", "shapes must be positive");
-    return c.policy == "edgc" ? impl::make_edgc(c) : impl::make_edgc_pp(c);
   }
-  throw ConfigError(where, "compression.policy", "unknown policy '" + c.policy + "' (" + joined_policy_names() + ")");
+  return info.factory(c);
 }
 
 }  // namespace edgc::core

@@ -1,7 +1,9 @@
 #include "edgc/core/median.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 
 namespace edgc::core {
 
@@ -14,6 +16,15 @@ double median(std::vector<double> values) {
   if (n % 2 == 1) return upper;
   const double lower = *std::max_element(values.begin(), mid);
   return 0.5 * (lower + upper);
+}
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const double at = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(at));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (at - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
 }  // namespace edgc::core

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/powersgd_rule.hpp"
 #include "edgc/core/random.hpp"
 #include "edgc/kernels/powersgd.hpp"
 
@@ -42,9 +43,7 @@ void BoundaryCompressor::set_rank(int r) {
 
 bool BoundaryCompressor::compressed() const noexcept {
   if (rank_ < 1) return false;
-  const auto m = static_cast<double>(shape_.rows);
-  const auto n = static_cast<double>(shape_.cols);
-  return (m + n) * rank_ * config_.min_compression_rate < m * n;
+  return core::powersgd_compresses(shape_.rows, shape_.cols, rank_, config_.min_compression_rate);
 }
 
 std::int64_t BoundaryCompressor::wire_floats() const noexcept {

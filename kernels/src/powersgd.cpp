@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/powersgd_rule.hpp"
 #include "edgc/core/random.hpp"
 
 namespace edgc::kernels {
@@ -126,9 +127,7 @@ bool PowerSgd::will_compress(std::size_t tensor) const {
   check_index(tensor);
   const Tensor& t = tensors_[tensor];
   if (!t.matrix || t.rank == 0) return false;
-  const double m = static_cast<double>(t.m);
-  const double n = static_cast<double>(t.n);
-  return (m + n) * t.rank * config_.min_compression_rate < m * n;
+  return core::powersgd_compresses(t.m, t.n, t.rank, config_.min_compression_rate);
 }
 
 std::span<const float> PowerSgd::error(std::size_t tensor) const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/least_squares.hpp"
 #include "edgc/sim/kernel_model.hpp"
 #include "edgc/sim/layout.hpp"
 
@@ -353,10 +354,6 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
   return out;
 }
 
-bool powersgd_compresses(std::int64_t rows, std::int64_t cols, int rank) {
-  return (rows + cols) * rank * 2 < rows * cols;
-}
-
 PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank) {
   if (rank < 1) throw InternalError("powersgd_wire: rank must be ≥ 1, got " + std::to_string(rank));
   const double bytes = grad_bytes(model, parallel);
@@ -418,21 +415,13 @@ struct StepLine {
 };
 
 StepLine fit_rank(const std::vector<KernelTime>& profile, int rank) {
-  double n = 0, se = 0, st = 0, see = 0, set = 0;
-  for (const KernelTime& e : profile) {
-    if (e.rank != rank) continue;
-    const double x = static_cast<double>(e.rows) * static_cast<double>(e.cols) * e.count;
-    n += 1;
-    se += x;
-    st += e.step_s;
-    see += x * x;
-    set += x * e.step_s;
-  }
-  StepLine line{rank, 0.0, set / see};
-  const double det = n * see - se * se;
-  if (n >= 2 && det > 1e-12 * n * see) {
-    const double slope = (n * set - se * st) / det;
-    const double intercept = (st - slope * se) / n;
+  core::LineSums sums;  // time against elements
+  for (const KernelTime& e : profile)
+    if (e.rank == rank) sums.add(static_cast<double>(e.rows) * static_cast<double>(e.cols) * e.count, e.step_s);
+  StepLine line{rank, 0.0, sums.xy / sums.xx};
+  if (sums.w >= 2 && sums.det() > 1e-12 * sums.w * sums.xx) {
+    const double slope = sums.slope();
+    const double intercept = sums.intercept_for(slope);
     if (intercept >= 0.0 && slope >= 0.0) line = {rank, intercept, slope};
   }
   return line;

@@ -4,24 +4,13 @@
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/sim/spec_names.hpp"
 
 namespace edgc::sim {
 namespace {
 
 void require_positive(const std::string& where, const std::string& key, long long value) {
   if (value <= 0) throw ConfigError(where, key, "must be a positive integer, got " + std::to_string(value));
-}
-
-std::string schedule_name(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::kGpipe:
-      return "gpipe";
-    case PipelineSchedule::kOneFOneB:
-      return "1f1b";
-    case PipelineSchedule::kInterleaved:
-      return "interleaved";
-  }
-  return "?";
 }
 
 }  // namespace
@@ -63,9 +52,9 @@ ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, cons
 
   const bool interleaved = parallel.schedule == PipelineSchedule::kInterleaved;
   if (!interleaved && parallel.virtual_stages != 1)
-    throw ConfigError(
-        where, "parallelism.virtual_stages",
-        "model chunks per GPU need the interleaved schedule, but the schedule is " + schedule_name(parallel.schedule));
+    throw ConfigError(where, "parallelism.virtual_stages",
+                      "model chunks per GPU need the interleaved schedule, but the schedule is " +
+                          std::string(schedule_name(parallel.schedule)));
   if (interleaved && parallel.pp < 2)
     throw ConfigError(where, "parallelism.pp", "the interleaved schedule needs at least 2 pipeline stages");
   const long long layer_split = static_cast<long long>(parallel.pp) * parallel.virtual_stages;

@@ -9,6 +9,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/gds.hpp"
 #include "edgc/core/random.hpp"
+#include "expect_error.hpp"
 
 namespace edgc::core {
 namespace {
@@ -288,12 +289,8 @@ TEST(Controller, EdgcPpDecidesTheSameDpRanksAndCompressesThePipelineAfterWarmup)
   // A clone keeps the pipeline side.
   EXPECT_EQ(pp->clone()->decide(window(12, -0.6)).pipeline_rank(1), 12);
   cfg.pipeline_rank = 0;
-  try {
-    make_controller(cfg, "s.json");
-    FAIL() << "edgc-pp without a pipeline rank was accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("compression.pp_rank"), std::string::npos) << e.what();
-  }
+  test::expect_config_error([&] { make_controller(cfg, "s.json"); }, std::nullopt, std::nullopt,
+                            {"compression.pp_rank"});
 }
 
 // Entropy mode: each boundary's rank follows the CQM rule on its own messages' entropy (the same rule as the DP
@@ -354,12 +351,8 @@ TEST(Controller, EdgcPpEntropyModeDrivesEachBoundaryByItsOwnEntropyTrend) {
         std::tuple{4, 18, "compression.pp_rank"}}) {
     cfg.pipeline_r_min = r_min;
     cfg.pipeline_rank = r_max;
-    try {
-      make_controller(cfg, "s.json");
-      FAIL() << r_min << " " << r_max;
-    } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-    }
+    SCOPED_TRACE(std::to_string(r_min) + " " + std::to_string(r_max));
+    test::expect_config_error([&] { make_controller(cfg, "s.json"); }, std::nullopt, std::nullopt, {key});
   }
 }
 
@@ -411,15 +404,9 @@ TEST(Controller, RMaxAboveAStageMatrixRankIsRejectedForCompressingPolicies) {
       EXPECT_NO_THROW(make_controller(c, "s.json"));
       continue;
     }
-    try {
-      make_controller(c, "s.json");
-      FAIL() << policy << ": r_max 128 accepted on a 96x7680 stage";
-    } catch (const ConfigError& e) {
-      EXPECT_EQ(e.where(), "s.json");
-      EXPECT_EQ(e.field(), "compression.r_max");
-      EXPECT_NE(std::string(e.what()).find("128 exceeds the rank of stage 1's 96x7680 matrices"), std::string::npos)
-          << e.what();
-    }
+    SCOPED_TRACE(policy + ": r_max 128 on a 96x7680 stage");
+    test::expect_config_error([&] { make_controller(c, "s.json"); }, "s.json", "compression.r_max",
+                              {"128 exceeds the rank of stage 1's 96x7680 matrices"});
     c.stage_shapes = {{1920, 7680}, {128, 7680}};  // equal to the rank: allowed
     EXPECT_NO_THROW(make_controller(c, "s.json")) << policy;
   }
@@ -432,13 +419,8 @@ TEST(Controller, PolicyNamesAreTheOnesMakeControllerBuildsAndListsWhenUnknown) {
     EXPECT_EQ(make_controller(base_config(p), "s.json")->policy(), p);
   }
   EXPECT_FALSE(is_policy("EDGC"));
-  try {
-    make_controller(base_config("magic"), "s.json");
-    FAIL() << "unknown policy accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("(none, static, selective, loss, edgc, edgc-pp)"), std::string::npos)
-        << e.what();
-  }
+  test::expect_config_error([] { make_controller(base_config("magic"), "s.json"); }, std::nullopt, std::nullopt,
+                            {"(none, static, selective, loss, edgc, edgc-pp)"});
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/random.hpp"
+#include "expect_error.hpp"
 
 namespace edgc::core {
 namespace {
@@ -137,13 +138,7 @@ TEST(RankErrorModel, RejectsBadSizes) {
   EXPECT_THROW(RankErrorModel(0, 5), ConfigError);
   EXPECT_THROW(RankErrorModel(5, 0), ConfigError);
   EXPECT_THROW(RankErrorModel(-1, 5), InputError);
-  try {
-    RankErrorModel(7, -2);
-    FAIL() << "expected ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), "n");
-    EXPECT_NE(std::string(e.what()).find("-2"), std::string::npos) << e.what();
-  }
+  test::expect_config_error([] { RankErrorModel(7, -2); }, std::nullopt, "n", {"-2"});
 }
 
 // g depends on the shape through the aspect ratio and p only, as the top fraction r/p of one spectrum: shapes of one

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -32,6 +33,19 @@ TEST(Median, AgreesWithAFullSortOnRandomData) {
     EXPECT_EQ(median(v), expected) << "n = " << n;
   }
 }
+
+// The type-7 quantile (R's default, numpy's linear): linear between the order statistics around q·(n − 1).
+TEST(Quantile, InterpolatesBetweenOrderStatistics) {
+  const std::vector<double> v = {40.0, 10.0, 30.0, 20.0};  // sorted: 10 20 30 40
+  EXPECT_EQ(quantile(v, 0.0), 10.0);
+  EXPECT_EQ(quantile(v, 1.0), 40.0);
+  EXPECT_DOUBLE_EQ(quantile(v, 0.5), 25.0);
+  EXPECT_DOUBLE_EQ(quantile(v, 0.1), 13.0);  // h = 0.3
+  EXPECT_DOUBLE_EQ(quantile(v, 0.9), 37.0);  // h = 2.7
+  EXPECT_EQ(quantile({-7.5}, 0.9), -7.5);
+}
+
+TEST(Quantile, EmptyIsNaN) { EXPECT_TRUE(std::isnan(quantile({}, 0.5))); }
 
 }  // namespace
 }  // namespace edgc::core

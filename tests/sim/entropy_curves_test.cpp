@@ -6,6 +6,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/entropy_curves.hpp"
+#include "expect_error.hpp"
 
 namespace edgc::sim {
 namespace {
@@ -47,12 +48,8 @@ TEST(SyntheticCurve, NoiseHasTheRequestedSpreadAndIsAFixedFunctionOfSeedStageAnd
 TEST(SyntheticCurve, RejectsADecayThatIsNotPositiveAndNegativeNoiseNamingTheKey) {
   SyntheticEntropy s;
   s.decay_fraction = 0.0;
-  try {
-    SyntheticCurve c(s, "scen.json");
-    ADD_FAILURE();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("entropy.synthetic.decay_fraction"), std::string::npos) << e.what();
-  }
+  edgc::test::expect_config_error([&] { SyntheticCurve c(s, "scen.json"); }, std::nullopt, std::nullopt,
+                                  {"entropy.synthetic.decay_fraction"});
   s.decay_fraction = 0.1;
   s.noise_nats = -1.0;
   EXPECT_THROW(SyntheticCurve(s, "scen.json"), ConfigError);

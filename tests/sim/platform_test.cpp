@@ -5,6 +5,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/platform.hpp"
+#include "expect_error.hpp"
 #include "sim_test_util.hpp"
 
 namespace edgc::sim {
@@ -13,13 +14,8 @@ namespace {
 using test::engine;
 
 void expect_rejected(const ClusterSpec& s, const std::string& field) {
-  try {
-    validate(s, "x.json");
-    ADD_FAILURE() << "accepted a spec with a bad " << field;
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-    EXPECT_EQ(e.where(), "x.json");
-  }
+  SCOPED_TRACE("a spec with a bad " + field);
+  edgc::test::expect_config_error([&] { validate(s, "x.json"); }, "x.json", field);
 }
 
 TEST(Validate, RejectsBadSpecsNamingTheField) {

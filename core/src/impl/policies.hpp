@@ -1,5 +1,5 @@
 #pragma once
-// Policy implementations behind core::Controller; registered explicitly in controller.cpp.
+// Policy implementations behind core::Controller; registered explicitly in policy_registry.cpp.
 #include <memory>
 
 #include "edgc/core/controller.hpp"

@@ -18,6 +18,7 @@
 #include "edgc/scenario/config.hpp"
 #include "edgc/scenario/model_config.hpp"
 #include "edgc/sim/layout.hpp"
+#include "expect_error.hpp"
 
 namespace edgc::sim {
 namespace {
@@ -155,12 +156,9 @@ TEST(Composition, EqualsSimulatingMixedPlansWhereStagesAreSeparable) {
 
 TEST(SimulatePlans, ChildInputErrorsComeBackAsConfigErrors) {
   Small s = read_small();
-  try {
-    (void)engine::simulate_plans(s.setup, {plan({8})}, false, 1);  // one entry for two stages
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), "dp_sync");
-  }
+  // One entry for two stages.
+  edgc::test::expect_config_error([&] { (void)engine::simulate_plans(s.setup, {plan({8})}, false, 1); }, std::nullopt,
+                                  "dp_sync");
 }
 
 }  // namespace

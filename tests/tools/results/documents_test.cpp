@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <source_location>
 #include <sstream>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "edgc/results/result_console.hpp"
 #include "edgc/results/result_document.hpp"
 #include "edgc/results/sweep_document.hpp"
+#include "expect_error.hpp"
 #include "trace_test_util.hpp"
 
 namespace edgc::results {
@@ -143,13 +145,10 @@ TEST(ResultDocument, LiveDocumentsCarryTheirSourceAndOnlyTheLayoutTheyHave) {
   EXPECT_FALSE(back.entropy_series);
 }
 
-void expect_rejected(const ordered_json& j, const std::string& expected) {
-  try {
-    (void)parse_result_document(JsonNode(j, "out/result.json"));
-    ADD_FAILURE() << "accepted; expected: " << expected;
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
+void expect_rejected(const ordered_json& j, const std::string& expected,
+                     std::source_location caller = std::source_location::current()) {
+  edgc::test::expect_config_error([&] { (void)parse_result_document(JsonNode(j, "out/result.json")); }, std::nullopt,
+                                  std::nullopt, {expected}, caller);
 }
 
 TEST(ResultDocument, ReaderNamesTheFileAndTheField) {
@@ -264,13 +263,8 @@ TEST(SweepRecord, FinishedAndFailedPointsSurviveWriterAndReader) {
 TEST(SweepRecord, ReaderNamesTheLine) {
   ordered_json j = to_json(sample_record());
   j["runs"][0]["training_time_s"] = nullptr;
-  try {
-    (void)parse_sweep_record(JsonNode(j, "out/results.jsonl", "line 3"));
-    ADD_FAILURE();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("out/results.jsonl: line 3: runs[0].training_time_s"), std::string::npos)
-        << e.what();
-  }
+  edgc::test::expect_config_error([&] { (void)parse_sweep_record(JsonNode(j, "out/results.jsonl", "line 3")); },
+                                  std::nullopt, std::nullopt, {"out/results.jsonl: line 3: runs[0].training_time_s"});
 }
 
 // Fuzz finding: a document nested this deep parsed, then overflowed the stack in the message that printed the
@@ -280,23 +274,14 @@ TEST(ResultDocument, NestingDeeperThanTheLimitIsRefusedNamingTheFile) {
   TempDir dir;
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   write_file(dir.path() / "result.json", deep);
-  try {
-    (void)read_result_document(dir.path() / "result.json");
-    ADD_FAILURE();
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.where(), (dir.path() / "result.json").string());
-    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels (column 65)"), std::string::npos) << e.what();
-  }
+  edgc::test::expect_config_error([&] { (void)read_result_document(dir.path() / "result.json"); },
+                                  (dir.path() / "result.json").string(), std::nullopt,
+                                  {"nested deeper than 64 levels (column 65)"});
   write_file(dir.path() / "results.jsonl",
              to_json(sample_record()).dump() + "\n{\"point\": 1, \"runs\": " + deep + "}\n");
-  try {
-    (void)read_sweep_records(dir.path() / "results.jsonl");
-    ADD_FAILURE();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("results.jsonl: line 2: arrays and objects nested deeper than 64 levels"),
-              std::string::npos)
-        << e.what();
-  }
+  edgc::test::expect_config_error([&] { (void)read_sweep_records(dir.path() / "results.jsonl"); }, std::nullopt,
+                                  std::nullopt,
+                                  {"results.jsonl: line 2: arrays and objects nested deeper than 64 levels"});
 }
 
 // Fuzz finding: a results.jsonl whose folder name is too long for the OS threw std::filesystem's filesystem_error
@@ -304,13 +289,8 @@ TEST(ResultDocument, NestingDeeperThanTheLimitIsRefusedNamingTheFile) {
 TEST(SweepRecord, AFileTheOsCannotLookAtIsAConfigError) {
   TempDir dir;
   const auto file = dir.path() / std::string(300, 'd') / "results.jsonl";
-  try {
-    (void)read_sweep_records(file);
-    ADD_FAILURE();
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.where(), file.string());
-    EXPECT_NE(std::string(e.what()).find("cannot be read: File name too long"), std::string::npos) << e.what();
-  }
+  edgc::test::expect_config_error([&] { (void)read_sweep_records(file); }, file.string(), std::nullopt,
+                                  {"cannot be read: File name too long"});
   EXPECT_TRUE(read_sweep_records(dir.path() / "results.jsonl").empty());
 }
 
@@ -501,12 +481,8 @@ TEST(PlanDocument, EveryFieldSurvivesWriterAndReader) {
   EXPECT_EQ(to_json(back), to_json(d));
   ordered_json bad = j;
   bad["options"][1].erase("cost_usd");
-  try {
-    (void)parse_plan_document(JsonNode(bad, "out/plan.json"));
-    ADD_FAILURE();
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("options[1].cost_usd"), std::string::npos) << e.what();
-  }
+  edgc::test::expect_config_error([&] { (void)parse_plan_document(JsonNode(bad, "out/plan.json")); }, std::nullopt,
+                                  std::nullopt, {"options[1].cost_usd"});
 }
 
 }  // namespace

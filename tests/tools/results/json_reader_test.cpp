@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <source_location>
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "expect_error.hpp"
 
 namespace edgc::results {
 namespace {
@@ -21,15 +23,8 @@ const char* const kFile = "in/doc.json";
 
 // Runs `read`, which must throw ConfigError; checks its file and field, and that its detail holds `detail`.
 void expect_error(const std::function<void()>& read, const std::string& field, const std::string& detail,
-                  const std::string& file = kFile) {
-  try {
-    read();
-    ADD_FAILURE() << "accepted; expected " << field << ": " << detail;
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.where(), file);
-    EXPECT_EQ(e.field(), field);
-    EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
-  }
+                  const std::string& file = kFile, std::source_location caller = std::source_location::current()) {
+  edgc::test::expect_config_error(read, file, field, {detail}, caller);
 }
 
 const Json kDoc = Json::parse(R"({
@@ -145,15 +140,9 @@ TEST(JsonReader, LineLabelPrecedesThePath) {
   EXPECT_EQ(line_label(3), "line 3");
   const Json line = Json::parse(R"({"runs": [{"speedup_vs_none": "x"}]})");
   const JsonNode root(line, "out/results.jsonl", line_label(3));
-  try {
-    root.at("runs")[0].at("speedup_vs_none").number();
-    FAIL() << "accepted a string";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), "line 3: runs[0].speedup_vs_none");
-    EXPECT_NE(std::string(e.what()).find("out/results.jsonl: line 3: runs[0].speedup_vs_none: expected a number"),
-              std::string::npos)
-        << e.what();
-  }
+  edgc::test::expect_config_error([&] { root.at("runs")[0].at("speedup_vs_none").number(); }, std::nullopt,
+                                  "line 3: runs[0].speedup_vs_none",
+                                  {"out/results.jsonl: line 3: runs[0].speedup_vs_none: expected a number"});
   // The line itself, with no path.
   expect_error([&] { root.at("runs").at("x"); }, "line 3: runs", "expected an object", "out/results.jsonl");
   const Json scalar = 1;
@@ -175,10 +164,8 @@ TEST(JsonReader, TextThatIsNotJsonIsAConfigError) {
                "not valid JSON: parse error at line 1", "r.jsonl");
   // The wording is the caller's (measurements.json says "invalid JSON").
   expect_error([] { parse_json("[", kFile, "", "invalid JSON"); }, "", "invalid JSON: parse error");
-  try {
-    parse_json("{", kFile);
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()).find("[json.exception"), std::string::npos) << e.what();  // no exception id
+  if (const auto e = edgc::test::expect_config_error([] { parse_json("{", kFile); }, std::nullopt, std::nullopt)) {
+    EXPECT_EQ(std::string(e->what()).find("[json.exception"), std::string::npos) << e->what();  // no exception id
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/results/measurements.hpp"
+#include "expect_error.hpp"
 #include "measurements_sample.hpp"
 #include "trace_test_util.hpp"
 
@@ -105,13 +106,8 @@ TEST(LiveFormat, ErrorsNameFileAndField) {
   auto j = results::to_json(sample());
   j["runs"][0]["steps"][0]["stages"][1]["collectives"][2]["time_s"] = -1.0;
   write_file(tmp / "m.json", j.dump());
-  try {
-    results::read_measurements((tmp / "m.json").string());
-    FAIL() << "accepted a negative time";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.where(), (tmp / "m.json").string());
-    EXPECT_EQ(e.field(), "runs[0].steps[0].stages[1].collectives[2].time_s");
-  }
+  edgc::test::expect_config_error([&] { results::read_measurements((tmp / "m.json").string()); },
+                                  (tmp / "m.json").string(), "runs[0].steps[0].stages[1].collectives[2].time_s");
   EXPECT_THROW(results::read_measurements((tmp / "absent.json").string()), ConfigError);
 }
 

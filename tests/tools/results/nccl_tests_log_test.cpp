@@ -7,6 +7,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "expect_error.hpp"
 #include "trace_test_util.hpp"
 
 namespace edgc::results {
@@ -53,12 +54,9 @@ TEST(NcclTestsLog, RefusesMalformedRowsNamingTheLineAndColumn) {
   };
   for (const auto& [text, message] : bad) {
     write_file(tmp / "a.log", text);
-    try {
-      read_nccl_tests_log((tmp / "a.log").string());
-      ADD_FAILURE() << "accepted: " << text;
-    } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    }
+    SCOPED_TRACE(text);
+    edgc::test::expect_config_error([&] { read_nccl_tests_log((tmp / "a.log").string()); }, std::nullopt, std::nullopt,
+                                    {message});
   }
   EXPECT_THROW(read_nccl_tests_log((tmp / "missing.log").string()), ConfigError);
 }

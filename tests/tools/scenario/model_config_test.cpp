@@ -14,6 +14,7 @@
 #include "edgc/scenario/config.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/layout.hpp"
+#include "expect_error.hpp"
 
 namespace edgc::scenario {
 namespace {
@@ -126,16 +127,11 @@ TEST_F(ModelConfigFile, ATopLevelKeyOutsideTheCommandsSectionsAndNotesIsAnUnknow
                       "model": "models/m.json", "compresion": {"window": 20}})");
   Scenario sc = Scenario::load(path("s.json"));
   EXPECT_NO_THROW(sc.reject_unknown_sections({"model", "compresion"}));
-  try {
-    sc.reject_unknown_sections({"model", "compression"});
-    ADD_FAILURE() << "a misspelt section was accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), "compresion");
-    EXPECT_EQ(e.where(), path("s.json"));
-    EXPECT_NE(std::string(e.what()).find("unknown section (this command reads model, compression; notes: "),
-              std::string::npos)
-        << e.what();
-  }
+  edgc::test::expect_config_error(
+      [&] {
+        sc.reject_unknown_sections({"model", "compression"});
+      },
+      path("s.json"), "compresion", {"unknown section (this command reads model, compression; notes: "});
 }
 
 TEST_F(ModelConfigFile, AnIncludedFileMayIncludeAnotherRelativeToItself) {
@@ -155,24 +151,12 @@ TEST_F(ModelConfigFile, IncludeCyclesAndDirectoriesAreErrorsNamingTheChain) {
   write("models/y.json", R"({"model": {"include": "x.json", "layers": 2}})");
   write("d.json", R"({"model": "models/x.json"})");
   Scenario d = Scenario::load(path("d.json"));
-  try {
-    d.splice_include("model");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("cycle"), std::string::npos) << m;
-    EXPECT_NE(m.find("x.json -> "), std::string::npos) << m;
-    EXPECT_NE(m.find("y.json -> "), std::string::npos) << m;
-  }
+  edgc::test::expect_config_error([&] { d.splice_include("model"); }, std::nullopt, std::nullopt,
+                                  {"cycle", "x.json -> ", "y.json -> "});
   fs::create_directories(dir_ / "models" / "dir.json");
   write("e.json", R"({"model": "models/dir.json"})");
   Scenario e = Scenario::load(path("e.json"));
-  try {
-    e.splice_include("model");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& err) {
-    EXPECT_NE(std::string(err.what()).find("is a directory"), std::string::npos) << err.what();
-  }
+  edgc::test::expect_config_error([&] { e.splice_include("model"); }, std::nullopt, std::nullopt, {"is a directory"});
   EXPECT_THROW((void)Scenario::load((dir_ / "models").string()), ConfigError);
 }
 
@@ -181,14 +165,9 @@ TEST_F(ModelConfigFile, IncludeCyclesAndDirectoriesAreErrorsNamingTheChain) {
 TEST_F(ModelConfigFile, NestingDeeperThanTheLimitIsAnErrorNamingTheFile) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const auto expect_deep = [&](const std::function<void()>& read, const std::string& where) {
-    try {
-      read();
-      ADD_FAILURE() << "accepted " << where;
-    } catch (const InputError& e) {
-      EXPECT_EQ(e.where(), where);
-      EXPECT_NE(std::string(e.what()).find("arrays and objects nested deeper than 64 levels"), std::string::npos)
-          << e.what();
-    }
+    SCOPED_TRACE(where);
+    edgc::test::expect_error<InputError>(read, where, std::nullopt,
+                                         {"arrays and objects nested deeper than 64 levels"});
   };
   write("deep.json", R"({"cluster": )" + deep + "}");
   expect_deep([&] { (void)Scenario::load(path("deep.json")); }, path("deep.json"));
@@ -205,13 +184,8 @@ TEST_F(ModelConfigFile, NestingDeeperThanTheLimitIsAnErrorNamingTheFile) {
 TEST_F(ModelConfigFile, AnIncludeNameTooLongForTheOsIsAConfigErrorNamingIt) {
   const std::string name = std::string(300, 'a') + ".json";
   write("long.json", R"({"cluster": ")" + name + R"("})");
-  try {
-    (void)load_scenario(path("long.json"), {});
-    ADD_FAILURE() << "accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.where(), path(name));
-    EXPECT_NE(std::string(e.what()).find("cannot open the scenario file"), std::string::npos) << e.what();
-  }
+  edgc::test::expect_config_error([&] { (void)load_scenario(path("long.json"), {}); }, path(name), std::nullopt,
+                                  {"cannot open the scenario file"});
 }
 
 TEST_F(ModelConfigFile, ClusterFactsWithoutADefaultAreRequiredNamingTheKey) {
@@ -226,13 +200,9 @@ TEST_F(ModelConfigFile, ClusterFactsWithoutADefaultAreRequiredNamingTheKey) {
     node->erase(dot == std::string::npos ? k : k.substr(dot + 1));
     write("c.json", doc.dump());
     Scenario without = Scenario::load(path("c.json"));
-    try {
-      (void)read_cluster(without);
-      ADD_FAILURE() << key << " accepted when missing";
-    } catch (const ConfigError& e) {
-      EXPECT_EQ(e.field(), std::string("cluster.") + key);
-      EXPECT_NE(std::string(e.what()).find("missing: "), std::string::npos) << e.what();
-    }
+    SCOPED_TRACE(std::string(key) + " missing");
+    edgc::test::expect_config_error([&] { (void)read_cluster(without); }, std::nullopt, std::string("cluster.") + key,
+                                    {"missing: "});
   }
   Scenario sc = load_scenario(full, {"cluster.price_per_gpu_hour_usd=0"});  // zero, when given, is a value
   EXPECT_EQ(read_cluster(sc).price_per_gpu_hour_usd, 0.0);
@@ -249,12 +219,7 @@ TEST_F(ModelConfigFile, GemmFiguresOfTheGpuComeAllOrNone) {
   doc["cluster"]["gpu"].erase("matmul_tflops");
   write("c.json", doc.dump());
   Scenario partial = Scenario::load(path("c.json"));
-  try {
-    (void)read_cluster(partial);
-    ADD_FAILURE() << "a partial set of GEMM figures was accepted";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), "cluster.gpu.matmul_tflops");
-  }
+  edgc::test::expect_config_error([&] { (void)read_cluster(partial); }, std::nullopt, "cluster.gpu.matmul_tflops");
   for (const char* bad : {"cluster.gpu.matmul_tflops=2000", "cluster.gpu.sm_count=0", "cluster.gpu.matmul_k=-1"}) {
     Scenario wrong = load_scenario(full, {bad});
     EXPECT_THROW((void)read_cluster(wrong), ConfigError) << bad;
@@ -346,11 +311,8 @@ TEST_F(ModelConfigFile, ErrorsNameTheKey) {
   // A missing include names the included file.
   write("s.json", R"({"model": "models/missing.json"})");
   Scenario sc = Scenario::load(path("s.json"));
-  try {
-    sc.splice_include("model");
-    FAIL() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(e.where().find("missing.json"), std::string::npos);
+  if (const auto e = edgc::test::expect_config_error([&] { sc.splice_include("model"); }, std::nullopt, std::nullopt)) {
+    EXPECT_NE(e->where().find("missing.json"), std::string::npos);
   }
 }
 
@@ -409,13 +371,8 @@ TEST(KernelProfileFile, ReadsEntriesSkipsFailedOnesAndRejectsBadFilesNamingTheFi
   int n = 0;
   for (const auto& [body, field] : bad) {
     const auto path = write("bad" + std::to_string(n++) + ".json", body);
-    try {
-      read_kernel_profile(path);
-      ADD_FAILURE() << "accepted " << body;
-    } catch (const ConfigError& e) {
-      EXPECT_EQ(e.where(), path);
-      EXPECT_EQ(e.field(), field) << e.what();
-    }
+    SCOPED_TRACE(body);
+    edgc::test::expect_config_error([&] { read_kernel_profile(path); }, path, field);
   }
   fs::remove_all(dir);
 }

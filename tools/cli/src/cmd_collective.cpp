@@ -16,6 +16,7 @@
 #include "edgc/sim/collectives.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/platform.hpp"
+#include "edgc/sim/spec_names.hpp"
 
 namespace edgc::cli {
 namespace {
@@ -159,7 +160,7 @@ int run_collective_cmd(const std::vector<std::string>& args) {
   const std::uint64_t max_bytes = parse_size(max_text, "--maxbytes");
   if (min_bytes < 1 || min_bytes > max_bytes)
     throw UsageError("--minbytes", "must be between 1 and --maxbytes (" + max_text + "), got '" + min_text + "'");
-  if (network != "" && network != "ideal" && network != "calibrated")
+  if (!network.empty() && !sim::network_profile_from_name(network))
     throw UsageError("--network", "expected ideal or calibrated, got '" + network + "'");
 
   scenario::Scenario scenario =
@@ -184,7 +185,7 @@ int run_collective_cmd(const std::vector<std::string>& args) {
                     op,
                     ranks,
                     placement,
-                    profile.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated",
+                    std::string(sim::network_profile_name(profile.kind)),
                     sizes,
                     took_s,
                     {},

@@ -9,6 +9,7 @@
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/results/table.hpp"
 #include "sweep_keys.hpp"
@@ -91,7 +92,7 @@ std::vector<std::string> verdicts(const PlanSpec& plan, const std::vector<PlanEn
     const PlanEntry* best = nullptr;
     for (const PlanEntry& e : entries) {
       if (e.option != &o) continue;
-      if (e.policy == "none")
+      if (core::is_baseline_policy(e.policy))
         none = &e;
       else if (best == nullptr || e.time_s < best->time_s)
         best = &e;

@@ -192,8 +192,12 @@ struct Inputs {
   std::optional<results::TcomFit> dac_measured;  ///< compression.dac.measured's stage-0 fit, read up front
 };
 
-bool runs_policy(const Inputs& in, const std::string& policy) {
-  return std::find(in.policies.begin(), in.policies.end(), policy) != in.policies.end();
+// Whether any compared policy also compresses the pipeline's backward messages (edgc-pp).
+bool runs_pipeline_compression(const Inputs& in) {
+  return std::any_of(in.policies.begin(), in.policies.end(), [](const std::string& p) {
+    const core::PolicyInfo* policy = core::find_policy(p);
+    return policy != nullptr && policy->compresses_pipeline;
+  });
 }
 
 // Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
@@ -285,7 +289,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   double bins = 8.0;
   std::string backend = "cpu";
   const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
-  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && runs_policy(in, "edgc-pp");
+  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && runs_pipeline_compression(in);
   if (pp_entropy && !from_trace)
     throw ConfigError(w, "compression.pp_rank_mode",
                       "entropy needs a trace with stage-boundary gradients (entropy.source trace, format 1.1); the "
@@ -516,7 +520,7 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
       const auto m = static_cast<double>(par.microbatches);
       const auto last = static_cast<std::size_t>(pp - 1);
       dac.t_p2p_s = cache.at(full).stages[last].pp_comm_s / m;
-      if (runs_policy(in, "edgc-pp")) {
+      if (runs_pipeline_compression(in)) {
         const sim::DpSyncPlan compressed = sim::powersgd_plan(pp, 0, in.compression.controller.pipeline_rank);
         cache.simulate(in.setup, {compressed}, timeline, jobs);
         const sim::IterationResult& r = cache.at(compressed);

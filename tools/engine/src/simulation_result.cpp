@@ -3,6 +3,7 @@
 #include "edgc/results/run_figures.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
+#include "edgc/sim/spec_names.hpp"
 
 namespace edgc::engine {
 
@@ -23,22 +24,20 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
                                                par.pp,
                                                par.dp,
                                                par.microbatches,
-                                               results::schedule_name(par.schedule),
+                                               std::string(sim::schedule_name(par.schedule)),
                                                par.virtual_stages,
-                                               par.order == sim::RankOrder::kTpDpPp ? "tp-dp-pp" : "tp-pp-dp"};
+                                               std::string(sim::rank_order_name(par.order))};
   doc.run = results::ResultRunSettings{
       iterations, compression.gds.window_iters, compression.gds.alpha, compression.gds.beta, cqm.r_min, cqm.r_max,
       cqm.step};
   doc.sections["simgrid"] = sim::simgrid_version();
-  doc.sections["network"] = setup.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
+  doc.sections["network"] = std::string(sim::network_profile_name(setup.network.kind));
   // How pass times were computed (scenarios/README.md, `compute.model`), and the Megatron features in force.
   const sim::ParallelSpec& p = setup.parallel;
   doc.sections["cost_model"] = {
       {"compute", setup.cost.compute_model == sim::ComputeModel::kKernels ? "kernels" : "efficiency"},
       {"efficiency", setup.cost.compute_efficiency},
-      {"recompute", setup.model.recompute == sim::Recompute::kFull        ? "full"
-                    : setup.model.recompute == sim::Recompute::kSelective ? "selective"
-                                                                          : "none"},
+      {"recompute", std::string(sim::recompute_name(setup.model.recompute))},
       {"sequence_parallel", p.sequence_parallel},
       {"distributed_optimizer", p.distributed_optimizer},
       {"overlap_grad_reduce", p.overlap_grad_reduce},

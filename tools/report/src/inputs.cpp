@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/report/svg.hpp"
 
 namespace edgc::report {
@@ -39,10 +40,10 @@ std::string describe_setup(const results::ResultDocument& r) {
 
 std::vector<std::string> verdict_lines(const results::ResultDocument& doc) {
   std::vector<std::string> out;
-  const results::ResultRun* none = doc.find_run("none");
+  const results::ResultRun* none = doc.find_run(std::string(core::baseline_policy().name));
   if (none == nullptr) return out;
   for (const results::ResultRun& run : doc.runs) {
-    if (run.policy == "none") continue;
+    if (core::is_baseline_policy(run.policy)) continue;
     const double cut = run.training_time_reduction_vs_none;
     const double hours = (none->training_time_s - run.training_time_s) / 3600.0;
     const double saved = none->cost_usd - run.cost_usd;

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/report/charts.hpp"
 #include "edgc/report/sections.hpp"
 #include "edgc/report/svg.hpp"
@@ -100,7 +101,7 @@ void add_breakdown(Section& s, const SimulateResult& r) {
   const TimeUnit u = time_unit(slowest);
   std::string compression;
   for (const SimulatedRun& run : r.runs)
-    if (run.policy != "none" && std::isfinite(run.breakdown->compression_s))
+    if (!core::is_baseline_policy(run.policy) && std::isfinite(run.breakdown->compression_s))
       compression += (compression.empty() ? "" : ", ") + run.policy + " " +
                      fmt_compact(run.breakdown->compression_s * u.per_second, 3) + " " + u.name;
   s.blocks.emplace_back(
@@ -128,9 +129,10 @@ void add_time_error(Section& s, const SimulateResult& r) {
   for (const SimulatedRun& run : r.runs) {
     const double hours = run.training_time_s / 3600.0;
     if (std::isfinite(run.gradient_error)) c.points.push_back({hours, 100.0 * run.gradient_error, run.policy, 0});
-    if (std::isfinite(run.cqm_error) && run.policy != "none")
+    if (std::isfinite(run.cqm_error) && !core::is_baseline_policy(run.policy))
       c.points.push_back({hours, 100.0 * run.cqm_error, run.policy + " (CQM)", 1});
-    any = any || (run.policy != "none" && (std::isfinite(run.gradient_error) || std::isfinite(run.cqm_error)));
+    any = any || (!core::is_baseline_policy(run.policy) &&
+                  (std::isfinite(run.gradient_error) || std::isfinite(run.cqm_error)));
   }
   if (!any) {
     s.blocks.emplace_back(
@@ -194,7 +196,7 @@ void add_rank_schedules(Section& s, const SimulateResult& r) {
   FigureGroup group;
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
     const SimulatedRun& run = r.runs[i];
-    if (run.policy == "none" || run.rank_schedule.empty()) continue;
+    if (core::is_baseline_policy(run.policy) || run.rank_schedule.empty()) continue;
     std::size_t stages = 0;
     for (const RankSegment& seg : run.rank_schedule) stages = std::max(stages, seg.ranks.size());
     LineChart c;

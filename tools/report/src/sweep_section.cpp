@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/report/charts.hpp"
 #include "edgc/report/plot.hpp"
 #include "edgc/report/sections.hpp"
@@ -104,7 +105,7 @@ double speedup_noise(const LabelledPoint&, const SweepRun& r) { return r.speedup
 // The reduction 1 − c / c_none moves by ci(c) / c_none: the repeats of a point use the same seeds for every policy,
 // so the baseline's own spread is left out.
 double comm_reduction_noise(const LabelledPoint& p, const SweepRun& r) {
-  const SweepRun* none = run_of(p, "none");
+  const SweepRun* none = run_of(p, std::string(core::baseline_policy().name));
   if (none == nullptr || !(none->comm_latency_s > 0.0)) return kNoValue;
   return r.comm_latency_s_ci95 / none->comm_latency_s;
 }
@@ -129,7 +130,7 @@ const Metric kMetrics[] = {
 std::vector<std::string> compared_policies(const Sweep& s) {
   std::vector<std::string> out;
   const auto add = [&](const std::string& p) {
-    if (p != "none" && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    if (!core::is_baseline_policy(p) && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
   for (const std::string& p : s.policies) add(p);
   for (const LabelledPoint& p : s.points)
@@ -309,7 +310,7 @@ void add_time_error(Section& s, const Sweep& sweep) {
       const double e = results::judged_error(r);
       if (!std::isfinite(e) || !std::isfinite(r.training_time_s)) continue;
       entries.push_back({&p, &r, r.training_time_s / 3600.0, 100.0 * e});
-      any_compressed = any_compressed || r.policy != "none";
+      any_compressed = any_compressed || !core::is_baseline_policy(r.policy);
     }
   if (!any_compressed) {
     s.blocks.emplace_back(
@@ -333,8 +334,8 @@ void add_time_error(Section& s, const Sweep& sweep) {
       return o.hours <= e.hours && o.error <= e.error && (o.hours < e.hours || o.error < e.error);
     });
     // Without compression the compression settings mean nothing: "none" alone says what the point is.
-    const bool none = e.run->policy == "none";
-    c.points.push_back({e.hours, e.error, none ? "none" : e.run->policy + " " + params_label(*e.point),
+    const bool none = core::is_baseline_policy(e.run->policy);
+    c.points.push_back({e.hours, e.error, none ? e.run->policy : e.run->policy + " " + params_label(*e.point),
                         dominated ? 1u : 0u, none ? "" : "p" + std::to_string(e.point->point)});
   }
   s.blocks.emplace_back(FigureGroup{
@@ -350,7 +351,7 @@ TableBlock best_points(const Sweep& sweep) {
   std::size_t over = 0;
   for (const LabelledPoint& p : sweep.points)
     for (const SweepRun& r : p.runs) {
-      if (r.policy == "none") continue;
+      if (core::is_baseline_policy(r.policy)) continue;
       if (sweep.max_error && !results::over_budget(r, *sweep.max_error).empty()) {
         ++over;
         continue;

@@ -19,16 +19,4 @@ nlohmann::ordered_json breakdown_json(const sim::IterationBreakdown& b) {
           {"pp_send_bytes", b.pp_send_bytes}};
 }
 
-const char* schedule_name(sim::PipelineSchedule s) {
-  switch (s) {
-    case sim::PipelineSchedule::kGpipe:
-      return "gpipe";
-    case sim::PipelineSchedule::kOneFOneB:
-      return "1f1b";
-    case sim::PipelineSchedule::kInterleaved:
-      return "interleaved";
-  }
-  return "?";
-}
-
 }  // namespace edgc::results

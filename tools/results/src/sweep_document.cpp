@@ -7,6 +7,7 @@
 
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/results/caveats.hpp"
 #include "edgc/results/sweep_lines.hpp"
 
@@ -249,7 +250,8 @@ std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vec
   std::vector<std::string> policies;
   for (const SweepRecord& r : records)
     for (const SweepRun& run : r.runs)
-      if (run.policy != "none" && std::find(policies.begin(), policies.end(), run.policy) == policies.end())
+      if (!core::is_baseline_policy(run.policy) &&
+          std::find(policies.begin(), policies.end(), run.policy) == policies.end())
         policies.push_back(run.policy);
   // Rank bounds that never bind along their own axis.
   for (const SweepDocument::Axis& a : doc.axes) {

@@ -13,6 +13,7 @@
 #include "edgc/scenario/limits.hpp"
 #include "edgc/sim/collectives.hpp"
 #include "edgc/sim/platform.hpp"
+#include "edgc/sim/spec_names.hpp"
 
 namespace edgc::scenario {
 namespace {
@@ -151,14 +152,15 @@ sim::NetworkProfile read_network(Scenario& s, const std::string& profile_overrid
     throw ConfigError(s.where(), "network.algorithm",
                       "expected \"auto\", \"ring\" or \"tree\", got \"" + algorithm + "\"");
   if (!profile_override.empty()) profile = profile_override;
-  if (profile == "ideal") {
+  const std::optional<sim::NetworkProfileKind> kind = sim::network_profile_from_name(profile);
+  if (kind == sim::NetworkProfileKind::kIdeal) {
     sim::NetworkProfile ideal;
     ideal.algorithm = *chosen;
     return ideal;
   }
-  if (profile != "calibrated" && !profile_override.empty())
+  if (!kind && !profile_override.empty())
     throw UsageError("--network", "expected ideal or calibrated, got '" + profile + "'");
-  if (profile != "calibrated")
+  if (!kind)
     throw ConfigError(s.where(), "network.profile", "expected \"ideal\" or \"calibrated\", got \"" + profile + "\"");
   if (calibration.empty())
     throw ConfigError(s.where(), "network.calibration",

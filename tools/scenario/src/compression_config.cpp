@@ -2,29 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "edgc/core/error.hpp"
 
 namespace edgc::scenario {
-namespace {
-
-std::string known_policies() {
-  std::string known;
-  for (const std::string& name : core::policy_names()) known += (known.empty() ? "" : ", ") + name;
-  return known;
-}
-
-}  // namespace
 
 CompressionSettings read_compression(Scenario& sc) {
   CompressionSettings o;
   const std::string w = sc.where();
   auto& c = o.controller;
   c.policy = sc.string("compression.policy", "edgc");
-  if (!core::is_policy(c.policy))
-    throw ConfigError(w, "compression.policy", "unknown policy '" + c.policy + "' (" + known_policies() + ")");
+  core::policy_info(c.policy, w, "compression.policy");  // throws on an unknown name
   c.estimator =
       core::parse_entropy_estimator(sc.string("compression.estimator", "gaussian"), w, "compression.estimator");
   o.gds.window_iters = sc.integer("compression.window", 1000);
@@ -42,9 +33,9 @@ CompressionSettings read_compression(Scenario& sc) {
   c.selective_stages = sc.int32("compression.selective_stages", 1);
   c.pipeline_rank = sc.int32("compression.pp_rank", 16);
   const std::string pp_mode = sc.string("compression.pp_rank_mode", "static");
-  if (pp_mode != "static" && pp_mode != "entropy")
-    throw ConfigError(w, "compression.pp_rank_mode", "must be static or entropy, got '" + pp_mode + "'");
-  c.pipeline_rank_mode = pp_mode == "entropy" ? core::PipelineRankMode::kEntropy : core::PipelineRankMode::kStatic;
+  const std::optional<core::PipelineRankMode> pp = core::pipeline_rank_mode_from_name(pp_mode);
+  if (!pp) throw ConfigError(w, "compression.pp_rank_mode", "must be static or entropy, got '" + pp_mode + "'");
+  c.pipeline_rank_mode = *pp;
   c.pipeline_r_min = sc.int32("compression.pp_r_min", 4);
   const std::string mode = sc.string("compression.warmup.mode", "entropy");
   if (mode != "entropy" && mode != "fixed")
@@ -86,13 +77,12 @@ std::vector<std::string> split_list(const std::string& text) {
 
 std::vector<std::string> policies_with_baseline(const std::string& list, const std::string& where,
                                                 const std::string& key) {
-  const std::string known = known_policies();
-  if (list.empty()) throw ConfigError(where, key, "is empty: name at least one policy (" + known + ")");
-  std::vector<std::string> out{"none"};
+  if (list.empty()) throw ConfigError(where, key, "is empty: name at least one policy (" + core::policy_list() + ")");
+  std::vector<std::string> out{std::string(core::baseline_policy().name)};
   std::stringstream ss(list + ",");  // the trailing comma makes "a," end in an empty name
   for (std::string p; std::getline(ss, p, ',');) {
     if (p.empty()) throw ConfigError(where, key, "'" + list + "' has an empty policy name");
-    if (!core::is_policy(p)) throw ConfigError(where, key, "unknown policy '" + p + "' (" + known + ")");
+    core::policy_info(p, where, key);  // throws on an unknown name
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   }
   return out;

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/config.hpp"
 #include "edgc/scenario/limits.hpp"
+#include "edgc/sim/spec_names.hpp"
 
 namespace edgc::scenario {
 namespace {
@@ -21,15 +23,12 @@ double read_fraction(Scenario& sc, const std::string& key, double fallback) {
 }
 
 sim::PipelineSchedule parse_schedule(const Scenario& sc, const std::string& text) {
-  if (text == "gpipe") return sim::PipelineSchedule::kGpipe;
-  if (text == "1f1b") return sim::PipelineSchedule::kOneFOneB;
-  if (text == "interleaved") return sim::PipelineSchedule::kInterleaved;
+  if (const auto s = sim::schedule_from_name(text)) return *s;
   throw ConfigError(sc.where(), "parallelism.schedule", "expected gpipe, 1f1b or interleaved, got '" + text + "'");
 }
 
 sim::RankOrder parse_order(const Scenario& sc, const std::string& text) {
-  if (text == "tp-dp-pp") return sim::RankOrder::kTpDpPp;
-  if (text == "tp-pp-dp") return sim::RankOrder::kTpPpDp;
+  if (const auto o = sim::rank_order_from_name(text)) return *o;
   throw ConfigError(sc.where(), "parallelism.order", "expected tp-dp-pp or tp-pp-dp, got '" + text + "'");
 }
 
@@ -38,13 +37,9 @@ sim::Recompute read_recompute(Scenario& sc) {
   const bool full = sc.boolean("model.activation_recompute", false);
   if (!sc.has("model.recompute")) return full ? sim::Recompute::kFull : sim::Recompute::kNone;
   const std::string text = sc.string("model.recompute", "none");
-  sim::Recompute r = sim::Recompute::kNone;
-  if (text == "selective")
-    r = sim::Recompute::kSelective;
-  else if (text == "full")
-    r = sim::Recompute::kFull;
-  else if (text != "none")
-    throw ConfigError(sc.where(), "model.recompute", "expected none, selective or full, got '" + text + "'");
+  const std::optional<sim::Recompute> named = sim::recompute_from_name(text);
+  if (!named) throw ConfigError(sc.where(), "model.recompute", "expected none, selective or full, got '" + text + "'");
+  const sim::Recompute r = *named;
   if (legacy && full != (r == sim::Recompute::kFull))
     throw ConfigError(sc.where(), "model.activation_recompute",
                       "contradicts model.recompute = " + text +

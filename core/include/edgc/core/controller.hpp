@@ -5,7 +5,8 @@
 // everything is sent uncompressed.
 //
 // Version 1 inputs: WindowObservation. Outputs: WindowDecision (rank 0 = uncompressed, binding = which limit
-// decided it). Policies are chosen by name: none | static | selective | loss | edgc | edgc-pp.
+// decided it). Policies are chosen by name from the registry (policy_registry.hpp): none | static | selective | loss |
+// edgc | edgc-pp.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 
 #include "edgc/core/dac.hpp"
 #include "edgc/core/entropy.hpp"
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/core/rank_rule.hpp"
 #include "edgc/core/warmup.hpp"
 
@@ -89,6 +91,8 @@ struct ControllerConfig {
 
 /// "static" or "entropy" (compression.pp_rank_mode).
 const char* pipeline_rank_mode_name(PipelineRankMode m);
+/// The mode named `name` ("static" or "entropy"); nullopt for any other name.
+std::optional<PipelineRankMode> pipeline_rank_mode_from_name(std::string_view name) noexcept;
 
 class Controller {
  public:
@@ -102,16 +106,8 @@ class Controller {
   virtual std::unique_ptr<Controller> clone() const = 0;
 };
 
-/// The policies make_controller builds, in the order messages list them: none, static, selective, loss, edgc,
-/// edgc-pp (EDGC on the DP sync and PowerSGD at pipeline_rank on the pipeline's backward messages).
-const std::vector<std::string>& policy_names();
-
-/// Whether `name` is one of policy_names().
-bool is_policy(std::string_view name);
-/// Whether the policy decides from gradient entropy (edgc, edgc-pp), and so pays for the GDS's entropy passes.
-bool reads_entropy(std::string_view policy);
-
-/// Validates the config (ConfigError naming `where` and the field) and builds the named policy. A compressing
+/// Validates the config (ConfigError naming `where` and the field) and builds the named policy through the
+/// registry (policy_registry.hpp; an unknown name is a ConfigError naming compression.policy). A compressing
 /// policy given stage_shapes (one per stage) also checks that r_max does not exceed any stage's matrix rank.
 std::unique_ptr<Controller> make_controller(const ControllerConfig& config, const char* where);
 

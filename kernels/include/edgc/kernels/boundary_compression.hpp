@@ -28,6 +28,7 @@
 #include <span>
 #include <vector>
 
+#include "edgc/core/powersgd_rule.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/buffer.hpp"
 
@@ -50,7 +51,7 @@ struct BoundaryConfig {
   /// As PowerSgdConfig::orthogonalization_eps; ≥ 0.
   float orthogonalization_eps = 1e-6F;
   /// As PowerSgdConfig::min_compression_rate; > 0.
-  double min_compression_rate = 2.0;
+  double min_compression_rate = core::kPowerSgdMinCompressionRate;
   /// Seed of the random initial Q (drawn on the sender only: the receiver gets Q on the wire).
   std::uint64_t seed = 0;
 };

@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "edgc/core/powersgd_rule.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/buffer.hpp"
 #include "edgc/kernels/communicator.hpp"
@@ -40,9 +41,9 @@ struct PowerSgdConfig {
   /// Relative shift of the (equilibrated) Gram matrix in the orthogonalisation, ≥ 0; see
   /// Backend::orthogonalize_batched. Guards zero and dependent columns; costs about this much orthonormality.
   float orthogonalization_eps = 1e-6F;
-  /// Compress a tensor only if (m + n)·r·min_compression_rate < m·n (PyTorch's rule); > 0. The others join
-  /// the one fused uncompressed all-reduce.
-  double min_compression_rate = 2.0;
+  /// Compress a tensor only if (m + n)·r·min_compression_rate < m·n (PyTorch's rule, core::powersgd_compresses);
+  /// > 0. The others join the one fused uncompressed all-reduce.
+  double min_compression_rate = core::kPowerSgdMinCompressionRate;
   /// Seed of the random initial Q; every rank must use the same seed (Q is drawn from (seed, tensor index)).
   std::uint64_t seed = 0;
 };

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "edgc/core/powersgd_rule.hpp"
 #include "edgc/sim/spec.hpp"
 
 namespace edgc::sim {
@@ -221,9 +222,9 @@ struct WeightMatrix {
 /// the position embedding (s × h) on the first stage. Everything else of the stage is 1-D.
 std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 
-/// PowerSGD's skip rule: a rows×cols matrix is sent compressed at rank r only when
+/// PowerSGD's skip rule (core/powersgd_rule.hpp): a rows×cols matrix is sent compressed at rank r only when
 /// (rows + cols)·r·2 < rows·cols, i.e. compression at least halves its bytes.
-bool powersgd_compresses(std::int64_t rows, std::int64_t cols, int rank);
+using core::powersgd_compresses;
 
 /// DP wire bytes of one GPU of `stage` per iteration under rank-`rank` PowerSGD.
 struct PowerSgdWire {

@@ -4,25 +4,23 @@
 #include <cmath>
 #include <limits>
 
+#include "edgc/core/least_squares.hpp"
+
 namespace edgc::live {
 
 std::pair<double, double> fit_affine_relative(const std::vector<results::Calibration::Row>& rows) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& r : rows) {
-    const double w = 1.0 / (r.time_s * r.time_s);
-    const double x = static_cast<double>(r.bytes);
-    sw += w, sx += w * x, sy += w * r.time_s, sxx += w * x * x, sxy += w * x * r.time_s;
-  }
-  const double det = sw * sxx - sx * sx;
-  double a = det != 0.0 ? (sxx * sy - sx * sxy) / det : 0.0;
-  double b = det != 0.0 ? (sw * sxy - sx * sy) / det : 0.0;
+  core::LineSums sums;
+  for (const auto& r : rows) sums.add(static_cast<double>(r.bytes), r.time_s, 1.0 / (r.time_s * r.time_s));
+  const bool determined = sums.det() != 0.0;
+  double a = determined ? sums.intercept() : 0.0;
+  double b = determined ? sums.slope() : 0.0;
   if (a < 0.0 || !std::isfinite(a)) {
     a = 0.0;
-    b = sxx > 0.0 ? sxy / sxx : 0.0;
+    b = sums.xx > 0.0 ? sums.xy / sums.xx : 0.0;
   }
   if (b <= 0.0 || !std::isfinite(b)) {
     b = 0.0;
-    a = sw > 0.0 ? sy / sw : 0.0;
+    a = sums.w > 0.0 ? sums.y / sums.w : 0.0;
   }
   return {a, b};
 }
@@ -52,9 +50,10 @@ results::TcomFit fit_line(int stage, const std::vector<results::TcomPoint>& pts)
   // The slope from the part that scales with r; points of older files have only the total.
   const bool split = std::all_of(mine.begin(), mine.end(), [](const auto& p) { return p.compressed_comm_s > 0; });
   const auto y = [&](const results::TcomPoint& p) { return split ? p.compressed_comm_s : p.comm_s; };
-  double sx = 0, sy = 0, sxx = 0, sxy = 0, total = 0;
+  core::LineSums sums;
+  double total = 0;
   for (const auto& p : mine) {
-    sx += p.rank, sy += y(p), sxx += double(p.rank) * p.rank, sxy += p.rank * y(p);
+    sums.add(p.rank, y(p));
     total += p.comm_s;
   }
   if (mine.size() < 2) {
@@ -62,19 +61,18 @@ results::TcomFit fit_line(int stage, const std::vector<results::TcomPoint>& pts)
     f.r2 = 1.0;
     return f;
   }
-  const double det = n * sxx - sx * sx;
-  f.eta_s = det != 0.0 ? (n * sxy - sx * sy) / det : 0.0;
-  const double intercept = (sy - f.eta_s * sx) / n;
-  f.c_s = (total - f.eta_s * sx) / n;
+  f.eta_s = sums.det() != 0.0 ? sums.slope() : 0.0;
+  const double intercept = sums.intercept_for(f.eta_s);
+  f.c_s = (total - f.eta_s * sums.x) / n;
   double ss_res = 0, ss_tot = 0;
-  const double mean = sy / n;
+  const double mean = sums.y / n;
   for (const auto& p : mine) {
     const double e = y(p) - (f.eta_s * p.rank + intercept);
     ss_res += e * e;
     ss_tot += (y(p) - mean) * (y(p) - mean);
   }
   f.r2 = ss_tot > 0.0 ? 1.0 - ss_res / ss_tot : 1.0;
-  const double sxx_c = sxx - sx * sx / n;  // Σ (r − mean r)²
+  const double sxx_c = sums.xx - sums.x * sums.x / n;  // Σ (r − mean r)²
   if (mine.size() >= 3 && sxx_c > 0) {
     f.eta_stderr_s = std::sqrt(ss_res / (n - 2) / sxx_c);
     f.significant = f.eta_s > 0 && (f.eta_stderr_s == 0 || f.eta_s / f.eta_stderr_s > t95(f.points - 2));

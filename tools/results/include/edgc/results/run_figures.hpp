@@ -14,7 +14,4 @@ double reduction(double base, double x);
 /// (they sum to the iteration time), plus all compression compute; seconds.
 nlohmann::ordered_json breakdown_json(const sim::IterationBreakdown& b);
 
-/// "gpipe", "1f1b" or "interleaved".
-const char* schedule_name(sim::PipelineSchedule s);
-
 }  // namespace edgc::results
