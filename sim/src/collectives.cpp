@@ -112,7 +112,7 @@ void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t 
   sg4::CommPtr out;
   if (to >= 0) {
     collectives::check_member(group, to);
-    out = collectives::inbox(group, to)->put_async(&collectives::g_payload, bytes);
+    out = collectives::inbox(group, to)->put_async(&g_payload, bytes);
   }
   if (from >= 0) {
     collectives::check_member(group, from);

@@ -18,14 +18,12 @@
 #include "edgc/sim/variability.hpp"
 #include "impl/closed_forms.hpp"
 #include "impl/traffic.hpp"
+#include "transfer_payload.hpp"
 
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(edgc_gpu_worker, edgc_iteration, "edgc: the actor of one GPU in an iteration");
 
 namespace edgc::sim::impl {
 namespace {
-
-// put_async refuses a null payload; nobody reads it.
-int g_payload = 0;
 
 // One GPU: runs its stage's schedule, then its stage's DP sync.
 class GpuWorker {

@@ -14,8 +14,6 @@
 
 namespace edgc::sim::collectives {
 
-int g_payload = 0;
-
 sg4::Mailbox* inbox(const Group& group, int member) {
   return sg4::Mailbox::by_name(group.tag + "/" + std::to_string(member));
 }

@@ -12,11 +12,9 @@
 
 #include "edgc/sim/collectives.hpp"
 #include "edgc/sim/platform.hpp"
+#include "transfer_payload.hpp"
 
 namespace edgc::sim::collectives {
-
-// put_async refuses a null payload; nobody reads it, so every transfer carries the address of this one.
-extern int g_payload;
 
 // The mailbox of `member` (the plain one: one-channel rings and send/recv).
 sg4::Mailbox* inbox(const Group& group, int member);

@@ -56,7 +56,8 @@ TEST(RingProfile, ReproducesALatencyBoundOutlierAtATinySize) {
   cal.latency_s = 2e-6;
   cal.rows = {{4, 3.4e-3}, {1024, 20e-6}, {4 << 20, 1e-3}};
   const RingProfile p = ring_profile(cal);
-  for (const auto& r : cal.rows) EXPECT_NEAR(ring_s(p, 4, r.bytes), r.time_s, r.time_s * 1e-12) << r.bytes;
+  for (const auto& r : cal.rows)
+    EXPECT_NEAR(ring_s(p, 4, static_cast<double>(r.bytes)), r.time_s, r.time_s * 1e-12) << r.bytes;
   EXPECT_GT(p.points.front().second, 0.0);
   EXPECT_LT(p.points.front().second, 1e-6);
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/core/window_accumulator.hpp"
 #include "edgc/engine/trace_health.hpp"
 #include "edgc/kernels/boundary_compression.hpp"
@@ -295,7 +296,9 @@ void prepare(ReplayOptions& o, const traces::Manifest& m, const TraceLayout& lay
                              m.boundaries[static_cast<std::size_t>(b)].cols};
     any_boundary = true;
   }
-  if (cc.policy == "edgc-pp" && cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && !any_boundary)
+  const core::PolicyInfo* info = core::find_policy(cc.policy);
+  if (info != nullptr && info->compresses_pipeline && cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy &&
+      !any_boundary)
     throw ConfigError(o.where, "compression.pp_rank_mode",
                       "entropy needs the trace's stage-boundary gradients (trace format 1.1), and " + o.trace_dir +
                           " records none" + (m.boundaries.empty() ? "" : " between the run's stages") +
@@ -673,7 +676,7 @@ TraceEntropy measure_trace_entropy(const std::string& trace_dir, const core::Gds
   every.alpha = 1.0;
   core::validate(every, trace_dir.c_str());
   core::ControllerConfig none;
-  none.policy = "none";
+  none.policy = std::string(core::baseline_policy().name);
   none.stages = m.num_stages;
   none.stage_shapes = layout.stage_shapes;
   Track track(every, none, m.num_stages, gds.beta >= 1.0, trace_dir);

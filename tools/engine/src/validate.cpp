@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/median.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/sim/step_replay.hpp"
 
@@ -28,15 +29,7 @@ const char* category_name(int c) {
 }
 int kind_order(const std::string& kind) { return kind == "P" ? 0 : kind == "Q" ? 1 : 2; }
 
-// Linear between order statistics (the type-7 quantile of R and numpy); NaN for no values.
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const double at = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(at));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
+using core::quantile;  // the type-7 quantile, NaN for no values
 
 double ape_pct(double measured, double predicted) {
   return measured > 0 ? std::abs(predicted - measured) / measured * 100.0 : kNaN;

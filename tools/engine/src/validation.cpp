@@ -17,6 +17,7 @@
 #include "edgc/scenario/model_config.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/platform.hpp"
+#include "edgc/sim/spec_names.hpp"
 
 namespace edgc::engine {
 namespace {
@@ -162,7 +163,7 @@ void describe(results::ValidateReport& report, const Runs& measured, const Machi
   report.cluster_name = mc.cluster.name;
   report.nodes = mc.cluster.nodes;
   report.gpus_per_node = mc.cluster.gpus_per_node;
-  report.network = mc.network.kind == sim::NetworkProfileKind::kIdeal ? "ideal" : "calibrated";
+  report.network = std::string(sim::network_profile_name(mc.network.kind));
   report.compute_efficiency = mc.cost.compute_efficiency;
   report.hbm_efficiency = mc.cost.hbm_efficiency;
   report.kernel_profile = !mc.cost.kernel_profile.empty();

@@ -258,7 +258,8 @@ std::vector<std::string> sweep_warnings(const SweepDocument& doc, const std::vec
     const std::string bound = a.key == "compression.r_min" ? "r_min" : a.key == "compression.r_max" ? "r_max" : "";
     if (bound.empty()) continue;
     for (const std::string& policy : policies) {
-      if (policy == "static") continue;
+      // A fixed-rank policy (static, selective) takes r_max whatever the bounds say: no binding to look for.
+      if (const core::PolicyInfo* info = core::find_policy(policy); info != nullptr && info->fixed_rank) continue;
       std::int64_t with_bindings = 0, bound_count = 0;
       for (const SweepRecord& r : records) {
         const SweepRun* run = r.find_run(policy);
