@@ -34,16 +34,19 @@ std::string refusal(const std::vector<SpecSetting>& settings, const std::string&
   return "";
 }
 
-// Every key simulation.cpp reads itself (scanned from its source, so a key added there without adding it to
-// sweep_keys.cpp fails here) and a key of every reader's section passes.
+// Every key simulate's own readers read (scanned from their sources: simulation.cpp, the simulate settings and
+// trace.path in edgc::scenario, so a key added there without adding it to sweep_keys.cpp fails here) and a key of
+// every reader's section passes.
 TEST(SweepKeys, EveryKeySimulateReadsPasses) {
-  const std::string source =
-      edgc::traces::test::read_file(std::string(EDGC_SOURCE_DIR) + "/tools/engine/src/simulation.cpp");
   const std::regex read(R"(sc\.(number|integer|int32|string|boolean)\("([a-z_.]+)\")");
   std::set<std::string> keys;
-  for (auto it = std::sregex_iterator(source.begin(), source.end(), read); it != std::sregex_iterator(); ++it)
-    keys.insert((*it)[2]);
-  ASSERT_GE(keys.size(), 15U) << "the scan found too few reads: did simulation.cpp's reading move?";
+  for (const char* file : {"/tools/engine/src/simulation.cpp", "/tools/scenario/src/simulate_config.cpp",
+                           "/tools/scenario/src/config.cpp"}) {
+    const std::string source = edgc::traces::test::read_file(std::string(EDGC_SOURCE_DIR) + file);
+    for (auto it = std::sregex_iterator(source.begin(), source.end(), read); it != std::sregex_iterator(); ++it)
+      keys.insert((*it)[2]);
+  }
+  ASSERT_GE(keys.size(), 15U) << "the scan found too few reads: did simulate's reading move?";
   for (const std::string& key : keys) EXPECT_EQ(refusal({axis(key, 1)}), "") << key;
   for (const char* key :
        {"cluster.nodes", "cluster.gpu.memory_GiB", "network.profile", "model.layers", "parallelism.microbatches",

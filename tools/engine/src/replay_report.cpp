@@ -1,12 +1,12 @@
 // `edgc replay`'s edges: the scenario read into typed options before any work, and the windows summarised into the
 // report its writers lay out (edgc/results/replay_report.hpp).
 #include <algorithm>
-#include <filesystem>
 
 #include "edgc/core/error.hpp"
 #include "edgc/engine/replay.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
+#include "edgc/scenario/replay_config.hpp"
 
 namespace edgc::engine {
 namespace {
@@ -18,19 +18,19 @@ ReplayOptions read_options(scenario::Scenario& sc) {
   o.where = w;
   scenario::CompressionSettings c = scenario::read_compression(sc);
   o.controller = c.controller;
-  o.r_max_given = sc.has("compression.r_max");
+  o.r_max_given = c.r_max_given;
   o.gds = c.gds;
   o.warmup_floor_fraction = c.warmup_floor_fraction;
   o.warmup_ceiling_fraction = c.warmup_ceiling_fraction;
-  o.world_size = sc.int32("replay.world_size", 4);
-  o.perturbation = sc.number("replay.perturbation", 0.1);
-  o.backend = sc.string("replay.backend", "cpu");
-  o.bins_per_sigma = sc.number("replay.bins_per_sigma", 8.0);
-  check_bins_per_sigma(o.bins_per_sigma, w, "replay.bins_per_sigma");
-  o.compare_full = sc.boolean("replay.compare_full", true);
-  o.seed = static_cast<std::uint64_t>(sc.integer("replay.seed", 0));
-  o.stages = sc.int32("replay.stages", 0);
-  if (o.stages < 0) throw ConfigError(w, "replay.stages", "must be >= 0 (0 = the trace's pipeline stages)");
+  const scenario::ReplaySettings r = scenario::read_replay_settings(
+      sc, [&w](double bins, const std::string& key) { check_bins_per_sigma(bins, w, key); });
+  o.world_size = r.world_size;
+  o.perturbation = r.perturbation;
+  o.backend = r.backend;
+  o.bins_per_sigma = r.bins_per_sigma;
+  o.compare_full = r.compare_full;
+  o.seed = r.seed;
+  o.stages = r.stages;
   return o;
 }
 
@@ -79,9 +79,8 @@ ReplayOptions read_replay_options(const ReplayRequest& request) {
   if (!request.backend.empty()) sc.set("replay.backend=" + nlohmann::ordered_json(request.backend).dump());
   ReplayOptions o = read_options(sc);
   std::string trace = request.trace;
-  const std::string trace_key = sc.string("trace.path", "");
-  if (trace.empty() && !trace_key.empty())
-    trace = std::filesystem::path(sc.resolve(trace_key)).lexically_normal().string();
+  const std::string scenario_trace = scenario::read_trace_path(sc);
+  if (trace.empty()) trace = scenario_trace;
   if (trace.empty()) throw UsageError("--trace", "no trace given (use --trace DIR or trace.path in the scenario)");
   o.trace_dir = trace;
   sc.reject_unknown({"compression", "replay", "trace"});

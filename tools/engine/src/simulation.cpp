@@ -24,6 +24,7 @@
 #include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
 #include "edgc/scenario/model_config.hpp"
+#include "edgc/scenario/simulate_config.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
@@ -163,16 +164,7 @@ ordered_json memory_section(const SimulationSetup& st, const std::optional<doubl
   return out;
 }
 
-SyntheticEntropy read_synthetic_curve(scenario::Scenario& sc) {
-  SyntheticEntropy curve;
-  curve.start_nats = sc.number("entropy.synthetic.start_nats", curve.start_nats);
-  curve.end_nats = sc.number("entropy.synthetic.end_nats", curve.end_nats);
-  curve.decay_fraction = sc.number("entropy.synthetic.decay_fraction", curve.decay_fraction);
-  curve.stage_step_nats = sc.number("entropy.synthetic.stage_step_nats", curve.stage_step_nats);
-  curve.noise_nats = sc.number("entropy.synthetic.noise_nats", curve.noise_nats);
-  curve.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
-  return curve;
-}
+SyntheticEntropy read_synthetic_curve(scenario::Scenario& sc) { return scenario::read_synthetic_entropy(sc); }
 
 struct Inputs {
   std::string scenario_path;
@@ -224,11 +216,8 @@ bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& 
   return s.guard_pages;
 }
 
-Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets, const std::string& policies_arg,
-                   const std::string& cache_dir, bool timeline) {
-  Inputs in;
-  in.scenario_path = path;
-  scenario::Scenario sc = scenario::load_scenario(path, sets);
+// The simulated cluster, model and layout (SimulationSetup) and the run's length.
+void read_setup(scenario::Scenario& sc, bool timeline, Inputs& in) {
   const std::string w = sc.where();
   SimulationSetup& st = in.setup;
   st.where = w;
@@ -238,16 +227,16 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   st.model = mc.model;
   st.cost = mc.cost;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
-  st.variability.compute_jitter_cv = sc.number("variability.compute_jitter_cv", 0.0);
-  st.variability.straggler_probability = sc.number("variability.straggler_probability", 0.0);
-  st.variability.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
-  st.variability.seed = static_cast<std::uint64_t>(sc.integer("variability.seed", 0));
-  sim::validate(st.variability, w);
+  st.variability = scenario::read_variability(sc);
   st.guard_pages =
       actor_stacks_fit(st.cluster, st.parallel, st.variability, st.network.algorithm, timeline, w, in.warnings);
-  in.iterations = sc.integer("run.iterations", 100000);
-  if (in.iterations < 1) throw ConfigError(w, "run.iterations", "must be >= 1, got " + std::to_string(in.iterations));
+  in.iterations = scenario::read_run_iterations(sc);
+}
 
+// The compression section (DAC's measured T_com fit read up front) and the controller's per-stage shapes.
+void read_controller(scenario::Scenario& sc, Inputs& in) {
+  const std::string w = sc.where();
+  const SimulationSetup& st = in.setup;
   in.compression = scenario::read_compression(sc);
   if (const std::string& measured = in.compression.dac_measured; !measured.empty()) {
     if (in.compression.controller.dac.eta_s_per_rank > 0.0)
@@ -266,64 +255,34 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   if (!cc.pipeline_shapes.empty()) cc.pipeline_shapes.front() = {0, 0};
   scenario::apply_warmup_bounds(cc.warmup, in.compression.warmup_floor_fraction, in.compression.warmup_ceiling_fraction,
                                 in.iterations, w);
+}
 
-  const std::string composition = sc.string("simulate.composition", "auto");
-  if (composition != "auto" && composition != "exact")
-    throw ConfigError(w, "simulate.composition", "expected auto or exact, got '" + composition + "'");
-  in.compose = composition == "auto" && sim::stages_separable(st.cluster, st.parallel);
-
-  // simulate.policies is read even when --policies overrides it, so that it is a known key either way.
-  const std::string scenario_policies = sc.string("simulate.policies", "");
-  std::string list = policies_arg;
-  if (list.empty()) list = !scenario_policies.empty() ? scenario_policies : "none,static," + cc.policy;
-  in.policies = policies_arg.empty() ? scenario::policies_with_baseline(list, w, "simulate.policies")
-                                     : scenario::policies_with_baseline(list, "--policies", "");
-
-  const std::string trace_key = sc.string("trace.path", "");
-  const std::string source = sc.string("entropy.source", trace_key.empty() ? "synthetic" : "trace");
-  const bool from_trace = source == "trace";
-  if (!from_trace && source != "synthetic")
-    throw ConfigError(w, "entropy.source", "expected trace or synthetic, got '" + source + "'");
-  if (from_trace && trace_key.empty())
-    throw ConfigError(w, "trace.path", "entropy.source is trace but no trace.path is given");
-  double bins = 8.0;
-  std::string backend = "cpu";
-  const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
-  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && runs_pipeline_compression(in);
-  if (pp_entropy && !from_trace)
-    throw ConfigError(w, "compression.pp_rank_mode",
-                      "entropy needs a trace with stage-boundary gradients (entropy.source trace, format 1.1); the "
-                      "synthetic entropy curve has none: use static");
-  if (from_trace) {
-    bins = sc.number("entropy.bins_per_sigma", bins);
-    if (!(bins > 0.0)) throw ConfigError(w, "entropy.bins_per_sigma", "must be > 0");
-    backend = sc.string("entropy.backend", backend);
-  }
-  in.measure_fidelity = sc.boolean("fidelity.measure", true);
-  in.fidelity.backend = sc.string("fidelity.backend", "cpu");
-  require_backend(in.fidelity.backend, w, "fidelity.backend");
-  if (sc.has("fidelity.max_error")) {
-    in.max_error = sc.number("fidelity.max_error", 0.0);
-    if (!(*in.max_error > 0.0))
-      throw ConfigError(
-          w, "fidelity.max_error",
-          "must be > 0 (a relative error of the averaged gradient, e.g. 0.2), got " + std::to_string(*in.max_error));
-  }
+// The fidelity section and what the meter needs of the run (its length, shapes, seed and each stage's weight).
+void read_fidelity(scenario::Scenario& sc, const std::string& cache_dir, Inputs& in) {
+  const std::string w = sc.where();
+  const scenario::FidelitySettings settings = scenario::read_fidelity_settings(
+      sc, [&w](const std::string& backend, const std::string& key) { require_backend(backend, w, key); });
+  in.measure_fidelity = settings.measure;
+  in.fidelity.backend = settings.backend;
+  in.max_error = settings.max_error;
   in.fidelity.run_iterations = in.iterations;
-  in.fidelity.shapes = cc.stage_shapes;
+  in.fidelity.shapes = in.compression.controller.stage_shapes;
   in.fidelity.seed = in.compression.gds.seed;
   in.fidelity.cache_dir = cache_dir;
   in.fidelity.where = w;
+  const SimulationSetup& st = in.setup;
   for (int s = 0; s < st.parallel.pp; ++s) {
     const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
     in.fidelity.stage_parameters.push_back(static_cast<double>(sp.sharded_per_shard) * st.parallel.tp +
                                            static_cast<double>(sp.replicated));
   }
-  // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
-  sc.reject_unknown(simulate_sections());
-  sc.reject_unknown_sections(simulate_sections());
-  for (const std::string& p : in.policies) {  // rank bounds (r_max) and policy settings fail here, before any work
-    core::ControllerConfig probe = cc;
+}
+
+// Every policy's controller built once with the run's settings: rank bounds (r_max) and policy settings fail here,
+// before any work.
+void check_policies(const Inputs& in) {
+  for (const std::string& p : in.policies) {
+    core::ControllerConfig probe = in.compression.controller;
     probe.policy = p;
     if (probe.dac.enabled && probe.dac.eta_s_per_rank <= 0.0) {
       // DAC's η, c, t_bwd, t_uncompressed and the p2p hop times are fitted from the simulation (fit_dac): probe with
@@ -331,46 +290,55 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
       probe.dac.eta_s_per_rank = 1.0;
       probe.dac.t_uncompressed_s = 1.0;
     }
-    core::make_controller(probe, w.c_str());
+    core::make_controller(probe, in.setup.where.c_str());
   }
-  in.memory = memory_section(st, scenario::read_gpu_memory_GiB(sc));  // a layout that does not fit fails here
-  if (st.cost.compute_model == sim::ComputeModel::kKernels)
-    in.warnings.push_back(w + ": " + results::kernel_model_caveat(st.cluster.gpu.name));
+}
+
+// The sections that determine one iteration's simulation, as read: the cache key of simulated iterations.
+std::string setup_key(const scenario::Scenario& sc) {
   nlohmann::json key = nlohmann::json::object();
   for (const char* section : {"cluster", "network", "model", "parallelism", "compute", "variability"})
     if (sc.json().contains(section)) key[section] = sc.json()[section];
-  in.setup_key = key.dump();
-  const std::vector<double>& params = in.fidelity.stage_parameters;
-  std::string dir;
-  if (!trace_key.empty()) {
-    // The trace's own model: one recorded from another family or size class stands in thinly for this one.
-    dir = fs::path(sc.resolve(trace_key)).lexically_normal().string();
-    traces::Manifest manifest = traces::read_manifest(dir);
-    const std::string mismatch =
-        trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)));
-    if (!mismatch.empty()) in.warnings.push_back(w + ": " + mismatch);
-    if (!from_trace && in.measure_fidelity) {
-      // A synthetic entropy curve decides the ranks; the trace's real gradients still measure what they cost.
-      in.fidelity.trace_dir = dir;
-      in.fidelity.stage_map = sim::map_stages(traces::stage_elements(manifest), params);
-    }
-    if (in.measure_fidelity) in.fidelity.manifest = std::move(manifest);  // read once: the meter takes it
+  return key.dump();
+}
+
+// The trace in `dir` (trace.path): a warning when it was recorded from another model; when fidelity is measured its
+// manifest is kept for the meter (and, with a synthetic entropy source, its stage map).
+void read_trace(const std::string& dir, bool from_trace, Inputs& in) {
+  const SimulationSetup& st = in.setup;
+  // The trace's own model: one recorded from another family or size class stands in thinly for this one.
+  traces::Manifest manifest = traces::read_manifest(dir);
+  const std::string mismatch =
+      trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)));
+  if (!mismatch.empty()) in.warnings.push_back(st.where + ": " + mismatch);
+  if (!from_trace && in.measure_fidelity) {
+    // A synthetic entropy curve decides the ranks; the trace's real gradients still measure what they cost.
+    in.fidelity.trace_dir = dir;
+    in.fidelity.stage_map = sim::map_stages(traces::stage_elements(manifest), in.fidelity.stage_parameters);
   }
-  if (!from_trace) {
-    in.source = std::make_unique<SyntheticCurve>(curve, w);
-    in.source_description = {{"source", "synthetic"},
-                             {"start_nats", curve.start_nats},
-                             {"end_nats", curve.end_nats},
-                             {"decay_fraction", curve.decay_fraction},
-                             {"stage_step_nats", curve.stage_step_nats},
-                             {"noise_nats", curve.noise_nats},
-                             {"seed", curve.seed}};
-    return in;
-  }
-  auto trace =
-      std::make_unique<TraceCurve>(cached_trace_entropy(dir, in.compression.gds, bins, backend, cache_dir), params);
+  if (in.measure_fidelity) in.fidelity.manifest = std::move(manifest);  // read once: the meter takes it
+}
+
+void set_synthetic_source(const SyntheticEntropy& curve, Inputs& in) {
+  in.source = std::make_unique<SyntheticCurve>(curve, in.setup.where);
+  in.source_description = {{"source", "synthetic"},
+                           {"start_nats", curve.start_nats},
+                           {"end_nats", curve.end_nats},
+                           {"decay_fraction", curve.decay_fraction},
+                           {"stage_step_nats", curve.stage_step_nats},
+                           {"noise_nats", curve.noise_nats},
+                           {"seed", curve.seed}};
+}
+
+// The entropy measured on the trace in `dir` (or read from the cache); edgc-pp's entropy mode needs its
+// stage-boundary gradients.
+void set_trace_source(const std::string& dir, const scenario::EntropySourceSettings& entropy, bool pp_entropy,
+                      const std::string& cache_dir, Inputs& in) {
+  auto trace = std::make_unique<TraceCurve>(
+      cached_trace_entropy(dir, in.compression.gds, entropy.bins_per_sigma, entropy.backend, cache_dir),
+      in.fidelity.stage_parameters);
   if (pp_entropy && !trace->has_boundaries())
-    throw ConfigError(w, "compression.pp_rank_mode",
+    throw ConfigError(in.setup.where, "compression.pp_rank_mode",
                       "entropy needs the trace's stage-boundary gradients (format 1.1), and " + dir +
                           " records none: use static, or a trace captured with boundaries");
   if (in.measure_fidelity) {
@@ -383,6 +351,52 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
                            {"captured_iterations", trace->trace().points.size()},
                            {"stage_map", trace->stage_map()}};
   in.source = std::move(trace);
+}
+
+// The scenario read and checked in full, in the order its errors are reported, before anything is simulated.
+Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets, const std::string& policies_arg,
+                   const std::string& cache_dir, bool timeline) {
+  Inputs in;
+  in.scenario_path = path;
+  scenario::Scenario sc = scenario::load_scenario(path, sets);
+  const std::string w = sc.where();
+  read_setup(sc, timeline, in);
+  read_controller(sc, in);
+  const SimulationSetup& st = in.setup;
+  const core::ControllerConfig& cc = in.compression.controller;
+
+  // simulate.policies is read even when --policies overrides it, so that it is a known key either way.
+  const scenario::SimulateSettings simulate = scenario::read_simulate_settings(sc);
+  in.compose = simulate.compose_allowed && sim::stages_separable(st.cluster, st.parallel);
+  std::string list = policies_arg;
+  if (list.empty()) list = !simulate.policies.empty() ? simulate.policies : "none,static," + cc.policy;
+  in.policies = policies_arg.empty() ? scenario::policies_with_baseline(list, w, "simulate.policies")
+                                     : scenario::policies_with_baseline(list, "--policies", "");
+
+  const scenario::EntropySourceSettings entropy = scenario::read_entropy_source(sc);
+  const bool from_trace = entropy.from_trace;
+  const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
+  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && runs_pipeline_compression(in);
+  if (pp_entropy && !from_trace)
+    throw ConfigError(w, "compression.pp_rank_mode",
+                      "entropy needs a trace with stage-boundary gradients (entropy.source trace, format 1.1); the "
+                      "synthetic entropy curve has none: use static");
+  read_fidelity(sc, cache_dir, in);
+  // Every key is read by now: a misspelt one fails before the trace is read or anything is simulated.
+  sc.reject_unknown(simulate_sections());
+  sc.reject_unknown_sections(simulate_sections());
+  check_policies(in);
+  in.memory = memory_section(st, scenario::read_gpu_memory_GiB(sc));  // a layout that does not fit fails here
+  if (st.cost.compute_model == sim::ComputeModel::kKernels)
+    in.warnings.push_back(w + ": " + results::kernel_model_caveat(st.cluster.gpu.name));
+  in.setup_key = setup_key(sc);
+  const std::string& dir = entropy.trace_path;
+  if (!dir.empty()) read_trace(dir, from_trace, in);
+  if (!from_trace) {
+    set_synthetic_source(curve, in);
+    return in;
+  }
+  set_trace_source(dir, entropy, pp_entropy, cache_dir, in);
   return in;
 }
 

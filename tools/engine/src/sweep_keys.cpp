@@ -21,9 +21,10 @@ namespace {
 
 using nlohmann::json;
 
-// The sections without a reader in edgc::scenario: the keys simulation.cpp reads itself. Keep in step with it (a key
-// missing here makes a sweep over it fail up front with "unknown key"; tests/tools/engine/sweep_keys_test.cpp scans
-// simulation.cpp for them).
+// The sections whose readers (edgc/scenario/simulate_config.hpp, read_trace_path) check values as they read them, so
+// they cannot be asked for their keys here (bad values are left to the points): their keys. Keep in step with them (a
+// key missing here makes a sweep over it fail up front with "unknown key"; tests/tools/engine/sweep_keys_test.cpp
+// scans the readers' sources for them).
 const std::set<std::string> kSimulateOwnKeys = {"run.iterations",
                                                 "trace.path",
                                                 "entropy.source",

@@ -25,6 +25,7 @@ CompressionSettings read_compression(Scenario& sc) {
   o.gds.seed = static_cast<std::uint64_t>(sc.integer("compression.seed", 0));
   core::validate(o.gds, w.c_str());
   c.cqm.r_min = sc.int32("compression.r_min", 32);
+  o.r_max_given = sc.has("compression.r_max");
   c.cqm.r_max = sc.int32("compression.r_max", 128);
   c.cqm.step = sc.int32("compression.step", 8);
   c.cqm.quantum = sc.int32("compression.quantum", 4);

@@ -229,4 +229,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   return s;
 }
 
+std::string read_trace_path(Scenario& sc) {
+  const std::string key = sc.string("trace.path", "");
+  return key.empty() ? key : std::filesystem::path(sc.resolve(key)).lexically_normal().string();
+}
+
 }  // namespace edgc::scenario

@@ -18,6 +18,7 @@ struct CompressionSettings {
   /// compression.dac.measured: an `edgc live` measurements.json whose stage-0 T_com fit gives DAC's η and c when
   /// the fit is resolved (`simulate` falls back to its own fit when not); resolved against the scenario, "" = none.
   std::string dac_measured;
+  bool r_max_given = false;  ///< compression.r_max was given (not its default of 128)
 };
 
 /// Reads compression.* (policy, estimator, window, alpha, beta, block_bytes, seed, r_min, r_max, step, quantum,

@@ -71,4 +71,8 @@ class Scenario {
 /// against the scenario's folder, at that point). Throws ConfigError naming the file.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
 
+/// trace.path (a captured trace's directory) resolved against the scenario's folder and lexically normal; empty
+/// when the scenario gives none. Marks the key as read.
+std::string read_trace_path(Scenario& sc);
+
 }  // namespace edgc::scenario
