@@ -81,7 +81,7 @@ Runs read_runs(const std::vector<std::string>& dirs, const char* option) {
 Machine priced_machine(const ValidateRequest& request, const Runs& cal) {
   if (!request.scenario.empty()) return read_machine(request.scenario, request.sets);
   const auto cluster_of = [&](std::size_t i) {
-    const std::string path = (fs::path(cal.dirs[i]) / cal.runs[i].cluster_file).string();
+    std::string path = (fs::path(cal.dirs[i]) / cal.runs[i].cluster_file).string();
     if (!fs::is_regular_file(path))
       throw ConfigError(cal.paths[i], "cluster_file", "'" + path + "' is not a readable file");
     return path;
