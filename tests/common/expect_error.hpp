@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <optional>
-#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +15,23 @@
 
 namespace edgc::test {
 
+/// The caller's file and line, as a default argument captures them. std::source_location needs Clang 15 with
+/// libstdc++ (Debian 12's Clang 14 lacks __builtin_source_location); __builtin_FILE/__builtin_LINE work in GCC and
+/// Clang alike, evaluated where the function with this default argument is called.
+class CallerLine {
+ public:
+  static CallerLine current(const char* file = __builtin_FILE(), int line = __builtin_LINE()) noexcept {
+    return CallerLine(file, line);
+  }
+  const char* file_name() const noexcept { return file_; }
+  int line() const noexcept { return line_; }
+
+ private:
+  CallerLine(const char* file, int line) noexcept : file_(file), line_(line) {}
+  const char* file_;
+  int line_;
+};
+
 /// Runs `call`, which must throw an `E`. Checks that its where() equals `where` and its field() equals `field`
 /// (std::nullopt: that part is not checked) and that its what() contains each of `says`. Every miss is a test
 /// failure reported at the caller's line. Returns the error, or std::nullopt when nothing was thrown; an exception
@@ -23,8 +39,8 @@ namespace edgc::test {
 template <typename E, typename Call>
 std::optional<E> expect_error(Call&& call, const std::optional<std::string>& where,
                               const std::optional<std::string>& field, const std::vector<std::string>& says = {},
-                              std::source_location caller = std::source_location::current()) {
-  const ::testing::ScopedTrace trace(caller.file_name(), static_cast<int>(caller.line()), "expected error");
+                              CallerLine caller = CallerLine::current()) {
+  const ::testing::ScopedTrace trace(caller.file_name(), caller.line(), "expected error");
   try {
     call();
   } catch (const E& e) {
@@ -48,7 +64,7 @@ template <typename Call>
 std::optional<ConfigError> expect_config_error(Call&& call, const std::optional<std::string>& where,
                                                const std::optional<std::string>& field,
                                                const std::vector<std::string>& says = {},
-                                               std::source_location caller = std::source_location::current()) {
+                                               CallerLine caller = CallerLine::current()) {
   return expect_error<ConfigError>(std::forward<Call>(call), where, field, says, caller);
 }
 

@@ -13,7 +13,7 @@ namespace edgc::traces {
 namespace {
 
 constexpr const char* kBlocksSuffix = "@blocks";
-constexpr std::size_t kConvertChunkBytes = 256 * 1024;
+constexpr std::size_t kConvertChunkBytes = std::size_t{256} * 1024;
 
 // Closes a file descriptor on scope exit.
 class Fd {

@@ -74,7 +74,8 @@ TEST(RunCollectiveSweep, TimesAnAllReduceAtEverySize) {
     EXPECT_EQ(rows[i].at("count"), (1024ULL << i) / 4);
     const double time_us = rows[i].at("time_us").get<double>();
     EXPECT_GT(time_us, 0.0);
-    EXPECT_NEAR(rows[i].at("algbw_GBps").get<double>(), (1024ULL << i) / (time_us * 1e-6) / 1e9, 1e-9);
+    EXPECT_NEAR(rows[i].at("algbw_GBps").get<double>(), static_cast<double>(1024ULL << i) / (time_us * 1e-6) / 1e9,
+                1e-9);
     // all-reduce: busbw = algbw · 2(n-1)/n
     EXPECT_NEAR(rows[i].at("busbw_GBps").get<double>() / rows[i].at("algbw_GBps").get<double>(), 2.0 * 15 / 16, 1e-12);
     if (i > 0) {

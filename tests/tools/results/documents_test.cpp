@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <source_location>
 #include <sstream>
 #include <string>
 
@@ -146,7 +145,7 @@ TEST(ResultDocument, LiveDocumentsCarryTheirSourceAndOnlyTheLayoutTheyHave) {
 }
 
 void expect_rejected(const ordered_json& j, const std::string& expected,
-                     std::source_location caller = std::source_location::current()) {
+                     edgc::test::CallerLine caller = edgc::test::CallerLine::current()) {
   edgc::test::expect_config_error([&] { (void)parse_result_document(JsonNode(j, "out/result.json")); }, std::nullopt,
                                   std::nullopt, {expected}, caller);
 }

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <source_location>
 #include <string>
 
 #include "edgc/core/error.hpp"
@@ -23,7 +22,7 @@ const char* const kFile = "in/doc.json";
 
 // Runs `read`, which must throw ConfigError; checks its file and field, and that its detail holds `detail`.
 void expect_error(const std::function<void()>& read, const std::string& field, const std::string& detail,
-                  const std::string& file = kFile, std::source_location caller = std::source_location::current()) {
+                  const std::string& file = kFile, edgc::test::CallerLine caller = edgc::test::CallerLine::current()) {
   edgc::test::expect_config_error(read, file, field, {detail}, caller);
 }
 

@@ -141,8 +141,9 @@ TEST(LiveSettings, DefaultsGivenValuesAndRefusals) {
            {"live.perturbation=-0.5", "live.perturbation"},
            {"live.calibration.repeats=0", "live.calibration.repeats"},
            {"live.calibration.min_bytes=2", "live.calibration.max_bytes"}}) {
+    const std::string setting = set;  // Clang 14 cannot capture a structured binding
     EXPECT_EQ(refused_key([&] {
-                Scenario sc = with({set});
+                Scenario sc = with({setting});
                 read_live_settings(sc, kNoBinsCheck);
               }),
               key)

@@ -134,7 +134,7 @@ void LiveRun::record_run(const std::string& policy, const std::vector<LocalStep>
     run.steps.push_back(st);
   }
   for (int s = 0; s < w_.pp; ++s) {
-    const auto stage_steps = nlohmann::json::parse(all[static_cast<std::size_t>(s * w_.dp)]);
+    const auto stage_steps = nlohmann::json::parse(all[static_cast<std::size_t>(s) * static_cast<std::size_t>(w_.dp)]);
     if (stage_steps.size() != run.steps.size())
       throw InternalError("live: stage " + std::to_string(s) + " reported a different number of steps");
     for (std::size_t k = 0; k < run.steps.size(); ++k)

@@ -75,7 +75,7 @@ void write_report(const ReportFiles& files, const fs::path& html, const fs::path
 std::filesystem::path write_report_into(const std::filesystem::path& dir) {
   ReportOptions options;
   options.dir = dir;
-  const std::filesystem::path html = dir / "report.html";
+  std::filesystem::path html = dir / "report.html";
   write_report(build_report(options), html, dir / "report");
   return html;
 }

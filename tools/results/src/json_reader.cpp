@@ -185,7 +185,7 @@ std::string JsonNode::string() const {
 }
 
 std::string JsonNode::one_of(std::initializer_list<const char*> choices) const {
-  const std::string s = string();
+  std::string s = string();
   std::string list;
   for (const char* c : choices) {
     if (s == c) return s;

@@ -37,7 +37,7 @@ BoundaryLink::BoundaryLink(const World& w, const traces::Manifest& m, std::uint6
   const std::vector<int> sent_by = traces::stage_boundaries(m, w.pp);
   const int sb = sent_by[static_cast<std::size_t>(w.stage)];
   if (sb >= 0) send_.emplace(side(sb, w.rank - w.dp, false));
-  const int rb = w.stage + 1 < w.pp ? sent_by[static_cast<std::size_t>(w.stage + 1)] : -1;
+  const int rb = w.stage + 1 < w.pp ? sent_by[static_cast<std::size_t>(w.stage) + 1] : -1;
   if (rb >= 0) recv_.emplace(side(rb, w.rank + w.dp, true));
 }
 
@@ -45,7 +45,7 @@ void BoundaryLink::exchange(const traces::IterationData& d, const core::WindowDe
   MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   const double t0 = MPI_Wtime();
   if (recv_) {
-    recv_->codec.set_rank(recv_->codec.usable_rank(in_force.pipeline_rank(static_cast<std::size_t>(stage_ + 1))));
+    recv_->codec.set_rank(recv_->codec.usable_rank(in_force.pipeline_rank(static_cast<std::size_t>(stage_) + 1)));
     recv_->wire.resize(static_cast<std::size_t>(recv_->codec.wire_floats()));
     check_mpi(MPI_Irecv(recv_->wire.data(), static_cast<int>(recv_->wire.size()), MPI_FLOAT, recv_->peer, kBoundaryTag,
                         MPI_COMM_WORLD, &reqs[0]),
