@@ -9,13 +9,12 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/least_squares.hpp"
 #include "edgc/sim/kernel_model.hpp"
+#include "edgc/sim/layer.hpp"
 #include "edgc/sim/layout.hpp"
 
 namespace edgc::sim {
 namespace {
 
-// Megatron's default `--make-vocab-size-divisible-by`.
-constexpr std::int64_t kVocabDivisor = 128;
 // DRAM passes over an m×n gradient of fused PowerSGD with error feedback (scenarios/SOURCES.md §10).
 constexpr double kPowerSgdHbmPasses = 8.0;
 
@@ -36,10 +35,12 @@ double gemm_rate_flops(const GpuSpec& gpu, const CostParams& params) {
   return gpu.peak_tflops * 1e12 * params.compute_efficiency;
 }
 
-// Per-layer parameter split on one TP shard: column-parallel QKV and fc1 (weights and biases split),
-// row-parallel proj and fc2 (weights split, biases replicated), two LayerNorms (replicated).
-std::int64_t layer_sharded_per_shard(std::int64_t h, std::int64_t tp) { return (12 * h * h + 7 * h) / tp; }
-std::int64_t layer_replicated(std::int64_t h) { return 6 * h; }
+// The attention core's forward FLOPs per micro-batch, whole layer: scores and softmax·V, 2·b·s²·(a·d) each.
+double attention_core_flops(const ModelSpec& model) {
+  const double b = model.micro_batch_size, s = model.seq_len;
+  const double q = static_cast<double>(model.heads) * model.head_dim_or_default();
+  return 4.0 * b * s * s * q;
+}
 
 }  // namespace
 
@@ -50,19 +51,23 @@ int bytes_per_element(const std::string& dtype) {
 }
 
 std::int64_t padded_vocab(const ModelSpec& model, int tp) {
-  const std::int64_t multiple = kVocabDivisor * tp;
+  const std::int64_t multiple = static_cast<std::int64_t>(model.vocab_divisor) * tp;
   return (model.vocab + multiple - 1) / multiple * multiple;
 }
 
 std::int64_t parameter_count(const ModelSpec& model) {
   const std::int64_t h = model.hidden;
-  return model.layers * (12 * h * h + 13 * h) + static_cast<std::int64_t>(model.vocab) * h +
-         static_cast<std::int64_t>(model.seq_len) * h + 2 * h;
+  const LayerDescription layer = describe_layer(model, ParallelSpec{});
+  const std::int64_t word = static_cast<std::int64_t>(model.vocab) * h;
+  return model.layers * (layer_sharded_per_rank(layer, 1) + layer_replicated_params(layer)) + word +
+         (model.position == Position::kLearned ? static_cast<std::int64_t>(model.seq_len) * h : 0) +
+         final_norm_params(model) + (model.tie_embeddings ? 0 : word);
 }
 
 double layer_forward_flops(const ModelSpec& model) {
-  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
-  return 24.0 * b * s * h * h + 4.0 * b * s * s * h;
+  const double b = model.micro_batch_size, s = model.seq_len;
+  const double matrices = static_cast<double>(layer_matrix_elements(describe_layer(model, ParallelSpec{})));
+  return 2.0 * b * s * matrices + attention_core_flops(model);
 }
 
 double logits_forward_flops(const ModelSpec& model, int tp) {
@@ -74,9 +79,8 @@ ComputeCost layer_compute(const ModelSpec& model, const ParallelSpec& parallel, 
                           const CostParams& params) {
   const double tp = parallel.tp;
   const double layer_fwd = layer_forward_flops(model) / tp;
-  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
   const double recomputed = model.recompute == Recompute::kFull        ? layer_fwd
-                            : model.recompute == Recompute::kSelective ? 4.0 * b * s * s * h / tp
+                            : model.recompute == Recompute::kSelective ? attention_core_flops(model) / tp
                                                                        : 0.0;
   ComputeCost c;
   c.forward_flops = layer_fwd;
@@ -172,13 +176,14 @@ double TpLayerComm::exposed_units(bool backward) const {
 
 TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parallel) {
   TpLayerComm c;
-  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden, t = parallel.tp;
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
   c.tensor_bytes = b * s * h * bytes_per_element(model.dtype);
   if (parallel.tp == 1) return c;
   using Op = TpCollectiveOp;
-  // Input- and weight-gradient GEMMs of QKV (b·s × 3h/t × h) and fc1 (b·s × 4h/t × h) have the same FLOPs.
-  const double qkv_flops = 2.0 * b * s * h * 3.0 * h / t;
-  const double fc1_flops = 2.0 * b * s * h * 4.0 * h / t;
+  // Input- and weight-gradient GEMMs of QKV and fc1 have their forward GEMM's FLOPs.
+  const BesideFlops beside = describe_layer(model, parallel).beside;
+  const double qkv_flops = beside.qkv;
+  const double fc1_flops = beside.fc1;
   std::vector<TpCollective> forward;
   if (parallel.sequence_parallel) {
     forward = {
@@ -233,17 +238,18 @@ StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, st
   const std::int64_t h = model.hidden;
   const std::int64_t tp = parallel.tp;
   const std::int64_t word_embedding_per_shard = padded_vocab(model, parallel.tp) / tp * h;
+  const LayerDescription layer = describe_layer(model, parallel);
   StageParams p;
-  p.sharded_per_shard = layers * layer_sharded_per_shard(h, tp);
-  p.replicated = layers * layer_replicated(h);
+  p.sharded_per_shard = layers * layer_sharded_per_rank(layer, parallel.tp);
+  p.replicated = layers * layer_replicated_params(layer);
   if (first) {
     p.sharded_per_shard += word_embedding_per_shard;
-    p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
+    if (model.position == Position::kLearned) p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
   }
   if (last) {
-    p.replicated += 2 * h;  // the final LayerNorm
-    // The tied LM head: with pp > 1 the last stage holds its own copy of the word embedding.
-    if (parallel.pp > 1) p.sharded_per_shard += word_embedding_per_shard;
+    p.replicated += final_norm_params(model);
+    // The LM head: untied, its own matrix; tied, with pp > 1 the last stage holds its own copy of the word embedding.
+    if (!model.tie_embeddings || parallel.pp > 1) p.sharded_per_shard += word_embedding_per_shard;
   }
   return p;
 }
@@ -293,7 +299,7 @@ double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, i
 }
 
 double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
-  if (parallel.pp == 1 || !parallel.embedding_allreduce) return 0.0;
+  if (parallel.pp == 1 || !parallel.embedding_allreduce || !model.tie_embeddings) return 0.0;
   const auto vocab_rows = padded_vocab(model, parallel.tp) / parallel.tp;  // whole: padded to a multiple of tp
   return static_cast<double>(vocab_rows) * model.hidden * grad_bytes(model, parallel);
 }
@@ -339,18 +345,20 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
   const std::int64_t h = model.hidden;
   const std::int64_t tp = parallel.tp;
   const int layers = model.layers / parallel.pp;
-  std::vector<WeightMatrix> out = {
-      {.name = "qkv", .rows = h, .cols = 3 * h / tp, .count = layers},
-      {.name = "proj", .rows = h / tp, .cols = h, .count = layers},
-      {.name = "fc1", .rows = h, .cols = 4 * h / tp, .count = layers},
-      {.name = "fc2", .rows = 4 * h / tp, .cols = h, .count = layers},
-  };
+  std::vector<WeightMatrix> out;
+  for (const LayerWeight& w : describe_layer(model, parallel).weights)
+    if (w.matrix)
+      out.push_back(
+          {.name = w.name, .rows = w.shard_rows(parallel.tp), .cols = w.shard_cols(parallel.tp), .count = layers});
   const std::int64_t vocab_rows = padded_vocab(model, parallel.tp) / tp;
-  const int embedding_copies = (stage == 0 ? 1 : 0) + (stage == parallel.pp - 1 && parallel.pp > 1 ? 1 : 0) -
-                               fused_embedding_copies(parallel, stage);
+  const bool last = stage == parallel.pp - 1;
+  const int embedding_copies = (stage == 0 ? 1 : 0) + (model.tie_embeddings && last && parallel.pp > 1 ? 1 : 0) -
+                               (model.tie_embeddings ? fused_embedding_copies(parallel, stage) : 0);
   if (embedding_copies > 0)
     out.push_back({.name = "word_embedding", .rows = vocab_rows, .cols = h, .count = embedding_copies});
-  if (stage == 0) out.push_back({.name = "position_embedding", .rows = model.seq_len, .cols = h, .count = 1});
+  if (!model.tie_embeddings && last) out.push_back({.name = "output_layer", .rows = vocab_rows, .cols = h, .count = 1});
+  if (stage == 0 && model.position == Position::kLearned)
+    out.push_back({.name = "position_embedding", .rows = model.seq_len, .cols = h, .count = 1});
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/layer.hpp"
 #include "edgc/sim/layout.hpp"
 
 namespace edgc::sim {
@@ -40,16 +41,6 @@ double gemm_bytes(const GemmShape& g, double element_bytes) {
 double overhead_s(const GpuSpec& gpu) { return gpu.kernel_overhead_us * 1e-6; }
 
 double hbm_Bps(const GpuSpec& gpu, const CostParams& params) { return gpu.hbm_GBps * 1e9 * params.hbm_efficiency; }
-
-// The forward GEMMs of one layer on one GPU; attention core (scores, softmax·V) first.
-std::vector<GemmShape> layer_gemms(const ModelSpec& model, const ParallelSpec& parallel) {
-  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden, t = parallel.tp;
-  const double heads = static_cast<double>(model.heads) / t * b;
-  const double d = h / model.heads;
-  return {{.m = s, .n = s, .k = d, .batch = heads}, {.m = s, .n = d, .k = s, .batch = heads},
-          {.m = b * s, .n = 3 * h / t, .k = h},     {.m = b * s, .n = h, .k = h / t},
-          {.m = b * s, .n = 4 * h / t, .k = h},     {.m = b * s, .n = h, .k = 4 * h / t}};
-}
 
 // Forward time and backward time (input and weight gradients) of `gemms`.
 PassTime gemm_pass(const GpuSpec& gpu, const CostParams& params, const std::vector<GemmShape>& gemms, int e) {
@@ -95,75 +86,24 @@ double memory_kernel_s(const GpuSpec& gpu, const CostParams& params, double byte
 std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                                        const CostParams& params) {
   const int e_bytes = bytes_per_element(model.dtype);
-  const double e = e_bytes, t = parallel.tp;
-  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
-  const double E = b * s * h;
-  const double A = b * model.heads / t * s * s;
-  const double Er = parallel.sequence_parallel ? E / t : E;  // LayerNorm, dropout and residual work
-  const double mlp = 4.0 * E / t;
-
+  const double e = e_bytes;
   std::vector<LayerKernel> out;
-  const auto gemm = [&](const char* name, const GemmShape& g, bool backward, bool core) {
-    LayerKernel k{.name = name, .op = "gemm", .backward = backward, .attention_core = core, .gemm = g};
-    k.flops = 2.0 * g.batch * g.m * g.n * g.k;
-    k.bytes = gemm_bytes(g, e);
-    k.seconds = gemm_s(gpu, params, g, e_bytes);
+  for (const LayerOp& op : describe_layer(model, parallel).ops) {
+    LayerKernel k{.name = op.name, .op = op.op, .backward = op.backward, .attention_core = op.attention_core};
+    if (op.gemm.batch > 0.0) {
+      const GemmShape& g = op.gemm;
+      k.gemm = g;
+      k.flops = 2.0 * g.batch * g.m * g.n * g.k;
+      k.bytes = gemm_bytes(g, e);
+      k.seconds = gemm_s(gpu, params, g, e_bytes);
+    } else {
+      k.elements = op.elements;
+      k.row = op.row;
+      k.bytes = op.bytes_per_element * op.elements;
+      k.seconds = memory_kernel_s(gpu, params, k.bytes);
+    }
     out.push_back(k);
-  };
-  const auto pass = [&](const char* name, const char* op, double elements, double row, double bytes_per_element,
-                        bool backward, bool core) {
-    LayerKernel k{.name = name, .op = op, .backward = backward, .attention_core = core};
-    k.elements = elements;
-    k.row = row;
-    k.bytes = bytes_per_element * elements;
-    k.seconds = memory_kernel_s(gpu, params, k.bytes);
-    out.push_back(k);
-  };
-  // The forward GEMMs (layer_gemms' order: scores, softmax·V, QKV, projection, fc1, fc2) with their backward pairs.
-  const std::vector<GemmShape> g = layer_gemms(model, parallel);
-  const char* const names[6][3] = {
-      {"scores", "scores.dgrad", "scores.wgrad"}, {"context", "context.dgrad", "context.wgrad"},
-      {"qkv", "qkv.dgrad", "qkv.wgrad"},          {"proj", "proj.dgrad", "proj.wgrad"},
-      {"fc1", "fc1.dgrad", "fc1.wgrad"},          {"fc2", "fc2.dgrad", "fc2.wgrad"}};
-  const auto backward_gemms = [&](std::size_t i, bool core) {
-    gemm(names[i][1], {.m = g[i].m, .n = g[i].k, .k = g[i].n, .batch = g[i].batch}, true, core);
-    gemm(names[i][2], {.m = g[i].k, .n = g[i].n, .k = g[i].m, .batch = g[i].batch}, true, core);
-  };
-  // Forward, in execution order.
-  pass("layernorm1", "layernorm", Er, h, 2 * e, false, false);
-  gemm(names[2][0], g[2], false, false);
-  gemm(names[0][0], g[0], false, true);
-  pass("softmax", "softmax", A, s, 2 * e, false, true);
-  pass("attention_dropout", "dropout", A, s, 2 * e + 1, false, true);
-  gemm(names[1][0], g[1], false, true);
-  pass("context_copy", "copy", E / t, h / t, 2 * e, false, true);  // [b, np, s, hn] -> [s, b, np·hn]
-  gemm(names[3][0], g[3], false, false);
-  pass("bias_dropout_add1", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
-  pass("layernorm2", "layernorm", Er, h, 2 * e, false, false);
-  gemm(names[4][0], g[4], false, false);
-  pass("bias_gelu", "bias_gelu", mlp, 4 * h / t, 2 * e, false, false);
-  gemm(names[5][0], g[5], false, false);
-  pass("bias_dropout_add2", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
-  // Backward, in reverse.
-  pass("bias_dropout_add2.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
-  pass("residual_sum2", "add", Er, h, 3 * e, true, false);
-  backward_gemms(5, false);
-  pass("gelu.backward", "gelu_backward", mlp, 4 * h / t, 3 * e, true, false);
-  backward_gemms(4, false);
-  pass("layernorm2.backward", "layernorm_backward", Er, h, 3 * e, true, false);
-  pass("bias_dropout_add1.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
-  pass("residual_sum1", "add", Er, h, 3 * e, true, false);
-  backward_gemms(3, false);
-  backward_gemms(1, true);
-  pass("attention_dropout.backward", "dropout_backward", A, s, 2 * e + 1, true, true);
-  pass("softmax.backward", "softmax_backward", A, s, 3 * e, true, true);
-  backward_gemms(0, true);
-  pass("qkv_split.backward", "cat", 3 * E / t, 3 * h / t, 2 * e, true, false);  // Q, K, V gradients joined
-  backward_gemms(2, false);
-  pass("layernorm1.backward", "layernorm_backward", Er, h, 3 * e, true, false);
-  // Bias gradients: column sums of the four GEMM outputs' gradients (QKV 3h/t, projection h, fc1 4h/t, fc2 h
-  // wide; the projection's and fc2's over the sequence-parallel shard), one pass over all of them.
-  pass("bias_grads", "bias_grads", 2 * Er + 7 * E / t, h, e, true, false);
+  }
   return out;
 }
 
@@ -199,8 +139,16 @@ PassTime embedding_time(const ModelSpec& model, const ParallelSpec& /*parallel*/
                         const CostParams& params) {
   const double e = bytes_per_element(model.dtype);
   const double E = static_cast<double>(model.micro_batch_size) * model.seq_len * model.hidden;
-  return {.forward_s = memory_kernel_s(gpu, params, (7 * e + 1) * E),
-          .backward_s = memory_kernel_s(gpu, params, (5 * e + 1) * E)};
+  if (model.position == Position::kLearned && model.dropout)
+    return {.forward_s = memory_kernel_s(gpu, params, (7 * e + 1) * E),
+            .backward_s = memory_kernel_s(gpu, params, (5 * e + 1) * E)};
+  // Lookup (read and write e), the position add (3e) and dropout (2e + 1) each where the model has them; backward:
+  // the embedding's gradient (2e), the position embedding's (e) and dropout's (2e + 1).
+  const bool learned = model.position == Position::kLearned;
+  const double forward = 2 * e + (learned ? 3 * e : 0.0) + (model.dropout ? 2 * e + 1 : 0.0);
+  const double backward = 2 * e + (learned ? e : 0.0) + (model.dropout ? 2 * e + 1 : 0.0);
+  return {.forward_s = memory_kernel_s(gpu, params, forward * E),
+          .backward_s = memory_kernel_s(gpu, params, backward * E)};
 }
 
 double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
@@ -229,13 +177,15 @@ double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel,
   constexpr double kEdgeTensors = 4.0;  // word + position embedding, or the head's word-embedding copy + final LN
   const bool edge = chunk_holds_embedding(stage, chunk) || chunk_holds_head(parallel, stage, chunk);
   const double tensors =
-      static_cast<double>(kTensorsPerLayer) * layers_per_chunk(model, parallel) + (edge ? kEdgeTensors : 0.0);
+      static_cast<double>(describe_layer(model, parallel).tensors) * layers_per_chunk(model, parallel) +
+      (edge ? kEdgeTensors : 0.0);
   return accumulation_s(model, parallel, gpu, params, chunk_params(model, parallel, stage, chunk), tensors);
 }
 
 double layer_grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                                  const CostParams& params) {
-  return accumulation_s(model, parallel, gpu, params, layer_params(model, parallel), kTensorsPerLayer);
+  return accumulation_s(model, parallel, gpu, params, layer_params(model, parallel),
+                        describe_layer(model, parallel).tensors);
 }
 
 double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
@@ -245,7 +195,7 @@ double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, cons
                        static_cast<double>(stage_params(model, parallel, stage).per_gpu()) *
                        grad_bytes(model, parallel);
   const int stage_layers = model.layers / std::max(1, parallel.pp);
-  const double tensors = static_cast<double>(kTensorsPerLayer) * stage_layers;
+  const double tensors = static_cast<double>(describe_layer(model, parallel).tensors) * stage_layers;
   return kPasses * (bytes / hbm_Bps(gpu, params) + std::max(1.0, tensors) * overhead_s(gpu));
 }
 

@@ -13,6 +13,32 @@ void require_positive(const std::string& where, const std::string& key, long lon
   if (value <= 0) throw ConfigError(where, key, "must be a positive integer, got " + std::to_string(value));
 }
 
+// The shapes Megatron-Core refuses (its arguments.py and TransformerConfig checks): grouped-query heads that do not
+// group the query heads evenly or do not split over TP, an MLP or a sequence that does not split over TP.
+void check_layer_shape(const ModelSpec& model, const ParallelSpec& parallel, const std::string& where) {
+  if (model.kv_heads < 0) throw ConfigError(where, "model.kv_heads", "must be ≥ 1 (or 0 for heads)");
+  if (model.head_dim < 0) throw ConfigError(where, "model.head_dim", "must be ≥ 1 (or 0 for hidden / heads)");
+  if (model.ffn_hidden < 0) throw ConfigError(where, "model.ffn_hidden", "must be ≥ 1 (or 0 for 4·hidden)");
+  if (model.vocab_divisor < 1) throw ConfigError(where, "model.vocab_divisor", "must be a positive integer");
+  const int g = model.kv_heads_or_default();
+  if (model.heads % g != 0)
+    throw ConfigError(where, "model.kv_heads",
+                      std::to_string(model.heads) + " query heads do not split into " + std::to_string(g) +
+                          " key/value groups (heads must be a multiple of kv_heads)");
+  if (g % parallel.tp != 0)
+    throw ConfigError(where, "model.kv_heads",
+                      std::to_string(g) + " key/value heads do not split over tp = " + std::to_string(parallel.tp) +
+                          " (Megatron-Core needs kv_heads to be a multiple of tp)");
+  if (model.ffn_or_default() % parallel.tp != 0)
+    throw ConfigError(
+        where, "model.ffn_hidden",
+        std::to_string(model.ffn_or_default()) + " does not split over tp = " + std::to_string(parallel.tp));
+  if (parallel.sequence_parallel && parallel.tp > 1 && model.seq_len % parallel.tp != 0)
+    throw ConfigError(where, "model.seq_len",
+                      std::to_string(model.seq_len) + " tokens do not split over tp = " + std::to_string(parallel.tp) +
+                          " with sequence parallelism");
+}
+
 }  // namespace
 
 ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, const ClusterSpec& cluster,
@@ -67,10 +93,11 @@ ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, cons
     throw ConfigError(
         where, "model.heads",
         std::to_string(model.heads) + " attention heads do not split over tp = " + std::to_string(parallel.tp));
-  if (model.hidden % model.heads != 0)
+  if (model.head_dim == 0 && model.hidden % model.heads != 0)
     throw ConfigError(
         where, "model.hidden",
         std::to_string(model.hidden) + " is not a multiple of the " + std::to_string(model.heads) + " heads");
+  check_layer_shape(model, parallel, where);
 
   const long long per_step = static_cast<long long>(model.micro_batch_size) * parallel.dp;
   if (model.global_batch_size % per_step != 0)

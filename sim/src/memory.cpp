@@ -7,6 +7,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/layer.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/pipeline_schedule.hpp"
 
@@ -68,11 +69,12 @@ std::string gib_text(double bytes) {
 double layer_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
   const double t = parallel.tp, s = model.seq_len, h = model.hidden, a = model.heads;
   const double scale = bytes_per_element(model.dtype) / 2.0;  // the equation counts 16-bit tensors
+  const SavedActivations saved = describe_layer(model, parallel).saved;
   // Korthikanti et al. Table 2: the attention core's 5·a·s/h term is dropped by selective recomputation; the
   // 10 of LayerNorm, dropout and residual inputs is ÷ t with sequence parallelism.
-  const double replicated = parallel.sequence_parallel ? 10.0 / t : 10.0;
-  const double core = model.recompute == Recompute::kSelective ? 0.0 : 5.0 * a * s / (h * t);
-  return sbh(model) * (replicated + 24.0 / t + core) * scale;
+  const double replicated = parallel.sequence_parallel ? saved.replicated / t : saved.replicated;
+  const double core = model.recompute == Recompute::kSelective ? 0.0 : saved.score_factor * a * s / (h * t);
+  return sbh(model) * (replicated + saved.sharded / t + core) * scale;
 }
 
 double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {

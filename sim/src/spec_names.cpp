@@ -18,6 +18,11 @@ constexpr NameTable<NetworkProfileKind, 2> kNetworkProfiles = {
     {{NetworkProfileKind::kIdeal, "ideal"}, {NetworkProfileKind::kCalibrated, "calibrated"}}};
 constexpr NameTable<Recompute, 3> kRecomputes = {
     {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}};
+constexpr NameTable<Mlp, 2> kMlps = {{{Mlp::kGelu, "gelu"}, {Mlp::kSwiglu, "swiglu"}}};
+constexpr NameTable<Norm, 2> kNorms = {{{Norm::kLayerNorm, "layernorm"}, {Norm::kRmsNorm, "rmsnorm"}}};
+constexpr NameTable<Position, 2> kPositions = {{{Position::kLearned, "learned"}, {Position::kRope, "rope"}}};
+constexpr NameTable<LinearBias, 3> kBiases = {
+    {{LinearBias::kAll, "all"}, {LinearBias::kNone, "none"}, {LinearBias::kQkv, "qkv"}}};
 
 template <typename Enum, std::size_t N>
 std::string_view name_of(const NameTable<Enum, N>& table, Enum value) noexcept {
@@ -48,5 +53,14 @@ std::optional<NetworkProfileKind> network_profile_from_name(std::string_view nam
 
 std::string_view recompute_name(Recompute r) noexcept { return name_of(kRecomputes, r); }
 std::optional<Recompute> recompute_from_name(std::string_view name) noexcept { return value_of(kRecomputes, name); }
+
+std::string_view mlp_name(Mlp m) noexcept { return name_of(kMlps, m); }
+std::optional<Mlp> mlp_from_name(std::string_view name) noexcept { return value_of(kMlps, name); }
+std::string_view norm_name(Norm n) noexcept { return name_of(kNorms, n); }
+std::optional<Norm> norm_from_name(std::string_view name) noexcept { return value_of(kNorms, name); }
+std::string_view position_name(Position p) noexcept { return name_of(kPositions, p); }
+std::optional<Position> position_from_name(std::string_view name) noexcept { return value_of(kPositions, name); }
+std::string_view bias_name(LinearBias b) noexcept { return name_of(kBiases, b); }
+std::optional<LinearBias> bias_from_name(std::string_view name) noexcept { return value_of(kBiases, name); }
 
 }  // namespace edgc::sim

@@ -143,7 +143,12 @@ ordered_json memory_section(const SimulationSetup& st, const std::optional<doubl
   ordered_json out = {{"capacity_GiB", capacity_GiB ? ordered_json(*capacity_GiB) : ordered_json(nullptr)},
                       {"checked", capacity_GiB.has_value()}};
   if (!capacity_GiB) out["note"] = "cluster.gpu.memory_GiB is not given: memory was not checked";
-  out["optimizer"] = "Adam, fp32 master weights and two moments, not sharded (no distributed optimizer)";
+  out["optimizer"] = st.parallel.distributed_optimizer && st.parallel.dp > 1
+                         ? "Adam, fp32 master weights and two moments, sharded over the " +
+                               std::to_string(st.parallel.dp) + " data-parallel ranks (distributed optimizer)"
+                         : std::string("Adam, fp32 master weights and two moments, not sharded") +
+                               (st.parallel.distributed_optimizer ? " (distributed optimizer with dp = 1)"
+                                                                  : " (no distributed optimizer)");
   ordered_json list = ordered_json::array();
   std::size_t peak = 0;
   for (const sim::StageMemory& m : stages) {

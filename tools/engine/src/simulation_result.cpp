@@ -20,6 +20,24 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
                                        cl.gpus_per_node, cl.gpu.name,     cl.price_per_gpu_hour_usd};
   doc.model_name = setup.model.name;
   doc.model_parameters = static_cast<double>(sim::parameter_count(setup.model));
+  const sim::ModelSpec& m = setup.model;
+  doc.model_architecture = {{"layers", m.layers},
+                            {"hidden", m.hidden},
+                            {"heads", m.heads},
+                            {"kv_heads", m.kv_heads_or_default()},
+                            {"head_dim", m.head_dim_or_default()},
+                            {"ffn_hidden", m.ffn_or_default()},
+                            {"mlp", std::string(sim::mlp_name(m.mlp))},
+                            {"norm", std::string(sim::norm_name(m.norm))},
+                            {"position", std::string(sim::position_name(m.position))},
+                            {"bias", std::string(sim::bias_name(m.bias))},
+                            {"tie_embeddings", m.tie_embeddings},
+                            {"dropout", m.dropout},
+                            {"qk_norm", m.qk_norm},
+                            {"vocab", m.vocab},
+                            {"padded_vocab", sim::padded_vocab(m, setup.parallel.tp)},
+                            {"seq_len", m.seq_len},
+                            {"dtype", m.dtype}};
   doc.parallelism = results::ResultParallelism{par.tp,
                                                par.pp,
                                                par.dp,

@@ -1,5 +1,6 @@
 #include "edgc/results/result_console.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -14,6 +15,35 @@ std::string fmt_amount(double x) { return x >= 100.0 ? fmt_f(x, 0) : fmt_g(x, 4)
 
 std::string pct(double fraction) { return fmt_f(100.0 * fraction, 2); }
 
+// The model's size and the memory headroom per GPU (a planner's first question), from result.json's "model" and
+// "memory" sections.
+void print_model(std::ostream& os, const ResultDocument& r) {
+  if (!r.model_name || !r.model_parameters) return;
+  os << "model       " << *r.model_name << ": " << fmt_g(*r.model_parameters / 1e9, 4) << " B parameters";
+  const auto memory = r.sections.find("memory");
+  if (memory == r.sections.end() || !memory->is_object() || !memory->contains("stages")) {
+    os << "\n";
+    return;
+  }
+  double lo = 0.0, hi = 0.0;
+  const auto& stages = (*memory)["stages"];
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const double p = stages[i].value("parameters", 0.0);
+    lo = i == 0 ? p : std::min(lo, p);
+    hi = std::max(hi, p);
+  }
+  os << ", " << fmt_g(lo / 1e9, 3);
+  if (hi > lo) os << "-" << fmt_g(hi / 1e9, 3);
+  os << " B per GPU over " << stages.size() << (stages.size() == 1 ? " stage" : " stages");
+  const double peak = memory->value("peak_GiB", 0.0);
+  os << "; peak memory " << fmt_f(peak, 1) << " GiB per GPU (stage " << memory->value("peak_stage", 0) << ")";
+  if ((*memory)["capacity_GiB"].is_number()) {
+    const double cap = (*memory)["capacity_GiB"].get<double>();
+    os << " of " << fmt_g(cap, 4) << " GiB, " << fmt_f(cap - peak, 1) << " GiB headroom";
+  }
+  os << "\n";
+}
+
 void print_setup(std::ostream& os, const ResultDocument& r) {
   if (!r.cluster || !r.parallelism || !r.run || !r.simulations || !r.simulated_iterations)
     throw InternalError("print_result_summary: the result has no cluster, parallelism, run or simulation counts");
@@ -25,7 +55,9 @@ void print_setup(std::ostream& os, const ResultDocument& r) {
     os << " composed from " << *r.simulated_iterations << " simulated uniform-rank iterations";
   else
     os << " simulated";
-  os << "\n\n";
+  os << "\n";
+  print_model(os, r);
+  os << "\n";
 }
 
 }  // namespace

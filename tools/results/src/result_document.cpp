@@ -217,6 +217,7 @@ ordered_json to_json(const ResultDocument& doc) {
   if (doc.model_name) {
     j["model"] = {{"name", *doc.model_name}};
     if (doc.model_parameters) j["model"]["parameters"] = *doc.model_parameters;
+    if (!doc.model_architecture.is_null()) j["model"]["architecture"] = doc.model_architecture;
   }
   if (doc.parallelism) j["parallelism"] = parallelism_json(*doc.parallelism);
   if (doc.run) j["run"] = run_settings_json(*doc.run);
@@ -243,6 +244,7 @@ ResultDocument parse_result_document(const JsonNode& root) {
   if (const auto n = root.find("model")) {
     doc.model_name = n->at("name").string();
     if (const auto p = n->find("parameters")) doc.model_parameters = p->non_negative();
+    if (const auto a = n->find("architecture")) doc.model_architecture = a->raw();
   }
   if (const auto n = root.find("parallelism")) doc.parallelism = read_parallelism(*n);
   if (const auto n = root.find("run")) doc.run = read_run_settings(*n);

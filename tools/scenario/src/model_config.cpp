@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/config.hpp"
+#include "edgc/scenario/hf_config.hpp"
 #include "edgc/scenario/limits.hpp"
 #include "edgc/sim/spec_names.hpp"
 
@@ -57,12 +60,61 @@ int read_grad_reduce_bytes(Scenario& sc) {
 }
 
 // The Megatron-LM feature keys of `parallelism` (model_config.hpp).
+template <typename Enum>
+Enum read_named(Scenario& sc, const std::string& key, const char* fallback,
+                std::optional<Enum> (*from_name)(std::string_view) noexcept, const char* expected) {
+  const std::string text = sc.string(key, fallback);
+  if (const std::optional<Enum> v = from_name(text)) return *v;
+  throw ConfigError(sc.where(), key, std::string("expected ") + expected + ", got '" + text + "'");
+}
+
+// The dense architecture keys (scenarios/README.md, "Model architecture"); defaults are Megatron's GPT.
+void read_architecture(Scenario& sc, sim::ModelSpec& m) {
+  for (const auto& [key, field] : {std::pair{"model.kv_heads", &m.kv_heads}, std::pair{"model.head_dim", &m.head_dim},
+                                   std::pair{"model.ffn_hidden", &m.ffn_hidden}}) {
+    *field = sc.int32(key, 0);
+    if (*field < 0 || *field > (1 << 22))
+      throw ConfigError(sc.where(), key,
+                        "expected a positive integer below 2^22 (or 0 for the default), got " + std::to_string(*field));
+  }
+  m.vocab_divisor = sc.int32("model.vocab_divisor", 128);
+  if (m.vocab_divisor < 1 || m.vocab_divisor > (1 << 16))
+    throw ConfigError(sc.where(), "model.vocab_divisor",
+                      "expected a positive integer up to 65536 (Megatron's --make-vocab-size-divisible-by), got " +
+                          std::to_string(m.vocab_divisor));
+  m.mlp = read_named(sc, "model.mlp", "gelu", &sim::mlp_from_name, "gelu or swiglu");
+  m.norm = read_named(sc, "model.norm", "layernorm", &sim::norm_from_name, "layernorm or rmsnorm");
+  m.position = read_named(sc, "model.position", "learned", &sim::position_from_name, "learned or rope");
+  m.bias = read_named(sc, "model.bias", "all", &sim::bias_from_name, "all, none or qkv");
+  m.tie_embeddings = sc.boolean("model.tie_embeddings", true);
+  m.dropout = sc.boolean("model.dropout", true);
+  m.qk_norm = sc.boolean("model.qk_norm", false);
+}
+
+// model.from_hf: a Hugging Face config.json's fields as model keys, under the scenario's own (explicit keys win).
+void apply_hf_config(Scenario& sc) {
+  const std::string given = sc.string("model.from_hf", "");
+  if (given.empty()) throw ConfigError(sc.where(), "model.from_hf", "expected the path of a config.json");
+  for (const HfSetting& s : read_hf_config(sc.resolve(given)))
+    if (!sc.has(s.key)) sc.set(s.key + "=" + s.value.dump());
+}
+
 void read_megatron_features(Scenario& sc, const sim::ModelSpec& m, sim::ParallelSpec& p) {
   p.sequence_parallel = sc.boolean("parallelism.sequence_parallel", false);
   p.distributed_optimizer = sc.boolean("parallelism.distributed_optimizer", false);
   p.overlap_grad_reduce = sc.boolean("parallelism.overlap_grad_reduce", false);
-  p.embedding_allreduce = sc.boolean("parallelism.embedding_allreduce", true);
+  p.embedding_allreduce = sc.boolean("parallelism.embedding_allreduce", m.tie_embeddings);
   p.fused_embedding_sync = sc.boolean("parallelism.fused_embedding_sync", false);
+  if (!m.tie_embeddings) {  // nothing to synchronise between the first and last stage
+    if (p.embedding_allreduce)
+      throw ConfigError(sc.where(), "parallelism.embedding_allreduce",
+                        "the model's embeddings are untied (model.tie_embeddings = false): there is no LM-head copy "
+                        "of the word embedding to all-reduce");
+    if (p.fused_embedding_sync)
+      throw ConfigError(sc.where(), "parallelism.fused_embedding_sync",
+                        "the model's embeddings are untied (model.tie_embeddings = false): there is no embedding "
+                        "copy to synchronise");
+  }
   p.scatter_gather_p2p = sc.boolean("parallelism.scatter_gather_p2p", true);
   p.grad_accumulation_fusion = sc.boolean("parallelism.grad_accumulation_fusion", true);
   p.async_tp_allreduce = sc.boolean("parallelism.async_tp_allreduce", true);
@@ -94,6 +146,7 @@ sim::ComputeModel read_compute_model(Scenario& sc, const sim::GpuSpec& gpu) {
 ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   ModelConfig c;
   sim::ModelSpec& m = c.model;
+  if (sc.has("model.from_hf")) apply_hf_config(sc);
   m.name = sc.string("model.name", "");
   m.layers = sc.int32("model.layers", 0);
   m.hidden = sc.int32("model.hidden", 0);
@@ -115,6 +168,7 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
       throw ConfigError(sc.where(), key,
                         std::to_string(value) + " is beyond the supported maximum " + std::to_string(limit) +
                             " (far past any published model: check the value)");
+  read_architecture(sc, m);
   m.dtype = sc.string("model.dtype", "fp16");
   if (m.dtype != "fp16" && m.dtype != "bf16" && m.dtype != "fp32")
     throw ConfigError(sc.where(), "model.dtype", "expected fp16, bf16 or fp32, got '" + m.dtype + "'");

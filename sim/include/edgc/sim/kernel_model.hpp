@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/layer.hpp"
 #include "edgc/sim/spec.hpp"
 
 namespace edgc::sim {
@@ -58,14 +59,6 @@ struct ValidatedBand {
   double highest_error;
 };
 inline constexpr ValidatedBand kKernelModelValidation{"A100", 18, -0.1825, -0.0645};
-
-/// One (batched) GEMM: `batch` products of an m × k and a k × n matrix.
-struct GemmShape {
-  double m = 0.0;
-  double n = 0.0;
-  double k = 0.0;
-  double batch = 1.0;
-};
 
 /// Fraction of the tiles' work that is useful for `g` on `sm_count` SMs: output area / (waves · SMs · tile area),
 /// the best of the 256 × 128, 128 × 256 and 128 × 128 tilings. In (0, 1].
@@ -119,14 +112,11 @@ PassTime head_time(const ModelSpec& model, const ParallelSpec& parallel, const G
 PassTime embedding_time(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                         const CostParams& params);
 
-/// Parameter tensors of one transformer layer (GPT-2 / Megatron): the QKV, projection, fc1 and fc2 weights and
-/// biases, and two LayerNorms' weight and bias.
-inline constexpr int kTensorsPerLayer = 12;
-
 /// Seconds of the GDS's entropy measurement on one GPU of `stage` at one sampled iteration: a moments pass and a
 /// histogram pass (kernels/stage_entropy.hpp) over the β-sampled share of the GPU's gradient (grad_bytes() per
 /// element; block sampling reads about β of the bytes), each pass one kernel per parameter tensor
-/// (kTensorsPerLayer per layer of the stage). HBM-bound at hbm_efficiency plus gpu.kernel_overhead_us per kernel.
+/// (LayerDescription::tensors per layer of the stage). HBM-bound at hbm_efficiency plus gpu.kernel_overhead_us per
+/// kernel.
 double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                       const CostParams& params, int stage, double beta);
 
@@ -134,11 +124,11 @@ double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, cons
 /// weight-gradient GEMMs do not accumulate in place (ParallelSpec::grad_accumulation_fusion off, as in Megatron-LM
 /// before its gradient-accumulation fusion: each parameter's hook adds the fresh model-dtype gradient to the
 /// gradient buffer): per parameter of chunk_params() the new gradient is read (model dtype) and the buffer read and
-/// written (grad_bytes() each), one kernel per parameter tensor (kTensorsPerLayer per layer, 4 more for the
+/// written (grad_bytes() each), one kernel per parameter tensor (LayerDescription::tensors per layer, 4 more for the
 /// embeddings or the head), HBM-bound at hbm_efficiency.
 double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                            const CostParams& params, int stage, int chunk);
-/// One transformer layer's share of grad_accumulation_s: layer_params() and kTensorsPerLayer kernels.
+/// One transformer layer's share of grad_accumulation_s: layer_params() and LayerDescription::tensors kernels.
 double layer_grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                                  const CostParams& params);
 

@@ -83,6 +83,22 @@ struct NetworkProfile {
 /// are not kept); full (every layer keeps only its input and re-runs its whole forward in the backward pass).
 enum class Recompute { kNone, kSelective, kFull };
 
+/// The MLP of a layer: GPT's fc1 → GeLU → fc2, or the gated SwiGLU of Llama-style models (fc1 holds the gate and up
+/// projections as one matrix of 2·ffn_hidden outputs, as Megatron-Core stores it; silu(gate)·up feeds fc2).
+enum class Mlp { kGelu, kSwiglu };
+/// The normalisation before attention and MLP (and after the last layer): LayerNorm (weight and bias) or RMSNorm
+/// (weight only).
+enum class Norm { kLayerNorm, kRmsNorm };
+/// Position information: a learned position embedding (s × h parameters on the first stage) or rotary embeddings
+/// applied to queries and keys in every layer (no parameters).
+enum class Position { kLearned, kRope };
+/// Biases of the linear layers: on all four (GPT), none (Llama, Megatron's --disable-bias-linear), or on QKV only
+/// (Qwen2, --disable-bias-linear --add-qkv-bias).
+enum class LinearBias { kAll, kNone, kQkv };
+
+/// A dense decoder-only transformer. The defaults are Megatron's GPT (multi-head attention, GeLU MLP of 4·hidden,
+/// LayerNorm, learned positions, biases, dropout, the LM head tied to the word embedding); sim/layer.hpp turns it
+/// into the one layer description every cost derives from.
 struct ModelSpec {
   std::string name;
   int layers = 0;
@@ -94,6 +110,21 @@ struct ModelSpec {
   int global_batch_size = 0;   ///< sequences per iteration, all data-parallel replicas together
   std::string dtype = "fp16";  ///< training precision of activations and gradients on the wire: fp16 | bf16 | fp32
   Recompute recompute = Recompute::kNone;
+  int kv_heads = 0;    ///< key/value heads (grouped-query attention); 0 = heads (multi-head attention)
+  int head_dim = 0;    ///< channels per head (Megatron's --kv-channels); 0 = hidden / heads
+  int ffn_hidden = 0;  ///< MLP width (Megatron's --ffn-hidden-size); 0 = 4·hidden
+  Mlp mlp = Mlp::kGelu;
+  Norm norm = Norm::kLayerNorm;
+  Position position = Position::kLearned;
+  LinearBias bias = LinearBias::kAll;
+  bool tie_embeddings = true;  ///< the LM head shares the word embedding (false: its own vocab × hidden matrix)
+  bool dropout = true;         ///< attention and hidden dropout in training (Llama-style pretraining: off)
+  bool qk_norm = false;        ///< a norm of every query and key head before attention (Qwen3; --qk-layernorm)
+  int vocab_divisor = 128;     ///< Megatron's --make-vocab-size-divisible-by: vocab padded to a multiple of it · tp
+
+  int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
+  int head_dim_or_default() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
+  std::int64_t ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * static_cast<std::int64_t>(hidden); }
 };
 
 enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved };

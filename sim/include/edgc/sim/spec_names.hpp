@@ -28,4 +28,15 @@ std::string_view recompute_name(Recompute r) noexcept;
 /// The recomputation named `name`; nullopt for any other name.
 std::optional<Recompute> recompute_from_name(std::string_view name) noexcept;
 
+/// "gelu" | "swiglu" (model.mlp), "layernorm" | "rmsnorm" (model.norm), "learned" | "rope" (model.position),
+/// "all" | "none" | "qkv" (model.bias); the *_from_name functions return nullopt for any other name.
+std::string_view mlp_name(Mlp m) noexcept;
+std::optional<Mlp> mlp_from_name(std::string_view name) noexcept;
+std::string_view norm_name(Norm n) noexcept;
+std::optional<Norm> norm_from_name(std::string_view name) noexcept;
+std::string_view position_name(Position p) noexcept;
+std::optional<Position> position_from_name(std::string_view name) noexcept;
+std::string_view bias_name(LinearBias b) noexcept;
+std::optional<LinearBias> bias_from_name(std::string_view name) noexcept;
+
 }  // namespace edgc::sim

@@ -91,6 +91,9 @@ struct ResultDocument {
   std::optional<ResultCluster> cluster;
   std::optional<std::string> model_name;
   std::optional<double> model_parameters;
+  /// Simulate only: the layer's shape as the simulation used it (model keys with their defaults filled in:
+  /// hidden, heads, kv_heads, head_dim, ffn_hidden, mlp, norm, position, bias, tie_embeddings, dropout, vocab).
+  nlohmann::ordered_json model_architecture;
   std::optional<ResultParallelism> parallelism;
   std::optional<ResultRunSettings> run;
   /// Simulate only: distinct rank vectors, whether they were composed per stage ("stage-separable") or each

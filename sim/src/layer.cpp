@@ -1,0 +1,237 @@
+#include "edgc/sim/layer.hpp"
+
+#include <string>
+
+#include "edgc/core/error.hpp"
+#include "edgc/sim/cost_model.hpp"
+
+namespace edgc::sim {
+namespace {
+
+// The shape of the layer, from the model's keys and their defaults.
+struct Dims {
+  std::int64_t h = 0, a = 0, g = 0, d = 0, f = 0;
+  std::int64_t q() const { return a * d; }              // query (and attention output) width
+  std::int64_t qkv() const { return (a + 2 * g) * d; }  // QKV output width
+};
+
+Dims dims_of(const ModelSpec& model) {
+  Dims x;
+  x.h = model.hidden;
+  x.a = model.heads;
+  x.g = model.kv_heads_or_default();
+  x.d = model.head_dim_or_default();
+  x.f = model.ffn_or_default();
+  return x;
+}
+
+std::vector<LayerWeight> layer_weights(const ModelSpec& model, const Dims& x) {
+  const bool swiglu = model.mlp == Mlp::kSwiglu;
+  const std::int64_t fc1_out = swiglu ? 2 * x.f : x.f;
+  std::vector<LayerWeight> w = {
+      {.name = "qkv", .rows = x.h, .cols = x.qkv(), .sharding = Sharding::kColumn, .matrix = true},
+      {.name = "proj", .rows = x.q(), .cols = x.h, .sharding = Sharding::kRow, .matrix = true},
+      {.name = "fc1", .rows = x.h, .cols = fc1_out, .sharding = Sharding::kColumn, .matrix = true},
+      {.name = "fc2", .rows = x.f, .cols = x.h, .sharding = Sharding::kRow, .matrix = true},
+  };
+  if (model.bias != LinearBias::kNone)
+    w.push_back({.name = "qkv.bias", .rows = 1, .cols = x.qkv(), .sharding = Sharding::kColumn});
+  if (model.bias == LinearBias::kAll) {
+    w.push_back({.name = "proj.bias", .rows = 1, .cols = x.h});
+    w.push_back({.name = "fc1.bias", .rows = 1, .cols = fc1_out, .sharding = Sharding::kColumn});
+    w.push_back({.name = "fc2.bias", .rows = 1, .cols = x.h});
+  }
+  const bool layernorm = model.norm == Norm::kLayerNorm;
+  if (model.qk_norm)
+    for (const char* norm : {"q_norm", "k_norm"}) {  // one head_dim-wide norm shared by every query (key) head
+      w.push_back({.name = norm, .rows = 1, .cols = x.d});
+      if (layernorm) w.push_back({.name = norm, .rows = 1, .cols = x.d});
+    }
+  for (const char* norm : {"norm1", "norm2"}) {
+    w.push_back({.name = norm, .rows = 1, .cols = x.h});
+    if (layernorm) w.push_back({.name = norm, .rows = 1, .cols = x.h});  // the LayerNorm's bias
+  }
+  return w;
+}
+
+const LayerWeight& weight(const std::vector<LayerWeight>& w, const char* name) {
+  for (const LayerWeight& x : w)
+    if (std::string(x.name) == name) return x;
+  throw InternalError(std::string("describe_layer: no weight named ") + name);
+}
+
+// Builds the op list. Every expression keeps the arithmetic order of the GPT closed forms it replaced, so a GPT
+// layer's figures are the same doubles as before (sim/README.md, "One layer description").
+class OpList {
+ public:
+  explicit OpList(std::vector<LayerOp>& out) : out_(out) {}
+
+  void pass(const char* name, const char* op, double elements, double row, double bytes_per_element, bool backward,
+            bool core) {
+    out_.push_back({.name = name,
+                    .op = op,
+                    .backward = backward,
+                    .attention_core = core,
+                    .elements = elements,
+                    .row = row,
+                    .bytes_per_element = bytes_per_element});
+  }
+  void gemm(const char* name, const GemmShape& g, bool backward, bool core) {
+    out_.push_back({.name = name, .op = "gemm", .backward = backward, .attention_core = core, .gemm = g});
+  }
+  // A forward GEMM's input-gradient (m × k × n) and weight-gradient (k × n × m) GEMMs.
+  void backward_gemms(const char* const names[3], const GemmShape& g, bool core) {
+    gemm(names[1], {.m = g.m, .n = g.k, .k = g.n, .batch = g.batch}, true, core);
+    gemm(names[2], {.m = g.k, .n = g.n, .k = g.m, .batch = g.batch}, true, core);
+  }
+
+ private:
+  std::vector<LayerOp>& out_;
+};
+
+void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const std::vector<LayerWeight>& w,
+                  const Dims& x, std::vector<LayerOp>& out) {
+  const double e = bytes_per_element(model.dtype), t = parallel.tp;
+  const double b = model.micro_batch_size, s = model.seq_len, h = model.hidden;
+  const double E = b * s * h;
+  const double A = b * model.heads / t * s * s;
+  const double Er = parallel.sequence_parallel ? E / t : E;  // norm, dropout and residual work
+  const double bs = b * s;
+  const double q = static_cast<double>(x.q()), qkv = static_cast<double>(x.qkv()), f = static_cast<double>(x.f);
+  const double mlp = bs * f / t;  // the activation's output elements
+  const bool dropout = model.dropout, swiglu = model.mlp == Mlp::kSwiglu, rope = model.position == Position::kRope;
+  const bool ln = model.norm == Norm::kLayerNorm;
+  const char* norm = ln ? "layernorm" : "rmsnorm";
+  const char* norm_backward = ln ? "layernorm_backward" : "rmsnorm_backward";
+  const double heads = static_cast<double>(model.heads) / t * b;
+  const double d = static_cast<double>(x.d);
+  const auto linear = [&](const char* name) {
+    const LayerWeight& m = weight(w, name);
+    return GemmShape{.m = bs,
+                     .n = static_cast<double>(m.shard_cols(parallel.tp)),
+                     .k = static_cast<double>(m.shard_rows(parallel.tp))};
+  };
+  const GemmShape scores{.m = s, .n = s, .k = d, .batch = heads}, context{.m = s, .n = d, .k = s, .batch = heads};
+  const GemmShape g_qkv = linear("qkv"), g_proj = linear("proj"), g_fc1 = linear("fc1"), g_fc2 = linear("fc2");
+  const char* const n_scores[3] = {"scores", "scores.dgrad", "scores.wgrad"};
+  const char* const n_context[3] = {"context", "context.dgrad", "context.wgrad"};
+  const char* const n_qkv[3] = {"qkv", "qkv.dgrad", "qkv.wgrad"};
+  const char* const n_proj[3] = {"proj", "proj.dgrad", "proj.wgrad"};
+  const char* const n_fc1[3] = {"fc1", "fc1.dgrad", "fc1.wgrad"};
+  const char* const n_fc2[3] = {"fc2", "fc2.dgrad", "fc2.wgrad"};
+  const double rope_elements = bs * static_cast<double>((x.a + x.g) * x.d) / t;  // queries and keys
+  OpList o(out);
+  // Forward, in execution order.
+  o.pass(ln ? "layernorm1" : "rmsnorm1", norm, Er, h, 2 * e, false, false);
+  o.gemm(n_qkv[0], g_qkv, false, false);
+  if (model.qk_norm) o.pass("qk_norm", norm, rope_elements, d, 2 * e, false, false);
+  if (rope) o.pass("rope", "rope", rope_elements, d, 2 * e, false, false);
+  o.gemm(n_scores[0], scores, false, true);
+  o.pass("softmax", "softmax", A, s, 2 * e, false, true);
+  if (dropout) o.pass("attention_dropout", "dropout", A, s, 2 * e + 1, false, true);
+  o.gemm(n_context[0], context, false, true);
+  o.pass("context_copy", "copy", bs * q / t, q / t, 2 * e, false, true);  // [b, np, s, hn] -> [s, b, np·hn]
+  o.gemm(n_proj[0], g_proj, false, false);
+  if (dropout)
+    o.pass("bias_dropout_add1", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
+  else
+    o.pass("residual_add1", "add", Er, h, 3 * e, false, false);
+  o.pass(ln ? "layernorm2" : "rmsnorm2", norm, Er, h, 2 * e, false, false);
+  o.gemm(n_fc1[0], g_fc1, false, false);
+  if (swiglu)
+    o.pass("swiglu", "swiglu", mlp, f / t, 3 * e, false, false);  // reads gate and up, writes their product
+  else
+    o.pass("bias_gelu", "bias_gelu", mlp, f / t, 2 * e, false, false);
+  o.gemm(n_fc2[0], g_fc2, false, false);
+  if (dropout)
+    o.pass("bias_dropout_add2", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
+  else
+    o.pass("residual_add2", "add", Er, h, 3 * e, false, false);
+  // Backward, in reverse.
+  if (dropout) o.pass("bias_dropout_add2.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
+  o.pass("residual_sum2", "add", Er, h, 3 * e, true, false);
+  o.backward_gemms(n_fc2, g_fc2, false);
+  if (swiglu)
+    o.pass("swiglu.backward", "swiglu_backward", mlp, f / t, 5 * e, true, false);  // dy, gate, up → two grads
+  else
+    o.pass("gelu.backward", "gelu_backward", mlp, f / t, 3 * e, true, false);
+  o.backward_gemms(n_fc1, g_fc1, false);
+  o.pass(ln ? "layernorm2.backward" : "rmsnorm2.backward", norm_backward, Er, h, 3 * e, true, false);
+  if (dropout) o.pass("bias_dropout_add1.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
+  o.pass("residual_sum1", "add", Er, h, 3 * e, true, false);
+  o.backward_gemms(n_proj, g_proj, false);
+  o.backward_gemms(n_context, context, true);
+  if (dropout) o.pass("attention_dropout.backward", "dropout_backward", A, s, 2 * e + 1, true, true);
+  o.pass("softmax.backward", "softmax_backward", A, s, 3 * e, true, true);
+  o.backward_gemms(n_scores, scores, true);
+  if (rope) o.pass("rope.backward", "rope", rope_elements, d, 2 * e, true, false);
+  if (model.qk_norm) o.pass("qk_norm.backward", norm_backward, rope_elements, d, 3 * e, true, false);
+  o.pass("qkv_split.backward", "cat", bs * qkv / t, qkv / t, 2 * e, true, false);  // Q, K, V gradients joined
+  o.backward_gemms(n_qkv, g_qkv, false);
+  o.pass(ln ? "layernorm1.backward" : "rmsnorm1.backward", norm_backward, Er, h, 3 * e, true, false);
+  // Bias gradients: column sums of the biased GEMM outputs' gradients (a column-parallel output split over TP, a
+  // row-parallel one over the sequence-parallel shard), one pass over all of them.
+  double replicated_biases = 0.0, column_bias_width = 0.0;
+  for (const LayerWeight& m : w)
+    if (!m.matrix && std::string(m.name).find(".bias") != std::string::npos) {
+      if (m.sharding == Sharding::kColumn)
+        column_bias_width += static_cast<double>(m.cols);
+      else
+        replicated_biases += 1.0;
+    }
+  if (replicated_biases + column_bias_width > 0.0)
+    o.pass("bias_grads", "bias_grads", replicated_biases * Er + bs * column_bias_width / t, h, e, true, false);
+}
+
+}  // namespace
+
+LayerDescription describe_layer(const ModelSpec& model, const ParallelSpec& parallel) {
+  if (parallel.tp < 1 || model.hidden < 1 || model.heads < 1)
+    throw InternalError("describe_layer: the model and layout must have passed check_layout");
+  const Dims x = dims_of(model);
+  LayerDescription layer;
+  layer.weights = layer_weights(model, x);
+  layer.tensors = static_cast<int>(layer.weights.size());
+  describe_ops(model, parallel, layer.weights, x, layer.ops);
+  // Korthikanti et al. 2022 §4.1 per element of s·b·h (16-bit): norm inputs 2 + 2, QKV and fc1 inputs 2 + 2, the
+  // two dropout masks 1 + 1 on every rank; Q, K, V, the projection's input and the MLP's (GeLU: its input and fc2's
+  // input; SwiGLU: gate, up and fc2's input) split over TP; softmax output, dropout mask and dropout output per
+  // score (2 + 1 + 2; the softmax output alone without dropout).
+  layer.saved.replicated = model.dropout ? 10.0 : 8.0;
+  const std::int64_t mlp_bytes = model.mlp == Mlp::kSwiglu ? 6 * x.f : 4 * x.f;
+  const std::int64_t qk_norm_inputs = model.qk_norm ? 2 * (x.a + x.g) * x.d : 0;
+  layer.saved.sharded = static_cast<double>(2 * x.q() + 4 * x.g * x.d + 2 * x.q() + mlp_bytes + qk_norm_inputs) /
+                        static_cast<double>(x.h);
+  layer.saved.score_factor = model.dropout ? 5.0 : 2.0;
+  const double b = model.micro_batch_size, s = model.seq_len, t = parallel.tp;
+  layer.beside.qkv = 2.0 * b * s * static_cast<double>(weight(layer.weights, "qkv").elements()) / t;
+  layer.beside.fc1 = 2.0 * b * s * static_cast<double>(weight(layer.weights, "fc1").elements()) / t;
+  return layer;
+}
+
+std::int64_t layer_sharded_per_rank(const LayerDescription& layer, int tp) {
+  std::int64_t sum = 0;
+  for (const LayerWeight& w : layer.weights)
+    if (w.sharding != Sharding::kReplicated) sum += w.elements();
+  return sum / tp;
+}
+
+std::int64_t layer_replicated_params(const LayerDescription& layer) {
+  std::int64_t sum = 0;
+  for (const LayerWeight& w : layer.weights)
+    if (w.sharding == Sharding::kReplicated) sum += w.elements();
+  return sum;
+}
+
+std::int64_t layer_matrix_elements(const LayerDescription& layer) {
+  std::int64_t sum = 0;
+  for (const LayerWeight& w : layer.weights)
+    if (w.matrix) sum += w.elements();
+  return sum;
+}
+
+std::int64_t final_norm_params(const ModelSpec& model) {
+  return model.norm == Norm::kLayerNorm ? 2 * static_cast<std::int64_t>(model.hidden) : model.hidden;
+}
+
+}  // namespace edgc::sim

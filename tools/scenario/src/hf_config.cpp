@@ -1,0 +1,163 @@
+#include "edgc/scenario/hf_config.hpp"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgc/core/error.hpp"
+#include "edgc/scenario/config.hpp"
+
+namespace edgc::scenario {
+namespace {
+
+using Json = nlohmann::json;
+
+// One Hugging Face config.json, read field by field; every error names the file and the field.
+class HfFields {
+ public:
+  HfFields(Json j, std::string path) : j_(std::move(j)), path_(std::move(path)) {}
+
+  const std::string& path() const { return path_; }
+  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  const Json& raw(const char* key) const { return j_[key]; }
+
+  std::int64_t integer(const char* key) const {
+    if (!has(key)) fail(key, "missing: a dense model's config.json gives it");
+    return positive(key);
+  }
+  std::optional<std::int64_t> optional_integer(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    return positive(key);
+  }
+  double number(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_number()) fail(key, "expected a number, got " + j_[key].dump());
+    return j_[key].get<double>();
+  }
+  bool boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_boolean()) fail(key, "expected true or false, got " + j_[key].dump());
+    return j_[key].get<bool>();
+  }
+  std::string string(const char* key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_string()) fail(key, "expected a string, got " + j_[key].dump());
+    return j_[key].get<std::string>();
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& detail) const {
+    throw ConfigError(path_, key, detail);
+  }
+
+ private:
+  std::int64_t positive(const char* key) const {
+    const Json& v = j_[key];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > (1LL << 30))
+      fail(key, "expected a positive integer, got " + v.dump());
+    return v.get<std::int64_t>();
+  }
+
+  Json j_;
+  std::string path_;
+};
+
+// Fields that change what a step costs and that edgc does not model: refused by name rather than dropped.
+void refuse_unmodelled(const HfFields& hf) {
+  for (const char* moe : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"})
+    if (hf.has(moe) && !(hf.raw(moe).is_number() && hf.raw(moe).get<double>() == 0.0))
+      hf.fail(moe, "a mixture-of-experts model: expert layers are not modelled yet (only dense models)");
+  const bool sliding = hf.has("sliding_window") && hf.boolean("use_sliding_window", true);
+  if (sliding)
+    hf.fail("sliding_window",
+            hf.raw("sliding_window").dump() +
+                ": sliding-window attention is not modelled (the attention core would cost less than edgc computes); "
+                "set it to null in a copy of config.json to model full attention");
+  if (hf.boolean("use_parallel_residual", hf.string("model_type", "") == "gpt_neox"))
+    hf.fail("use_parallel_residual", "true: the parallel attention + MLP block is not modelled");
+}
+
+void add(std::vector<HfSetting>& out, const char* key, Json value) { out.push_back({key, std::move(value)}); }
+
+// Llama, Mistral, Qwen2 and Qwen3: pre-RMSNorm, SwiGLU, RoPE, grouped-query attention.
+void llama_family(const HfFields& hf, const std::string& type, std::vector<HfSetting>& out) {
+  const std::int64_t heads = hf.integer("num_attention_heads");
+  add(out, "model.hidden", hf.integer("hidden_size"));
+  add(out, "model.layers", hf.integer("num_hidden_layers"));
+  add(out, "model.heads", heads);
+  add(out, "model.kv_heads", hf.optional_integer("num_key_value_heads").value_or(heads));
+  if (const auto d = hf.optional_integer("head_dim")) add(out, "model.head_dim", *d);
+  add(out, "model.ffn_hidden", hf.integer("intermediate_size"));
+  add(out, "model.vocab", hf.integer("vocab_size"));
+  const std::string act = hf.string("hidden_act", "silu");
+  if (act != "silu" && act != "swish")
+    hf.fail("hidden_act", "'" + act + "': edgc models this family's gated MLP with SiLU (SwiGLU) only");
+  add(out, "model.mlp", "swiglu");
+  add(out, "model.norm", "rmsnorm");
+  add(out, "model.position", "rope");
+  add(out, "model.tie_embeddings", hf.boolean("tie_word_embeddings", false));
+  add(out, "model.dropout", hf.number("attention_dropout", 0.0) > 0.0);
+  if (type == "qwen2") {
+    add(out, "model.bias", "qkv");  // Qwen2's q, k and v projections carry biases, o_proj none
+  } else {
+    const bool attention = hf.boolean("attention_bias", false), mlp = hf.boolean("mlp_bias", false);
+    if (attention != mlp)
+      hf.fail(attention ? "attention_bias" : "mlp_bias",
+              "biases on the attention or the MLP alone are not modelled (model.bias is all, none or qkv)");
+    add(out, "model.bias", attention ? "all" : "none");
+  }
+  if (type == "qwen3") add(out, "model.qk_norm", true);  // RMSNorm of every query and key head
+}
+
+// GPT-2: LayerNorm, GeLU MLP, learned positions, biases, tied embeddings.
+void gpt2(const HfFields& hf, std::vector<HfSetting>& out) {
+  const std::int64_t hidden = hf.integer("n_embd");
+  add(out, "model.hidden", hidden);
+  add(out, "model.layers", hf.integer("n_layer"));
+  add(out, "model.heads", hf.integer("n_head"));
+  add(out, "model.ffn_hidden", hf.optional_integer("n_inner").value_or(4 * hidden));
+  add(out, "model.vocab", hf.integer("vocab_size"));
+  const std::string act = hf.string("activation_function", "gelu_new");
+  if (act.rfind("gelu", 0) != 0) hf.fail("activation_function", "'" + act + "': only GeLU is modelled for GPT-2");
+  add(out, "model.tie_embeddings", hf.boolean("tie_word_embeddings", true));
+  add(out, "model.dropout", hf.number("resid_pdrop", 0.1) > 0.0 || hf.number("attn_pdrop", 0.1) > 0.0);
+}
+
+// GPT-NeoX (Pythia): LayerNorm, GeLU MLP, rotary embeddings, biases.
+void gpt_neox(const HfFields& hf, std::vector<HfSetting>& out) {
+  add(out, "model.hidden", hf.integer("hidden_size"));
+  add(out, "model.layers", hf.integer("num_hidden_layers"));
+  add(out, "model.heads", hf.integer("num_attention_heads"));
+  add(out, "model.ffn_hidden", hf.integer("intermediate_size"));
+  add(out, "model.vocab", hf.integer("vocab_size"));
+  const std::string act = hf.string("hidden_act", "gelu");
+  if (act.rfind("gelu", 0) != 0) hf.fail("hidden_act", "'" + act + "': only GeLU is modelled for GPT-NeoX");
+  add(out, "model.position", "rope");
+  add(out, "model.tie_embeddings", hf.boolean("tie_word_embeddings", false));
+  add(out, "model.dropout", hf.number("hidden_dropout", 0.0) > 0.0 || hf.number("attention_dropout", 0.0) > 0.0);
+}
+
+}  // namespace
+
+std::vector<HfSetting> read_hf_config(const std::string& path) {
+  // Scenario::load's checks (missing, unreadable, invalid, nested too deep, not an object), each naming the file.
+  const HfFields hf(Scenario::load(path).json(), path);
+  const std::string type = hf.string("model_type", "");
+  std::vector<HfSetting> out;
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
+    refuse_unmodelled(hf);
+    llama_family(hf, type, out);
+  } else if (type == "gpt2") {
+    refuse_unmodelled(hf);
+    gpt2(hf, out);
+  } else if (type == "gpt_neox") {
+    refuse_unmodelled(hf);
+    gpt_neox(hf, out);
+  } else {
+    hf.fail("model_type", "'" + type +
+                              "' is not a supported dense architecture (llama, mistral, qwen2, qwen3, gpt2, "
+                              "gpt_neox); mixture-of-experts types are not modelled yet");
+  }
+  return out;
+}
+
+}  // namespace edgc::scenario
