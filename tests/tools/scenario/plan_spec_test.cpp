@@ -2,6 +2,7 @@
 // cluster), what is kept of the spec, and every refusal of a bad count naming the file and the field.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -106,6 +107,24 @@ TEST(PlanSpec, RefusesAMissingTopLevelListWhenAnEntryHasNoCountsOfItsOwn) {
   const std::string path = write_spec(tmp, "missing.json", clusters, "");
   edgc::test::expect_config_error([&] { (void)read_plan_spec(path); }, path, "gpus",
                                   {"clusters[0] gives no \"gpus\" of its own"});
+}
+
+TEST(PlanSpec, EveryBundledPlanReads) {
+  int plans = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(EDGC_SOURCE_DIR) + "/scenarios/plans")) {
+    if (e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().string());
+    const PlanSpec spec = read_plan_spec(e.path().string());
+    EXPECT_FALSE(spec.options.empty());
+    ++plans;
+  }
+  EXPECT_GE(plans, 3);
+  // The generations plan: one option per count its entries give, 512 A100, 256 H100, 256 H200, 128 and 256 B200.
+  const PlanSpec gens =
+      read_plan_spec(std::string(EDGC_SOURCE_DIR) + "/scenarios/plans/gpt2-12.1b-a100-h100-h200-b200.json");
+  EXPECT_EQ(options_of(gens), (std::vector<std::tuple<std::string, int>>{
+                                  {"A100", 512}, {"H100", 256}, {"H200", 256}, {"B200", 128}, {"B200", 256}}));
+  EXPECT_TRUE(gens.skipped.empty());
 }
 
 }  // namespace
