@@ -135,6 +135,12 @@ TEST(PlanCli, RejectsBadSpecsNamingTheField) {
       {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [")" + cluster +
            R"("], "gpus": [6], "layouts": [{"tp": 2, "pp": 2}]})",
        "gpus"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [{"cluster": ")" + cluster +
+           R"(", "gpus": [8, 6]}], "layouts": [{"tp": 2, "pp": 2}]})",
+       "clusters[0].gpus[1]"},
+      {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "clusters": [{"cluster": ")" + cluster +
+           R"(", "gpus": []}], "gpus": [8], "layouts": [{"tp": 2, "pp": 2}]})",
+       "clusters[0].gpus"},
       {R"({"base": ")" + base + R"(", "target": {"iterations": 10}, "budget": 5)" + ok_tail, "budget"},
       // fuzz finding: a base file name too long for the OS threw std::filesystem's filesystem_error (exit 1)
       {R"({"base": ")" + std::string(300, 'x') + R"(.json", "target": {"iterations": 10})" + ok_tail, "base"},

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "edgc/core/error.hpp"
 #include "edgc/engine/mpi_session.hpp"
@@ -52,17 +53,29 @@ void print_sweep_outcome(std::ostream& os, const std::string& spec_path, const S
   os << "\nwrote       " << o.out << "/results.jsonl, " << o.out << "/summary.csv\n";
 }
 
+namespace {
+
+// "41.2/80": the peak per GPU against the GPU's capacity, the headroom a layout leaves ("-" where unknown).
+std::string plan_memory(double peak_GiB, double capacity_GiB) {
+  if (!std::isfinite(peak_GiB)) return "-";
+  return results::fmt_f(peak_GiB, 1) + "/" + (std::isfinite(capacity_GiB) ? results::fmt_g(capacity_GiB, 4) : "-");
+}
+
+}  // namespace
+
 void print_plan_outcome(std::ostream& os, const std::string& spec_path, const scenario::PlanSpec& plan,
                         const PlanOutcome& outcome) {
   os << "plan        " << spec_path << ": " << plan.options.size() << " cluster options x " << plan.policies.size()
      << " policies, target " << *plan.iterations << " iterations; " << outcome.sweep.ran << " simulated now, "
      << outcome.sweep.already_done << " from an earlier run\n\n";
-  results::Table t({"#", "option", "policy", "train h", "cost $", "speedup vs none", "grad err %", "Pareto"});
+  results::Table t({"#", "option", "policy", "iter s", "mem GiB peak/cap", "train h", "cost $", "speedup vs none",
+                    "grad err %", "Pareto"});
   for (std::size_t i = 0; i < outcome.entries.size(); ++i) {
     const PlanEntry& e = outcome.entries[i];
-    t.add_row({std::to_string(i + 1), e.option->label, e.policy, plan_amount(e.time_s / 3600.0), plan_amount(e.cost),
-               results::fmt_f(e.speedup, 4), std::isfinite(e.error) ? results::fmt_f(100.0 * e.error, 1) : "-",
-               e.pareto ? "*" : ""});
+    t.add_row({std::to_string(i + 1), e.option->label, e.policy, results::fmt_g(e.iteration_time_s, 4),
+               plan_memory(e.peak_memory_GiB, e.memory_capacity_GiB), plan_amount(e.time_s / 3600.0),
+               plan_amount(e.cost), results::fmt_f(e.speedup, 4),
+               std::isfinite(e.error) ? results::fmt_f(100.0 * e.error, 1) : "-", e.pareto ? "*" : ""});
   }
   t.print(os);
   os << "\n";

@@ -57,8 +57,8 @@ void collect_entries(const PlanSpec& plan, PlanOutcome& out) {
           continue;
         }
       }
-      out.entries.push_back(
-          {&o, r.policy, r.training_time_s, r.cost_usd, r.speedup_vs_none, results::judged_error(r), false});
+      out.entries.push_back({&o, r.policy, r.training_time_s, r.cost_usd, r.speedup_vs_none, results::judged_error(r),
+                             false, r.iteration_time_s, line.peak_memory_GiB, line.memory_capacity_GiB});
     }
   }
   if (out.entries.empty())
@@ -171,7 +171,8 @@ results::PlanDocument plan_document(const PlanSpec& plan, const PlanOutcome& out
   doc.verdicts = outcome.verdicts;
   for (const PlanEntry& e : outcome.entries)
     doc.options.push_back({e.option->label + " " + e.policy, e.option->gpu, e.policy, e.option->gpus, e.option->tp,
-                           e.option->pp, e.option->dp, e.time_s, e.cost, e.speedup, e.error, e.pareto});
+                           e.option->pp, e.option->dp, e.time_s, e.cost, e.speedup, e.error, e.pareto,
+                           e.iteration_time_s, e.peak_memory_GiB, e.memory_capacity_GiB});
   return doc;
 }
 

@@ -72,6 +72,11 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
   if (const auto cm = reps.front().sections.find("cost_model");
       cm != reps.front().sections.end() && cm->is_object() && cm->contains("compute"))
     line.compute = (*cm)["compute"].get<std::string>();
+  if (const auto m = reps.front().sections.find("memory"); m != reps.front().sections.end() && m->is_object()) {
+    if (m->contains("peak_GiB") && (*m)["peak_GiB"].is_number()) line.peak_memory_GiB = (*m)["peak_GiB"].get<double>();
+    if (m->contains("capacity_GiB") && (*m)["capacity_GiB"].is_number())
+      line.memory_capacity_GiB = (*m)["capacity_GiB"].get<double>();
+  }
   line.runs = results::average_runs(reps);
   line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return results::to_json(line).dump();

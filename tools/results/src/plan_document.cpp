@@ -9,6 +9,12 @@ namespace edgc::results {
 
 using nlohmann::ordered_json;
 
+namespace {
+
+ordered_json finite_or_null(double x) { return std::isfinite(x) ? ordered_json(x) : ordered_json(nullptr); }
+
+}  // namespace
+
 ordered_json to_json(const PlanDocument& doc) {
   ordered_json target = {{"iterations", doc.target_iterations}};
   if (doc.target_tokens) target = {{"tokens", *doc.target_tokens}, {"iterations", doc.target_iterations}};
@@ -25,7 +31,10 @@ ordered_json to_json(const PlanDocument& doc) {
                        {"cost_usd", o.cost_usd},
                        {"speedup_vs_none", o.speedup_vs_none},
                        {"gradient_error", std::isfinite(o.gradient_error) ? ordered_json(o.gradient_error) : nullptr},
-                       {"pareto", o.pareto}});
+                       {"pareto", o.pareto},
+                       {"iteration_time_s", finite_or_null(o.iteration_time_s)},
+                       {"peak_memory_GiB", finite_or_null(o.peak_memory_GiB)},
+                       {"memory_capacity_GiB", finite_or_null(o.memory_capacity_GiB)}});
   return {{"schema", kPlanSchema},
           {"spec", doc.spec},
           {"base", doc.base},
@@ -57,6 +66,9 @@ PlanDocument parse_plan_document(const JsonNode& root) {
     p.cost_usd = o.number_at("cost_usd");
     p.speedup_vs_none = o.optional_number("speedup_vs_none");
     p.gradient_error = o.optional_number("gradient_error");
+    p.iteration_time_s = o.optional_number("iteration_time_s");
+    p.peak_memory_GiB = o.optional_number("peak_memory_GiB");
+    p.memory_capacity_GiB = o.optional_number("memory_capacity_GiB");
     p.gpu = o.optional_string("gpu");
     p.policy = o.optional_string("policy");
     p.gpus = o.optional_integer("gpus");

@@ -66,6 +66,8 @@ ordered_json to_json(const SweepRecord& r) {
   j["runs"] = ordered_json::array();
   for (const SweepRun& run : r.runs) j["runs"].push_back(run_json(run));
   if (std::isfinite(r.wall_s)) j["wall_s"] = r.wall_s;
+  if (std::isfinite(r.peak_memory_GiB)) j["peak_memory_GiB"] = r.peak_memory_GiB;
+  if (std::isfinite(r.memory_capacity_GiB)) j["memory_capacity_GiB"] = r.memory_capacity_GiB;
   return j;
 }
 
@@ -85,6 +87,8 @@ SweepRecord parse_sweep_record(const JsonNode& line) {
   if (const auto r = line.find("repeats")) out.repeats = r->integer(1);
   out.simulations = line.optional_integer("simulations");
   out.wall_s = line.optional_number("wall_s");
+  out.peak_memory_GiB = line.optional_number("peak_memory_GiB");
+  out.memory_capacity_GiB = line.optional_number("memory_capacity_GiB");
   const JsonNode runs = line.at("runs");
   if (runs.size() == 0) runs.fail("is empty");
   for (std::size_t i = 0; i < runs.size(); ++i) out.runs.push_back(read_run(runs[i]));

@@ -21,6 +21,8 @@ struct ClusterChoice {
   std::string label;  // GPU name unless given
   int gpus_per_node = 0;
   json sets = json::object();
+  std::vector<int> gpus;  // its own GPU counts ("gpus" of the entry); empty: the spec's top-level "gpus"
+  std::string at;         // "clusters[i]", for messages
 };
 
 int positive_int(const std::string& where, const std::string& field, const json& v) {
@@ -62,6 +64,26 @@ void read_policies_and_sets(const json& d, const std::string& w, PlanSpec& spec)
   }
 }
 
+// A cluster entry's own GPU counts: stated for that cluster, so a count that is not whole nodes of it is a mistake
+// in the spec (an error), not a combination to skip as when one top-level list is crossed with every cluster.
+std::vector<int> read_own_gpus(const std::string& w, const std::string& at, const json& v, const ClusterChoice& c) {
+  if (!v.is_array() || v.empty())
+    throw ConfigError(w, at + ".gpus", "expected a non-empty list of GPU counts for this cluster, got " + v.dump());
+  std::vector<int> gpus;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string field = at + ".gpus[" + std::to_string(i) + "]";
+    const int n = positive_int(w, field, v[i]);
+    if (n % c.gpus_per_node != 0)
+      throw ConfigError(w, field,
+                        std::to_string(n) + " GPUs are not whole nodes of " + std::to_string(c.gpus_per_node) +
+                            " (cluster.gpus_per_node of " + c.path + ")");
+    if (std::find(gpus.begin(), gpus.end(), n) != gpus.end())
+      throw ConfigError(w, field, std::to_string(n) + " is listed twice for this cluster");
+    gpus.push_back(n);
+  }
+  return gpus;
+}
+
 ClusterChoice read_cluster_choice(const Scenario& sc, const std::string& w, const std::string& at, const json& c) {
   ClusterChoice choice;
   std::string file;
@@ -69,7 +91,7 @@ ClusterChoice read_cluster_choice(const Scenario& sc, const std::string& w, cons
     file = c.get<std::string>();
   } else if (c.is_object()) {
     for (auto it = c.begin(); it != c.end(); ++it)
-      if (it.key() != "cluster" && it.key() != "label" && it.key() != "set")
+      if (it.key() != "cluster" && it.key() != "label" && it.key() != "set" && it.key() != "gpus")
         throw ConfigError(w, at + "." + it.key(), "unknown key");
     if (!c.contains("cluster") || !c["cluster"].is_string())
       throw ConfigError(w, at + ".cluster", "expected a file path");
@@ -92,6 +114,8 @@ ClusterChoice read_cluster_choice(const Scenario& sc, const std::string& w, cons
   choice.gpus_per_node = cl.int32("cluster.gpus_per_node", 0);
   if (choice.gpus_per_node < 1) throw ConfigError(choice.path, "cluster.gpus_per_node", "must be >= 1");
   if (choice.label.empty()) choice.label = cl.string("cluster.gpu.name", "gpu");
+  choice.at = at;
+  if (c.is_object() && c.contains("gpus")) choice.gpus = read_own_gpus(w, at, c["gpus"], choice);
   return choice;
 }
 
@@ -104,8 +128,17 @@ std::vector<ClusterChoice> read_clusters(const Scenario& sc, const json& d, cons
   return clusters;
 }
 
-std::vector<int> read_gpus(const json& d, const std::string& w) {
-  if (!d.contains("gpus") || !d["gpus"].is_array() || d["gpus"].empty())
+// The top-level counts, the default of every cluster entry without its own; required only when some entry lacks
+// them.
+std::vector<int> read_gpus(const json& d, const std::string& w, const std::vector<ClusterChoice>& clusters) {
+  if (!d.contains("gpus")) {
+    for (const ClusterChoice& c : clusters)
+      if (c.gpus.empty())
+        throw ConfigError(w, "gpus",
+                          "missing: " + c.at + " gives no \"gpus\" of its own, so the spec needs a list of GPU counts");
+    return {};
+  }
+  if (!d["gpus"].is_array() || d["gpus"].empty())
     throw ConfigError(w, "gpus", "expected a non-empty list of GPU counts");
   std::vector<int> gpus;
   for (std::size_t i = 0; i < d["gpus"].size(); ++i)
@@ -208,10 +241,10 @@ PlanSpec read_plan_spec(const std::string& path) {
   read_target(d, w, spec);
   read_policies_and_sets(d, w, spec);
   const std::vector<ClusterChoice> clusters = read_clusters(sc, d, w);
-  const std::vector<int> gpus = read_gpus(d, w);
+  const std::vector<int> gpus = read_gpus(d, w, clusters);
   const std::vector<std::pair<int, int>> layouts = read_layouts(d, w);
   for (const ClusterChoice& c : clusters)
-    for (const int n : gpus)
+    for (const int n : c.gpus.empty() ? gpus : c.gpus)
       for (const auto& [tp, pp] : layouts) {
         std::string why_not;
         if (std::optional<PlanOption> o = make_option(spec, c, n, tp, pp, why_not))

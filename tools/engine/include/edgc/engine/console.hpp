@@ -28,8 +28,8 @@ SweepOutcome run_sweep_on_all_ranks(const scenario::SweepSpec& spec, const Sweep
 void print_sweep_outcome(std::ostream& os, const std::string& spec_path, const SweepOutcome& outcome,
                          const SweepOptions& options, int mpi_ranks);
 
-/// What was simulated, the options ranked (fastest first) with their Pareto marks, the verdicts and what could not
-/// be simulated.
+/// What was simulated, the options ranked (fastest first) with their iteration time, peak memory per GPU against the
+/// GPU's capacity and Pareto marks, the verdicts and what could not be simulated.
 void print_plan_outcome(std::ostream& os, const std::string& spec_path, const scenario::PlanSpec& plan,
                         const PlanOutcome& outcome);
 

@@ -5,6 +5,7 @@
 //
 // DIR holds the sweep's files (sweep.json, results.jsonl, summary.csv, cache/), the generated sweep spec
 // (plan-sweep.json) and plan.json (schema edgc.plan/1).
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ struct PlanEntry {
   double speedup = 1.0;
   double error = 0.0;   ///< measured (else CQM-predicted) relative gradient error; NaN when unknown
   bool pareto = false;  ///< no other entry is at least as fast, as cheap and as accurate, and strictly better in one
+  double iteration_time_s = 0.0;                                          ///< mean over the run
+  double peak_memory_GiB = std::numeric_limits<double>::quiet_NaN();      ///< per GPU, the fullest stage; NaN: unknown
+  double memory_capacity_GiB = std::numeric_limits<double>::quiet_NaN();  ///< of the GPU; NaN: not given
 };
 
 struct PlanOutcome {

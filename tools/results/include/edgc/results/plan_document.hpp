@@ -1,6 +1,7 @@
 #pragma once
 // plan.json (schema edgc.plan/1), written by `edgc plan` and read by `edgc report`: every simulated option
-// (cluster × layout × policy) with its training time and cost to the target, the Pareto front and the verdicts.
+// (cluster × layout × policy) with its training time and cost to the target, its iteration time and peak memory
+// per GPU against the GPU's capacity, the Pareto front and the verdicts.
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,9 @@ struct PlanDocument {
     double gradient_error = 0.0;   ///< measured (else CQM-predicted) relative gradient error; NaN when absent
     /// no other option is at least as fast, as cheap and as accurate, and better in one
     bool pareto = false;
+    double iteration_time_s = 0.0;     ///< mean seconds per iteration; NaN when absent
+    double peak_memory_GiB = 0.0;      ///< per GPU on the fullest pipeline stage; NaN when absent
+    double memory_capacity_GiB = 0.0;  ///< the GPU's memory; NaN when absent (the cluster gives none)
   };
   std::string spec;  ///< the plan spec file
   std::string base;  ///< its base scenario

@@ -30,6 +30,10 @@ struct SweepRecord {
   std::int64_t simulations = 0;
   std::vector<SweepRun> runs;  ///< empty for a failed point
   double wall_s = RunFigures::kAbsent;
+  /// result.json's memory: the peak per GPU over the stages and the GPU's capacity (GiB; NaN when absent, the
+  /// capacity also when the cluster gives none). The same for every policy of the point.
+  double peak_memory_GiB = RunFigures::kAbsent;
+  double memory_capacity_GiB = RunFigures::kAbsent;
 
   bool failed() const { return !error.empty(); }
   const SweepRun* find_run(const std::string& policy) const;

@@ -9,8 +9,10 @@
 //                                                       batch · sequence length), rounded up
 //     "policies": ["none", "edgc"],                     compared policies (none is always included)
 //     "clusters": ["../clusters/dgx-h100.json",         cluster files (relative to this spec), or objects
-//                  {"cluster": "../clusters/dgx1-v100.json", "label": "V100", "set": {"compute.efficiency": 0.32}}],
-//     "gpus": [32, 64, 128],                            total GPU counts (whole nodes)
+//                  {"cluster": "../clusters/dgx1-v100.json", "label": "V100", "set": {"compute.efficiency": 0.32},
+//                   "gpus": [256]}],                    the entry's own GPU counts (whole nodes of it), else:
+//     "gpus": [32, 64, 128],                            total GPU counts for every entry without its own
+//                                                       (required unless every entry has them)
 //     "layouts": [{"tp": 8, "pp": 4}, {"tp": 4, "pp": 4}],   dp = gpus / (tp · pp)
 //     "set": {"network.profile": "ideal"},              optional overrides of every option
 //     "pays_threshold": 0.01                            compression "pays" when it cuts training time by more
