@@ -285,13 +285,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The wide kernel for G and KR with its shared memory allowed (over the 48 KiB default; per device, so set before
-// every use, which costs a driver call).
+// The wide kernel for G and KR with its shared memory allowed (over the 48 KiB default) and the SM's carveout at its
+// largest, so that as many CTAs share an SM as the occupancy query counts in its wave (the grid is one wave: a CTA
+// fewer per SM would leave a second, partial one). Per device, so set before every use (a driver call each).
 template <class G, int KR>
 auto wide_kernel() {
   const auto kernel = add_project_wide_kernel<G, KR>;
   (void)cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(kWideQFloats * sizeof(float)));
+  (void)cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
   return kernel;
 }
 
