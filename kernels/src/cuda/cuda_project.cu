@@ -4,10 +4,12 @@
 // * r ≤ kProjectRankMax: a warp per 4 rows × kProjectChunk columns, Q read through the read-only cache into
 //   registers (4 rows × 4 columns × r products per 16-byte group).
 // * kProjectRankMax < r ≤ kProjectWideRankMax: Q staged in shared memory per column chunk, so that a lane keeps only
-//   its rows' r sums in registers (a rank-8 layout with Q in registers as well spilled and lost to cuBLAS).
+//   one row's sums (r rounded up to 8, 16 or 32) in registers (a rank-8 layout with Q and four rows' sums in
+//   registers spilled and lost to cuBLAS).
 //
-// Both read G and E in 16-byte vectors (8 bytes of four bf16), 512 (256) contiguous bytes per row and warp, and sum
-// in a fixed order, so P and the norms repeat bit for bit between runs; P's bits do not depend on the grid.
+// Both read G and E in 16-byte vectors (8 bytes of four bf16): per warp instruction 512 (256) contiguous bytes of a
+// row in the first, whole 128-byte (64-byte) segments of four rows in the second. Every sum runs in a fixed order, so
+// P and the norms repeat bit for bit between runs; P's bits do not depend on the grid.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
