@@ -20,6 +20,9 @@ __attribute__((weak)) std::string cuda_unavailable_reason();
 std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options) {
   if (options.threads < 1)
     throw ConfigError("", "threads", "must be at least 1, got " + std::to_string(options.threads));
+  if (options.fused_project_max_rank < 0)
+    throw ConfigError("", "fused_project_max_rank",
+                      "must be at least 0, got " + std::to_string(options.fused_project_max_rank));
   // Registered explicitly: self-registering factories get dropped from static libraries.
   if (name == "cpu" || name == "cpu-generic" || name == "cpu-avx2") return impl::make_cpu_backend(name, options);
 #if EDGC_KERNELS_HAVE_CUDA

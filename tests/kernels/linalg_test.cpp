@@ -24,6 +24,8 @@ TEST(Backend, FactoryKnowsCpuAndRejectsTheRest) {
   EXPECT_EQ(make_backend("cpu-generic")->isa(), "sse2");
   EXPECT_THROW(make_backend("tpu"), ConfigError);
   EXPECT_THROW(make_backend("cpu", {.threads = 0}), ConfigError);
+  EXPECT_THROW(make_backend("cpu", {.fused_project_max_rank = -1}), ConfigError);
+  EXPECT_EQ(make_backend("cpu", {.fused_project_max_rank = 0})->name(), "cpu");  // a CUDA option the CPU ignores
 }
 
 TEST(Backend, BatchedGemmMatchesDoubleReferenceForEveryTransposeAlphaAndBeta) {

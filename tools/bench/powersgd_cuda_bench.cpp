@@ -2,8 +2,15 @@
 // and its sampled-entropy kernels (moments + histogram) on GPT2-2.5B and GPT2-12.1B layer shapes, next to a
 // device-to-device copy measured in the same run, and writes a kernel-time profile JSON.
 //
-//   edgc_bench_powersgd_cuda [--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN]
-//                            [--out kernel_profile.json]
+//   edgc_bench_powersgd_cuda [--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--batch 1]
+//                            [--fused-project-max-rank 32[,4,...]] [--out kernel_profile.json]
+//
+// --batch B: each step takes B same-shape matrices at once, as a stage's bucket calls it (one launch per pass for
+// the whole batch); rows report the time per matrix, and the profile entry the batch's time with "count": B.
+// --fused-project-max-rank: BackendOptions::fused_project_max_rank of the backend that is timed; with several values
+// every step is timed on one backend per value in the same run (e.g. "32,4": P beside the addition up to r = 32
+// against the register kernel up to r = 4 and cuBLAS above); the first value's rows are the profile's entries, the
+// others go to its "variants".
 //
 // Roofline bytes (see kernels/CUDA-NOTES.md): a step streams 8 passes of m·n floats (read G, E; write E; read M
 // for Q; read M, write E and G in the reconstruction, plus the P product's read of M) — reported as achieved
@@ -18,7 +25,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +59,8 @@ const Shape kShapes[] = {{"gpt2-2.5b", 1920, 5760},   {"gpt2-2.5b", 1920, 1920},
 
 struct Options {
   std::vector<int> ranks{4, 16, 64, 128};
+  std::vector<int> fused_ranks{ek::BackendOptions{}.fused_project_max_rank};
+  int batch = 1;
   int repeats = 10;
   double fraction = 0.25;
   std::string out_path = "kernel_profile.json";
@@ -105,15 +116,36 @@ class DeviceFloats {
   float* p_ = nullptr;
 };
 
-// One shape's buffers: gradient and error (m·n), P and Q at the largest rank, and a pristine pseudo-random gradient
-// (filled once on the host) that restores g between steps by a device copy.
+// One shape's buffers for a batch of `batch` matrices, each contiguous after the previous one: gradients and errors
+// (m·n each), P and Q at the largest rank, and a pristine pseudo-random gradient (filled once on the host) that
+// restores every gradient between steps by device copies.
 struct ShapeBuffers {
+  std::int64_t batch, mn;
   DeviceFloats g, e, p, q, g0;
-  ShapeBuffers(const Shape& s, int rmax) : g(s.m * s.n), e(s.m * s.n), p(s.m * rmax), q(s.n * rmax), g0(s.m * s.n) {
-    fill(g0.get(), static_cast<std::size_t>(s.m * s.n), 1e-3F);
-    BENCH_CUDA(
-        cudaMemcpy(g.get(), g0.get(), static_cast<std::size_t>(s.m * s.n) * sizeof(float), cudaMemcpyDeviceToDevice));
+  ShapeBuffers(const Shape& s, int rmax, int b)
+      : batch(b), mn(s.m * s.n), g(b * mn), e(b * mn), p(b * s.m * rmax), q(b * s.n * rmax), g0(mn) {
+    fill(g0.get(), static_cast<std::size_t>(mn), 1e-3F);
+    restore(nullptr);
   }
+  void restore(cudaStream_t stream) const {
+    for (std::int64_t b = 0; b < batch; ++b)
+      BENCH_CUDA(cudaMemcpyAsync(g.get() + b * mn, g0.get(), static_cast<std::size_t>(mn) * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+  }
+};
+
+// A backend timed in this run (BackendOptions::fused_project_max_rank = fused_rank) with a timer on its stream.
+struct Timed {
+  int fused_rank;
+  std::unique_ptr<ek::Backend> backend;
+  cudaStream_t stream;
+  Timer timer;
+  explicit Timed(int fused)
+      : fused_rank(fused),
+        backend(ek::make_backend("cuda", {.fused_project_max_rank = fused})),
+        stream(static_cast<cudaStream_t>(backend->native_stream())),
+        timer(stream) {}
 };
 
 struct EntropyTime {
@@ -126,7 +158,9 @@ struct EntropyTime {
 };
 
 struct StepTime {
-  double seconds = 0.0;  // median of the repeats after one warm-up
+  double seconds = 0.0;  // the whole batch's step: median of the repeats after one warm-up
+  int batch = 1;
+  int fused_rank = 0;  // the backend's fused_project_max_rank
   bool ok = false;
 };
 
@@ -189,81 +223,103 @@ EntropyTime time_entropy(ek::Backend& backend, const float* g, std::int64_t mn, 
   return res;
 }
 
-// One PowerSGD step at rank r with error feedback; a fresh gradient before each step (untimed). The step must not
-// leave an error larger than ‖M‖ (Ĝ is a projection of M).
-StepTime time_step(ek::Backend& backend, cudaStream_t stream, Timer& timer, const Shape& s, int r,
-                   const ShapeBuffers& buf, int repeats) {
-  const std::int64_t mn = s.m * s.n;
-  float* g = buf.g.get();
-  float* e = buf.e.get();
-  float* p = buf.p.get();
-  float* q = buf.q.get();
-  BENCH_CUDA(cudaMemsetAsync(e, 0, mn * sizeof(float), stream));
-  fill(q, static_cast<std::size_t>(s.n * r), 1.0F);
-  StepTime res;
+// One PowerSGD step at rank r with error feedback over the batch (one call per pass); a fresh gradient before each
+// step (untimed). No matrix's step may leave an error larger than its ‖M‖ (Ĝ is a projection of M).
+StepTime time_step(Timed& t, const Shape& s, int r, const ShapeBuffers& buf, int repeats) {
+  const auto nb = static_cast<std::size_t>(buf.batch);
+  std::vector<float*> g(nb), e(nb), p(nb), q(nb);
+  std::vector<const float*> cg(nb), ce(nb), cp(nb), cq(nb);
+  for (std::size_t b = 0; b < nb; ++b) {
+    const auto ib = static_cast<std::int64_t>(b);
+    g[b] = buf.g.get() + ib * buf.mn;
+    e[b] = buf.e.get() + ib * buf.mn;
+    p[b] = buf.p.get() + ib * s.m * r;
+    q[b] = buf.q.get() + ib * s.n * r;
+    cg[b] = g[b];
+    ce[b] = e[b];
+    cp[b] = p[b];
+    cq[b] = q[b];
+  }
+  BENCH_CUDA(cudaMemsetAsync(buf.e.get(), 0, static_cast<std::size_t>(buf.batch * buf.mn) * sizeof(float), t.stream));
+  fill(buf.q.get(), nb * static_cast<std::size_t>(s.n * r), 1.0F);
+  buf.restore(t.stream);
+  StepTime res{0.0, static_cast<int>(buf.batch), t.fused_rank, true};
   std::vector<double> ts;
-  double m_sq = 0.0, err_sq = 0.0;
-  const float* cg = g;
-  const float* cq = q;
-  const float* cp = p;
+  std::vector<double> m_sq(nb), err_sq(nb);
+  ek::Backend& backend = *t.backend;
   for (int i = 0; i < repeats + 1; ++i) {
-    BENCH_CUDA(cudaStreamSynchronize(stream));
-    timer.start();
-    backend.project_batched(s.m, s.n, r, {&cg, 1}, {&e, 1}, {&cq, 1}, {&p, 1}, {&m_sq, 1});
-    backend.orthogonalize_batched(s.m, r, {&p, 1}, 1e-8F);
-    const float* ce = e;
-    backend.gemm_batched(ek::Transpose::kYes, ek::Transpose::kNo, s.n, r, s.m, 1.0F, {&ce, 1}, {&cp, 1}, 0.0F, {&q, 1});
-    backend.reconstruct_batched(s.m, s.n, r, {&cp, 1}, {&cq, 1}, {&e, 1}, {&g, 1}, {&err_sq, 1});
-    const double t = timer.stop_s();
-    if (i > 0) ts.push_back(t);
-    BENCH_CUDA(cudaMemcpyAsync(g, buf.g0.get(), static_cast<std::size_t>(mn) * sizeof(float), cudaMemcpyDeviceToDevice,
-                               stream));
+    t.timer.start();
+    backend.project_batched(s.m, s.n, r, cg, e, cq, p, m_sq);
+    backend.orthogonalize_batched(s.m, r, p, 1e-8F);
+    backend.gemm_batched(ek::Transpose::kYes, ek::Transpose::kNo, s.n, r, s.m, 1.0F, ce, cp, 0.0F, q);
+    backend.reconstruct_batched(s.m, s.n, r, cp, cq, e, g, err_sq);
+    const double dt = t.timer.stop_s();
+    if (i > 0) ts.push_back(dt);
+    buf.restore(t.stream);
   }
   res.seconds = edgc::core::median(ts);
-  res.ok = std::isfinite(err_sq) && err_sq <= m_sq * (1.0 + 1e-4) && m_sq > 0.0;
+  for (std::size_t b = 0; b < nb; ++b)
+    res.ok = res.ok && std::isfinite(err_sq[b]) && err_sq[b] <= m_sq[b] * (1.0 + 1e-4) && m_sq[b] > 0.0;
   return res;
 }
 
-// Prints one table row and returns its JSON entry.
+// Prints one table row (time and bandwidth per matrix) and returns its JSON entry (the batch's time, with its size
+// as "count" when over one matrix: the simulator's kernel_profile reader takes step_s as the time of `count`
+// matrices).
 nlohmann::ordered_json report(const Shape& s, int r, const StepTime& step, const EntropyTime& ent, double copy_GBps,
                               double fraction) {
   const auto dmn = static_cast<double>(s.m * s.n);
   const auto dm = static_cast<double>(s.m);
+  const double per_matrix_s = step.seconds / step.batch;
   const double bytes = 8.0 * dmn * sizeof(float);
   const double flops = 2.0 * dmn * r * 3.0 + 4.0 * dm * r * r * 3.0;  // P, Q, Ĝ products + CholeskyQR
-  const double step_GBps = bytes / step.seconds * 1e-9;
-  std::printf("  %-11s %6lld %6lld %4d %10.3f %9.0f %5.0f%% %9.2f %10.3f %5.0f%% %9.3f %9.3f %5.0f%% %4s\n", s.model,
-              static_cast<long long>(s.m), static_cast<long long>(s.n), r, step.seconds * 1e3, step_GBps,
-              100.0 * step_GBps / copy_GBps, flops / step.seconds * 1e-12, ent.seconds * 1e3,
-              100.0 * ent.GBps / copy_GBps, ent.fused_s * 1e3, ent.fused_device_s * 1e3,
+  const double step_GBps = bytes / per_matrix_s * 1e-9;
+  std::printf("  %-11s %6lld %6lld %4d %5d %5d %10.3f %9.0f %5.0f%% %9.2f %10.3f %5.0f%% %9.3f %9.3f %5.0f%% %4s\n",
+              s.model, static_cast<long long>(s.m), static_cast<long long>(s.n), r, step.batch, step.fused_rank,
+              per_matrix_s * 1e3, step_GBps, 100.0 * step_GBps / copy_GBps, flops / per_matrix_s * 1e-12,
+              ent.seconds * 1e3, 100.0 * ent.GBps / copy_GBps, ent.fused_s * 1e3, ent.fused_device_s * 1e3,
               100.0 * ent.fused_GBps / copy_GBps, step.ok && ent.ok ? "yes" : "NO");
-  return {{"model", s.model},
-          {"m", s.m},
-          {"n", s.n},
-          {"r", r},
-          {"step_s", step.seconds},
-          {"step_GBps", step_GBps},
-          {"step_tflops", flops / step.seconds * 1e-12},
-          {"entropy_s", ent.seconds},
-          {"entropy_GBps", ent.GBps},
-          {"entropy_fused_s", ent.fused_s},
-          {"entropy_fused_device_s", ent.fused_device_s},
-          {"entropy_fused_GBps", ent.fused_GBps},
-          {"sampled_fraction", fraction},
-          {"ok", step.ok}};
+  nlohmann::ordered_json j = {{"model", s.model},
+                              {"m", s.m},
+                              {"n", s.n},
+                              {"r", r},
+                              {"step_s", step.seconds},
+                              {"step_GBps", step_GBps},
+                              {"step_tflops", flops / per_matrix_s * 1e-12},
+                              {"entropy_s", ent.seconds},
+                              {"entropy_GBps", ent.GBps},
+                              {"entropy_fused_s", ent.fused_s},
+                              {"entropy_fused_device_s", ent.fused_device_s},
+                              {"entropy_fused_GBps", ent.fused_GBps},
+                              {"sampled_fraction", fraction},
+                              {"ok", step.ok}};
+  if (step.batch > 1) {
+    j["count"] = step.batch;
+    j["step_per_matrix_s"] = per_matrix_s;
+  }
+  return j;
 }
 
-// All ranks of one shape; appends their JSON entries and returns false when a self-check failed.
-bool bench_shape(ek::Backend& backend, cudaStream_t stream, Timer& timer, const Options& opt, const Shape& s,
-                 double copy_GBps, nlohmann::ordered_json& entries) {
-  const ShapeBuffers buf(s, *std::max_element(opt.ranks.begin(), opt.ranks.end()));
-  const EntropyTime ent = time_entropy(backend, buf.g.get(), s.m * s.n, opt.fraction, opt.repeats);
+// All ranks of one shape, each timed on every backend; appends their JSON entries (the first backend's to `entries`,
+// the others' with their fused_project_max_rank to `variants`) and returns false when a self-check failed.
+bool bench_shape(std::vector<std::unique_ptr<Timed>>& timed, const Options& opt, const Shape& s, double copy_GBps,
+                 nlohmann::ordered_json& entries, nlohmann::ordered_json& variants) {
+  const ShapeBuffers buf(s, *std::max_element(opt.ranks.begin(), opt.ranks.end()), opt.batch);
+  const EntropyTime ent = time_entropy(*timed.front()->backend, buf.g.get(), buf.mn, opt.fraction, opt.repeats);
   bool ok = ent.ok;
   for (const int r : opt.ranks) {
     if (r > std::min(s.m, s.n)) continue;
-    const StepTime step = time_step(backend, stream, timer, s, r, buf, opt.repeats);
-    ok = ok && step.ok;
-    entries.push_back(report(s, r, step, ent, copy_GBps, opt.fraction));
+    for (std::size_t v = 0; v < timed.size(); ++v) {
+      const StepTime step = time_step(*timed[v], s, r, buf, opt.repeats);
+      ok = ok && step.ok;
+      nlohmann::ordered_json j = report(s, r, step, ent, copy_GBps, opt.fraction);
+      if (v == 0) {
+        entries.push_back(std::move(j));
+      } else {
+        j["fused_project_max_rank"] = step.fused_rank;
+        variants.push_back(std::move(j));
+      }
+    }
   }
   return ok;
 }
@@ -272,17 +328,32 @@ bool selected(const Options& opt, const Shape& s) {
   return opt.only.empty() || opt.only == std::to_string(s.m) + "x" + std::to_string(s.n);
 }
 
-int run(int argc, char** argv) {
+Options parse(int argc, char** argv, std::optional<int>& exit_code) {
   Options opt;
-  std::string ranks_text;
-  edgc::bench::Args args("[--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--out FILE]");
+  std::string ranks_text, fused_text;
+  edgc::bench::Args args(
+      "[--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--batch 1] "
+      "[--fused-project-max-rank 32[,4,...]] [--out FILE]");
   args.text("--ranks", ranks_text).text("--shape", opt.only).repeats(opt.repeats).real("--fraction", opt.fraction);
+  args.integer("--batch", opt.batch, 1).text("--fused-project-max-rank", fused_text);
   args.json_path("--out", opt.out_path);
-  if (const auto code = args.parse(argc, argv)) return *code;
+  exit_code = args.parse(argc, argv);
+  if (exit_code) return opt;
   if (!ranks_text.empty()) opt.ranks = edgc::bench::int_list("--ranks", ranks_text);
   if (opt.ranks.empty()) throw edgc::UsageError("--ranks", "no rank given");
+  if (!fused_text.empty()) opt.fused_ranks = edgc::bench::int_list("--fused-project-max-rank", fused_text);
+  if (opt.fused_ranks.empty() || *std::min_element(opt.fused_ranks.begin(), opt.fused_ranks.end()) < 0)
+    throw edgc::UsageError("--fused-project-max-rank", "expected ranks ≥ 0");
+  if (opt.batch > 65535) throw edgc::UsageError("--batch", "at most 65535 matrices");
   if (std::none_of(std::begin(kShapes), std::end(kShapes), [&](const Shape& s) { return selected(opt, s); }))
     throw edgc::UsageError("--shape", opt.only + " is none of the benchmark's shapes");
+  return opt;
+}
+
+int run(int argc, char** argv) {
+  std::optional<int> exit_code;
+  const Options opt = parse(argc, argv, exit_code);
+  if (exit_code) return *exit_code;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, also through a pipe
   int devices = 0;
   const cudaError_t st = cudaGetDeviceCount(&devices);
@@ -293,31 +364,35 @@ int run(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
-  const auto backend = ek::make_backend("cuda");
-  auto* stream = static_cast<cudaStream_t>(backend->native_stream());
-  Timer timer(stream);
+  std::vector<std::unique_ptr<Timed>> timed;
+  for (const int f : opt.fused_ranks) timed.push_back(std::make_unique<Timed>(f));
 
-  const double copy_GBps = copy_bandwidth_GBps(stream, timer, opt.repeats);
-  std::printf("device: %s (sm_%d%d), d2d copy %.0f GB/s (read + write)\n", prop.name, prop.major, prop.minor,
-              copy_GBps);
-  std::printf("\n  %-11s %6s %6s %4s %10s %9s %6s %9s %10s %6s %9s %9s %6s %4s\n", "model", "m", "n", "r", "step ms",
-              "step GB/s", "%copy", "TFLOP/s", "entropy ms", "%copy", "fused ms", "device ms", "%copy", "ok");
+  const double copy_GBps = copy_bandwidth_GBps(timed.front()->stream, timed.front()->timer, opt.repeats);
+  std::printf("device: %s (sm_%d%d), d2d copy %.0f GB/s (read + write); step ms, GB/s and TFLOP/s per matrix\n",
+              prop.name, prop.major, prop.minor, copy_GBps);
+  std::printf("\n  %-11s %6s %6s %4s %5s %5s %10s %9s %6s %9s %10s %6s %9s %9s %6s %4s\n", "model", "m", "n", "r",
+              "batch", "fuse", "step ms", "step GB/s", "%copy", "TFLOP/s", "entropy ms", "%copy", "fused ms",
+              "device ms", "%copy", "ok");
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  nlohmann::ordered_json variants = nlohmann::ordered_json::array();
   bool all_ok = true;
   for (const Shape& s : kShapes)
-    if (selected(opt, s)) all_ok = bench_shape(*backend, stream, timer, opt, s, copy_GBps, entries) && all_ok;
+    if (selected(opt, s)) all_ok = bench_shape(timed, opt, s, copy_GBps, entries, variants) && all_ok;
 
-  edgc::bench::write_json(
-      opt.out_path,
-      {{"schema", "edgc.kernel_profile/1"},
-       {"device", prop.name},
-       {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
-       {"backend", std::string(backend->name())},
-       {"copy_GBps", copy_GBps},
-       {"repeats", opt.repeats},
-       {"step_bytes_model", "8 passes of m*n float32"},
-       {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram); fused: 1 read, device-timed"},
-       {"entries", entries}});
+  nlohmann::ordered_json profile = {
+      {"schema", "edgc.kernel_profile/1"},
+      {"device", prop.name},
+      {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+      {"backend", std::string(timed.front()->backend->name())},
+      {"copy_GBps", copy_GBps},
+      {"repeats", opt.repeats},
+      {"batch", opt.batch},
+      {"fused_project_max_rank", opt.fused_ranks.front()},
+      {"step_bytes_model", "8 passes of m*n float32 per matrix"},
+      {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram); fused: 1 read, device-timed"},
+      {"entries", entries}};
+  if (!variants.empty()) profile["variants"] = variants;
+  edgc::bench::write_json(opt.out_path, profile);
   std::printf("\nprofile written to %s; self-checks %s\n", opt.out_path.c_str(), all_ok ? "passed" : "FAILED");
   return all_ok ? 0 : 1;
 }

@@ -63,7 +63,9 @@ void check_batch_size(const char* what, std::size_t batch) {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device) {
+  explicit CudaBackend(const BackendOptions& options)
+      : device_(options.device),
+        fused_project_max_rank_(std::min(options.fused_project_max_rank, cuda::kProjectWideRankMax)) {
     EDGC_CUDA_CHECK(cudaSetDevice(device_));
     cudaDeviceProp prop{};
     EDGC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -454,16 +456,16 @@ class CudaBackend final : public Backend {
     const auto* d_g = reinterpret_cast<const G* const*>(d + ig);
     auto* const* d_e = e.empty() ? nullptr : reinterpret_cast<float* const*>(d + ie);
     const std::int64_t count = m * n;
-    if (count > 0 && r > 0 && fusable(n, r, cuda::kProjectRankMax, g, e)) {
+    if (count > 0 && r > 0 && fusable(n, r, fused_project_max_rank_, g, e)) {
       // One pass: M = G + E in place in E with ‖M‖², and P = M·Q from the same read of M (chunk sums, then P).
-      const int ctas = cuda::project_ctas(m, n);
+      const auto ri = static_cast<int>(r);
+      const int ctas = cuda::project_ctas(m, n, ri, batch, !std::is_same_v<G, float>);
       double* partials = nullptr;
       double* norms = norm_workspace(batch, ctas, partials);
-      const auto words = static_cast<std::size_t>(batch) * static_cast<std::size_t>(cuda::project_chunks(n)) *
+      const auto words = static_cast<std::size_t>(batch) * static_cast<std::size_t>(cuda::project_chunks(n, ri)) *
                          static_cast<std::size_t>(m * r);
       auto* pw = static_cast<float*>(pwork_.grow(words * sizeof(float), stream_));
-      cuda::launch_add_project(batch, m, n, static_cast<int>(r), d_g, d_e,
-                               reinterpret_cast<const float* const*>(d + iq), pw,
+      cuda::launch_add_project(batch, m, n, ri, d_g, d_e, reinterpret_cast<const float* const*>(d + iq), ctas, pw,
                                reinterpret_cast<float* const*>(d + ip), partials, stream_);
       EDGC_CUDA_CHECK_LAUNCH();
       cuda::launch_sum_partials(batch, ctas, partials, norms, stream_);
@@ -675,6 +677,7 @@ class CudaBackend final : public Backend {
   static constexpr std::size_t kSlots = 4;
 
   int device_;
+  int fused_project_max_rank_;  // BackendOptions::fused_project_max_rank, at most kProjectWideRankMax
   int sms_ = 1;
   std::string isa_;
   cudaStream_t stream_ = nullptr;
@@ -722,7 +725,7 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
     throw ConfigError("", "device",
                       "cuda: device " + std::to_string(options.device) + " does not exist (" + std::to_string(count) +
                           " CUDA device(s))");
-  return std::make_unique<CudaBackend>(options.device);
+  return std::make_unique<CudaBackend>(options);
 }
 
 }  // namespace impl

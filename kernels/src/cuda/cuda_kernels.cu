@@ -1,7 +1,7 @@
-// Device kernels of the CUDA backend: the streaming passes of the fused PowerSGD halves (with the products beside
-// them at small ranks), add_divide and the per-matrix sums of partials. The sampled statistics are in
-// cuda_statistics.cu, the orthogonalisation's small steps in cuda_orthogonalize.cu; the large products go through
-// cuBLAS (backend).
+// Device kernels of the CUDA backend: the streaming passes of the fused PowerSGD halves (with Ĝ beside the
+// subtraction at small ranks), add_divide and the per-matrix sums of partials. The addition with P = M·Q beside it is
+// in cuda_project.cu, the sampled statistics in cuda_statistics.cu, the orthogonalisation's small steps in
+// cuda_orthogonalize.cu; the large products go through cuBLAS (backend).
 //
 // Streaming kernels read 16-byte vectors (8-byte ones of four bf16) when every pointer of a matrix is aligned to
 // that (the usual case: cudaMalloc'd buffers of whole matrices) and fall back to single elements otherwise. Every
@@ -15,59 +15,11 @@
 #include <type_traits>
 
 #include "cuda_common.cuh"
+#include "cuda_elements.cuh"
 #include "cuda_kernels.hpp"
 
 namespace edgc::kernels::cuda {
 namespace {
-
-__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15U) == 0; }
-
-// The CTA's sum of `s` to partials[at] (by default blockIdx.y · gridDim.x + blockIdx.x: CTA-major per matrix).
-__device__ __forceinline__ void write_partial(double s, double* partials,
-                                              std::int64_t at = blockIdx.y * gridDim.x + blockIdx.x) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
-  __shared__ typename Reduce::TempStorage tmp;
-  const double total = Reduce(tmp).Sum(s);
-  if (threadIdx.x == 0) partials[at] = total;
-}
-
-// Σ v² of four floats, in double, in the order x, y, z, w.
-__device__ __forceinline__ double squares(float4 v) {
-  return static_cast<double>(v.x) * v.x + static_cast<double>(v.y) * v.y + static_cast<double>(v.z) * v.z +
-         static_cast<double>(v.w) * v.w;
-}
-
-// Element access for float32 and bf16 (std::uint16_t bit patterns) storage: bf16 widens exactly on load and
-// rounds to nearest even on store, as the CPU twin (buffer.hpp) does. Vector loads take four elements (16 bytes of
-// float, 8 of bf16) when the pointer is aligned to that.
-__device__ __forceinline__ float widen(std::uint16_t h) { return __uint_as_float(static_cast<unsigned int>(h) << 16); }
-__device__ __forceinline__ std::uint16_t narrow(float f) {
-  const unsigned int u = __float_as_uint(f);
-  if ((u & 0x7fffffffU) > 0x7f800000U) return static_cast<std::uint16_t>((u >> 16) | 0x0040U);
-  return static_cast<std::uint16_t>((u + 0x7fffU + ((u >> 16) & 1U)) >> 16);
-}
-__device__ __forceinline__ float load1(const float* p, std::int64_t i) { return __ldg(p + i); }
-__device__ __forceinline__ float load1(const std::uint16_t* p, std::int64_t i) { return widen(__ldg(p + i)); }
-__device__ __forceinline__ void store1(float* p, std::int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store1(std::uint16_t* p, std::int64_t i, float v) { p[i] = narrow(v); }
-__device__ __forceinline__ float4 load4(const float* p, std::int64_t i) {
-  return __ldg(reinterpret_cast<const float4*>(p) + i);
-}
-__device__ __forceinline__ float4 load4(const std::uint16_t* p, std::int64_t i) {
-  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + i);
-  return {__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000U), __uint_as_float(v.y << 16),
-          __uint_as_float(v.y & 0xffff0000U)};
-}
-__device__ __forceinline__ void store4(float* p, std::int64_t i, float4 v) { reinterpret_cast<float4*>(p)[i] = v; }
-__device__ __forceinline__ void store4(std::uint16_t* p, std::int64_t i, float4 v) {
-  const uint2 w{static_cast<unsigned int>(narrow(v.x)) | (static_cast<unsigned int>(narrow(v.y)) << 16),
-                static_cast<unsigned int>(narrow(v.z)) | (static_cast<unsigned int>(narrow(v.w)) << 16)};
-  reinterpret_cast<uint2*>(p)[i] = w;
-}
-template <class T>
-__device__ __forceinline__ bool aligned4(const T* p) {
-  return (reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T))) == 0;
-}
 
 // One matrix per blockIdx.y; its CTAs (blockIdx.x) stride through it together. G is float32 or bf16.
 template <class G>
@@ -140,91 +92,6 @@ __global__ void __launch_bounds__(kThreads)
     s += static_cast<double>(d) * d;
   }
   write_partial(s, partials);
-}
-
-// M = G + E (into E when given; else M is G) with ‖M‖² and the partial products of P = M·Q in one pass: warp w of
-// matrix blockIdx.y takes rows 4·(w / chunks) .. + 3 and the column chunk w % chunks (kProjectChunk columns); each
-// lane 16-byte groups of four columns 128 apart, reading the four Q rows of a group once for the four rows of M. A
-// lane sums its products per (row, k) in column order, the warp adds the lanes in a fixed tree, and the chunk's sums
-// go to pw[chunk][row][k] for project_reduce_kernel, which adds the chunks in order. Requires r ≤ KR, n % 4 == 0
-// and aligned rows (the caller checks).
-template <class G, int KR>
-__global__ void __launch_bounds__(kThreads, 2)
-    add_project_kernel(std::int64_t m, std::int64_t n, int r, int chunks, const G* const* g, float* const* e,
-                       const float* const* q, float* pw, double* partials) {
-  const std::int64_t b = blockIdx.y;
-  const G* gb = g[b];
-  float* eb = e != nullptr ? e[b] : nullptr;
-  const float* qb = q[b];
-  const auto lane = static_cast<int>(threadIdx.x % 32);
-  const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
-  const std::int64_t i0 = 4 * (warp / chunks);
-  const std::int64_t chunk = warp % chunks;
-  const std::int64_t rows = i0 < m ? std::min<std::int64_t>(4, m - i0) : 0;
-  double s = 0.0;
-  float acc[4][KR] = {};
-  const std::int64_t jend = std::min(n, (chunk + 1) * kProjectChunk);
-  for (std::int64_t j = chunk * kProjectChunk + 4 * lane; rows > 0 && j < jend; j += 128) {
-    // The four rows' loads first, all in flight together.
-    float4 v[4];
-    float4 w[4];
-#pragma unroll
-    for (int a = 0; a < 4; ++a) {
-      if (a < rows) {
-        v[a] = load4(gb + (i0 + a) * n, j / 4);
-        if (eb != nullptr) w[a] = reinterpret_cast<const float4*>(eb + (i0 + a) * n)[j / 4];
-      }
-    }
-    float qv[4][KR];
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-#pragma unroll
-      for (int k = 0; k < KR; ++k) qv[c][k] = k < r ? __ldg(qb + (j + c) * r + k) : 0.0F;
-#pragma unroll
-    for (int a = 0; a < 4; ++a) {
-      if (a < rows) {
-        if (eb != nullptr) {
-          v[a].x += w[a].x;
-          v[a].y += w[a].y;
-          v[a].z += w[a].z;
-          v[a].w += w[a].w;
-          reinterpret_cast<float4*>(eb + (i0 + a) * n)[j / 4] = v[a];
-        }
-        s += squares(v[a]);
-#pragma unroll
-        for (int k = 0; k < KR; ++k) {
-          float t = acc[a][k];
-          t = fmaf(v[a].x, qv[0][k], t);
-          t = fmaf(v[a].y, qv[1][k], t);
-          t = fmaf(v[a].z, qv[2][k], t);
-          acc[a][k] = fmaf(v[a].w, qv[3][k], t);
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int a = 0; a < 4; ++a)
-#pragma unroll
-    for (int k = 0; k < KR; ++k) {
-      float t = acc[a][k];
-      for (int off = 16; off > 0; off /= 2) t += __shfl_xor_sync(0xffffffffU, t, off);
-      if (lane == 0 && k < r && a < rows) pw[((b * chunks + chunk) * m + i0 + a) * r + k] = t;
-    }
-  write_partial(s, partials);
-}
-
-// p[b][i·r + k] = Σ_c pw[b][c][i][k], chunks in order.
-__global__ void __launch_bounds__(kThreads)
-    project_reduce_kernel(std::int64_t m, int r, int chunks, const float* pw, float* const* p) {
-  const std::int64_t b = blockIdx.y;
-  const std::int64_t mr = m * r;
-  float* pb = p[b];
-  for (std::int64_t x = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; x < mr;
-       x += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    float t = 0.0F;
-    for (int c = 0; c < chunks; ++c) t += pw[(b * chunks + c) * mr + x];
-    pb[x] = t;
-  }
 }
 
 // Ĝ = P·Qᵀ computed tile by tile beside the pass that uses it: CTA (x, y) of matrix z covers rows 32y .. 32y + 31 and
@@ -348,42 +215,6 @@ void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, 
                           cudaStream_t stream) {
   subtract_norm_kernel<std::uint16_t>
       <<<batch_grid(ctas, batch), kThreads, 0, stream>>>(count, m, gh, diff_out, copy_to, partials);
-}
-
-int project_chunks(std::int64_t n) { return static_cast<int>((n + kProjectChunk - 1) / kProjectChunk); }
-
-int project_ctas(std::int64_t m, std::int64_t n) {
-  const std::int64_t warps = (m + 3) / 4 * project_chunks(n);
-  return static_cast<int>((warps + kWarps - 1) / kWarps);
-}
-
-template <class G, int KR>
-void launch_add_project_r(int batch, std::int64_t m, std::int64_t n, int r, const G* const* g, float* const* e,
-                          const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream) {
-  const int chunks = project_chunks(n);
-  add_project_kernel<G, KR>
-      <<<dim3(static_cast<unsigned int>(project_ctas(m, n)), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(
-          m, n, r, chunks, g, e, q, pw, partials);
-  const std::int64_t mr = m * r;
-  const auto grid = static_cast<unsigned int>(std::min<std::int64_t>((mr + kThreads - 1) / kThreads, 1024));
-  project_reduce_kernel<<<dim3(grid, static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(m, r, chunks, pw, p);
-}
-
-template <class G>
-void launch_add_project_any(int batch, std::int64_t m, std::int64_t n, int r, const G* const* g, float* const* e,
-                            const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream) {
-  launch_add_project_r<G, kProjectRankMax>(batch, m, n, r, g, e, q, pw, p, partials, stream);
-}
-
-void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const float* const* g, float* const* e,
-                        const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream) {
-  launch_add_project_any(batch, m, n, r, g, e, q, pw, p, partials, stream);
-}
-
-void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const std::uint16_t* const* g,
-                        float* const* e, const float* const* q, float* pw, float* const* p, double* partials,
-                        cudaStream_t stream) {
-  launch_add_project_any(batch, m, n, r, g, e, q, pw, p, partials, stream);
 }
 
 int lowrank_ctas(std::int64_t m, std::int64_t n) {

@@ -69,18 +69,22 @@ void launch_subtract_norm(int batch, std::int64_t count, const float* const* m, 
                           float* const* diff_out, std::uint16_t* const* copy_to, int ctas, double* partials,
                           cudaStream_t stream);
 
-/// For each matrix b (m×n): M = G_b + E_b into E_b (M = G_b without E) with partials ← ‖M‖² (batch ×
-/// project_ctas(m, n), CTA-major per matrix), and P_b = M·Q_b (Q n×r, r ≤ kProjectRankMax) from the same read of M:
-/// per column chunk into the workspace pw (batch × project_chunks(n) × m × r floats), then added in chunk order into
-/// P_b. Requires n % 4 == 0 and G, E rows aligned to 4 elements.
+/// For each matrix b (m×n): M = G_b + E_b into E_b (M = G_b without E) with partials ← ‖M‖² (batch × ctas,
+/// CTA-major per matrix, ctas = project_ctas(m, n, r, batch, bf16)), and P_b = M·Q_b (Q n×r, r ≤ kProjectWideRankMax)
+/// from the same read of M: per column chunk into the workspace pw (batch × project_chunks(n, r) × m × r floats), then
+/// added in chunk order into P_b. Requires n % 4 == 0 and G, E rows aligned to 4 elements. r ≤ kProjectRankMax: Q
+/// through registers, a warp per 4 rows × kProjectChunk columns; above: Q staged in shared memory per chunk (64 KiB
+/// per CTA), about one wave of CTAs shared by the batch (cuda_project.cu).
 inline constexpr int kProjectRankMax = 4;
-inline constexpr std::int64_t kProjectChunk = 2048;  // columns per warp
-int project_chunks(std::int64_t n);
-int project_ctas(std::int64_t m, std::int64_t n);
+inline constexpr int kProjectWideRankMax = 32;
+inline constexpr std::int64_t kProjectChunk = 2048;  // columns per warp at r ≤ kProjectRankMax
+int project_chunks(std::int64_t n, int r);
+int project_ctas(std::int64_t m, std::int64_t n, int r, int batch, bool bf16);
 void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const float* const* g, float* const* e,
-                        const float* const* q, float* pw, float* const* p, double* partials, cudaStream_t stream);
+                        const float* const* q, int ctas, float* pw, float* const* p, double* partials,
+                        cudaStream_t stream);
 void launch_add_project(int batch, std::int64_t m, std::int64_t n, int r, const std::uint16_t* const* g,
-                        float* const* e, const float* const* q, float* pw, float* const* p, double* partials,
+                        float* const* e, const float* const* q, int ctas, float* pw, float* const* p, double* partials,
                         cudaStream_t stream);
 
 /// For each matrix b (m×n): Ĝ = P_b·Q_bᵀ (P m×r, Q n×r, r ≤ kLowRankMax) computed in tiles beside one pass d = M_b − Ĝ

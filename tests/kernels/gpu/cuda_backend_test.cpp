@@ -395,9 +395,8 @@ TEST_F(CudaParity, RankBeyondTheRowsIsRejected) {
   EXPECT_THROW(gpu_->orthogonalize_batched(4, 3, {&none, 1}, 0.0F), InternalError);
 }
 
-// project_batched then reconstruct_batched on both backends, with and without error feedback.
-void check_fused(Backend& gpu, Backend& cpu, Shape s, bool feedback, double g_scale, bool with_nan) {
-  const int batch = 2;
+// project_batched then reconstruct_batched on both backends, with and without error feedback, over `batch` matrices.
+void check_fused(Backend& gpu, Backend& cpu, Shape s, bool feedback, double g_scale, bool with_nan, int batch = 2) {
   const auto mn = static_cast<std::size_t>(s.m * s.n);
   const auto nr = static_cast<std::size_t>(s.n * s.r);
   const auto mr = static_cast<std::size_t>(s.m * s.r);
@@ -478,21 +477,106 @@ TEST_F(CudaParity, FusedProjectAndReconstructMatchTheCpuTwin) {
     }
 }
 
-// Shapes whose passes compute the products beside them (n % 4 == 0): P = M·Q beside the addition (r ≤ 4) and Ĝ in
-// tiles beside the subtraction (r ≤ 16). Partial tiles at the bottom and the right, one row, several column chunks of
-// the projection with a partial last one, r = 1 up to the largest fused ranks and past them (cuBLAS again), a NaN and
-// all-zero inputs.
+// Shapes whose passes compute the products beside them (n % 4 == 0): P = M·Q beside the addition (r ≤ 4 with Q in
+// registers, 4 < r ≤ 32 with Q in shared memory) and Ĝ in tiles beside the subtraction (r ≤ 16). Partial tiles at the
+// bottom and the right, one row, row groups and slabs only partly inside the matrix, several column chunks of the
+// projection with a partial last one (2048, 1024 and 512 columns at r ≤ 8, ≤ 16, ≤ 32), r = 1 up to the largest
+// fused ranks and past them (cuBLAS again), odd n (cuBLAS), a NaN and all-zero inputs.
 TEST_F(CudaParity, ProductsBesideTheStreamingPassesMatchTheCpuTwin) {
-  for (const Shape s : {Shape{33, 260, 1}, Shape{96, 128, 8}, Shape{200, 516, 32}, Shape{31, 4, 3}, Shape{1, 132, 1},
-                        Shape{1000, 132, 16}, Shape{130, 64, 64}, Shape{77, 300, 48}, Shape{9, 4100, 5}})
+  for (const Shape s :
+       {Shape{33, 260, 1}, Shape{96, 128, 8}, Shape{200, 516, 32}, Shape{31, 4, 3}, Shape{1, 132, 1},
+        Shape{1000, 132, 16}, Shape{130, 64, 64}, Shape{77, 300, 48}, Shape{9, 4100, 5}, Shape{37, 4612, 8},
+        Shape{45, 2600, 12}, Shape{70, 2052, 16}, Shape{67, 1300, 24}, Shape{33, 1540, 32}, Shape{1, 516, 24},
+        Shape{130, 4, 5}, Shape{77, 301, 12}, Shape{50, 1026, 33}})
     for (const bool feedback : {true, false}) {
       SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " r " + std::to_string(s.r) +
                    (feedback ? " with" : " without") + " error feedback");
       check_fused(*gpu_, *cpu_, s, feedback, 1.0, false);
     }
-  for (const bool feedback : {true, false}) {
-    check_fused(*gpu_, *cpu_, {65, 44, 4}, feedback, 0.0, false);
-    check_fused(*gpu_, *cpu_, {65, 44, 4}, feedback, 1.0, true);
+  for (const bool feedback : {true, false})
+    for (const std::int64_t r : {4, 12, 24}) {
+      SCOPED_TRACE("zero and NaN inputs, r " + std::to_string(r) + (feedback ? " with" : " without") + " feedback");
+      check_fused(*gpu_, *cpu_, {65, 1100, r}, feedback, 0.0, false);
+      check_fused(*gpu_, *cpu_, {65, 1100, r}, feedback, 1.0, true);
+    }
+}
+
+// The shared-memory projection when a CTA's run of (column chunk, row slab) units crosses chunks and restages Q: a
+// batch larger than a wave of CTAs (one CTA per matrix, every chunk of it), and a matrix of many units per CTA.
+TEST_F(CudaParity, ProjectionRunsOverSeveralChunksPerCta) {
+  for (const Shape s : {Shape{40, 2100, 8}, Shape{40, 1100, 13}, Shape{36, 1028, 32}}) {
+    SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " r " + std::to_string(s.r) + ", batch 300");
+    check_fused(*gpu_, *cpu_, s, true, 1.0, false, 300);
+  }
+  SCOPED_TRACE("2048x2052 r 32");
+  check_fused(*gpu_, *cpu_, {2048, 2052, 32}, true, 1.0, false);
+}
+
+// The fused projection against the addition pass followed by cuBLAS (BackendOptions::fused_project_max_rank 0) on
+// the same device: E the same bits (the same float additions), P and the norm within float rounding, and the fused
+// path the same bits when run twice.
+TEST_F(CudaParity, FusedProjectionMatchesTheAdditionPassAndCublas) {
+  const auto unfused = make_backend("cuda", {.fused_project_max_rank = 0});
+  for (const Shape s : {Shape{45, 2600, 12}, Shape{300, 1540, 32}, Shape{64, 4096, 6}, Shape{33, 260, 3}}) {
+    SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " r " + std::to_string(s.r));
+    const auto mn = static_cast<std::size_t>(s.m * s.n);
+    const std::vector<float> hg = random_normal(mn, 31);
+    const std::vector<float> he = random_normal(mn, 32, 0.5);
+    const DeviceFloats dg(hg);
+    const DeviceFloats dq(random_normal(static_cast<std::size_t>(s.n * s.r), 33));
+    std::vector<std::vector<float>> e_out, p_out;
+    std::vector<double> norms;
+    for (Backend* b : {gpu_.get(), unfused.get(), gpu_.get()}) {
+      DeviceFloats de(he);
+      DeviceFloats dp(static_cast<std::size_t>(s.m * s.r));
+      dp.poison();
+      const float* g = dg.get();
+      const float* q = dq.get();
+      float* e = de.get();
+      float* p = dp.get();
+      double norm = -1.0;
+      b->project_batched(s.m, s.n, s.r, {&g, 1}, {&e, 1}, {&q, 1}, {&p, 1}, {&norm, 1});
+      e_out.push_back(de.download());
+      p_out.push_back(dp.download());
+      norms.push_back(norm);
+    }
+    EXPECT_EQ(e_out[0], e_out[1]);
+    EXPECT_LE(relative_error(p_out[0], p_out[1]), 1e-4);
+    EXPECT_LE(relative(norms[0], norms[1]), 1e-6);
+    EXPECT_EQ(p_out[0], p_out[2]);
+    EXPECT_EQ(norms[0], norms[2]);
+  }
+}
+
+// Rows that are not 16-byte aligned (a view one float into the allocation) take the addition pass and cuBLAS at every
+// rank, with the same results as the CPU.
+TEST_F(CudaParity, UnalignedRowsFallBackAtEveryRank) {
+  const std::int64_t m = 21, n = 1028;
+  const auto mn = static_cast<std::size_t>(m * n);
+  for (const std::int64_t r : {3, 8, 20}) {
+    SCOPED_TRACE("r " + std::to_string(r));
+    std::vector<float> hg = random_normal(mn + 1, 41);
+    std::vector<float> he = random_normal(mn + 1, 42, 0.5);
+    const std::vector<float> hq = random_normal(static_cast<std::size_t>(n * r), 43);
+    const DeviceFloats dg(hg), dq(hq);
+    DeviceFloats de(he);
+    DeviceFloats dp(static_cast<std::size_t>(m * r));
+    dp.poison();
+    std::vector<float> hp(static_cast<std::size_t>(m * r));
+    const float* g = dg.get() + 1;
+    const float* q = dq.get();
+    float* e = de.get() + 1;
+    float* p = dp.get();
+    const float* cg = hg.data() + 1;
+    const float* cq = hq.data();
+    float* ce = he.data() + 1;
+    float* cp = hp.data();
+    double ng = -1.0, nc = -1.0;
+    gpu_->project_batched(m, n, r, {&g, 1}, {&e, 1}, {&q, 1}, {&p, 1}, {&ng, 1});
+    cpu_->project_batched(m, n, r, {&cg, 1}, {&ce, 1}, {&cq, 1}, {&cp, 1}, {&nc, 1});
+    EXPECT_LE(relative_error(dp.download(), hp), 1e-4);
+    EXPECT_EQ(de.download(), he);
+    EXPECT_LE(relative(ng, nc), 1e-6);
   }
 }
 

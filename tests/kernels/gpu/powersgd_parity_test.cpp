@@ -269,8 +269,11 @@ TEST(CudaBf16Kernels, ProjectAndReconstructMatchTheCpuTwin) {
   struct Shape {
     std::int64_t m, n, r;
   };
-  for (const Shape s : {Shape{1, 1, 1}, Shape{7, 5, 1}, Shape{33, 17, 3}, Shape{257, 95, 16}, Shape{300, 200, 128},
-                        Shape{97, 132, 8}}) {
+  // Odd n (addition pass and cuBLAS), P beside the addition with Q in registers (r ≤ 4) and in shared memory
+  // (4 < r ≤ 32, several column chunks with a partial last one), and past it.
+  for (const Shape s :
+       {Shape{1, 1, 1}, Shape{7, 5, 1}, Shape{33, 17, 3}, Shape{257, 95, 16}, Shape{300, 200, 128}, Shape{97, 132, 8},
+        Shape{9, 4100, 5}, Shape{45, 2600, 12}, Shape{70, 2052, 24}, Shape{33, 1540, 32}, Shape{20, 4100, 4}}) {
     SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " r " + std::to_string(s.r));
     const auto mn = static_cast<std::size_t>(s.m * s.n);
     std::vector<std::uint16_t> g = to_bf16(random_normal(mn, 3));

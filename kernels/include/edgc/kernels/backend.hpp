@@ -173,6 +173,11 @@ struct BackendOptions {
   int threads = 1;
   /// CUDA device ordinal ("cuda" only; ≥ 0).
   int device = 0;
+  /// Largest rank at which "cuda"'s project_batched forms P = M·Q inside the pass that adds G to E (one read of M
+  /// instead of two); above it that pass runs alone and P comes from cuBLAS. ≥ 0; values above 32, the largest rank
+  /// the fused kernels take, act as 32; 4 keeps only the register kernel of r ≤ 4, 0 never fuses. Results agree to
+  /// float rounding either way; the CPU backends ignore it. Meant for timing one path against the other.
+  int fused_project_max_rank = 32;
 };
 
 /// Creates a backend by name: "cpu" (the fastest CPU kernels this machine runs: AVX2+FMA when the build has
