@@ -197,6 +197,30 @@ TEST(SimulatePipelineCompression, PaysOnThePipelineBoundWhatIf) {
   }
 }
 
+// A Llama-3 8B run described by its published Hugging Face config.json (model.from_hf) on 64 H100s: result.json
+// states the model card's 8.03 B parameters and the architecture the config implies, and the console its size and
+// memory headroom.
+TEST(SimulateModernModel, Llama3_8bFromItsHfConfigRunsAndStatesTheModel) {
+  TempDir tmp;
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/whatif/llama3-8b-64xh100-roce.json";
+  const Result r =
+      edgc("simulate --scenario " + scenario + " --set run.iterations=20000 --out " + (tmp / "o").string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = json::parse(read_file(tmp / "o" / "result.json"));
+  EXPECT_EQ(res["model"]["parameters"].get<double>(), 8030261248.0);
+  const json& a = res["model"]["architecture"];
+  EXPECT_EQ(a["kv_heads"], 8);
+  EXPECT_EQ(a["mlp"], "swiglu");
+  EXPECT_EQ(a["norm"], "rmsnorm");
+  EXPECT_EQ(a["position"], "rope");
+  EXPECT_EQ(a["tie_embeddings"], false);
+  EXPECT_EQ(res["cost_model"]["embedding_allreduce"], false);
+  EXPECT_NE(res["memory"]["optimizer"].get<std::string>().find("sharded over the 32 data-parallel ranks"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("model       Llama-3-8B: 8.03 B parameters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GiB headroom"), std::string::npos) << r.out;
+}
+
 // The accuracy side in result.json: every run carries its measured and predicted gradient error with the per-stage
 // detail, "fidelity" says how it was obtained, and the warnings on thin evidence appear in the summary (stderr) and
 // in result.json.

@@ -379,3 +379,119 @@ TEST(KernelProfileFile, ReadsEntriesSkipsFailedOnesAndRejectsBadFilesNamingTheFi
 
 }  // namespace
 }  // namespace edgc::scenario
+
+namespace edgc::scenario {
+namespace {
+
+// The architecture keys: their defaults are the GPT, each value is read, and each bad value is refused by its key.
+TEST_F(ModelConfigFile, ArchitectureKeysReadAndBadValuesAreRefusedByKey) {
+  write("a.json", R"({"model": {"include": "models/m.json", "kv_heads": 2, "head_dim": 32, "ffn_hidden": 96,
+                      "mlp": "swiglu", "norm": "rmsnorm", "position": "rope", "bias": "qkv",
+                      "tie_embeddings": false, "dropout": false, "qk_norm": true, "vocab_divisor": 64}})");
+  Scenario a = Scenario::load(path("a.json"));
+  a.splice_include("model");
+  const sim::ModelSpec m = read_model_config(a, sim::GpuSpec{}).model;
+  EXPECT_EQ(m.kv_heads, 2);
+  EXPECT_EQ(m.head_dim, 32);
+  EXPECT_EQ(m.ffn_hidden, 96);
+  EXPECT_EQ(m.mlp, sim::Mlp::kSwiglu);
+  EXPECT_EQ(m.norm, sim::Norm::kRmsNorm);
+  EXPECT_EQ(m.position, sim::Position::kRope);
+  EXPECT_EQ(m.bias, sim::LinearBias::kQkv);
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_FALSE(m.dropout);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_EQ(m.vocab_divisor, 64);
+  const sim::ModelSpec gpt = load("paper/gpt2-2.5b-32xv100.json").config.model;
+  EXPECT_EQ(gpt.kv_heads, 0);
+  EXPECT_EQ(gpt.mlp, sim::Mlp::kGelu);
+  EXPECT_TRUE(gpt.tie_embeddings && gpt.dropout && !gpt.qk_norm);
+
+  const std::string base = R"({"model": {"include": "models/m.json", )";
+  EXPECT_EQ(failing_field(base + R"("mlp": "relu"}})"), "model.mlp");
+  EXPECT_EQ(failing_field(base + R"("norm": "batchnorm"}})"), "model.norm");
+  EXPECT_EQ(failing_field(base + R"("position": "alibi"}})"), "model.position");
+  EXPECT_EQ(failing_field(base + R"("bias": "some"}})"), "model.bias");
+  EXPECT_EQ(failing_field(base + R"("kv_heads": -1}})"), "model.kv_heads");
+  EXPECT_EQ(failing_field(base + R"("ffn_hidden": 9000000}})"), "model.ffn_hidden");
+  EXPECT_EQ(failing_field(base + R"("head_dim": "64"}})"), "model.head_dim");
+  EXPECT_EQ(failing_field(base + R"("vocab_divisor": 0}})"), "model.vocab_divisor");
+  EXPECT_EQ(failing_field(base + R"("tie_embeddings": "no"}})"), "model.tie_embeddings");
+  EXPECT_EQ(failing_field(base + R"("dropout": 0}})"), "model.dropout");
+  // Untied embeddings leave nothing for the embedding all-reduce or the fused embedding sync to carry.
+  EXPECT_EQ(failing_field(base + R"("tie_embeddings": false}, "parallelism": {"embedding_allreduce": true}})"),
+            "parallelism.embedding_allreduce");
+  EXPECT_EQ(failing_field(base + R"("tie_embeddings": false}, "parallelism": {"fused_embedding_sync": true}})"),
+            "parallelism.fused_embedding_sync");
+}
+
+// model.from_hf: the bundled Llama-3 8B and Qwen3-8B config.json files become their published shapes; a key the
+// scenario gives wins over the config's.
+TEST_F(ModelConfigFile, FromHfReadsPublishedConfigsAndScenarioKeysWin) {
+  const std::string hf = kScenarios + "/models/hf/";
+  write("l.json", R"({"model": {"from_hf": ")" + hf +
+                      R"(llama3-8b-config.json", "seq_len": 8192, "micro_batch_size": 1, "global_batch_size": 64}})");
+  Scenario l = Scenario::load(path("l.json"));
+  const sim::ModelSpec m = read_model_config(l, sim::GpuSpec{}).model;
+  EXPECT_EQ(m.layers, 32);
+  EXPECT_EQ(m.kv_heads, 8);
+  EXPECT_EQ(m.ffn_hidden, 14336);
+  EXPECT_EQ(m.mlp, sim::Mlp::kSwiglu);
+  EXPECT_EQ(m.bias, sim::LinearBias::kNone);
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_FALSE(m.dropout);
+  EXPECT_EQ(sim::parameter_count(m), 8030261248);  // the model card's 8.03B
+  write("q.json", R"({"model": {"from_hf": ")" + hf +
+                      R"(qwen3-8b-config.json", "layers": 4, "seq_len": 4096, "micro_batch_size": 1,
+                      "global_batch_size": 8}})");
+  Scenario q = Scenario::load(path("q.json"));
+  const sim::ModelSpec qm = read_model_config(q, sim::GpuSpec{}).model;
+  EXPECT_EQ(qm.layers, 4);  // the scenario's, not the config's 36
+  EXPECT_EQ(qm.head_dim, 128);
+  EXPECT_TRUE(qm.qk_norm);
+  sim::ModelSpec full = qm;
+  full.layers = 36;
+  EXPECT_EQ(sim::parameter_count(full), 8190735360);  // Qwen3-8B's model card: 8.2B
+}
+
+// A config.json that edgc cannot model faithfully is refused naming the file and the field.
+TEST_F(ModelConfigFile, FromHfRefusesWhatItDoesNotModelByField) {
+  const auto refused = [&](const std::string& config) -> std::pair<std::string, std::string> {
+    write("config.json", config);
+    write("s.json", R"({"model": {"from_hf": "config.json", "seq_len": 64}})");
+    try {
+      Scenario sc = Scenario::load(path("s.json"));
+      (void)read_model_config(sc, sim::GpuSpec{});
+    } catch (const ConfigError& e) {
+      return {e.where(), e.field()};
+    }
+    return {"", ""};
+  };
+  const std::string llama = R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "intermediate_size": 128, "vocab_size": 512)";
+  EXPECT_EQ(refused(R"({"model_type": "llama", )" + llama + "}").second, "");
+  EXPECT_EQ(refused(R"({"model_type": "mixtral", )" + llama + "}"),
+            std::make_pair(path("config.json"), std::string("model_type")));
+  EXPECT_EQ(refused(R"({"model_type": "llama", "num_local_experts": 8, )" + llama + "}").second, "num_local_experts");
+  EXPECT_EQ(refused(R"({"model_type": "mistral", "sliding_window": 4096, )" + llama + "}").second, "sliding_window");
+  EXPECT_EQ(
+      refused(R"({"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": false, )" + llama + "}").second,
+      "");
+  EXPECT_EQ(refused(R"({"model_type": "llama", "hidden_act": "gelu", )" + llama + "}").second, "hidden_act");
+  EXPECT_EQ(refused(R"({"model_type": "llama", "attention_bias": true, )" + llama + "}").second, "attention_bias");
+  EXPECT_EQ(refused(R"({"model_type": "llama", "hidden_size": 64})").second, "num_attention_heads");
+  EXPECT_EQ(refused(R"({"model_type": "llama", "num_key_value_heads": 0, )" + llama + "}").second,
+            "num_key_value_heads");
+  EXPECT_EQ(refused(R"({"model_type": "gpt_neox", )" + llama + "}").second, "use_parallel_residual");
+  EXPECT_EQ(refused("[1, 2]").first, path("config.json"));
+  write("s2.json", R"({"model": {"from_hf": "missing.json"}})");
+  EXPECT_THROW(
+      {
+        Scenario sc = Scenario::load(path("s2.json"));
+        (void)read_model_config(sc, sim::GpuSpec{});
+      },
+      ConfigError);
+}
+
+}  // namespace
+}  // namespace edgc::scenario
