@@ -221,6 +221,35 @@ TEST(SimulateModernModel, Llama3_8bFromItsHfConfigRunsAndStatesTheModel) {
   EXPECT_NE(r.out.find("GiB headroom"), std::string::npos) << r.out;
 }
 
+// --megatron-args: a Megatron command line that agrees with the scenario runs to the same model; one that
+// contradicts a scenario key, or asks for what is not modelled, exits 2 naming it and leaves no output.
+TEST(SimulateModernModel, MegatronArgsAgreeOrAreRefusedWithoutOutput) {
+  TempDir tmp;
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/whatif/llama3-8b-64xh100-roce.json";
+  const std::string args =
+      "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention "
+      "--num-query-groups 8 --swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
+      "--untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0 --seq-length 8192 "
+      "--tensor-model-parallel-size 2 --sequence-parallel --bf16 --lr 3e-4";
+  const Result ok = edgc("simulate --scenario " + scenario + " --set run.iterations=20000 --megatron-args \"" + args +
+                             "\" --quiet --out " + (tmp / "ok").string(),
+                         tmp);
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(json::parse(read_file(tmp / "ok" / "result.json"))["model"]["parameters"].get<double>(), 8030261248.0);
+  for (const auto& [extra, message] :
+       {std::pair{std::string(" --seq-length 4096"), std::string("model.seq_len: the scenario gives 8192")},
+        std::pair{std::string(" --use-flash-attn"), std::string("model.megatron_args: --use-flash-attn")}}) {
+    std::string bad = args;
+    if (extra == " --seq-length 4096") bad.replace(bad.find("--seq-length 8192"), 17, "");
+    const Result r = edgc(
+        "simulate --scenario " + scenario + " --megatron-args \"" + bad + extra + "\" --out " + (tmp / "bad").string(),
+        tmp);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "bad"));
+  }
+}
+
 // The accuracy side in result.json: every run carries its measured and predicted gradient error with the per-stage
 // detail, "fidelity" says how it was obtained, and the warnings on thin evidence appear in the summary (stderr) and
 // in result.json.

@@ -23,6 +23,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   std::string timeline;
   std::string policies;
   std::vector<std::string> sets;
+  std::string megatron_args;
   int jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   po::options_description opts;
   opts.add_options()("scenario", po::value(&scenario)->required(),
@@ -36,12 +37,14 @@ int run_simulate_command(const std::vector<std::string>& args) {
       "else none,static,<compression.policy>)")("jobs", po::value(&jobs),
                                                 "simulations run in parallel (default: the CPU count)")(
       "report", "also write DIR/report.html (charts: entropy, ranks, breakdown) and DIR/report/*.svg")(
-      "quiet", "print only the output paths");
+      "quiet", "print only the output paths")(
+      "megatron-args", po::value(&megatron_args),
+      "a Megatron-LM command line's model, batch and parallelism arguments (quoted), as model.megatron_args");
   po::variables_map vm;
-  if (!parse(
-          "simulate",
-          "--scenario F [--set k=v]... --out DIR [--timeline FILE] [--policies LIST] [--jobs N] [--report] [--quiet]",
-          opts, {}, args, vm))
+  if (!parse("simulate",
+             "--scenario F [--set k=v]... [--megatron-args \"ARGS\"] --out DIR [--timeline FILE] [--policies LIST] "
+             "[--jobs N] [--report] [--quiet]",
+             opts, {}, args, vm))
     return 0;
   if (jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(jobs));
   if (vm.count("policies") != 0U && policies.empty())
@@ -52,6 +55,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   engine::SimulateRequest request;
   request.scenario = scenario;
   request.sets = sets;
+  if (vm.count("megatron-args") != 0U) request.sets.push_back("model.megatron_args=" + megatron_args);
   request.policies = policies;
   request.jobs = jobs;
   request.timeline = !timeline.empty();

@@ -76,10 +76,10 @@ void refuse_unmodelled(const HfFields& hf) {
     hf.fail("use_parallel_residual", "true: the parallel attention + MLP block is not modelled");
 }
 
-void add(std::vector<HfSetting>& out, const char* key, Json value) { out.push_back({key, std::move(value)}); }
+void add(std::vector<KeySetting>& out, const char* key, Json value) { out.push_back({key, std::move(value)}); }
 
 // Llama, Mistral, Qwen2 and Qwen3: pre-RMSNorm, SwiGLU, RoPE, grouped-query attention.
-void llama_family(const HfFields& hf, const std::string& type, std::vector<HfSetting>& out) {
+void llama_family(const HfFields& hf, const std::string& type, std::vector<KeySetting>& out) {
   const std::int64_t heads = hf.integer("num_attention_heads");
   add(out, "model.hidden", hf.integer("hidden_size"));
   add(out, "model.layers", hf.integer("num_hidden_layers"));
@@ -109,7 +109,7 @@ void llama_family(const HfFields& hf, const std::string& type, std::vector<HfSet
 }
 
 // GPT-2: LayerNorm, GeLU MLP, learned positions, biases, tied embeddings.
-void gpt2(const HfFields& hf, std::vector<HfSetting>& out) {
+void gpt2(const HfFields& hf, std::vector<KeySetting>& out) {
   const std::int64_t hidden = hf.integer("n_embd");
   add(out, "model.hidden", hidden);
   add(out, "model.layers", hf.integer("n_layer"));
@@ -123,7 +123,7 @@ void gpt2(const HfFields& hf, std::vector<HfSetting>& out) {
 }
 
 // GPT-NeoX (Pythia): LayerNorm, GeLU MLP, rotary embeddings, biases.
-void gpt_neox(const HfFields& hf, std::vector<HfSetting>& out) {
+void gpt_neox(const HfFields& hf, std::vector<KeySetting>& out) {
   add(out, "model.hidden", hf.integer("hidden_size"));
   add(out, "model.layers", hf.integer("num_hidden_layers"));
   add(out, "model.heads", hf.integer("num_attention_heads"));
@@ -138,11 +138,11 @@ void gpt_neox(const HfFields& hf, std::vector<HfSetting>& out) {
 
 }  // namespace
 
-std::vector<HfSetting> read_hf_config(const std::string& path) {
+std::vector<KeySetting> read_hf_config(const std::string& path) {
   // Scenario::load's checks (missing, unreadable, invalid, nested too deep, not an object), each naming the file.
   const HfFields hf(Scenario::load(path).json(), path);
   const std::string type = hf.string("model_type", "");
-  std::vector<HfSetting> out;
+  std::vector<KeySetting> out;
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
     refuse_unmodelled(hf);
     llama_family(hf, type, out);

@@ -1,5 +1,6 @@
 #include "edgc/scenario/model_config.hpp"
 
+#include <algorithm>
 #include <tuple>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "edgc/scenario/config.hpp"
 #include "edgc/scenario/hf_config.hpp"
 #include "edgc/scenario/limits.hpp"
+#include "edgc/scenario/megatron_args.hpp"
 #include "edgc/sim/spec_names.hpp"
 
 namespace edgc::scenario {
@@ -91,11 +93,40 @@ void read_architecture(Scenario& sc, sim::ModelSpec& m) {
   m.qk_norm = sc.boolean("model.qk_norm", false);
 }
 
+// The value at dotted `key` of the scenario's document (null when absent).
+nlohmann::json value_at(const Scenario& sc, const std::string& key) {
+  const nlohmann::json* node = &sc.json();
+  for (std::size_t begin = 0; begin <= key.size();) {
+    const std::size_t end = std::min(key.find('.', begin), key.size());
+    const std::string part = key.substr(begin, end - begin);
+    if (!node->is_object() || !node->contains(part)) return nullptr;
+    node = &(*node)[part];
+    begin = end + 1;
+  }
+  return *node;
+}
+
+// model.megatron_args: a Megatron command line as keys. A key the scenario also gives must agree with it.
+void apply_megatron_args(Scenario& sc) {
+  const std::string text = sc.string("model.megatron_args", "");
+  for (const KeySetting& s : read_megatron_args(split_arguments(text), sc.where())) {
+    if (!sc.has(s.key)) {
+      sc.set(s.key + "=" + s.value.dump());
+      continue;
+    }
+    const nlohmann::json mine = value_at(sc, s.key);
+    if (mine != s.value)
+      throw ConfigError(
+          sc.where(), s.key,
+          "the scenario gives " + mine.dump() + " but model.megatron_args gives " + s.value.dump() + ": keep one");
+  }
+}
+
 // model.from_hf: a Hugging Face config.json's fields as model keys, under the scenario's own (explicit keys win).
 void apply_hf_config(Scenario& sc) {
   const std::string given = sc.string("model.from_hf", "");
   if (given.empty()) throw ConfigError(sc.where(), "model.from_hf", "expected the path of a config.json");
-  for (const HfSetting& s : read_hf_config(sc.resolve(given)))
+  for (const KeySetting& s : read_hf_config(sc.resolve(given)))
     if (!sc.has(s.key)) sc.set(s.key + "=" + s.value.dump());
 }
 
@@ -146,6 +177,7 @@ sim::ComputeModel read_compute_model(Scenario& sc, const sim::GpuSpec& gpu) {
 ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   ModelConfig c;
   sim::ModelSpec& m = c.model;
+  if (sc.has("model.megatron_args")) apply_megatron_args(sc);
   if (sc.has("model.from_hf")) apply_hf_config(sc);
   m.name = sc.string("model.name", "");
   m.layers = sc.int32("model.layers", 0);

@@ -13,13 +13,13 @@
 namespace edgc::scenario {
 
 /// One model key and the value the config.json gives it ("model.hidden", 4096).
-struct HfSetting {
+struct KeySetting {
   std::string key;
   nlohmann::json value;
 };
 
 /// Reads `path` (a config.json) into model keys. Throws ConfigError naming the file and the field: unreadable or
 /// invalid JSON, an unsupported model_type, a missing or malformed field, a field that is not modelled.
-std::vector<HfSetting> read_hf_config(const std::string& path);
+std::vector<KeySetting> read_hf_config(const std::string& path);
 
 }  // namespace edgc::scenario
