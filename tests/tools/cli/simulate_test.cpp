@@ -248,6 +248,15 @@ TEST(SimulateModernModel, MegatronArgsAgreeOrAreRefusedWithoutOutput) {
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(tmp / "bad"));
   }
+  // A from_hf config.json that is missing, or of a type edgc does not model, names the file and leaves nothing.
+  std::ofstream(tmp / "moe.json") << R"({"model_type": "mixtral", "hidden_size": 4096})";
+  for (const std::string& config : {(tmp / "missing.json").string(), (tmp / "moe.json").string()}) {
+    const Result r = edgc(
+        "simulate --scenario " + scenario + " --set model.from_hf=" + config + " --out " + (tmp / "bad").string(), tmp);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(config), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "bad"));
+  }
 }
 
 // The accuracy side in result.json: every run carries its measured and predicted gradient error with the per-stage

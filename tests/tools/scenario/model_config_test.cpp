@@ -440,7 +440,14 @@ TEST_F(ModelConfigFile, FromHfReadsPublishedConfigsAndScenarioKeysWin) {
   EXPECT_EQ(m.bias, sim::LinearBias::kNone);
   EXPECT_FALSE(m.tie_embeddings);
   EXPECT_FALSE(m.dropout);
-  EXPECT_EQ(sim::parameter_count(m), 8030261248);  // the model card's 8.03B
+  EXPECT_EQ(sim::parameter_count(m), 8030261248);                                        // the model card's 8.03B
+  for (const auto& [file, total] : {std::pair{"llama3-70b-config.json", 70553706496LL},  // 70.6B
+                                    std::pair{"llama3.1-405b-config.json", 405853388800LL}}) {  // 405B
+    write("big.json", R"({"model": {"from_hf": ")" + hf + file +
+                          R"(", "seq_len": 8192, "micro_batch_size": 1, "global_batch_size": 64}})");
+    Scenario big = Scenario::load(path("big.json"));
+    EXPECT_EQ(sim::parameter_count(read_model_config(big, sim::GpuSpec{}).model), total) << file;
+  }
   write("q.json", R"({"model": {"from_hf": ")" + hf +
                       R"(qwen3-8b-config.json", "layers": 4, "seq_len": 4096, "micro_batch_size": 1,
                       "global_batch_size": 8}})");
