@@ -95,7 +95,7 @@ TEST_F(Boundary, EveryBadBoundaryIsRefusedNamingFileAndField) {
             std::string::npos);
   EXPECT_NE(with("\"version\": 1.1", "\"version\": \"1.1\"").find("version: unsupported"), std::string::npos);
   EXPECT_NE(with("\"stage\": 1, \"shape\": [4, 2]", "\"stage\": 0, \"shape\": [4, 2]")
-                .find("boundaries[0].stage: must be >= 1"),
+                .find("boundaries[0].stage: must be in [1, 65535], got 0"),
             std::string::npos);
   EXPECT_NE(with("\"stage\": 1, \"shape\": [4, 2]", "\"stage\": 2, \"shape\": [4, 2]")
                 .find("boundaries[0].stage: 2 must be in [1, model.num_stages = 2)"),

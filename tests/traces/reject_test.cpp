@@ -202,9 +202,59 @@ TEST_F(Reject, ManifestFieldErrors) {
             std::string::npos);
   EXPECT_NE(with("\"file\": \"iter_000000.safetensors\"", "\"file\": \"../x\"").find("must be a plain file name"),
             std::string::npos);
-  EXPECT_NE(with("\"num_stages\": 1", "\"num_stages\": 0").find("model.num_stages: must be >= 1"), std::string::npos);
+  EXPECT_NE(with("\"num_stages\": 1", "\"num_stages\": 0").find("model.num_stages: must be in [1, 65536], got 0"),
+            std::string::npos);
   EXPECT_NE(with("{\"format\"", "{{\"format\"").find("trace.json: invalid JSON"), std::string::npos);
   EXPECT_NE(with("\"model\": {\"name\": \"m\", ", "\"model\": {").find("model.name: missing"), std::string::npos);
+}
+
+// Crafted integers: a stage, layer or stage count that would wrap when narrowed to int (2^31 - 1, 2^31, 2^32 - 1,
+// 2^63 - 1, 2^64 - 1, -1) and shapes whose element count overflows are refused naming the field, before anything is
+// allocated from them (they crashed replay with SIGSEGV or "double free" before).
+TEST_F(Reject, IntegersThatWouldWrapOrOverflowAreRefusedByField) {
+  const std::string base = kManifest;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string m = base;
+    m.replace(m.find(from), from.size(), to);
+    write_file(tmp_ / "trace.json", m);
+    write_raw_safetensors(iter_file(), kGoodHeader, f32_bytes(6));
+    return read_error(tmp_.path());
+  };
+  for (const char* v :
+       {"2147483647", "2147483648", "4294967295", "9223372036854775807", "18446744073709551615", "-1"}) {
+    const std::string value(v);
+    EXPECT_NE(with("\"stage\": 0", "\"stage\": " + value).find("tensors[0].stage: must be in [0, 65535], got " + value),
+              std::string::npos)
+        << v;
+    EXPECT_NE(with("\"num_stages\": 1", "\"num_stages\": " + value).find("model.num_stages: must be in [1, 65536]"),
+              std::string::npos)
+        << v;
+    if (value != "-1") {
+      EXPECT_NE(with("\"layer\": 0", "\"layer\": " + value).find("tensors[0].layer: must be in [-1, 16777216]"),
+                std::string::npos)
+          << v;
+    }
+    if (value == "-1" || value.size() > 16) {  // past 2^53: not exact in a double
+      EXPECT_NE(with("\"iteration\": 0", "\"iteration\": " + value).find("iterations[0].iteration: must be in [0, "),
+                std::string::npos)
+          << v;
+    }
+  }
+  for (const char* shape :
+       {"[9223372036854775807, 1]", "[4294967296, 4294967296]", "[18446744073709551615]", "[4398046511105]"}) {
+    EXPECT_NE(with("[2, 3]", shape).find("tensors[0].shape: " + std::string(shape).substr(0, 3)), std::string::npos)
+        << shape;
+    EXPECT_NE(with("[2, 3]", shape).find("more than 2^42 elements"), std::string::npos) << shape;
+  }
+}
+
+// A manifest that is a device or a huge file is refused after 256 MiB, not read to exhaustion.
+TEST_F(Reject, AManifestPastTheSizeLimitIsRefused) {
+  if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  std::filesystem::remove(tmp_ / "trace.json");
+  std::filesystem::create_symlink("/dev/zero", tmp_ / "trace.json");
+  const std::string e = read_error(tmp_.path());
+  EXPECT_NE(e.find("trace.json: larger than 256 MiB"), std::string::npos) << e;
 }
 
 // Fuzz finding: nesting this deep parsed, then overflowed the stack in the error message that printed the shape

@@ -4,7 +4,8 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
+#include <string>
+#include <vector>
 
 #include "edgc/core/error.hpp"
 #include "json_strict.hpp"
@@ -13,6 +14,16 @@ namespace edgc::traces {
 namespace {
 
 using nlohmann::json;
+
+// What a trace may claim: bounds that follow from what edgc can hold, so that no later allocation, product or
+// narrowing to int can overflow (a crafted manifest is refused naming the field, never a crash): pipeline stages
+// (per-stage tables are allocated), layer indices, elements of one tensor or boundary message (4 Ti elements, far
+// past any GPU's memory), iteration numbers (exact in a double), and the manifest's own size.
+constexpr std::int64_t kMaxStages = std::int64_t{1} << 16;
+constexpr std::int64_t kMaxLayer = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 42;
+constexpr std::int64_t kMaxIteration = std::int64_t{1} << 53;
+constexpr std::size_t kMaxManifestBytes = std::size_t{256} << 20;
 
 // Typed access to one JSON object of the manifest, naming file and field path in every error.
 class Fields {
@@ -55,6 +66,34 @@ class Fields {
     if (x < min) fail(key, "must be >= " + std::to_string(min) + ", got " + std::to_string(x));
     return x;
   }
+  /// An integer in [lo, hi]; a value past int64 (a large unsigned) is out of range too.
+  std::int64_t ranged(const std::string& key, std::int64_t lo, std::int64_t hi) const {
+    const json& v = required(key);
+    if (!v.is_number_integer()) fail(key, "expected an integer, got " + v.dump());
+    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
+    const auto x = huge ? hi : v.get<std::int64_t>();
+    if (huge || x < lo || x > hi)
+      fail(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
+    return x;
+  }
+  /// A list of positive dimensions whose product stays within kMaxElements (checked before each multiplication).
+  std::vector<std::int64_t> dims(const std::string& key, const char* expected) const {
+    const json& shape = required(key);
+    if (!shape.is_array()) fail(key, std::string("expected ") + expected + ", got " + shape.dump());
+    std::vector<std::int64_t> out;
+    std::int64_t product = 1;
+    for (const auto& d : shape) {
+      if (!d.is_number_integer() || (!d.is_number_unsigned() && d.get<std::int64_t>() < 1) ||
+          (d.is_number_unsigned() && d.get<std::uint64_t>() < 1))
+        fail(key, "dimensions must be positive integers, got " + shape.dump());
+      // Here d >= 1, so product stays >= 1 and the division below is safe.
+      if (d.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxElements / product))
+        fail(key, shape.dump() + " has more than 2^42 elements: larger than any tensor edgc can hold");
+      product *= d.get<std::int64_t>();
+      out.push_back(d.get<std::int64_t>());
+    }
+    return out;
+  }
   double number(const std::string& key) const {
     const json& v = required(key);
     if (!v.is_number()) fail(key, "expected a number, got " + v.dump());
@@ -90,16 +129,10 @@ TensorInfo parse_tensor(const json& j, const std::string& where, std::size_t ind
   f.only({"name", "shape", "dtype", "stage", "layer", "mode"});
   TensorInfo t;
   t.name = f.string("name");
-  const json& shape = f.required("shape");
-  if (!shape.is_array()) f.fail("shape", "expected an array of positive integers");
-  for (const auto& d : shape) {
-    if (!d.is_number_integer() || d.get<std::int64_t>() < 1)
-      f.fail("shape", "dimensions must be positive integers, got " + shape.dump());
-    t.shape.push_back(d.get<std::int64_t>());
-  }
+  t.shape = f.dims("shape", "an array of positive integers");
   t.dtype = storage_dtype(f);
-  t.stage = static_cast<int>(f.integer("stage", 0));
-  t.layer = f.has("layer") ? static_cast<int>(f.integer("layer", -1)) : -1;
+  t.stage = static_cast<int>(f.ranged("stage", 0, kMaxStages - 1));  // below num_stages: validate_manifest
+  t.layer = f.has("layer") ? static_cast<int>(f.ranged("layer", -1, kMaxLayer)) : -1;
   const std::string mode = f.has("mode") ? f.string("mode") : "full";
   if (mode == "full") {
     t.mode = CaptureMode::kFull;
@@ -116,14 +149,13 @@ BoundaryInfo parse_boundary(const json& j, const std::string& where, std::size_t
   f.only({"name", "stage", "shape", "dtype", "micro_batch"});
   BoundaryInfo b;
   b.name = f.string("name");
-  b.stage = static_cast<int>(f.integer("stage", 1));
-  const json& shape = f.required("shape");
-  if (!shape.is_array() || shape.size() != 2 || !shape[0].is_number_integer() || !shape[1].is_number_integer() ||
-      shape[0].get<std::int64_t>() < 1 || shape[1].get<std::int64_t>() < 1)
-    f.fail("shape", "expected [tokens, hidden], two positive integers, got " + shape.dump());
-  b.rows = shape[0].get<std::int64_t>();
-  b.cols = shape[1].get<std::int64_t>();
-  b.micro_batch = f.integer("micro_batch", 1);
+  b.stage = static_cast<int>(f.ranged("stage", 1, kMaxStages - 1));
+  const std::vector<std::int64_t> shape = f.dims("shape", "[tokens, hidden], two positive integers");
+  if (shape.size() != 2)
+    f.fail("shape", "expected [tokens, hidden], two positive integers, got " + f.required("shape").dump());
+  b.rows = shape[0];
+  b.cols = shape[1];
+  b.micro_batch = f.ranged("micro_batch", 1, b.rows);
   if (b.rows % b.micro_batch != 0) {
     f.fail("micro_batch",
            std::to_string(b.micro_batch) + " does not divide the " + std::to_string(b.rows) + " tokens of shape[0]");
@@ -136,7 +168,7 @@ IterationInfo parse_iteration(const json& j, const std::string& where, std::size
   const Fields f(j, where, "iterations[" + std::to_string(index) + "]");
   f.only({"iteration", "file", "loss"});
   IterationInfo it;
-  it.iteration = f.integer("iteration", 0);
+  it.iteration = f.ranged("iteration", 0, kMaxIteration);
   it.file = f.string("file");
   if (f.has("loss") && !f.required("loss").is_null()) it.loss = f.number("loss");
   return it;
@@ -193,9 +225,15 @@ Manifest read_manifest(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir, ec)) throw TraceFormatError(dir.string(), "", "not a trace directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TraceFormatError(where, "", "cannot open the trace manifest");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json j = detail::parse_json_strict(ss.str(), where, "");
+  // Read at most kMaxManifestBytes + 1 bytes: a manifest pointed at a device or a huge file is refused, not slurped.
+  std::string text;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  while (text.size() <= kMaxManifestBytes &&
+         in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())).gcount() > 0)
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxManifestBytes)
+    throw TraceFormatError(where, "", "larger than 256 MiB: not a trace manifest (they are a few kB to a few MB)");
+  const json j = detail::parse_json_strict(text, where, "");
   const Fields top(j, where, "");
   if (top.string("format") != kTraceFormatName)
     top.fail("format", "expected \"" + std::string(kTraceFormatName) + "\", got \"" + top.string("format") + "\"");
@@ -219,7 +257,7 @@ Manifest read_manifest(const std::filesystem::path& dir) {
   const json& model = top.required("model");
   const Fields mf(model, where, "model");
   m.model_name = mf.string("name");
-  m.num_stages = static_cast<int>(mf.integer("num_stages", 1));
+  m.num_stages = static_cast<int>(mf.ranged("num_stages", 1, kMaxStages));
   m.model_json = model.dump();
   if (top.has("provenance")) {
     if (!top.required("provenance").is_object()) top.fail("provenance", "expected an object");
@@ -229,7 +267,7 @@ Manifest read_manifest(const std::filesystem::path& dir) {
     const Fields sf(top.required("sampling"), where, "sampling");
     sf.only({"block_elems", "fraction", "seed"});
     SamplingInfo s;
-    s.block_elems = sf.integer("block_elems", 1);
+    s.block_elems = sf.ranged("block_elems", 1, kMaxElements);
     s.fraction = sf.number("fraction");
     if (!(s.fraction > 0.0 && s.fraction <= 1.0)) sf.fail("fraction", "must be in (0, 1]");
     s.seed = static_cast<std::uint64_t>(sf.integer("seed", 0));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -186,6 +187,25 @@ json replay_json(const std::string& args, TempDir& tmp, const std::string& out) 
 // Without a scenario the built-in r_max (128) exceeds the bundled trace's 64x64 matrices: replay lowers it to the
 // largest rank that still compresses them (r·(64 + 64) < 64·64: 28) and says so; a chosen r_max is refused instead
 // (BadScenariosExitTwoNamingTheKeyAndLeaveNoOutput).
+// A crafted trace whose tensor stage wraps when narrowed to int (4294967295: replay died with SIGSEGV) or is past any
+// pipeline (2^63 - 1: "double free or corruption") exits 2 naming the field; nothing is written.
+TEST(ReplayRejects, ACraftedStageThatWouldWrapExitsTwoNamingTheField) {
+  TempDir tmp;
+  const fs::path trace = tmp / "crafted";
+  fs::copy(std::string(EDGC_SOURCE_DIR) + "/traces/bundled/tinygpt-licenses", trace, fs::copy_options::recursive);
+  for (const std::string stage : {"4294967295", "9223372036854775807", "-1"}) {
+    nlohmann::ordered_json m = nlohmann::ordered_json::parse(read_file(trace / "trace.json"));
+    m["tensors"][0]["stage"] = nlohmann::ordered_json::parse(stage);
+    std::ofstream(trace / "trace.json") << m.dump();
+    const Result r =
+        edgc("replay --scenario " + kScenario + " --trace " + trace.string() + " --out " + (tmp / "out").string(), tmp);
+    EXPECT_EQ(r.code, 2) << stage << r.err;
+    EXPECT_NE(r.err.find("trace.json: tensors[0].stage: must be in [0, 65535], got " + stage), std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out"));
+  }
+}
+
 TEST(ReplayDefaults, TheDefaultRankBoundFitsTheTraceWithANote) {
   TempDir tmp;
   const std::string trace = std::string(EDGC_SOURCE_DIR) + "/traces/bundled/tinygpt-licenses";
