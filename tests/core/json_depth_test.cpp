@@ -35,5 +35,18 @@ TEST(JsonDepth, NamesWhereTheFirstBracketPastTheLimitStands) {
   EXPECT_EQ(json_depth_error(std::string(1000, '{')).find("arrays and objects nested deeper"), 0U);
 }
 
+// Duplicate keys, which nlohmann's parser resolves silently in favour of the last: named with their dotted path and
+// both lines; the same key in different objects, keys inside strings and escaped quotes are not duplicates.
+TEST(JsonDuplicateKey, NamesTheKeyPathAndBothLines) {
+  const DuplicateKey d = json_duplicate_key("{\n \"compression\": {\n  \"window\": 1000,\n  \"window\": 50\n }\n}");
+  EXPECT_EQ(d.key, "compression.window");
+  EXPECT_EQ(d.first_line, 3U);
+  EXPECT_EQ(d.second_line, 4U);
+  EXPECT_EQ(json_duplicate_key(R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}]})").key, "");
+  EXPECT_EQ(json_duplicate_key(R"({"a": "\"a\": 1, \"a\": 2", "b": ["a", "a"]})").key, "");
+  EXPECT_EQ(json_duplicate_key(R"({"a": 1, "b": {"c": [1, {"d": 1, "d": 2}]}})").key, "b.c.d");
+  EXPECT_EQ(json_duplicate_key(R"({"a": 1, "a": 2})").key, "a");
+}
+
 }  // namespace
 }  // namespace edgc

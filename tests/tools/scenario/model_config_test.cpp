@@ -409,6 +409,7 @@ TEST_F(ModelConfigFile, ArchitectureKeysReadAndBadValuesAreRefusedByKey) {
 
   const std::string base = R"({"model": {"include": "models/m.json", )";
   EXPECT_EQ(failing_field(base + R"("mlp": "relu"}})"), "model.mlp");
+  EXPECT_EQ(failing_field(base + R"("layers": 4, "layers": 8}})"), "model.layers");  // given twice
   EXPECT_EQ(failing_field(base + R"("norm": "batchnorm"}})"), "model.norm");
   EXPECT_EQ(failing_field(base + R"("position": "alibi"}})"), "model.position");
   EXPECT_EQ(failing_field(base + R"("bias": "some"}})"), "model.bias");

@@ -57,6 +57,10 @@ Scenario Scenario::load(const std::string& path) {
     throw ConfigError(path, "", "invalid JSON: " + msg);
   }
   if (!s.doc_.is_object()) throw ConfigError(path, "", "a scenario must be a JSON object");
+  if (const DuplicateKey d = json_duplicate_key(text); !d.key.empty())
+    throw ConfigError(path, d.key,
+                      "given twice (lines " + std::to_string(d.first_line) + " and " + std::to_string(d.second_line) +
+                          "): JSON keeps only the last silently; keep one");
   return s;
 }
 

@@ -2,6 +2,7 @@
 // The nesting limit of every JSON document edgc reads. nlohmann's parser keeps its own stack, but dump(), copies
 // and comparisons recurse once per level: a file of a million '[' parses and then overflows the stack in the
 // first error message that prints a value. Every reader checks the text against this limit before parsing it.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,15 @@ inline constexpr double kJsonExactIntegerLimit = 9007199254740992.0;
 /// where the first bracket past the limit stands: "arrays and objects nested deeper than 64 levels (line 3,
 /// column 17)". Brackets inside strings do not count; text that is not JSON is left to the parser to reject.
 std::string json_depth_error(std::string_view text);
+
+/// A key given twice in one object (nlohmann keeps the last silently): its dotted path ("compression.window") and
+/// the lines of both; `key` empty when there is none. Scans the text as json_depth_error does (strings and escapes
+/// respected); meant for text that parsed, or is about to be parsed, as JSON.
+struct DuplicateKey {
+  std::string key;
+  std::size_t first_line = 0;
+  std::size_t second_line = 0;
+};
+DuplicateKey json_duplicate_key(std::string_view text);
 
 }  // namespace edgc
