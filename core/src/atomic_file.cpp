@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "edgc/core/error.hpp"
 
@@ -79,6 +80,12 @@ StagingDir::StagingDir(fs::path final_path) : final_(std::move(final_path)) {
   if (fs::exists(final_, ec)) {
     if (!fs::is_directory(final_, ec)) throw InputError(final_.string(), "", "exists and is not a directory");
     if (!fs::is_empty(final_, ec)) throw InputError(final_.string(), "", "output directory exists and is not empty");
+    // An existing directory may be a mount point, which no rename can replace: stage inside it.
+    in_place_ = true;
+    tmp_ = final_ / (".edgc-staging" + unique_suffix());
+    fs::create_directory(tmp_, ec);
+    if (ec) throw InputError(final_.string(), "", "cannot write into the output directory: " + ec.message());
+    return;
   }
   fs::path parent = final_.has_parent_path() ? final_.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
@@ -97,6 +104,19 @@ StagingDir::~StagingDir() {
 
 void StagingDir::commit() {
   std::error_code ec;
+  if (in_place_) {
+    std::vector<fs::path> entries;
+    for (const fs::directory_entry& e : fs::directory_iterator(tmp_, ec)) entries.push_back(e.path());
+    if (ec) throw IoError(tmp_.string(), "cannot list the finished output: " + ec.message());
+    for (const fs::path& e : entries) {
+      fs::rename(e, final_ / e.filename(), ec);
+      if (ec)
+        throw IoError((final_ / e.filename()).string(), "cannot move finished output into place: " + ec.message());
+    }
+    fs::remove(tmp_, ec);
+    committed_ = true;
+    return;
+  }
   if (fs::exists(final_, ec)) fs::remove(final_, ec);  // an empty directory, checked in the constructor
   fs::rename(tmp_, final_, ec);
   if (ec) throw IoError(final_.string(), "cannot move finished output into place: " + ec.message());

@@ -5,6 +5,7 @@
 // The golden file is tests/data/simulate/small-result.golden.json. After an intended model change, regenerate it
 // with EDGC_UPDATE_GOLDEN=1 ctest -R Simulate.MatchesGolden and review the diff.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -257,6 +258,33 @@ TEST(SimulateModernModel, MegatronArgsAgreeOrAreRefusedWithoutOutput) {
     EXPECT_NE(r.err.find(config), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(tmp / "bad"));
   }
+}
+
+// `--out` onto an existing empty directory that is a mount point (a Docker volume, a Kubernetes emptyDir): no rename
+// can replace it, so the outputs are staged inside it and moved in file by file; nothing finished is lost, no
+// staging folder stays behind, and the run says so. Needs root for `mount --bind` (CI runs as root); skipped
+// otherwise.
+TEST(SimulateOutput, AMountPointOutDirectoryKeepsEveryOutput) {
+  TempDir tmp;
+  const fs::path src = tmp / "volume", mnt = tmp / "mnt";
+  fs::create_directories(src);
+  fs::create_directories(mnt);
+  if (::geteuid() != 0 ||
+      std::system(("mount --bind " + src.string() + " " + mnt.string() + " 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "mount --bind needs root";
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { (void)std::system(("umount " + at.string()).c_str()); }
+  } unmount{mnt};
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json";
+  const Result r = edgc("simulate --scenario " + scenario + " --out " + mnt.string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(mnt / "result.json"));
+  EXPECT_TRUE(fs::exists(src / "result.json"));  // written through the mount
+  EXPECT_NE(r.err.find("existed, so the outputs were moved into it one file at a time"), std::string::npos) << r.err;
+  for (const auto& e : fs::directory_iterator(mnt)) EXPECT_EQ(e.path().filename(), "result.json") << e.path();
+  for (const auto& e : fs::directory_iterator(tmp.path()))  // no hidden staging folder beside it either
+    EXPECT_NE(e.path().filename().string().front(), '.') << e.path();
 }
 
 // The accuracy side in result.json: every run carries its measured and predicted gradient error with the per-stage

@@ -34,6 +34,8 @@ int run_replay_command(const std::vector<std::string>& args) {
   write_file_atomic(staging.path() / "windows.csv", results::windows_csv(report));
   write_file_atomic(staging.path() / "replay.json", results::to_json(report).dump(1) + "\n");
   staging.commit();
+  if (staging.in_place())  // an existing directory, perhaps a mount point: no rename could replace it whole
+    std::cerr << "edgc: note: " << out << " existed, so the outputs were moved into it one file at a time\n";
   if (vm.count("quiet") != 0U) {
     std::cout << out << "/windows.csv\n" << out << "/replay.json\n";
     return 0;

@@ -64,6 +64,8 @@ int run_simulate_command(const std::vector<std::string>& args) {
   write_file_atomic(staging.path() / "result.json", results::to_json(outcome.result).dump(2) + "\n");
   if (request.timeline) write_file_atomic(timeline, outcome.timeline.dump() + "\n");
   staging.commit();
+  if (staging.in_place())  // an existing directory, perhaps a mount point: no rename could replace it whole
+    std::cerr << "edgc: note: " << out << " existed, so the outputs were moved into it one file at a time\n";
   std::string report;
   if (vm.count("report") != 0U) report = report::write_report_into(out).string();
 

@@ -42,7 +42,10 @@ void check_output_file(const std::filesystem::path& path, const std::string& opt
 std::optional<std::string> read_file_if_present(const std::filesystem::path& path);
 
 /// A directory built under a temporary sibling name and renamed into place by commit(); removed on destruction
-/// when not committed. Gives "no partial output" to commands that write a whole directory.
+/// when not committed. Gives "no partial output" to commands that write a whole directory. When the final directory
+/// already exists (it must be empty) it cannot be replaced by a rename if it is a mount point (a Docker volume, a
+/// Kubernetes emptyDir, an NFS mount: EBUSY), so then, decided up front, the staging directory is a hidden folder
+/// inside it and commit() moves each finished entry into it by its own rename (each file atomic, the set not).
 class StagingDir {
  public:
   /// Throws InputError when `final_path` exists and is not an empty directory, or when it cannot be made there
@@ -55,13 +58,17 @@ class StagingDir {
   /// Where to write the files now.
   const std::filesystem::path& path() const noexcept { return tmp_; }
   const std::filesystem::path& final_path() const noexcept { return final_; }
-  /// Moves the finished directory to its final name. Throws IoError.
+  /// Moves the finished directory to its final name (entry by entry when in_place()). Throws IoError naming the
+  /// path and the OS reason.
   void commit();
+  /// True when the final directory existed (empty) and the outputs are moved into it one entry at a time.
+  bool in_place() const noexcept { return in_place_; }
 
  private:
   std::filesystem::path final_;
   std::filesystem::path tmp_;
   bool committed_ = false;
+  bool in_place_ = false;
 };
 
 }  // namespace edgc
