@@ -11,6 +11,10 @@ script runs each of them on a device and reports the measured time beside the pr
 What each `op` runs (PyTorch eager, one call per kernel):
   gemm                      torch.mm / torch.bmm of (batch ×) m × k and k × n
   layernorm(_backward)      F.layer_norm over rows of `row` elements (backward: autograd of it, dx, dγ and dβ)
+  rmsnorm(_backward)        F.rms_norm (or its formula on older PyTorch) over rows; backward by autograd
+  swiglu(_backward)         silu(gate)·up over rows of `row` outputs from a 2·row-wide input (eager: several
+                            kernels where Megatron-Core runs one fused one); backward by autograd
+  rope                      the rotary embedding of rows of `row` channels (eager: several kernels)
   softmax(_backward)        torch.softmax over rows (backward: torch._softmax_backward_data)
   dropout(_backward)        torch.native_dropout, p = 0.1 (backward: native_dropout_backward with its mask)
   bias_dropout_add(_bwd)    dropout(x + bias) + residual: three eager kernels where Megatron runs one fused one
@@ -41,7 +45,7 @@ import statistics
 import sys
 import time
 
-UNFUSED = {"bias_dropout_add", "bias_gelu"}  # one fused kernel in Megatron, several eager ones here
+UNFUSED = {"bias_dropout_add", "bias_gelu", "swiglu", "swiglu_backward", "rope"}  # one fused kernel in Megatron, several eager ones here
 P_DROP = 0.1
 
 
@@ -142,6 +146,35 @@ def main():
         count, row = k["elements"]["count"], int(k["elements"]["row"])
         rows = max(1, int(round(count / row)))
         x = tensor(rows, row)
+        if op in ("rmsnorm", "rmsnorm_backward"):
+            w = tensor(row)
+
+            def rms(xx, ww):
+                if hasattr(F, "rms_norm"):
+                    return F.rms_norm(xx, (row,), ww)
+                return xx * torch.rsqrt(xx.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(xx.dtype) * ww
+            if op == "rmsnorm":
+                return lambda: rms(x, w)
+            xr, wr = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+            y = rms(xr, wr)
+            g = tensor(rows, row)
+            return lambda: torch.autograd.grad(y, (xr, wr), g, retain_graph=True)
+        if op in ("swiglu", "swiglu_backward"):
+            gate_up = tensor(rows, 2 * row)
+            if op == "swiglu":
+                return lambda: F.silu(gate_up[:, :row]) * gate_up[:, row:]
+            gu = gate_up.clone().requires_grad_(True)
+            y = F.silu(gu[:, :row]) * gu[:, row:]
+            g = tensor(rows, row)
+            return lambda: torch.autograd.grad(y, gu, g, retain_graph=True)
+        if op == "rope":
+            half = row // 2
+            cos, sin = tensor(rows, half), tensor(rows, half)
+
+            def rope():
+                a1, a2 = x[:, :half], x[:, half:]
+                return torch.cat((a1 * cos - a2 * sin, a2 * cos + a1 * sin), -1)
+            return rope
         if op == "layernorm":
             w, b = tensor(row), tensor(row)
             return lambda: F.layer_norm(x, (row,), w, b)

@@ -1,7 +1,9 @@
 // `edgc sweep` end to end: results agree with `edgc simulate` on the same settings, kill -9 at random moments
 // and --resume loses and duplicates nothing, a partial last line is cut, changed specs and busy directories
 // are refused, and 2 MPI ranks give the same result set as one process.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,6 +188,26 @@ TEST(SweepCli, ResumeCutsAPartialLastLineAndRunsOnlyMissingPoints) {
   EXPECT_NE(r.out.find("5 already done, 7 run"), std::string::npos) << r.out;
   EXPECT_EQ(results(out), full);
   // Resuming a finished sweep runs nothing.
+  const auto again = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --resume", tmp);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("12 already done, 0 run"), std::string::npos) << again.out;
+}
+
+// Two runs on one sweep directory: while one holds it (here the test holds its lock, as a running sweep does), a
+// --resume is refused with exit 2 and the directory is left as it was; once released, --resume runs.
+TEST(SweepCli, AResumeWhileAnotherRunHoldsTheDirectoryIsRefused) {
+  TempDir tmp;
+  const auto out = tmp / "sweep";
+  ASSERT_EQ(edgc("sweep --spec " + kGrid + " --out " + out.string() + " --quiet", tmp).code, 0);
+  const std::string before = read_file(out / "results.jsonl");
+  const int fd = ::open((out / ".edgc-sweep.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const auto r = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --resume", tmp);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("is in use by another edgc sweep or plan"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(out / "results.jsonl"), before);
+  ::close(fd);
   const auto again = edgc("sweep --spec " + kGrid + " --out " + out.string() + " --resume", tmp);
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("12 already done, 0 run"), std::string::npos) << again.out;

@@ -2,6 +2,7 @@
 #include "edgc/engine/sweep.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,6 +154,32 @@ void prepare_dir(const scenario::SweepSpec& spec, const std::vector<scenario::Sw
   write_file_atomic(meta, results::to_json(sweep_document(spec, points)).dump(2) + "\n");
   fs::create_directories(dir / "cache");  // after sweep.json: a directory with cache/ always holds its sweep
 }
+
+// The sweep directory's lock, held by the one run (fresh or --resume) that appends to it: a second run on the same
+// directory is refused instead of computing points twice and leaving results.jsonl with duplicates. flock() is
+// released by the kernel when the run ends, however it ends (a SIGKILL included), so no stale lock survives.
+class DirLock {
+ public:
+  explicit DirLock(const fs::path& dir) : path_((dir / ".edgc-sweep.lock").string()) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw IoError(path_, std::string("cannot create the sweep's lock: ") + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int e = errno;
+      ::close(fd_);
+      if (e == EWOULDBLOCK)
+        throw UsageError("--out", "'" + dir.string() + "' is in use by another edgc sweep or plan (it holds " + path_ +
+                                      "): wait for it to finish, then --resume, or choose another --out");
+      throw IoError(path_, std::string("cannot lock the sweep directory: ") + std::strerror(e));
+    }
+  }
+  ~DirLock() { ::close(fd_); }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
 
 // Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line.
 void repair_results(const fs::path& file) {
@@ -371,6 +398,7 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   const auto t0 = Clock::now();
   const fs::path dir(o.out);
   prepare_dir(spec, points, o);
+  const DirLock lock(dir);  // before results.jsonl is read or appended to
   const fs::path results = dir / "results.jsonl";
   repair_results(results);
   std::set<std::int64_t> done;
