@@ -12,6 +12,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/policy_registry.hpp"
+#include "edgc/core/powersgd_rule.hpp"
 #include "edgc/core/window_accumulator.hpp"
 #include "edgc/engine/trace_health.hpp"
 #include "edgc/kernels/boundary_compression.hpp"
@@ -252,22 +253,31 @@ void check_world_size(const ReplayOptions& o, const traces::Manifest& m, const T
   }
 }
 
-// A default r_max (nobody chose it) at which some stage's factors P and Q would be no smaller than its matrix
-// (r·(m + n) ≥ m·n): lowered to the largest multiple of the quantum that still compresses every stage, with r_min
-// and step when they no longer fit under it. Returns the note, or "" when nothing changed.
+// The largest rank at which PowerSGD's skip rule (core/powersgd_rule.hpp: factors under half the matrix) still
+// sends a rows × cols matrix compressed; 0 when no rank does.
+std::int64_t largest_compressing_rank(std::int64_t rows, std::int64_t cols) {
+  std::int64_t r = (rows * cols - 1) / (2 * (rows + cols));
+  while (r > 0 && !core::powersgd_compresses(rows, cols, static_cast<int>(r))) --r;
+  return r;
+}
+
+// A default r_max (nobody chose it) at which PowerSGD's skip rule would send some stage's matrix uncompressed:
+// lowered to the largest multiple of the quantum that still compresses every stage, with r_min and step when they
+// no longer fit under it. Returns the note, or "" when nothing changed.
 std::string fit_default_rank_bounds(core::ControllerConfig& cc, const TraceLayout& layout, bool r_max_given) {
   core::CqmConfig& q = cc.cqm;
   std::optional<std::int64_t> fits;  // the largest compressing rank of the tightest stage
   for (const auto& [rows, cols] : layout.stage_shapes)
-    if (rows > 0 && cols > 0) fits = std::min(fits.value_or(rows * cols), (rows * cols - 1) / (rows + cols));
+    if (rows > 0 && cols > 0) fits = std::min(fits.value_or(rows * cols), largest_compressing_rank(rows, cols));
   if (r_max_given || !fits) return {};
   *fits = *fits / q.quantum * q.quantum;
-  if (q.r_max <= *fits || *fits < q.quantum) return {};
+  if (q.r_max <= *fits || *fits < q.quantum) return {};  // too small a matrix: r_max is refused later
   const int before = q.r_max;
   q.r_max = static_cast<int>(*fits);
   std::string note = "compression.r_max lowered from its default " + std::to_string(before) + " to " +
                      std::to_string(q.r_max) +
-                     ", the largest rank whose factors are smaller than every stage's matrix on this trace";
+                     ", the largest rank PowerSGD's skip rule still compresses on every stage of this trace (factors "
+                     "under half the matrix)";
   if (q.r_min > q.r_max) {
     q.r_min = std::max(q.quantum, q.r_max / 4 / q.quantum * q.quantum);
     note += "; r_min to " + std::to_string(q.r_min) + " (r_max / 4)";
