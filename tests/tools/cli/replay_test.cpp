@@ -234,6 +234,20 @@ TEST(ReplayDefaults, TheDefaultRankBoundFitsTheTraceWithANote) {
   EXPECT_GT(compressed, 0);
 }
 
+// A window longer than the trace makes the whole replay one partial warm-up window: said, not silent.
+TEST(ReplayDefaults, ATraceShorterThanOneWindowIsWarned) {
+  TempDir tmp;
+  const std::string trace = std::string(EDGC_SOURCE_DIR) + "/traces/bundled/tinygpt-licenses";
+  const Result r =
+      edgc("replay --trace " + trace + " --set compression.window=1000 --quiet --out " + (tmp / "out").string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string warning = "the trace's 499 steps are fewer than one window of 1000 iterations";
+  EXPECT_NE(r.err.find("edgc: warning: " + trace + ": " + warning), std::string::npos) << r.err;
+  const Result fine =
+      edgc("replay --trace " + trace + " --set compression.window=50 --quiet --out " + (tmp / "out2").string(), tmp);
+  EXPECT_EQ(fine.err.find("fewer than one window"), std::string::npos) << fine.err;
+}
+
 TEST(ReplayBoundaries, BundledTraceLazyErrorPropagationTradesMessageErrorForAccumulatedError) {
   TempDir tmp;
   const std::string pp = std::string(EDGC_SOURCE_DIR) + "/scenarios/replay/tinygpt-licenses-pp.json";

@@ -487,6 +487,17 @@ class ReplayRun {
     }
     close_window();
     result_.warnings = health_.warnings(o_.trace_dir);
+    // A trace shorter than one window is one partial window: no trend, no decision past warm-up.
+    if (m_.iterations.size() > 1) {  // one captured iteration has its own warning (health_)
+      const std::int64_t steps = m_.iterations.back().iteration + 1;
+      if (steps < o_.gds.window_iters)
+        result_.warnings.push_back(
+            o_.trace_dir + ": the trace's " + std::to_string(steps) + " steps are fewer than one window of " +
+            std::to_string(o_.gds.window_iters) +
+            " iterations: the whole replay is one partial warm-up window, so no entropy trend and no rank decision "
+            "is measured (set compression.window below " +
+            std::to_string(steps) + ")");
+    }
     result_.warmup_end = sampled_.warmup_end;
     if (full_) result_.full_warmup_end = full_->warmup_end;
     return std::move(result_);
