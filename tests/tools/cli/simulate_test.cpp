@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -285,6 +287,44 @@ TEST(SimulateOutput, AMountPointOutDirectoryKeepsEveryOutput) {
   for (const auto& e : fs::directory_iterator(mnt)) EXPECT_EQ(e.path().filename(), "result.json") << e.path();
   for (const auto& e : fs::directory_iterator(tmp.path()))  // no hidden staging folder beside it either
     EXPECT_NE(e.path().filename().string().front(), '.') << e.path();
+}
+
+// A trace whose gradients are all NaN: the gradient error cannot be measured, so it is null in result.json, "-" on
+// the console and warned, never a perfect 0.0 %.
+TEST(SimulateFidelity, AnAllNanTraceMeasuresNoErrorInsteadOfAPerfectOne) {
+  TempDir tmp;
+  const fs::path trace = tmp / "nan";
+  fs::copy(std::string(EDGC_SOURCE_DIR) + "/traces/bundled/tinygpt-licenses", trace, fs::copy_options::recursive);
+  for (const auto& e : fs::directory_iterator(trace)) {
+    if (e.path().extension() != ".safetensors") continue;
+    std::string bytes = read_file(e.path());
+    std::uint64_t header = 0;
+    std::memcpy(&header, bytes.data(), sizeof header);
+    const json h = json::parse(bytes.substr(8, header));
+    for (const auto& [name, t] : h.items()) {
+      if (name == "__metadata__" || t["dtype"] != "BF16") continue;  // block lists (I64) stay as they are
+      for (std::uint64_t o = t["data_offsets"][0]; o < t["data_offsets"][1].get<std::uint64_t>(); o += 2) {
+        bytes[8 + header + o] = static_cast<char>(0xC0);  // a bf16 quiet NaN, 0x7FC0
+        bytes[8 + header + o + 1] = 0x7F;
+      }
+    }
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << bytes;
+  }
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/paper/gpt2-2.5b-32xv100.json";
+  const Result r = edgc("simulate --scenario " + scenario + " --set trace.path=" + trace.string() +
+                            " --set run.iterations=20000 --out " + (tmp / "o").string(),
+                        tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = json::parse(read_file(tmp / "o" / "result.json"));
+  for (const json& run : res["runs"]) {
+    if (run["policy"] == "none") continue;
+    const bool absent = !run.contains("gradient_error") || run["gradient_error"].is_null();  // not measured
+    EXPECT_TRUE(absent) << run["policy"];
+    EXPECT_TRUE(run["fidelity"]["relative_error"].is_null()) << run["policy"];
+    EXPECT_NE(r.err.find("policy " + run["policy"].get<std::string>() + ": the gradient error was not measured"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 // The accuracy side in result.json: every run carries its measured and predicted gradient error with the per-stage

@@ -439,12 +439,17 @@ void FidelityMeter::State::add_run_figures(const std::vector<StagePlan>& plans, 
         capsum += weight(st) * figs[st].cap[p];
       }
     }
-    if (!compressed || !std::isfinite(e2) || !std::isfinite(res2)) continue;
+    if (!compressed) continue;
+    if (!std::isfinite(e2) || !std::isfinite(res2)) {
+      ++f.unmeasured_points;
+      continue;
+    }
     r_c.push_back(std::sqrt(e2));
     e_c.push_back(std::sqrt(res2));
     if (capw > 0.0) c_c.push_back(capsum / capw);
   }
   f.points = static_cast<std::int64_t>(r_c.size());
+  if (r_c.empty() && f.unmeasured_points > 0) return;  // compressed, but nothing finite to measure: absent
   f.relative_error = r_c.empty() ? std::optional<double>(0.0) : mean_of(r_c);
   f.relative_error_max = r_c.empty() ? 0.0 : *std::max_element(r_c.begin(), r_c.end());
   f.captured_energy = r_c.empty() ? std::optional<double>(1.0) : mean_of(c_c);
@@ -481,6 +486,7 @@ ordered_json opt(const std::optional<double>& v) { return v ? ordered_json(*v) :
 
 void figures_json(const FidelityFigures& f, ordered_json& j) {
   j["points"] = f.points;
+  if (f.unmeasured_points > 0) j["unmeasured_points"] = f.unmeasured_points;
   j["relative_error"] = opt(f.relative_error);
   j["relative_error_max"] = opt(f.relative_error_max);
   j["captured_energy"] = opt(f.captured_energy);

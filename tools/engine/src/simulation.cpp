@@ -635,6 +635,11 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
     results::ResultRun& run = result.runs[i];
     const Fidelity& f = fid[i];
     if (f.relative_error) run.gradient_error = *f.relative_error;
+    if (!f.relative_error && f.unmeasured_points > 0)
+      warnings.push_back(in.setup.where + ": policy " + run.policy + ": the gradient error was not measured: at all " +
+                         std::to_string(f.unmeasured_points) +
+                         " compressed points the trace's gradients are NaN/Inf or zero (shown as '-'; the CQM "
+                         "prediction stands alone)");
     if (f.cqm_relative_error) run.cqm_error = *f.cqm_relative_error;
     run.detail["fidelity"] = to_json(f);
     const double judged = f.relative_error.value_or(f.cqm_relative_error.value_or(0.0));

@@ -63,6 +63,9 @@ struct RankMapping {
 /// there are none or nothing was measured.
 struct FidelityFigures {
   std::int64_t points = 0;
+  /// Compressed points whose figures were not finite (a trace of NaN/Inf or all-zero gradients there); when every
+  /// compressed point is such, relative_error, captured_energy and residual are absent: not measured, never 0.
+  std::int64_t unmeasured_points = 0;
   std::optional<double> relative_error;
   std::optional<double> relative_error_max;
   std::optional<double> captured_energy;
