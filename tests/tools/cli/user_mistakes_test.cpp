@@ -289,6 +289,28 @@ void poison_with_nan(const fs::path& dir, bool first_only = false) {
   }
 }
 
+// A file of the wrong kind is named as such in the first line: a cluster file given as a scenario, a scenario given
+// as a sweep or plan spec (they said "model.layers: must be a positive integer, got 0" and "assumptions: unknown
+// key"). Exit 2, nothing written.
+TEST(UserMistakes, FilesOfTheWrongKindAreNamedAsSuch) {
+  TempDir tmp;
+  const std::string root = std::string(EDGC_SOURCE_DIR) + "/scenarios/";
+  const std::string cluster = root + "clusters/dgx-h100.json", scenario = root + "paper/gpt2-2.5b-32xv100.json";
+  const struct {
+    std::string args, expect;
+  } cases[] = {
+      {"simulate --scenario " + cluster, cluster + ": model: missing: this file holds a cluster, not a scenario"},
+      {"sweep --spec " + scenario, scenario + ": base: missing: this file is a scenario, not a sweep spec"},
+      {"plan --spec " + scenario, scenario + ": base: missing: this file is a scenario, not a plan spec"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = edgc(c.args + " --out " + (tmp / "out").string(), tmp);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out")) << c.args;
+  }
+}
+
 // Degenerate traces run to the end (exit 0, outputs written) but say on stderr what is wrong with them.
 TEST(UserMistakes, DegenerateTracesReplayAndSimulateWithAWarning) {
   TempDir tmp;

@@ -226,6 +226,11 @@ void read_setup(scenario::Scenario& sc, bool timeline, Inputs& in) {
   const std::string w = sc.where();
   SimulationSetup& st = in.setup;
   st.where = w;
+  if (!sc.has("model"))  // say what the file is rather than which model key defaulted to 0
+    throw ConfigError(w, "model",
+                      sc.has("cluster") && !sc.has("parallelism")
+                          ? "missing: this file holds a cluster, not a scenario (name it in a scenario's \"cluster\")"
+                          : "missing: a scenario needs a model section (or \"model\": \"models/….json\")");
   st.cluster = scenario::read_cluster(sc);
   st.network = scenario::read_network(sc);
   const scenario::ModelConfig mc = scenario::read_model_config(sc, st.cluster.gpu);

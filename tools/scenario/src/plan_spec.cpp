@@ -219,6 +219,9 @@ PlanSpec read_plan_spec(const std::string& path) {
   PlanSpec spec;
   spec.path = path;
   spec.document = ordered_json::parse(d.dump());
+  if (!d.contains("base") && (d.contains("model") || d.contains("parallelism") || d.contains("cluster")))
+    throw ConfigError(w, "base",
+                      "missing: this file is a scenario, not a plan spec (a plan spec names its scenario in \"base\")");
   const std::set<std::string> known = {"description", "base",    "target", "policies",       "clusters",
                                        "gpus",        "layouts", "set",    "pays_threshold", "max_error"};
   for (auto it = d.begin(); it != d.end(); ++it)

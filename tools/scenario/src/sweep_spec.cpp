@@ -132,6 +132,9 @@ SweepSpec read_sweep_spec(const std::string& path) {
   SweepSpec spec;
   spec.path = path;
   spec.document = nlohmann::ordered_json::parse(d.dump());
+  if (!d.contains("base") && (d.contains("model") || d.contains("parallelism") || d.contains("cluster")))
+    throw ConfigError(
+        w, "base", "missing: this file is a scenario, not a sweep spec (a sweep spec names its scenario in \"base\")");
   for (auto it = d.begin(); it != d.end(); ++it)
     if (std::set<std::string>{"description", "base", "set", "policies", "mode", "samples", "seed", "repeats", "axes",
                               "max_error"}
