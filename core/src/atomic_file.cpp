@@ -39,7 +39,7 @@ void check_output_file(const fs::path& path, const std::string& option) {
 AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
   tmp_ = path_.string() + unique_suffix();
   file_ = std::fopen(tmp_.c_str(), "wb");
-  if (file_ == nullptr) throw IoError(path_.string(), "cannot create file");
+  if (file_ == nullptr) throw IoError(path_.string(), "cannot create file: " + std::generic_category().message(errno));
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -51,16 +51,20 @@ AtomicFileWriter::~AtomicFileWriter() {
 }
 
 void AtomicFileWriter::write(const void* data, std::size_t bytes) {
-  if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) throw IoError(path_.string(), "write failed");
+  errno = 0;
+  if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes)
+    throw IoError(path_.string(), "write failed: " + std::generic_category().message(errno != 0 ? errno : EIO));
 }
 
 void AtomicFileWriter::commit() {
+  errno = 0;
   const bool closed = std::fclose(file_) == 0;
+  const int close_errno = errno != 0 ? errno : EIO;
   file_ = nullptr;
   std::error_code ec;
   if (!closed) {
     fs::remove(tmp_, ec);
-    throw IoError(path_.string(), "write failed");
+    throw IoError(path_.string(), "write failed: " + std::generic_category().message(close_errno));
   }
   fs::rename(tmp_, path_, ec);
   if (ec) {
