@@ -89,16 +89,14 @@ std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpe
   const double e = e_bytes;
   std::vector<LayerKernel> out;
   for (const LayerOp& op : describe_layer(model, parallel).ops) {
-    LayerKernel k{.name = op.name, .op = op.op, .backward = op.backward, .attention_core = op.attention_core};
+    LayerKernel k;
+    static_cast<LayerOp&>(k) = op;
     if (op.gemm.batch > 0.0) {
       const GemmShape& g = op.gemm;
-      k.gemm = g;
       k.flops = 2.0 * g.batch * g.m * g.n * g.k;
       k.bytes = gemm_bytes(g, e);
       k.seconds = gemm_s(gpu, params, g, e_bytes);
     } else {
-      k.elements = op.elements;
-      k.row = op.row;
       k.bytes = op.bytes_per_element * op.elements;
       k.seconds = memory_kernel_s(gpu, params, k.bytes);
     }

@@ -85,14 +85,9 @@ struct PassTime {
 /// dropout_backward, bias_dropout_add, bias_dropout_add_backward, bias_gelu, gelu_backward, add (a residual
 /// gradient sum), copy (a strided tensor made contiguous), cat (three `row`/3-wide tensors joined along rows) or
 /// bias_grads (column sums of `row`-wide GEMM outputs).
-struct LayerKernel {
-  const char* name = "";  ///< unique within a layer, e.g. "fc1", "fc1.dgrad", "layernorm1.backward"
-  const char* op = "";
-  bool backward = false;
-  bool attention_core = false;  ///< re-run by selective recomputation
-  GemmShape gemm{.batch = 0.0};
-  double elements = 0.0;
-  double row = 0.0;
+/// The LayerOp of the layer description (names unique within a layer, e.g. "fc1", "fc1.dgrad",
+/// "layernorm1.backward") with what the model makes of it.
+struct LayerKernel : LayerOp {
   double bytes = 0.0;
   double flops = 0.0;
   double seconds = 0.0;

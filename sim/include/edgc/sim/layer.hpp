@@ -66,8 +66,8 @@ struct LayerOp {
 
 /// Activations one layer keeps for its backward pass, per element of s·b·h and per 16-bit element size
 /// (Korthikanti et al. 2022, §4): `replicated` on every TP rank (÷ t with sequence parallelism), `sharded` ÷ t, and
-/// the attention core's s × s tensors `score_heads_per_hidden` · s / t (a/h · 5 for softmax output, dropout mask
-/// and dropout output; 2 without dropout), which selective recomputation drops.
+/// the attention core's s × s tensors `score_factor` · a·s/(h·t) (5 for softmax output, dropout mask and dropout
+/// output; 2 without dropout), which selective recomputation drops.
 struct SavedActivations {
   double replicated = 0.0;
   double sharded = 0.0;
