@@ -40,6 +40,14 @@ class Reject : public ::testing::Test {
   void SetUp() override { write_file(tmp_ / "trace.json", kManifest); }
   std::filesystem::path iter_file() const { return tmp_ / "iter_000000.safetensors"; }
   std::string iter_name() const { return iter_file().string(); }
+  // The error of the baseline trace with `from` in its manifest replaced by `to` ("" when accepted).
+  std::string with(const std::string& from, const std::string& to) {
+    std::string m = kManifest;
+    m.replace(m.find(from), from.size(), to);
+    write_file(tmp_ / "trace.json", m);
+    write_raw_safetensors(iter_file(), kGoodHeader, f32_bytes(6));
+    return read_error(tmp_.path());
+  }
   TempDir tmp_;
 };
 
@@ -183,14 +191,6 @@ TEST_F(Reject, DuplicateTensorNames) {
 }
 
 TEST_F(Reject, ManifestFieldErrors) {
-  const std::string base = kManifest;
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string m = base;
-    m.replace(m.find(from), from.size(), to);
-    write_file(tmp_ / "trace.json", m);
-    write_raw_safetensors(iter_file(), kGoodHeader, f32_bytes(6));
-    return read_error(tmp_.path());
-  };
   EXPECT_NE(with("\"edgc.trace\"", "\"other\"").find("format: expected \"edgc.trace\""), std::string::npos);
   EXPECT_NE(with("\"stage\": 0", "\"stage\": 3").find("tensors[0].stage: 3 is not below"), std::string::npos);
   EXPECT_NE(with("\"dtype\": \"f32\"", "\"dtype\": \"f64\"").find("tensors[0].dtype: unknown dtype 'f64'"),
@@ -212,14 +212,6 @@ TEST_F(Reject, ManifestFieldErrors) {
 // 2^63 - 1, 2^64 - 1, -1) and shapes whose element count overflows are refused naming the field, before anything is
 // allocated from them (they crashed replay with SIGSEGV or "double free" before).
 TEST_F(Reject, IntegersThatWouldWrapOrOverflowAreRefusedByField) {
-  const std::string base = kManifest;
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string m = base;
-    m.replace(m.find(from), from.size(), to);
-    write_file(tmp_ / "trace.json", m);
-    write_raw_safetensors(iter_file(), kGoodHeader, f32_bytes(6));
-    return read_error(tmp_.path());
-  };
   for (const char* v :
        {"2147483647", "2147483648", "4294967295", "9223372036854775807", "18446744073709551615", "-1"}) {
     const std::string value(v);
