@@ -236,6 +236,7 @@ void read_setup(scenario::Scenario& sc, bool timeline, Inputs& in) {
   const scenario::ModelConfig mc = scenario::read_model_config(sc, st.cluster.gpu);
   st.model = mc.model;
   st.cost = mc.cost;
+  st.framework = mc.framework.name;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
   st.variability = scenario::read_variability(sc);
   st.guard_pages =
@@ -675,9 +676,9 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
 }  // namespace
 
 const std::vector<std::string>& simulate_sections() {
-  static const std::vector<std::string> sections = {"cluster", "network",     "model",       "parallelism",
-                                                    "compute", "compression", "run",         "trace",
-                                                    "entropy", "simulate",    "variability", "fidelity"};
+  static const std::vector<std::string> sections = {"cluster",     "network",  "model",    "parallelism", "compute",
+                                                    "compression", "run",      "trace",    "entropy",     "simulate",
+                                                    "variability", "fidelity", "framework"};
   return sections;
 }
 
