@@ -102,7 +102,7 @@ TEST(PlanCli, StatesTheKernelModelsErrorBandForTheOptionsItPriced) {
   const auto r = edgc("plan --spec " + spec.string() + " --out " + (tmp / "p").string(), tmp);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("kernels.json: 2 point(s) on "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(": compute: the kernel-level model (measured GEMM rate and HBM bandwidth; "
+  EXPECT_NE(r.err.find(": compute: the kernel-level model (measured GEMM, attention and HBM rates; "
                        "compute.efficiency not set) was checked against 18 published"),
             std::string::npos)
       << r.err;
