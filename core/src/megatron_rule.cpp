@@ -54,4 +54,20 @@ RankUpdate megatron_limit_step(const MegatronMapped& mapped, std::optional<int> 
   return u;
 }
 
+std::vector<StageRank> megatron_align(int r0, int stages, const DacConfig& dac, int r_max) {
+  std::vector<StageRank> out{{r0, RankBinding::kNone}};
+  const double t0 = dac.eta_s_per_rank * r0 + dac.c_s;
+  for (int k = 1; k < stages; ++k) {
+    const double budget = t0 + k * dac.t_bwd_s;
+    if (budget > dac.t_uncompressed_s) {
+      out.push_back({0, RankBinding::kUncompressed});
+      continue;
+    }
+    const double r = (budget - dac.c_s) / dac.eta_s_per_rank;
+    const int rank = (static_cast<int>(std::floor(r / 4.0)) + 1) * 4;
+    out.push_back(rank > r_max ? StageRank{0, RankBinding::kUncompressed} : StageRank{rank, RankBinding::kNone});
+  }
+  return out;
+}
+
 }  // namespace edgc::core

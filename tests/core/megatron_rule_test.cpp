@@ -67,6 +67,32 @@ TEST(MegatronRule, MovesAtMostOneStepPerWindowAndStartsWithinOneStepOfRMax) {
   EXPECT_EQ(megatron_limit_step({8, RankBinding::kNone}, 28, 32, 8).rank, 20);
 }
 
+// T_com(r) = η·r + c with η 1e-4 s, c 1 ms; t_bwd 2.1 ms; uncompressed 10 ms; r0 20 → t0 3 ms.
+//   stage 1: 5.1 ms → r 41 → 44; stage 2: 7.2 ms → 62 → 64; stage 3: 9.3 ms → 83 → 84 > r_max 64: uncompressed;
+//   stage 4: 11.4 ms > 10 ms: uncompressed.
+TEST(MegatronRule, AlignsLaterStagesByTheirTimeBudget) {
+  DacConfig dac;
+  dac.enabled = true;
+  dac.eta_s_per_rank = 1e-4;
+  dac.c_s = 1e-3;
+  dac.t_bwd_s = 2.1e-3;
+  dac.t_uncompressed_s = 10e-3;
+  const std::vector<StageRank> a = megatron_align(20, 5, dac, 64);
+  ASSERT_EQ(a.size(), 5U);
+  std::vector<int> ranks;
+  for (const StageRank& s : a) ranks.push_back(s.rank);
+  EXPECT_EQ(ranks, (std::vector<int>{20, 44, 64, 0, 0}));
+  EXPECT_EQ(a[3].binding, RankBinding::kUncompressed);
+  EXPECT_EQ(a[4].binding, RankBinding::kUncompressed);
+  // An exact multiple of 4 goes one quantum up, as the port's (r // 4 + 1) * 4: η 0.25, c 0, t_bwd 2, r0 8 → t 4 →
+  // r 16 → 20.
+  dac.eta_s_per_rank = 0.25;
+  dac.c_s = 0.0;
+  dac.t_bwd_s = 2.0;
+  dac.t_uncompressed_s = 100.0;
+  EXPECT_EQ(megatron_align(8, 2, dac, 64)[1].rank, 20);
+}
+
 WindowObservation window(std::int64_t w, std::optional<double> loss, double entropy = 3.0) {
   WindowObservation o;
   o.window = w;
@@ -132,6 +158,25 @@ TEST(MegatronPolicy, EntropySeriesUsesStepEight) {
   cfg.megatron_step = 4;
   auto four = make_controller(cfg, "s.json");
   EXPECT_EQ(ranks(*four, series), (std::vector<int>{0, 0, 28, 24, 20}));
+}
+
+// With DAC on, stage 1 takes the port's time-budget rank: η 0.25, c 0, t_bwd 0.5: stage 0 at 28 → t 7 → 7.5 → r 30
+// → 32; at 24 → 6.5 → 26 → 28.
+TEST(MegatronPolicy, DacAlignsTheLaterStagesAsThePortDoes) {
+  ControllerConfig cfg = megatron_config(MegatronSignal::kLoss);
+  cfg.dac.enabled = true;
+  cfg.dac.eta_s_per_rank = 0.25;
+  cfg.dac.c_s = 0.0;
+  cfg.dac.t_bwd_s = 0.5;
+  cfg.dac.t_uncompressed_s = 100.0;
+  auto c = make_controller(cfg, "s.json");
+  for (const WindowObservation& o : {window(0, 10.0), window(1, 8.0)}) c->decide(o);
+  WindowDecision d = c->decide(window(2, 7.0));
+  EXPECT_EQ(d.stages[0].rank, 28);
+  EXPECT_EQ(d.stages[1].rank, 32);
+  d = c->decide(window(3, 6.5));
+  EXPECT_EQ(d.stages[0].rank, 24);
+  EXPECT_EQ(d.stages[1].rank, 28);
 }
 
 // Too little signal for a reference (fewer than two windows): the port's default, r_max.

@@ -49,6 +49,11 @@ class MegatronPolicy final : public Controller {
     if (s) previous_ = s;
     rank_ = u.rank;
     d.stages.assign(static_cast<std::size_t>(config_.stages), RankDecision{u.rank, u.continuous, u.binding});
+    if (config_.dac.enabled) {  // the port's time-budget alignment of the later stages
+      const std::vector<StageRank> aligned = megatron_align(u.rank, config_.stages, config_.dac, config_.cqm.r_max);
+      for (std::size_t k = 1; k < aligned.size(); ++k)
+        d.stages[k] = {aligned[k].rank, static_cast<double>(aligned[k].rank), aligned[k].binding};
+    }
     return d;
   }
 

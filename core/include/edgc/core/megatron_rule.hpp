@@ -14,6 +14,9 @@
 #include <optional>
 #include <string_view>
 
+#include <vector>
+
+#include "edgc/core/dac.hpp"
 #include "edgc/core/rank_rule.hpp"
 
 namespace edgc::core {
@@ -45,5 +48,12 @@ MegatronMapped megatron_map_rank(double change, double reference, int r_max) noe
 
 /// `mapped` moved at most `step` from `previous`; without a previous decision, at most one step below r_max.
 RankUpdate megatron_limit_step(const MegatronMapped& mapped, std::optional<int> previous, int r_max, int step) noexcept;
+
+/// The port's stage alignment (Utils.use_time_predict_rank): stage 0 keeps `r0`; stage k ≥ 1 gets the time budget
+/// t = T_com(r0) + k·t_bwd with T_com(r) = η·r + c (dac: eta_s_per_rank, c_s, t_bwd_s, t_uncompressed_s), the rank
+/// where T_com reaches t rounded up as the port does, (⌊r/4⌋ + 1)·4 (one quantum higher on an exact multiple), and is
+/// sent uncompressed (rank 0) when t exceeds the uncompressed sync or the rank exceeds r_max. No pipeline-message
+/// term: the port has none. Requires η > 0.
+std::vector<StageRank> megatron_align(int r0, int stages, const DacConfig& dac, int r_max);
 
 }  // namespace edgc::core
