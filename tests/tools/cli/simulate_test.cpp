@@ -229,6 +229,36 @@ TEST(SimulateVerdict, TheAuthorsPortRunsBesideTheOtherPolicies) {
       << synthetic.err;
 }
 
+// Every bundled simulate scenario (scenarios/paper, scenarios/whatif) runs the authors' port beside the paper's rule:
+// four runs, a verdict for each compressing policy, a break-even rank per stage, and the port's ranks even and within
+// [0, r_max]. Gradient error is not measured here (fidelity.measure false): the fidelity tests cover it.
+TEST(SimulateBundled, EveryScenarioRunsTheAuthorsPortBesideTheOthers) {
+  std::vector<fs::path> scenarios;
+  for (const char* dir : {"paper", "whatif"})
+    for (const auto& e : fs::directory_iterator(fs::path(EDGC_SOURCE_DIR) / "scenarios" / dir))
+      if (e.path().extension() == ".json") scenarios.push_back(e.path());
+  ASSERT_GE(scenarios.size(), 5U);
+  for (const fs::path& scenario : scenarios) {
+    TempDir tmp;
+    const Result r = edgc("simulate --scenario " + scenario.string() +
+                              " --policies none,static,edgc,edgc-megatron --set fidelity.measure=false --jobs 2 "
+                              "--quiet --out " +
+                              (tmp / "a").string(),
+                          tmp);
+    ASSERT_EQ(r.code, 0) << scenario << ": " << r.err;
+    const json result = json::parse(read_file(tmp / "a" / "result.json"));
+    ASSERT_EQ(result["runs"].size(), 4U) << scenario;
+    EXPECT_EQ(result["verdict"]["runs"].size(), 3U) << scenario;
+    EXPECT_EQ(result["break_even"]["stages"].size(), result["parallelism"]["pp"].get<std::size_t>()) << scenario;
+    const int r_max = result["run"]["r_max"].get<int>();
+    for (const json& seg : result["runs"][3]["rank_schedule"])
+      for (const json& rank : seg["ranks"]) {
+        EXPECT_EQ(rank.get<int>() % 2, 0) << scenario;
+        EXPECT_LE(rank.get<int>(), r_max) << scenario;
+      }
+  }
+}
+
 TEST_F(Simulate, TimelineHasOneProcessPerConfigurationSpanningItsIteration) {
   const auto& configs = result_["configurations"];
   std::map<int, double> end_us;
