@@ -137,5 +137,36 @@ TEST(Verdict, SectionCarriesTheThresholdBackToReaders) {
   EXPECT_EQ(result_min_saving(doc), 0.005);
 }
 
+// Memory with compression: each stage's simulated peak plus 4 bytes per parameter for the error-feedback buffer;
+// stage 0 (3 GiB + 2^28 parameters = 1 GiB) tops stage 1 (3.25 GiB + 0.5 GiB) though its simulated peak is lower.
+TEST(Verdict, MemoryAddsTheErrorFeedbackBufferToEachStagesPeak) {
+  ResultDocument doc;
+  EXPECT_TRUE(memory_with_error_feedback(doc).text.empty());
+  doc.sections["memory"] = {{"peak_GiB", 3.25},
+                            {"capacity_GiB", 16.0},
+                            {"stages",
+                             {{{"stage", 0}, {"parameters", 268435456.0}, {"peak_GiB", 3.0}},
+                              {{"stage", 1}, {"parameters", 134217728.0}, {"peak_GiB", 3.25}}}}};
+  const MemoryWithCompression m = memory_with_error_feedback(doc);
+  EXPECT_DOUBLE_EQ(m.peak_GiB, 4.0);
+  EXPECT_EQ(m.text,
+            "Memory with compression: peak 4.00 GiB per GPU of 16.0 GiB (12.0 GiB headroom): the simulated 3.00 GiB "
+            "plus 1.00 GiB for PowerSGD's error-feedback buffer (fp32, one value per parameter: assumed).");
+  ResultRun none;
+  none.policy = "none";
+  none.training_time_s = 100.0;
+  none.iteration_time_s = 1.0;
+  ResultRun edgc = none;
+  edgc.policy = "edgc";
+  edgc.training_time_s = 90.0;
+  doc.runs = {none, edgc};
+  const std::vector<Verdict> vs = result_verdicts(doc, kDefaultMinSaving);
+  ASSERT_EQ(vs.size(), 1U);
+  EXPECT_DOUBLE_EQ(vs[0].peak_memory_GiB, 4.0);
+  EXPECT_NE(vs[0].text.find("edgc pays: saves 10.0 % of training time"), std::string::npos) << vs[0].text;
+  EXPECT_NE(vs[0].text.find(m.text), std::string::npos) << vs[0].text;
+  EXPECT_EQ(verdict_section(vs, kDefaultMinSaving)["runs"][0]["peak_memory_GiB"].get<double>(), 4.0);
+}
+
 }  // namespace
 }  // namespace edgc::results

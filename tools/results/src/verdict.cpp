@@ -151,10 +151,43 @@ std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, doub
   return out;
 }
 
+MemoryWithCompression memory_with_error_feedback(const ResultDocument& doc) {
+  MemoryWithCompression out;
+  const auto m = doc.sections.find("memory");
+  if (m == doc.sections.end() || !m->is_object() || !m->contains("stages") || !(*m)["stages"].is_array()) return out;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  double simulated = 0.0;
+  double buffer = 0.0;
+  for (const auto& s : (*m)["stages"]) {
+    const double peak = s.value("peak_GiB", 0.0);
+    const double ef = s.value("parameters", 0.0) * kErrorFeedbackBytesPerParameter / kGiB;
+    if (!std::isfinite(out.peak_GiB) || peak + ef > out.peak_GiB) {
+      out.peak_GiB = peak + ef;
+      simulated = peak;
+      buffer = ef;
+    }
+  }
+  if (!std::isfinite(out.peak_GiB)) return out;
+  out.text = "Memory with compression: peak " + fmt_sig3(out.peak_GiB) + " GiB per GPU";
+  if ((*m).contains("capacity_GiB") && (*m)["capacity_GiB"].is_number()) {
+    const double capacity = (*m)["capacity_GiB"].get<double>();
+    out.text += " of " + fmt_sig3(capacity) + " GiB (" + fmt_sig3(capacity - out.peak_GiB) + " GiB headroom)";
+  }
+  out.text += ": the simulated " + fmt_sig3(simulated) + " GiB plus " + fmt_sig3(buffer) +
+              " GiB for PowerSGD's error-feedback buffer (fp32, one value per parameter: assumed).";
+  return out;
+}
+
 std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving) {
   std::vector<const RunFigures*> runs;
   for (const ResultRun& r : doc.runs) runs.push_back(&r);
-  return judge_runs(runs, min_saving);
+  std::vector<Verdict> out = judge_runs(runs, min_saving);
+  const MemoryWithCompression memory = memory_with_error_feedback(doc);
+  for (Verdict& v : out) {
+    v.peak_memory_GiB = memory.peak_GiB;
+    if (!memory.text.empty()) v.text += " " + memory.text;
+  }
+  return out;
 }
 
 nlohmann::ordered_json verdict_section(const std::vector<Verdict>& verdicts, double min_saving) {
@@ -167,6 +200,7 @@ nlohmann::ordered_json verdict_section(const std::vector<Verdict>& verdicts, dou
                     {"dp_sync_share", number(v.dp_sync_share)},
                     {"better_than_static", v.better_than_static.empty() ? nlohmann::ordered_json()
                                                                         : nlohmann::ordered_json(v.better_than_static)},
+                    {"peak_memory_GiB", number(v.peak_memory_GiB)},
                     {"text", v.text}});
   return {{"min_saving", min_saving}, {"runs", runs}};
 }

@@ -72,7 +72,10 @@ struct Verdict {
   /// Against static rank: "static" or the policy's own name, whichever is better (less error at equal time, or
   /// faster and no less accurate); empty when there is no static run or neither dominates.
   std::string better_than_static;
-  std::string text;  ///< one sentence: verdict, saving, error, reason in numbers
+  /// Peak memory per GPU with compression (result_verdicts only): the simulated peak plus the error-feedback buffer
+  /// (memory_with_error_feedback); NaN when the result has no memory section.
+  double peak_memory_GiB = RunFigures::kAbsent;
+  std::string text;  ///< one sentence: verdict, saving, error, reason in numbers (and memory, from result_verdicts)
 };
 
 /// Judges `in` at threshold `min_saving` (a fraction) and words it.
@@ -82,7 +85,20 @@ Verdict judge(const VerdictInput& in, double min_saving);
 /// static comparison uses the run of policy static when there is one.
 std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, double min_saving);
 
-/// judge_runs over a result document's runs.
+/// Bytes per parameter of PowerSGD's error-feedback buffer: fp32, one value per compressed gradient element (assumed:
+/// edgc's engine keeps it in fp32; the authors' port in bf16, half this).
+inline constexpr double kErrorFeedbackBytesPerParameter = 4.0;
+
+/// Memory with compression from result.json's "memory" section: per stage, its simulated peak plus its parameters ×
+/// kErrorFeedbackBytesPerParameter (the memory model has no error-feedback buffer); the largest over stages, and a
+/// sentence with it, the GPU's capacity and the headroom. Peak NaN and "" without the section.
+struct MemoryWithCompression {
+  double peak_GiB = RunFigures::kAbsent;
+  std::string text;
+};
+MemoryWithCompression memory_with_error_feedback(const ResultDocument& doc);
+
+/// judge_runs over a result document's runs, each text ending in memory_with_error_feedback's sentence.
 std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving);
 
 /// result.json's "verdict" section: {"min_saving", "runs": [{"policy", "verdict", "saving", "dp_sync_share",
