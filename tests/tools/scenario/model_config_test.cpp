@@ -327,9 +327,9 @@ TEST_F(ModelConfigFile, FrameworkSetsTheStacksDefaultsAndGivenKeysWin) {
   EXPECT_FALSE(co.parallel.async_tp_allreduce);
   EXPECT_FALSE(co.parallel.distributed_optimizer);
   EXPECT_EQ(co.model.attention, sim::Attention::kMaterialised);
-  o.set("framework=megatron-lm-2022");
+  o.set("framework=megatron-lm-2022");  // the keys' own defaults
   EXPECT_TRUE(read_model_config(o, sim::GpuSpec{}).parallel.async_tp_allreduce);
-  EXPECT_FALSE(read_model_config(o, sim::GpuSpec{}).parallel.grad_accumulation_fusion);
+  EXPECT_TRUE(read_model_config(o, sim::GpuSpec{}).parallel.grad_accumulation_fusion);
 }
 
 TEST_F(ModelConfigFile, StackKeysRefuseWhatMegatronRefusesNamingTheKey) {

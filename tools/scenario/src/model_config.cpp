@@ -227,7 +227,7 @@ Framework read_framework(Scenario& sc) {
     fw.grad_accumulation_fusion = false;
     fw.async_tp_allreduce = false;
   } else if (name == "megatron-lm-2022") {
-    fw.grad_accumulation_fusion = false;
+    // The keys' own defaults: Megatron-LM v3 of 2022 (asynchronous TP all-reduce, gradient-accumulation fusion).
   } else if (name == "megatron-core-2024") {
     fw.megatron_core = true;
     fw.flash = true;

@@ -36,7 +36,8 @@ namespace edgc::scenario {
 /// individual keys (a scenario may still give any of them). Empty = not set: the keys' own defaults (Megatron-LM
 /// of 2022 with gradient-accumulation fusion). scenarios/README.md, "Framework", tables the defaults.
 ///   megatron-lm-2021   Narayanan et al. 2021: no gradient-accumulation fusion, no asynchronous TP all-reduce;
-///   megatron-lm-2022   Korthikanti et al. 2022: no gradient-accumulation fusion;
+///   megatron-lm-2022   Megatron-LM v3 of 2022 (Korthikanti et al. 2022's sequence parallelism and selective
+///                      recomputation available, off unless set): the keys' own defaults;
 ///   megatron-core-2024 Megatron-Core with Transformer Engine: flash attention, sequence parallelism (tp > 1), the
 ///                      distributed optimizer with overlapped gradient reduce-scatter and parameter all-gather, TP
 ///                      communication overlap (with sequence parallelism).
