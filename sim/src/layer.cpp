@@ -96,6 +96,60 @@ class OpList {
   std::vector<LayerOp>& out_;
 };
 
+// The attention core of one layer: one fused kernel each way (flash), or the materialised scores GEMM, softmax,
+// dropout, softmax·V GEMM and the context copy, and their backward passes.
+struct AttentionCore {
+  bool flash = false;
+  bool dropout = false;
+  AttentionShape fused;
+  GemmShape scores, context;
+  double scores_elements = 0.0;  // b·a/t·s², the softmax's and dropout's tensor
+  double s = 0.0, e = 0.0;
+  double context_elements = 0.0, context_row = 0.0;  // the context copy's b·s·q/t elements, q/t per row
+
+  void forward(OpList& o) const {
+    if (flash) {
+      o.fused_attention("flash_attention", fused, false);
+      return;
+    }
+    const char* const n_scores[3] = {"scores", "scores.dgrad", "scores.wgrad"};
+    const char* const n_context[3] = {"context", "context.dgrad", "context.wgrad"};
+    o.gemm(n_scores[0], scores, false, true);
+    o.pass("softmax", "softmax", scores_elements, s, 2 * e, false, true);
+    if (dropout) o.pass("attention_dropout", "dropout", scores_elements, s, 2 * e + 1, false, true);
+    o.gemm(n_context[0], context, false, true);
+    // [b, np, s, hn] -> [s, b, np·hn]
+    o.pass("context_copy", "copy", context_elements, context_row, 2 * e, false, true);
+  }
+  void backward(OpList& o) const {
+    if (flash) {
+      o.fused_attention("flash_attention.backward", fused, true);
+      return;
+    }
+    const char* const n_scores[3] = {"scores", "scores.dgrad", "scores.wgrad"};
+    const char* const n_context[3] = {"context", "context.dgrad", "context.wgrad"};
+    o.backward_gemms(n_context, context, true);
+    if (dropout) o.pass("attention_dropout.backward", "dropout_backward", scores_elements, s, 2 * e + 1, true, true);
+    o.pass("softmax.backward", "softmax_backward", scores_elements, s, 3 * e, true, true);
+    o.backward_gemms(n_scores, scores, true);
+  }
+};
+
+// Bias gradients: column sums of the biased GEMM outputs' gradients (a column-parallel output split over TP, a
+// row-parallel one over the sequence-parallel shard), one pass over all of them.
+void bias_grads(OpList& o, const std::vector<LayerWeight>& w, double Er, double bs, double t, double h, double e) {
+  double replicated_biases = 0.0, column_bias_width = 0.0;
+  for (const LayerWeight& m : w)
+    if (!m.matrix && std::string(m.name).find(".bias") != std::string::npos) {
+      if (m.sharding == Sharding::kColumn)
+        column_bias_width += static_cast<double>(m.cols);
+      else
+        replicated_biases += 1.0;
+    }
+  if (replicated_biases + column_bias_width > 0.0)
+    o.pass("bias_grads", "bias_grads", replicated_biases * Er + bs * column_bias_width / t, h, e, true, false);
+}
+
 void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const std::vector<LayerWeight>& w,
                   const Dims& x, std::vector<LayerOp>& out) {
   const double e = bytes_per_element(model.dtype), t = parallel.tp;
@@ -118,32 +172,30 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
                      .n = static_cast<double>(m.shard_cols(parallel.tp)),
                      .k = static_cast<double>(m.shard_rows(parallel.tp))};
   };
-  const GemmShape scores{.m = s, .n = s, .k = d, .batch = heads}, context{.m = s, .n = d, .k = s, .batch = heads};
+  const AttentionCore core{
+      .flash = model.attention == Attention::kFlash,
+      .dropout = dropout,
+      .fused = {.heads = heads, .seq = s, .head_dim = d, .group = static_cast<double>(x.a) / static_cast<double>(x.g)},
+      .scores = {.m = s, .n = s, .k = d, .batch = heads},
+      .context = {.m = s, .n = d, .k = s, .batch = heads},
+      .scores_elements = A,
+      .s = s,
+      .e = e,
+      .context_elements = bs * q / t,
+      .context_row = q / t};
   const GemmShape g_qkv = linear("qkv"), g_proj = linear("proj"), g_fc1 = linear("fc1"), g_fc2 = linear("fc2");
-  const char* const n_scores[3] = {"scores", "scores.dgrad", "scores.wgrad"};
-  const char* const n_context[3] = {"context", "context.dgrad", "context.wgrad"};
   const char* const n_qkv[3] = {"qkv", "qkv.dgrad", "qkv.wgrad"};
   const char* const n_proj[3] = {"proj", "proj.dgrad", "proj.wgrad"};
   const char* const n_fc1[3] = {"fc1", "fc1.dgrad", "fc1.wgrad"};
   const char* const n_fc2[3] = {"fc2", "fc2.dgrad", "fc2.wgrad"};
   const double rope_elements = bs * static_cast<double>((x.a + x.g) * x.d) / t;  // queries and keys
-  const bool flash = model.attention == Attention::kFlash;
-  const AttentionShape fused{.heads = heads, .seq = s, .head_dim = d, .group = static_cast<double>(x.a / x.g)};
   OpList o(out);
   // Forward, in execution order.
   o.pass(ln ? "layernorm1" : "rmsnorm1", norm, Er, h, 2 * e, false, false);
   o.gemm(n_qkv[0], g_qkv, false, false);
   if (model.qk_norm) o.pass("qk_norm", norm, rope_elements, d, 2 * e, false, false);
   if (rope) o.pass("rope", "rope", rope_elements, d, 2 * e, false, false);
-  if (flash) {
-    o.fused_attention("flash_attention", fused, false);
-  } else {
-    o.gemm(n_scores[0], scores, false, true);
-    o.pass("softmax", "softmax", A, s, 2 * e, false, true);
-    if (dropout) o.pass("attention_dropout", "dropout", A, s, 2 * e + 1, false, true);
-    o.gemm(n_context[0], context, false, true);
-    o.pass("context_copy", "copy", bs * q / t, q / t, 2 * e, false, true);  // [b, np, s, hn] -> [s, b, np·hn]
-  }
+  core.forward(o);
   // FP8 (Transformer Engine): the attention output is cast to FP8 for the projection (read 16-bit, write 1 byte); the
   // other linear inputs leave their norm or activation kernel in FP8 already.
   if (model.fp8) o.pass("proj_input.cast", "cast", bs * q / t, q / t, e + 1, false, false);
@@ -185,32 +237,14 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
   o.pass("residual_sum1", "add", Er, h, 3 * e, true, false);
   cast_transpose("proj.grad_cast", h);
   o.backward_gemms(n_proj, g_proj, false);
-  if (flash) {
-    o.fused_attention("flash_attention.backward", fused, true);
-  } else {
-    o.backward_gemms(n_context, context, true);
-    if (dropout) o.pass("attention_dropout.backward", "dropout_backward", A, s, 2 * e + 1, true, true);
-    o.pass("softmax.backward", "softmax_backward", A, s, 3 * e, true, true);
-    o.backward_gemms(n_scores, scores, true);
-  }
+  core.backward(o);
   if (rope) o.pass("rope.backward", "rope", rope_elements, d, 2 * e, true, false);
   if (model.qk_norm) o.pass("qk_norm.backward", norm_backward, rope_elements, d, 3 * e, true, false);
   o.pass("qkv_split.backward", "cat", bs * qkv / t, qkv / t, 2 * e, true, false);  // Q, K, V gradients joined
   cast_transpose("qkv.grad_cast", qkv / t);
   o.backward_gemms(n_qkv, g_qkv, false);
   o.pass(ln ? "layernorm1.backward" : "rmsnorm1.backward", norm_backward, Er, h, 3 * e, true, false);
-  // Bias gradients: column sums of the biased GEMM outputs' gradients (a column-parallel output split over TP, a
-  // row-parallel one over the sequence-parallel shard), one pass over all of them.
-  double replicated_biases = 0.0, column_bias_width = 0.0;
-  for (const LayerWeight& m : w)
-    if (!m.matrix && std::string(m.name).find(".bias") != std::string::npos) {
-      if (m.sharding == Sharding::kColumn)
-        column_bias_width += static_cast<double>(m.cols);
-      else
-        replicated_biases += 1.0;
-    }
-  if (replicated_biases + column_bias_width > 0.0)
-    o.pass("bias_grads", "bias_grads", replicated_biases * Er + bs * column_bias_width / t, h, e, true, false);
+  bias_grads(o, w, Er, bs, t, h, e);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Benchmark and validation: one simulated iteration of every row of a validation suite (a folder of NN-*.json
-// scenarios, one per published measurement: scenarios/validation/narayanan2021/, the default, and
-// scenarios/validation/korthikanti2022/), against the published iteration time.
+// scenarios, one per published measurement: scenarios/validation/narayanan2021/, the default,
+// scenarios/validation/korthikanti2022/ and scenarios/validation/megatron-core-2024/; `--suite all` runs the three
+// in turn into one JSON document), against the published iteration time.
 //
-//   edgc_bench_validation [--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--band LO,HI] [--json FILE]
+//   edgc_bench_validation [--suite DIR|all] [--rows all|1,2,5|1.7B,39.1B] [--band LO,HI] [--json FILE]
 //
 // Per row: the scenario is read as `simulate` reads it (cluster, network, model, parallelism, compute), its layout
 // validated and its peak memory per GPU checked against cluster.gpu.memory_GiB (sim/memory.hpp); then one
@@ -445,21 +446,9 @@ int run_layers(const Options& opt, const Band& band) {
   return ok ? 0 : 1;
 }
 
-int run(int argc, char** argv) {
-  Options opt;
-  edgc::bench::Args args("[--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--layers FILE] [--band LO,HI] [--json FILE]");
-  args.text("--suite", opt.suite)
-      .text("--rows", opt.rows)
-      .text("--layers", opt.layers)
-      .text("--band", opt.band)
-      .json_path("--json", opt.json_out);
-  if (const auto code = args.parse(argc, argv)) return *code;
-  const Band band = parse_band(opt.band);
-  if (!opt.layers.empty()) {
-    if (opt.rows != "all" || opt.suite != EDGC_VALIDATION_SUITE)
-      throw edgc::UsageError("--layers", "compares one layer table; --suite and --rows select suite rows instead");
-    return run_layers(opt, band);
-  }
+// One suite: every selected row simulated in a forked child, printed, and returned as the suite's JSON document;
+// `all_ok` turns false when a row fails or falls outside the band.
+nlohmann::ordered_json run_suite(const Options& opt, const Band& band, bool& all_ok) {
   const std::vector<Row> rows = select_rows(opt);
   print_header(opt, rows);
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -517,19 +506,55 @@ int run(int argc, char** argv) {
   for (const std::string& why : left_out) std::printf("  * not in the mean, %s\n", why.c_str());
   if (band.given)
     std::printf("  band check [%g, %g] on predicted / published: %s\n", band.lo, band.hi, ok ? "pass" : "FAIL");
-  edgc::bench::write_json(opt.json_out, {{"schema", "edgc.bench.validation/1"},
-                                         {"suite", opt.suite},
-                                         {"simgrid", edgc::sim::simgrid_version()},
-                                         {"error_definition", "(predicted - published) / published iteration time"},
-                                         {"rows", out},
-                                         {"rows_in_mean", counted},
-                                         {"mean_abs_error", mean_abs},
-                                         {"mean_error", mean_signed},
-                                         {"max_abs_error", max_abs},
-                                         {"max_abs_error_row", max_row},
-                                         {"simulation_wall_s", wall},
-                                         {"band", band_json(band)},
-                                         {"pass", ok}});
+  all_ok = all_ok && ok;
+  return nlohmann::ordered_json{{"schema", "edgc.bench.validation/1"},
+                                {"suite", opt.suite},
+                                {"simgrid", edgc::sim::simgrid_version()},
+                                {"error_definition", "(predicted - published) / published iteration time"},
+                                {"rows", out},
+                                {"rows_in_mean", counted},
+                                {"mean_abs_error", mean_abs},
+                                {"mean_error", mean_signed},
+                                {"max_abs_error", max_abs},
+                                {"max_abs_error_row", max_row},
+                                {"simulation_wall_s", wall},
+                                {"band", band_json(band)},
+                                {"pass", ok}};
+}
+
+int run(int argc, char** argv) {
+  Options opt;
+  edgc::bench::Args args("[--suite DIR] [--rows all|1,2,5|1.7B,39.1B] [--layers FILE] [--band LO,HI] [--json FILE]");
+  args.text("--suite", opt.suite)
+      .text("--rows", opt.rows)
+      .text("--layers", opt.layers)
+      .text("--band", opt.band)
+      .json_path("--json", opt.json_out);
+  if (const auto code = args.parse(argc, argv)) return *code;
+  const Band band = parse_band(opt.band);
+  if (!opt.layers.empty()) {
+    if (opt.rows != "all" || opt.suite != EDGC_VALIDATION_SUITE)
+      throw edgc::UsageError("--layers", "compares one layer table; --suite and --rows select suite rows instead");
+    return run_layers(opt, band);
+  }
+  if (opt.suite != "all") {
+    bool ok = true;
+    edgc::bench::write_json(opt.json_out, run_suite(opt, band, ok));
+    return ok ? 0 : 1;
+  }
+  // Every bundled suite, one after the other, in one JSON document.
+  if (opt.rows != "all") throw edgc::UsageError("--rows", "selects rows of one suite; --suite all runs every row");
+  bool ok = true;
+  nlohmann::ordered_json suites = nlohmann::ordered_json::array();
+  const fs::path root = fs::path(EDGC_VALIDATION_SUITE).parent_path();
+  for (const char* name : {"narayanan2021", "korthikanti2022", "megatron-core-2024"}) {
+    Options one = opt;
+    one.suite = (root / name).string();
+    suites.push_back(run_suite(one, band, ok));
+    std::printf("\n");
+  }
+  edgc::bench::write_json(opt.json_out,
+                          {{"schema", "edgc.bench.validation_suites/1"}, {"suites", suites}, {"pass", ok}});
   return ok ? 0 : 1;
 }
 
