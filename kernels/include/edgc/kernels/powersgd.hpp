@@ -48,7 +48,7 @@ struct PowerSgdConfig {
   std::uint64_t seed = 0;
   /// Per tensor, the id its initial Q is drawn from; empty = its index. A compressor holding some of a model's tensors
   /// (one DDP bucket) passes their indices among all of them, so it draws the Q one compressor over all would draw.
-  std::vector<std::uint64_t> q_ids;
+  std::vector<std::uint64_t> q_ids = {};
 };
 
 /// What one step did to one tensor on this rank.
