@@ -11,6 +11,7 @@ perturbation 0 are exact copies of the run's two ranks: the errors then agree to
 """
 
 import argparse
+import faulthandler
 import json
 import os
 import subprocess
@@ -25,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "capture"))
 from edgc_capture import TraceRecorder  # noqa: E402
-from train_tiny_gpt import TinyGPT, sample_batch  # noqa: E402
+from train_tiny_gpt import TinyGPT, load_corpus, sample_batch  # noqa: E402
 
 import edgc_torch  # noqa: E402
 
@@ -38,21 +39,24 @@ ERROR_RTOL = 1e-4
 
 
 def train(rank, store, trace_dir, out_json):
+    faulthandler.dump_traceback_later(45, exit=True)  # a hang prints every thread's stack and fails the test
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
     torch.manual_seed(0)
     model = TinyGPT(layers=2, d_model=32, heads=4, seq_len=32)
     # The causal mask is a bool buffer, which gloo cannot broadcast; it is the same on every rank anyway.
     DDP._set_params_and_buffers_to_ignore_for_model(model, [n for n, _ in model.named_buffers()])
-    ddp = DDP(model, broadcast_buffers=False, bucket_cap_mb=0.02)
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 40_000  # several buckets (DDP's documented knob; default 1 MB)
+    ddp = DDP(model, broadcast_buffers=False, bucket_cap_mb=0.04)
     state = edgc_torch.State(None, model, iterations=STEPS, keep_local_gradients=(rank == 0), **SETTINGS)
     ddp.register_comm_hook(state, edgc_torch.hook)
     recorder = None
     if rank == 0:
         recorder = TraceRecorder(trace_dir, model, every=1, num_stages=1, dtype="f32", mode="full",
                                  model_name="tiny-gpt-ddp", overwrite=True)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    data = torch.randint(0, 256, (50_000,), generator=torch.Generator().manual_seed(7))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    corpus, _ = load_corpus("/usr/share/common-licenses")  # text: the loss and the gradients move
+    data = torch.frombuffer(bytearray(corpus), dtype=torch.uint8).long()
     g = torch.Generator().manual_seed(11)  # the same batches on both ranks
     for step in range(STEPS):
         x, y = sample_batch(data, 8, 32, g)

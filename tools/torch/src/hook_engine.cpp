@@ -6,6 +6,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/policy_registry.hpp"
 #include "edgc/kernels/stage_entropy.hpp"
 
 namespace edgc::torch_ext {
@@ -70,6 +71,7 @@ HookEngine::HookEngine(HookSettings settings, std::vector<HookTensor> tensors)
     if (best[s] < 0)
       throw ConfigError("", "stages", "stage " + std::to_string(s) + " has no parameter with 2 or more dims");
   controller_ = core::make_controller(cc, "");
+  reads_entropy_ = core::reads_entropy(cc.policy);
   kernels::BackendOptions bo;
   bo.threads = settings_.threads;
   backend_ = kernels::make_backend("cpu", bo);
@@ -103,6 +105,11 @@ void HookEngine::open_window() {
 }
 
 bool HookEngine::window_closes() const noexcept { return gds_.window_of(iteration_) > window_; }
+
+bool HookEngine::samples_iteration() const noexcept {
+  const bool entropy_warmup = settings_.controller.warmup.mode == core::WarmupConfig::Mode::kEntropy && in_force_.warmup;
+  return (reads_entropy_ || entropy_warmup) && gds_.samples_iteration(iteration_);
+}
 
 std::vector<double> HookEngine::observation() const {
   std::vector<double> flat;
@@ -250,7 +257,7 @@ BucketResult HookEngine::compress(std::span<const std::size_t> ids, std::span<co
 }
 
 void HookEngine::end_iteration() {
-  if (gds_.samples_iteration(iteration_)) {
+  if (samples_iteration()) {
     ++sampled_iterations_;
     std::vector<std::vector<Block>> blocks;
     std::vector<kernels::StageTensor> members;

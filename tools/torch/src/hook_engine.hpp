@@ -76,8 +76,10 @@ class HookEngine {
 
   std::int64_t iteration() const noexcept { return iteration_; }
   std::size_t num_tensors() const noexcept { return tensors_.size(); }
-  /// Whether the current iteration is one the GDS samples (its gradients must be stashed before compression).
-  bool samples_iteration() const noexcept { return gds_.samples_iteration(iteration_); }
+  /// Whether the current iteration is one the GDS samples (its gradients must be stashed before compression). Only
+  /// while entropy is needed: always for policies that read it, during an entropy warm-up for the others (static,
+  /// loss, ... pay nothing for it once warm).
+  bool samples_iteration() const noexcept;
   /// Whether the current iteration starts a new window: the previous one must be closed before any bucket of it is
   /// compressed.
   bool window_closes() const noexcept;
@@ -131,6 +133,7 @@ class HookEngine {
   std::vector<std::uint64_t> q_id_;  // index among the ≥2-D tensors (replay's compressible tensors)
   std::vector<std::vector<std::size_t>> stage_members_;
   core::GradientDataSampler gds_;
+  bool reads_entropy_ = false;
   std::unique_ptr<core::Controller> controller_;
   std::unique_ptr<kernels::Backend> backend_;
   core::WindowAccumulator accumulator_;

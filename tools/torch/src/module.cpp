@@ -41,6 +41,8 @@ class PyCommunicator final : public edgc::kernels::Communicator {
   int size() const noexcept override { return size_; }
   void all_reduce_sum(std::span<float> data) override {
     if (size_ == 1 || data.empty()) return;
+    // Kernels run without the GIL (another Python thread may train meanwhile); the callable needs it back.
+    const py::gil_scoped_acquire gil;
     // A view, not a copy: the callable sums into PowerSgd's own buffer.
     const py::capsule owner(data.data(), [](void*) {});
     fn_(py::array_t<float>({static_cast<py::ssize_t>(data.size())}, {sizeof(float)}, data.data(), owner));
@@ -161,7 +163,11 @@ class PyPowerSgd {
   py::dict step(const py::list& grads, py::object all_reduce, int rank, int world_size) {
     PyCommunicator comm(std::move(all_reduce), rank, world_size);
     std::vector<std::span<float>> g = spans_of(grads, "grads");
-    const edgc::kernels::StepStats st = powersgd_->step(g, comm);
+    edgc::kernels::StepStats st;
+    {
+      const py::gil_scoped_release nogil;
+      st = powersgd_->step(g, comm);
+    }
     py::list tensors;
     for (const auto& t : st.tensors)
       tensors.append(py::dict(py::arg("compressed") = t.compressed, py::arg("rank") = t.rank,
@@ -256,7 +262,12 @@ PYBIND11_MODULE(_core, m) {
       .def("compress", [](HookEngine& e, const std::vector<std::size_t>& ids, const py::list& grads,
                           py::object all_reduce, int rank, int world_size) {
         PyCommunicator comm(std::move(all_reduce), rank, world_size);
-        const edgc::torch_ext::BucketResult r = e.compress(ids, spans_of(grads, "grads"), comm);
+        const std::vector<std::span<float>> g = spans_of(grads, "grads");
+        edgc::torch_ext::BucketResult r;
+        {
+          const py::gil_scoped_release nogil;
+          r = e.compress(ids, g, comm);
+        }
         return py::dict(py::arg("wire_floats") = r.wire_floats, py::arg("dense_floats") = r.dense_floats,
                         py::arg("compressed_tensors") = r.compressed_tensors,
                         py::arg("compute_seconds") = r.compute_seconds,

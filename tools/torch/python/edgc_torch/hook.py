@@ -77,6 +77,7 @@ class State:
         self._names = []
         self._index = {}  # id(parameter) -> tensor id
         self._first_bucket = True
+        self._in_flight, self._done = [], []
         self._layout_checked = set()
         self._pending = []  # model=None, first iteration: (ids, raw copies) to stash once the engine exists
         self._early_floats = 0  # floats sent before the engine existed (model=None, first iteration)
@@ -107,11 +108,19 @@ class State:
         tensors = [(list(p.shape) if p.dim() > 0 else [], s) for p, s in zip(self._params, stage_list)]
         self._engine = _core.Engine(tensors, **self._settings)
 
+    def _collective_tensor(self, array):
+        # Tensors handed to gloo stay referenced here until a later bucket: gloo's worker thread then never drops the
+        # last reference of a tensor that has a Python object, which needs the GIL (PyTorch 1.13's ProcessGroupGloo
+        # destructor joins that thread while holding the GIL: a deadlock at teardown otherwise).
+        t = torch.from_numpy(array)
+        self._in_flight.append(t)
+        return t
+
     def _all_reduce(self, array):
-        dist.all_reduce(torch.from_numpy(array), group=self.process_group)
+        dist.all_reduce(self._collective_tensor(array), group=self.process_group)
 
     def _close_window(self):
-        flat = torch.from_numpy(self._engine.observation())
+        flat = self._collective_tensor(self._engine.observation())
         if self.world_size > 1:
             dist.broadcast(flat, src=self._src, group=self.process_group)
         self._engine.close_window(flat.numpy())
@@ -155,6 +164,7 @@ class State:
         return ids
 
     def run_bucket(self, bucket):
+        self._done, self._in_flight = self._in_flight, []
         buf, views = self._bucket_views(bucket)
         ids = self._ids(bucket)
         if self._keep_local:
