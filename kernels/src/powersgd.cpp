@@ -155,9 +155,9 @@ void PowerSgd::set_error(std::size_t tensor, std::span<const float> e) {
   Tensor& t = tensors_[tensor];
   const auto numel = static_cast<std::size_t>(t.m * t.n);
   if (e.size() != numel)
-    throw InputError("PowerSgd::set_error", "e",
-                     tensor_name(tensor, t.m, t.n) + ": " + std::to_string(e.size()) + " values, expected " +
-                         std::to_string(numel));
+    throw InputError(
+        "PowerSgd::set_error", "e",
+        tensor_name(tensor, t.m, t.n) + ": " + std::to_string(e.size()) + " values, expected " + std::to_string(numel));
   if (t.error.empty()) t.error = Buffer<float>(backend_, numel);
   t.error.upload(e);
 }

@@ -165,9 +165,14 @@ def main(argv=None):
         for policy in policies:
             out = os.path.join(tmp, policy + ".json")
             print(f"{policy}: training {args.steps} steps on {WORLD} gloo ranks ...", flush=True)
+            load_before = os.getloadavg()[0]
             mp.spawn(run_rank, args=(args, policy, os.path.join(tmp, policy + ".store"), out), nprocs=WORLD)
             with open(out) as f:
                 run = json.load(f)
+            if run["policy"] == "none":  # the uncompressed baseline never warms up or compresses
+                run["warmup_end_iteration"] = None
+            # Wall times compare only on an otherwise idle machine: the 1-minute load average around each run says.
+            run["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}
             print(f"{policy}: val loss {run['final_val_loss']:.4f} (ppl {run['final_val_perplexity']:.2f}), "
                   f"bytes {run['bytes_ratio']:.3f} of uncompressed, {run['wall_time_s']:.1f} s; ranks "
                   f"{run['ranks_per_window']}", flush=True)

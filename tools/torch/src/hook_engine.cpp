@@ -51,7 +51,8 @@ HookEngine::HookEngine(HookSettings settings, std::vector<HookTensor> tensors)
     const HookTensor& t = tensors_[k];
     const std::string field = "tensors[" + std::to_string(k) + "]";
     if (t.stage < 0 || t.stage >= cc.stages)
-      throw ConfigError("", field, "stage " + std::to_string(t.stage) + " outside [0, " + std::to_string(cc.stages) + ")");
+      throw ConfigError("", field,
+                        "stage " + std::to_string(t.stage) + " outside [0, " + std::to_string(cc.stages) + ")");
     std::int64_t numel = 1;
     for (const std::int64_t d : t.shape) {
       if (d < 1) throw ConfigError("", field, "has a dimension < 1");
@@ -107,7 +108,8 @@ void HookEngine::open_window() {
 bool HookEngine::window_closes() const noexcept { return gds_.window_of(iteration_) > window_; }
 
 bool HookEngine::samples_iteration() const noexcept {
-  const bool entropy_warmup = settings_.controller.warmup.mode == core::WarmupConfig::Mode::kEntropy && in_force_.warmup;
+  const bool entropy_warmup =
+      settings_.controller.warmup.mode == core::WarmupConfig::Mode::kEntropy && in_force_.warmup;
   return (reads_entropy_ || entropy_warmup) && gds_.samples_iteration(iteration_);
 }
 
@@ -136,8 +138,8 @@ const HookWindow& HookEngine::close_window(std::span<const double> flat) {
   obs.stages.resize(stages);
   for (std::size_t s = 0; s < stages; ++s) {
     const double* v = flat.data() + s * kPerStage;
-    obs.stages[s] = core::StageObservation{from_nan(v[0]), from_nan(v[1]), from_nan(v[2]),
-                                           static_cast<std::int64_t>(v[3])};
+    obs.stages[s] =
+        core::StageObservation{from_nan(v[0]), from_nan(v[1]), from_nan(v[2]), static_cast<std::int64_t>(v[3])};
   }
   obs.sampled_iterations = static_cast<int>(flat[stages * kPerStage]);
   obs.mean_loss = from_nan(flat[stages * kPerStage + 1]);
@@ -153,7 +155,8 @@ const HookWindow& HookEngine::close_window(std::span<const double> flat) {
 
 void HookEngine::check_ids(std::span<const std::size_t> ids, std::size_t grads) const {
   if (ids.size() != grads)
-    throw InputError("edgc_torch", "bucket", std::to_string(ids.size()) + " ids for " + std::to_string(grads) + " gradients");
+    throw InputError("edgc_torch", "bucket",
+                     std::to_string(ids.size()) + " ids for " + std::to_string(grads) + " gradients");
   for (std::size_t i = 0; i < ids.size(); ++i)
     if (ids[i] >= tensors_.size())
       throw InputError("edgc_torch", "bucket",
@@ -274,8 +277,8 @@ void HookEngine::end_iteration() {
         blocks[i] = gds_.blocks(ids[i], static_cast<std::int64_t>(v.size()), iteration_);
         members[i] = {v, blocks[i]};
       }
-      accumulator_.add(s, kernels::measure_stage_entropy(*backend_, members, false, layouts_[s],
-                                                         settings_.bins_per_sigma));
+      accumulator_.add(
+          s, kernels::measure_stage_entropy(*backend_, members, false, layouts_[s], settings_.bins_per_sigma));
     }
   }
   std::fill(stashed_.begin(), stashed_.end(), false);

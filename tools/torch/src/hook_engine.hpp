@@ -44,9 +44,9 @@ struct HookSettings {
 struct HookWindow {
   std::int64_t window = 0;
   std::int64_t first_iteration = 0;
-  std::int64_t end_iteration = 0;  ///< exclusive
-  bool warmup = true;              ///< the decision in force during the window was still warming up
-  std::vector<int> ranks;          ///< per stage: the rank in force during the window (0 = uncompressed)
+  std::int64_t end_iteration = 0;       ///< exclusive
+  bool warmup = true;                   ///< the decision in force during the window was still warming up
+  std::vector<int> ranks;               ///< per stage: the rank in force during the window (0 = uncompressed)
   core::WindowObservation observation;  ///< what the controller was given at the window's end (rank 0's)
   /// Per stage: mean over the window's steps and the stage's ≥2-D tensors of this rank's ‖Ĝ − M‖/‖M‖ (0 for tensors
   /// sent uncompressed), the figure `edgc replay` reports as step_error; absent without such tensors.

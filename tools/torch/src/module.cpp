@@ -35,7 +35,8 @@ class PyCommunicator final : public edgc::kernels::Communicator {
   PyCommunicator(py::object all_reduce, int rank, int size) : fn_(std::move(all_reduce)), rank_(rank), size_(size) {
     if (size < 1 || rank < 0 || rank >= size)
       throw edgc::ConfigError("", "world_size", "rank " + std::to_string(rank) + " of " + std::to_string(size));
-    if (size > 1 && fn_.is_none()) throw edgc::ConfigError("", "all_reduce", "needed for a group of more than one rank");
+    if (size > 1 && fn_.is_none())
+      throw edgc::ConfigError("", "all_reduce", "needed for a group of more than one rank");
   }
   int rank() const noexcept override { return rank_; }
   int size() const noexcept override { return size_; }
@@ -67,7 +68,8 @@ std::span<float> writable(const py::handle& h, const std::string& what) {
 
 std::vector<std::span<float>> spans_of(const py::list& arrays, const char* what) {
   std::vector<std::span<float>> out;
-  for (std::size_t i = 0; i < arrays.size(); ++i) out.push_back(writable(arrays[i], std::string(what) + "[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < arrays.size(); ++i)
+    out.push_back(writable(arrays[i], std::string(what) + "[" + std::to_string(i) + "]"));
   return out;
 }
 
@@ -201,17 +203,21 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  m.def("policies", [] {
-    py::list out;
-    for (const auto& p : edgc::core::policy_registry())
-      out.append(py::dict(py::arg("name") = std::string(p.name), py::arg("compresses_dp") = p.compresses_dp,
-                          py::arg("reads_entropy") = p.reads_entropy,
-                          py::arg("compresses_pipeline") = p.compresses_pipeline,
-                          py::arg("fixed_rank") = p.fixed_rank));
-    return out;
-  }, "Every rank-control policy of edgc's registry, in registry order.");
-  m.def("check_settings", [](const py::kwargs& kw) { edgc::torch_ext::settings_from_kwargs(kw); },
-        "Validates State keywords without a model (ValueError naming the keyword).");
+  m.def(
+      "policies",
+      [] {
+        py::list out;
+        for (const auto& p : edgc::core::policy_registry())
+          out.append(py::dict(py::arg("name") = std::string(p.name), py::arg("compresses_dp") = p.compresses_dp,
+                              py::arg("reads_entropy") = p.reads_entropy,
+                              py::arg("compresses_pipeline") = p.compresses_pipeline,
+                              py::arg("fixed_rank") = p.fixed_rank));
+        return out;
+      },
+      "Every rank-control policy of edgc's registry, in registry order.");
+  m.def(
+      "check_settings", [](const py::kwargs& kw) { edgc::torch_ext::settings_from_kwargs(kw); },
+      "Validates State keywords without a model (ValueError naming the keyword).");
 
   py::class_<PyController>(m, "Controller", "edgc's rank controller: one decide() per window")
       .def(py::init<const std::vector<std::pair<std::int64_t, std::int64_t>>&, const py::kwargs&>(),
@@ -229,10 +235,11 @@ PYBIND11_MODULE(_core, m) {
       .def("rank", [](PyPowerSgd& p, std::size_t i) { return p.get().rank(i); })
       .def("will_compress", [](PyPowerSgd& p, std::size_t i) { return p.get().will_compress(i); })
       .def("error", [](PyPowerSgd& p, std::size_t i) { return to_array(p.get().error_copy(i)); })
-      .def("warm_start_q", [](PyPowerSgd& p, std::size_t i) {
-        const auto q = p.get().warm_start_q(i);
-        return to_array(std::vector<float>(q.begin(), q.end()));
-      })
+      .def("warm_start_q",
+           [](PyPowerSgd& p, std::size_t i) {
+             const auto q = p.get().warm_start_q(i);
+             return to_array(std::vector<float>(q.begin(), q.end()));
+           })
       .def("reset_error", [](PyPowerSgd& p, std::size_t i) { p.get().reset_error(i); })
       .def_property_readonly("steps", [](PyPowerSgd& p) { return p.get().steps(); });
 
@@ -246,53 +253,60 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("iteration", &HookEngine::iteration)
       .def_property_readonly("samples_iteration", &HookEngine::samples_iteration)
       .def_property_readonly("window_closes", &HookEngine::window_closes)
-      .def("observation", [](const HookEngine& e) {
-        const std::vector<double> v = e.observation();
-        return py::array_t<double>(v.size(), v.data());
-      })
-      .def("close_window", [](HookEngine& e, const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
-        return window_dict(e.close_window({a.data(), static_cast<std::size_t>(a.size())}));
-      })
-      .def("stash", [](HookEngine& e, const std::vector<std::size_t>& ids, const py::list& grads) {
-        const std::vector<std::span<float>> g = spans_of(grads, "grads");
-        const std::vector<std::span<const float>> c(g.begin(), g.end());
-        e.stash(ids, c);
-      })
+      .def("observation",
+           [](const HookEngine& e) {
+             const std::vector<double> v = e.observation();
+             return py::array_t<double>(v.size(), v.data());
+           })
+      .def("close_window",
+           [](HookEngine& e, const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
+             return window_dict(e.close_window({a.data(), static_cast<std::size_t>(a.size())}));
+           })
+      .def("stash",
+           [](HookEngine& e, const std::vector<std::size_t>& ids, const py::list& grads) {
+             const std::vector<std::span<float>> g = spans_of(grads, "grads");
+             const std::vector<std::span<const float>> c(g.begin(), g.end());
+             e.stash(ids, c);
+           })
       .def("add_loss", &HookEngine::add_loss)
-      .def("compress", [](HookEngine& e, const std::vector<std::size_t>& ids, const py::list& grads,
-                          py::object all_reduce, int rank, int world_size) {
-        PyCommunicator comm(std::move(all_reduce), rank, world_size);
-        const std::vector<std::span<float>> g = spans_of(grads, "grads");
-        edgc::torch_ext::BucketResult r;
-        {
-          const py::gil_scoped_release nogil;
-          r = e.compress(ids, g, comm);
-        }
-        return py::dict(py::arg("wire_floats") = r.wire_floats, py::arg("dense_floats") = r.dense_floats,
-                        py::arg("compressed_tensors") = r.compressed_tensors,
-                        py::arg("compute_seconds") = r.compute_seconds,
-                        py::arg("communication_seconds") = r.communication_seconds);
-      })
+      .def("compress",
+           [](HookEngine& e, const std::vector<std::size_t>& ids, const py::list& grads, py::object all_reduce,
+              int rank, int world_size) {
+             PyCommunicator comm(std::move(all_reduce), rank, world_size);
+             const std::vector<std::span<float>> g = spans_of(grads, "grads");
+             edgc::torch_ext::BucketResult r;
+             {
+               const py::gil_scoped_release nogil;
+               r = e.compress(ids, g, comm);
+             }
+             return py::dict(py::arg("wire_floats") = r.wire_floats, py::arg("dense_floats") = r.dense_floats,
+                             py::arg("compressed_tensors") = r.compressed_tensors,
+                             py::arg("compute_seconds") = r.compute_seconds,
+                             py::arg("communication_seconds") = r.communication_seconds);
+           })
       .def("end_iteration", &HookEngine::end_iteration)
       .def("stage_rank", &HookEngine::stage_rank)
       .def("tensor_rank", &HookEngine::tensor_rank)
       .def("error", [](const HookEngine& e, std::size_t id) { return to_array(e.error(id)); })
       .def_property_readonly("in_force", [](const HookEngine& e) { return decision_dict(e.in_force()); })
-      .def_property_readonly("windows", [](const HookEngine& e) {
-        py::list out;
-        for (const auto& w : e.windows()) out.append(window_dict(w));
-        return out;
-      })
+      .def_property_readonly("windows",
+                             [](const HookEngine& e) {
+                               py::list out;
+                               for (const auto& w : e.windows()) out.append(window_dict(w));
+                               return out;
+                             })
       .def_property_readonly("stage_shapes", [](const HookEngine& e) { return e.controller_config().stage_shapes; })
-      .def_property_readonly("settings", [](const HookEngine& e) {
-        const auto& c = e.controller_config();
-        const auto& g = e.gds_config();
-        return py::dict(py::arg("policy") = c.policy, py::arg("stages") = c.stages, py::arg("window") = g.window_iters,
-                        py::arg("alpha") = g.alpha, py::arg("beta") = g.beta, py::arg("r_min") = c.cqm.r_min,
-                        py::arg("r_max") = c.cqm.r_max, py::arg("step") = c.cqm.step,
-                        py::arg("warmup_floor_iters") = c.warmup.floor_iters,
-                        py::arg("warmup_ceiling_iters") = c.warmup.ceiling_iters);
-      })
+      .def_property_readonly("settings",
+                             [](const HookEngine& e) {
+                               const auto& c = e.controller_config();
+                               const auto& g = e.gds_config();
+                               return py::dict(py::arg("policy") = c.policy, py::arg("stages") = c.stages,
+                                               py::arg("window") = g.window_iters, py::arg("alpha") = g.alpha,
+                                               py::arg("beta") = g.beta, py::arg("r_min") = c.cqm.r_min,
+                                               py::arg("r_max") = c.cqm.r_max, py::arg("step") = c.cqm.step,
+                                               py::arg("warmup_floor_iters") = c.warmup.floor_iters,
+                                               py::arg("warmup_ceiling_iters") = c.warmup.ceiling_iters);
+                             })
       .def_property_readonly("wire_floats", &HookEngine::wire_floats)
       .def_property_readonly("dense_floats", &HookEngine::dense_floats)
       .def_property_readonly("bucket_calls", &HookEngine::bucket_calls)
