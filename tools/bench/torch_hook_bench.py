@@ -51,7 +51,9 @@ def parse_args():
     p.add_argument("--seq-len", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    p.add_argument("--bucket-mb", type=int, default=64, help="DDP bucket size (the default: one bucket)")
     p.add_argument("--corpus", default="/usr/share/common-licenses")
+    p.add_argument("--hooks", default=",".join(HOOKS), help="which of " + ", ".join(HOOKS))
     return p.parse_args()
 
 
@@ -84,11 +86,15 @@ def run(rank, args, store, out):
     samples = {h: [] for h in HOOKS}
     floats = {}
     for _ in range(args.rounds):
-        for name in HOOKS:
+        for name in args.hooks.split(","):
             torch.manual_seed(0)
             model = TinyGPT(args.layers, args.d_model, args.heads, args.seq_len)
             DDP._set_params_and_buffers_to_ignore_for_model(model, [n for n, _ in model.named_buffers()])
-            ddp = DDP(model, broadcast_buffers=False)
+            # One bucket for every hook: PyTorch's powerSGD_hook issues each bucket's Q all-reduce from a future
+            # callback on gloo's thread, so with several buckets its collectives reach the ranks in different orders
+            # (seen here: gloo aborts on mismatched sizes).
+            dist._DEFAULT_FIRST_BUCKET_BYTES = args.bucket_mb << 20
+            ddp = DDP(model, broadcast_buffers=False, bucket_cap_mb=args.bucket_mb)
             counter = [0]
             state = None
             if name == "torch_powersgd":
@@ -130,35 +136,44 @@ def run(rank, args, store, out):
 
 def main():
     args = parse_args()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
         mp.spawn(run, args=(args, os.path.join(tmp, "store"), out), nprocs=2)
         with open(out) as f:
             res = json.load(f)
-    samples = res["samples"]
+    samples = {h: v for h, v in res["samples"].items() if v}
     med = {h: statistics.median(v) for h, v in samples.items()}
-    ratio = med["edgc"] / med["torch_powersgd"]
-    same_work = res["floats"]["edgc"] == res["floats"]["torch_powersgd"]
+    ratio = med["edgc"] / med["torch_powersgd"] if {"edgc", "torch_powersgd"} <= med.keys() else None
+    same_work = res["floats"].get("edgc") == res["floats"].get("torch_powersgd")
+    # Per round (both hooks ran back to back under the same background load): edgc / torch, and its median.
+    paired = [e / t for e, t in zip(samples.get("edgc", []), samples.get("torch_powersgd", []))]
+    paired_median = statistics.median(paired) if paired else None
     print(f"tiny GPT {args.layers}x{args.d_model}, seq {args.seq_len}, batch {args.batch_size}/rank, 2 gloo ranks, "
           f"rank {args.rank}, {args.rounds} rounds x {args.steps} steps")
     print(f"{'hook':<16}{'median step ms':>16}{'min ms':>10}{'max ms':>10}")
-    for h in HOOKS:
+    for h in samples:
         v = samples[h]
         print(f"{h:<16}{1e3 * med[h]:>16.2f}{1e3 * min(v):>10.2f}{1e3 * max(v):>10.2f}")
-    print(f"edgc / torch_powersgd step time: {ratio:.3f}; floats sent per rank over the timed steps: edgc "
-          f"{res['floats']['edgc']}, torch {res['floats']['torch_powersgd']}")
+    print(f"edgc / torch_powersgd step time: {ratio if ratio is None else round(ratio, 3)} (ratio of the medians), "
+          f"{paired_median if paired_median is None else round(paired_median, 3)} (median of the per-round ratios); "
+          f"floats sent per rank over the timed steps: {res['floats']}")
     script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO_ROOT)
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                platform.processor())
     doc = {"schema": "edgc.bench.torch_hook/1",
            "description": "mean step time per round (s) of 2-rank gloo DDP training of the tiny GPT per hook; "
-                          "median over rounds; ratio = edgc / torch_powersgd",
+                          "median over rounds; ratio = edgc / torch_powersgd (of the medians; also per round)",
            "settings": {k: v for k, v in vars(args).items() if k != "out"},
            "samples_s": samples, "median_step_s": med, "ratio_edgc_over_torch_powersgd": ratio,
+           "per_round_ratios": paired, "median_per_round_ratio": paired_median,
            "floats_sent_timed_steps": res["floats"], "same_floats": same_work,
            "provenance": {"command": shlex.join([script] + sys.argv[1:]),
                           "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                           "cpu": cpu, "cpu_count": os.cpu_count(),
+                          # Other work on the machine moves every sample; rounds interleave the hooks so it moves
+                          # them alike, and the 1-minute load average around the run says how much there was.
+                          "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
                           "versions": {"python": platform.python_version(), "torch": torch.__version__}}}
     with open(args.out + ".tmp", "w") as f:
         json.dump(doc, f, indent=1)
