@@ -243,6 +243,10 @@ class State:
 
     def error(self, name):
         """Error-feedback buffer of a parameter (by name or tensor id), flat float32; empty until compressed."""
+        if self._engine is None:
+            raise ValueError("name: no training step has been through the hook yet")
+        if isinstance(name, str) and name not in self._names:
+            raise ValueError(f"name: {name!r} is not a parameter of the model")
         i = self._names.index(name) if isinstance(name, str) else int(name)
         return self._engine.error(i)
 
