@@ -254,6 +254,24 @@ class HookTests(unittest.TestCase):
             p.set_rank(0, 31)
         self.assertIn("rank", str(cm.exception))
 
+    def test_entropy_kernels_on_gaussian_values(self):
+        # N(0, s^2): Gaussian entropy ln s + ln(2 pi e)/2, the histogram estimate close to it, kurtosis near 0; GDS
+        # blocks at beta = 0.25 read about a quarter of the values and estimate the same.
+        rng = np.random.default_rng(3)
+        arrays = [(0.01 * rng.standard_normal(n)).astype(np.float32) for n in (200_000, 50_000)]
+        exact = np.log(0.01) + 0.5 * np.log(2 * np.pi * np.e)
+        full = edgc_torch.entropy(arrays)
+        self.assertEqual(full["elements"], 250_000)
+        self.assertAlmostEqual(full["entropy_gaussian"], exact, delta=0.01)
+        self.assertAlmostEqual(full["entropy_histogram"], exact, delta=0.02)
+        self.assertAlmostEqual(full["excess_kurtosis"], 0.0, delta=0.05)
+        sampled = edgc_torch.entropy(arrays, beta=0.25, seed=1)
+        self.assertLess(abs(sampled["elements"] - 62_500), 2_000)
+        self.assertAlmostEqual(sampled["entropy_gaussian"], exact, delta=0.02)
+        with self.assertRaises(ValueError) as cm:
+            edgc_torch.entropy(arrays, beta=1.5)
+        self.assertTrue(str(cm.exception).startswith("beta:"), str(cm.exception))
+
 
 def _half(self):
     self._buffer = self._buffer.half()

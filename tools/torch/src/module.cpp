@@ -18,6 +18,7 @@
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/communicator.hpp"
 #include "edgc/kernels/powersgd.hpp"
+#include "edgc/kernels/stage_entropy.hpp"
 #include "hook_engine.hpp"
 #include "settings.hpp"
 
@@ -189,6 +190,29 @@ class PyPowerSgd {
 
 py::array_t<float> to_array(const std::vector<float>& v) { return py::array_t<float>(v.size(), v.data()); }
 
+// The stage entropy kernels on a list of tensors (one stage, one iteration): all values (beta = 1) or the GDS blocks
+// a hooked run or replay would read at `iteration` (tensor ids = list positions).
+py::dict entropy(const py::list& arrays, double beta, std::int64_t block_bytes, std::uint64_t seed,
+                 std::int64_t iteration, double bins_per_sigma) {
+  edgc::core::GdsConfig g;
+  g.beta = beta;
+  g.block_bytes = block_bytes;
+  g.seed = seed;
+  edgc::core::validate(g, "");
+  const edgc::core::GradientDataSampler gds(g);
+  if (!(bins_per_sigma > 0.0)) throw edgc::ConfigError("", "bins_per_sigma", "must be > 0");
+  const std::vector<std::span<float>> values = spans_of(arrays, "arrays");
+  std::vector<std::vector<edgc::Block>> blocks(values.size());
+  std::vector<edgc::kernels::StageTensor> tensors;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (beta < 1.0) blocks[i] = gds.blocks(i, static_cast<std::int64_t>(values[i].size()), iteration);
+    tensors.push_back({values[i], blocks[i]});
+  }
+  const auto backend = edgc::kernels::make_backend("cpu");
+  std::optional<edgc::core::HistogramLayout> layout;
+  return observation_dict(edgc::kernels::measure_stage_entropy(*backend, tensors, beta >= 1.0, layout, bins_per_sigma));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -215,6 +239,10 @@ PYBIND11_MODULE(_core, m) {
         return out;
       },
       "Every rank-control policy of edgc's registry, in registry order.");
+  m.def("entropy", &entropy, py::arg("arrays"), py::arg("beta") = 1.0, py::arg("block_bytes") = 4096,
+        py::arg("seed") = 0, py::arg("iteration") = 0, py::arg("bins_per_sigma") = 8.0,
+        "Gaussian and histogram entropy (nats), excess kurtosis and elements read of float32 arrays pooled as one "
+        "stage: every value (beta = 1) or GDS blocks covering a share beta of each.");
   m.def(
       "check_settings", [](const py::kwargs& kw) { edgc::torch_ext::settings_from_kwargs(kw); },
       "Validates State keywords without a model (ValueError naming the keyword).");

@@ -7,10 +7,11 @@
 
 The hook runs edgc's own controller (every policy of its registry: edgc_torch.policies()) and its CPU PowerSGD
 kernels with error feedback and warm start, the same code `edgc replay` runs on a recorded trace.
-Controller and PowerSGD are also usable on their own (edgc_torch.Controller, edgc_torch.PowerSGD).
+Controller, PowerSGD and the entropy kernels are also usable on their own (edgc_torch.Controller,
+edgc_torch.PowerSGD, edgc_torch.entropy).
 """
 
-from ._core import Controller, PowerSGD, policies  # noqa: F401
+from ._core import Controller, PowerSGD, entropy, policies  # noqa: F401
 from .hook import State, hook  # noqa: F401
 
-__all__ = ["State", "hook", "Controller", "PowerSGD", "policies"]
+__all__ = ["State", "hook", "Controller", "PowerSGD", "entropy", "policies"]
