@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A hooked DDP run and `edgc replay` of its recorded gradients take the same decisions.
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/python/torch_replay_equivalence.py --edgc build/tools/cli/edgc
+    PYTHONPATH=build/python /usr/bin/python3 tests/python/torch_replay_equivalence.py --edgc build/tools/edgc [--policy loss]
 
 Two gloo ranks train the tiny GPT with edgc_torch's hook (policy edgc, entropy warm-up); rank 0 records its local
 gradients before averaging (f32, full) and its losses with the trace recorder. `edgc replay` of that trace with the

@@ -8,7 +8,10 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgc/core/controller.hpp"
@@ -188,7 +191,9 @@ class PyPowerSgd {
   std::unique_ptr<edgc::kernels::PowerSgd> powersgd_;
 };
 
-py::array_t<float> to_array(const std::vector<float>& v) { return py::array_t<float>(v.size(), v.data()); }
+py::array_t<float> to_array(const std::vector<float>& v) {
+  return py::array_t<float>(static_cast<py::ssize_t>(v.size()), v.data());
+}
 
 // The stage entropy kernels on a list of tensors (one stage, one iteration): all values (beta = 1) or the GDS blocks
 // a hooked run or replay would read at `iteration` (tensor ids = list positions).
@@ -219,7 +224,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "edgc_torch's C++ core: the edgc controller, the CPU PowerSGD kernels and the DDP hook's engine";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
-      if (p) std::rethrow_exception(p);
+      if (p) std::rethrow_exception(std::move(p));
     } catch (const edgc::InputError& e) {
       PyErr_SetString(PyExc_ValueError, edgc::torch_ext::value_error_message(e).c_str());
     } catch (const edgc::Error& e) {
@@ -284,7 +289,7 @@ PYBIND11_MODULE(_core, m) {
       .def("observation",
            [](const HookEngine& e) {
              const std::vector<double> v = e.observation();
-             return py::array_t<double>(v.size(), v.data());
+             return py::array_t<double>(static_cast<py::ssize_t>(v.size()), v.data());
            })
       .def("close_window",
            [](HookEngine& e, const py::array_t<double, py::array::c_style | py::array::forcecast>& a) {
