@@ -67,6 +67,8 @@ std::unique_ptr<Controller> make_controller(const ControllerConfig& c, const cha
       if (m < 0 || n < 0 || (m == 0) != (n == 0))
         throw ConfigError(where, "pipeline_shapes", "shapes must be positive or (0, 0)");
   }
+  if (c.megatron_step < 0)
+    throw ConfigError(where, "compression.step", "must be >= 1, got " + std::to_string(c.megatron_step));
   check_rank_bound(c, policy, where);
   const PolicyInfo& info = policy_info(c.policy, where, "compression.policy");
   if (info.needs_stage_shapes) {

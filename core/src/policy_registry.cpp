@@ -12,13 +12,14 @@ namespace {
 
 // clang-format off
 constexpr std::array kPolicies = {
-    //          name         factory               dp     entropy pipeline shapes fixed
-    PolicyInfo{"none",      impl::make_none,      false, false,  false,   false, false},
-    PolicyInfo{"static",    impl::make_static,    true,  false,  false,   false, true},
-    PolicyInfo{"selective", impl::make_selective, true,  false,  false,   false, true},
-    PolicyInfo{"loss",      impl::make_loss,      true,  false,  false,   false, false},
-    PolicyInfo{"edgc",      impl::make_edgc,      true,  true,   false,   true,  false},
-    PolicyInfo{"edgc-pp",   impl::make_edgc_pp,   true,  true,   true,    true,  false},
+    //          name             factory                   dp     entropy pipeline shapes fixed  signal
+    PolicyInfo{"none",          impl::make_none,          false, false,  false,   false, false, false},
+    PolicyInfo{"static",        impl::make_static,        true,  false,  false,   false, true,  false},
+    PolicyInfo{"selective",     impl::make_selective,     true,  false,  false,   false, true,  false},
+    PolicyInfo{"loss",          impl::make_loss,          true,  false,  false,   false, false, false},
+    PolicyInfo{"edgc",          impl::make_edgc,          true,  true,   false,   true,  false, false},
+    PolicyInfo{"edgc-pp",       impl::make_edgc_pp,       true,  true,   true,    true,  false, false},
+    PolicyInfo{"edgc-megatron", impl::make_edgc_megatron, true,  false,  false,   false, false, true},
 };
 // clang-format on
 
@@ -59,6 +60,12 @@ bool is_policy(std::string_view name) noexcept { return find_policy(name) != nul
 
 bool reads_entropy(std::string_view policy) noexcept {
   const PolicyInfo* p = find_policy(policy);
+  return p != nullptr && p->reads_entropy;
+}
+
+bool reads_entropy(std::string_view policy, const ControllerConfig& config) noexcept {
+  const PolicyInfo* p = find_policy(policy);
+  if (p != nullptr && p->reads_signal) return config.megatron_signal == MegatronSignal::kEntropy;
   return p != nullptr && p->reads_entropy;
 }
 

@@ -24,8 +24,7 @@ double ring_latency_s(const Group& group) {
   return ring_steps(CollectiveOp::kAllReduce, group.size()) * worst;
 }
 
-double contention_free_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes) {
-  const CollectiveOp op = CollectiveOp::kAllReduce;
+double contention_free_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes, CollectiveOp op) {
   const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
   if (group.size() < 2 || chunk == 0) return 0.0;
   return ring_steps(op, group.size()) *
@@ -150,7 +149,7 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
                                   const std::vector<Group>& dp_groups, const ComputeVariability& variability) {
   if (!plain_cm02() || !fabric_never_binds(platform, par, layout, replicas_can_run_in_step(platform, par, variability)))
     return false;
-  if (par.overlap_grad_reduce && par.pp > 1) return false;
+  if (dp_overlaps_pipeline(par)) return false;
   // The closed form is a ring's: an algorithm that may leave the ring (a forced tree) runs as messages.
   if (!allreduce_ring_closed_form(allreduce_algorithm())) return false;
   std::unordered_set<const sg4::Link*> used;
@@ -183,7 +182,7 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
   if (parallel.dp < 2 || !allreduce_ring_closed_form(algorithm) || cluster.fabric != Fabric::kStar ||
       cluster.nics_per_node != cluster.gpus_per_node || cluster.intra_topology != IntraNodeTopology::kSwitch ||
       variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0 ||
-      (parallel.overlap_grad_reduce && parallel.pp > 1) || fused_embedding_sync_applies(parallel))
+      dp_overlaps_pipeline(parallel) || fused_embedding_sync_applies(parallel))
     return false;
   // Every DP peer on another node (a star's route between them is then exactly their two NIC links).
   const Layout layout(parallel, cluster.gpus_per_node);

@@ -185,7 +185,15 @@ TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parall
   const double qkv_flops = beside.qkv;
   const double fc1_flops = beside.fc1;
   std::vector<TpCollective> forward;
-  if (parallel.sequence_parallel) {
+  // Transformer Engine's userbuffers (tp_comm_overlap, sequence parallelism only): the all-gathers ring-exchange
+  // beside the GEMM that consumes them (1 SM), the reduce-scatters pipeline beside the GEMM that produces them.
+  constexpr double kRingExchangeSms = 1.0, kPipelineSms = 16.0;
+  if (parallel.sequence_parallel && parallel.tp_comm_overlap) {
+    forward = {{Op::kAllGather, false, "qkv", qkv_flops, kRingExchangeSms},
+               {Op::kReduceScatter, false, "proj", beside.proj, kPipelineSms},
+               {Op::kAllGather, false, "fc1", fc1_flops, kRingExchangeSms},
+               {Op::kReduceScatter, false, "fc2", beside.fc2, kPipelineSms}};
+  } else if (parallel.sequence_parallel) {
     forward = {
         {Op::kAllGather, false}, {Op::kReduceScatter, false}, {Op::kAllGather, false}, {Op::kReduceScatter, false}};
   } else {
@@ -197,7 +205,16 @@ TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parall
       r.backward = true;
       c.collectives.push_back(r);
     }
-  if (parallel.sequence_parallel) {
+  if (parallel.sequence_parallel && parallel.tp_comm_overlap) {
+    // The output gradients' all-gathers ring-exchange beside the dgrad GEMMs that read them; the input's
+    // all-gather for the weight gradient and the input gradient's reduce-scatter are bulk overlaps.
+    c.collectives.push_back({Op::kAllGather, true, "fc2.dgrad", beside.fc2, kRingExchangeSms});
+    c.collectives.push_back({Op::kAllGather, true, "fc1.dgrad", fc1_flops, kPipelineSms});
+    c.collectives.push_back({Op::kReduceScatter, true, "fc1.wgrad", fc1_flops, kPipelineSms});
+    c.collectives.push_back({Op::kAllGather, true, "proj.dgrad", beside.proj, kRingExchangeSms});
+    c.collectives.push_back({Op::kAllGather, true, "qkv.dgrad", qkv_flops, kPipelineSms});
+    c.collectives.push_back({Op::kReduceScatter, true, "qkv.wgrad", qkv_flops, kPipelineSms});
+  } else if (parallel.sequence_parallel) {
     c.collectives.push_back({Op::kAllGather, true});  // fc2's output gradient
     c.collectives.push_back({Op::kAllGather, true, "fc1.dgrad", fc1_flops});
     c.collectives.push_back({Op::kReduceScatter, true, "fc1.wgrad", fc1_flops});

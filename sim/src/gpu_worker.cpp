@@ -39,6 +39,8 @@ class GpuWorker {
     const ParallelSpec& par = state_->parallel;
     const std::vector<Pass> passes = pass_order(par.schedule, par.pp, coord_.pp, par.microbatches, par.virtual_stages);
     sg4::ActorPtr overlapped;
+    sg4::ActorPtr gather;
+    if (!work().param_buckets.empty()) gather = start_param_gather();
     for (std::size_t i = 0; i < passes.size(); ++i) {
       const Pass& pass = passes[i];
       if (pass.kind == PassKind::kForward) {
@@ -61,9 +63,11 @@ class GpuWorker {
       record().sync_start_s = now();
       dp_sync();
     }
+    if (gather) gather->join();  // long done: the first forward pass waited for its last bucket
     record().sync_end_s = now();
     embedding_sync();
     optimizer_step();
+    if (work().param_bytes > 0) dp_collective(CollectiveOp::kAllGather, work().param_bytes, "dp param all-gather");
     record().finish_s = now();
     ++state_->progress.gpus_done;
     XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
@@ -228,8 +232,14 @@ class GpuWorker {
     if (coord_.pp > 0 || chunk > 0) receive(P2p::kActivation, mb, chunk);
     const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
     const std::string name = "F" + pass_name(mb, chunk);
-    compute(varied(w.forward_flops, mb, chunk, false), name);
-    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, 0.0, "tp " + name);
+    if (param_gather_pending_) {
+      param_gather_pending_ = false;
+      gathered_compute(varied(w.forward_flops, mb, chunk, false), name);
+    } else {
+      compute(varied(w.forward_flops, mb, chunk, false), name);
+    }
+    tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, w.tp_forward_overlap_s,
+                  "tp " + name);
     ++state_->progress.passes_done;
     if (const std::optional<ChunkAt> to = activation_receiver(state_->parallel, coord_.pp, chunk))
       send(P2p::kActivation, to->stage, to->chunk);
@@ -256,24 +266,33 @@ class GpuWorker {
   }
 
   void dp_all_reduce(std::uint64_t bytes, const std::string& name) const {
+    dp_collective(CollectiveOp::kAllReduce, bytes, name);
+  }
+
+  // One collective over this GPU's DP group: an all-reduce, or the distributed optimizer's reduce-scatter of the
+  // gradients or all-gather of the parameters (rings, as NCCL runs them; their closed form is half the
+  // all-reduce's steps, and the same arguments hold: sim/README.md, "Closed forms and folding").
+  void dp_collective(CollectiveOp op, std::uint64_t bytes, const std::string& name) const {
     if (state_->parallel.dp == 1 || bytes == 0) return;
     const double start = now();
     const std::size_t group = dp_group_index();
     const Group& g = state_->dp_groups[group];
     if (state_->replicas_folded) {
       // Every replica arrives at this moment (replicas_are_identical): the closed form from now.
-      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes));
+      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
     } else if (state_->dp_closed_form) {
       // As tp_all_reduce's closed form: the last member to arrive sleeps the contention-free ring, then the
       // group's barrier releases everyone (dp_rings_are_contention_free).
       int& arrived = state_->dp_arrived[group];
       if (++arrived == state_->parallel.dp) {
         arrived = 0;
-        sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes));
+        sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
       }
       state_->dp_barriers[group]->wait();
-    } else {
+    } else if (op == CollectiveOp::kAllReduce) {
       all_reduce(g, coord_.dp, bytes);
+    } else {
+      run_collective(op, g, coord_.dp, bytes);
     }
     record().dp_comms.push_back({start, now()});
     note(name, "dp", start);
@@ -295,9 +314,7 @@ class GpuWorker {
   // launches one thread block per channel): an Exec bounded at that share of the GPU's speed, beside the pass.
   sg4::ActorPtr start_overlapped_sync() {
     record().sync_start_s = now();
-    const int sms = state_->platform->spec().gpu.sm_count;
-    comm_sm_share_ =
-        sms > 0 ? std::min(1.0, ring_channels(state_->dp_groups[dp_group_index()]) / static_cast<double>(sms)) : 0.0;
+    comm_sm_share_ = dp_comm_sm_share();
     bucket_ready_ = sg4::Semaphore::create(0);
     return sg4::Actor::create("dp-overlap" + std::to_string(rank_), sg4::this_actor::get_host(), [this] {
       const std::vector<Bucket>& buckets = work().buckets;
@@ -308,10 +325,69 @@ class GpuWorker {
           kernel = sg4::this_actor::exec_init(std::numeric_limits<double>::max())
                        ->set_bound(comm_sm_share_ * speed_)
                        ->start();
-        dp_all_reduce(buckets[i].bytes, "dp bucket " + std::to_string(i));
+        dp_collective(work().reduce_scatter ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, buckets[i].bytes,
+                      "dp bucket " + std::to_string(i));
         if (kernel) kernel->cancel();
       }
     });
+  }
+
+  // The share of the GPU's SMs a DP collective's NCCL kernel holds: one per ring channel (0 when the GPU's SM count
+  // is unknown: the pass beside it then runs as sleeps and loses nothing).
+  double dp_comm_sm_share() const {
+    const int sms = state_->platform->spec().gpu.sm_count;
+    return sms > 0 ? std::min(1.0, ring_channels(state_->dp_groups[dp_group_index()]) / static_cast<double>(sms)) : 0.0;
+  }
+
+  // Overlapped parameter all-gather (--overlap-param-gather, Megatron-Core's distributed optimizer): a second actor
+  // on this GPU all-gathers the stage's parameter buckets (param_buckets(), forward order). As Megatron-Core's
+  // forward pre-hooks do, the first bucket's all-gather is dispatched when the first forward pass starts, and each
+  // later one when the pass reaches the bucket before it (gathered_compute); the pass waits at each bucket until its
+  // all-gather is done. Each all-gather's NCCL kernel holds its SMs beside the pass, as in start_overlapped_sync.
+  sg4::ActorPtr start_param_gather() {
+    param_gather_pending_ = true;
+    param_dispatch_ = sg4::Semaphore::create(0);
+    param_gathered_ = sg4::Semaphore::create(0);
+    return sg4::Actor::create("dp-gather" + std::to_string(rank_), sg4::this_actor::get_host(), [this] {
+      const std::vector<Bucket>& buckets = work().param_buckets;
+      const double share = dp_comm_sm_share();
+      for (std::size_t i = 0; i < buckets.size(); ++i) {
+        param_dispatch_->acquire();
+        sg4::ExecPtr kernel;
+        if (share > 0)
+          kernel = sg4::this_actor::exec_init(std::numeric_limits<double>::max())->set_bound(share * speed_)->start();
+        dp_collective(CollectiveOp::kAllGather, buckets[i].bytes, "dp param bucket " + std::to_string(i));
+        if (kernel) kernel->cancel();
+        param_gathered_->release();
+      }
+    });
+  }
+
+  // The first forward pass beside the overlapped parameter all-gather: one segment per bucket, each waiting for its
+  // bucket's parameters, then dispatching the next bucket's all-gather. Segments are Execs where the GPU's SM count
+  // is known (they share the GPU with the all-gather's kernel), sleeps otherwise, as in overlapped_compute.
+  void gathered_compute(double flops, const std::string& name) const {
+    const double start = now();
+    const std::vector<Bucket>& buckets = work().param_buckets;
+    const bool shared = dp_comm_sm_share() > 0;
+    double compute_s = 0.0;
+    param_dispatch_->release();
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      const double wait_start = now();
+      param_gathered_->acquire();
+      record().param_gather_wait_s += now() - wait_start;
+      if (i + 1 < buckets.size()) param_dispatch_->release();
+      const double part = flops * ((i + 1 < buckets.size() ? buckets[i + 1].ready : 1.0) - buckets[i].ready);
+      const double part_start = now();
+      if (part > 0 && shared) {
+        sg4::this_actor::execute(part);
+      } else if (part > 0) {
+        sg4::this_actor::sleep_for(part / speed_);
+      }
+      compute_s += now() - part_start;
+    }
+    record().compute_s += compute_s;
+    note(name, "compute", start);
   }
 
   // The word-embedding gradient all-reduce between the first and the last stage, after their DP syncs (Megatron's
@@ -345,7 +421,10 @@ class GpuWorker {
     const StageWork& w = work();
     if (state_->parallel.dp == 1) return;
     if (w.powersgd_rank == 0) {
-      dp_all_reduce(w.dp_bytes, "dp allreduce");
+      if (w.reduce_scatter)
+        dp_collective(CollectiveOp::kReduceScatter, w.dp_bytes, "dp reduce-scatter");
+      else
+        dp_all_reduce(w.dp_bytes, "dp allreduce");
       return;
     }
     compress(w.compress_s / 3, "P = MQ");
@@ -365,6 +444,11 @@ class GpuWorker {
   // GPU's SM count is unknown), and the final backward pass's "bucket i is ready" signals.
   double comm_sm_share_ = 0.0;
   sg4::SemaphorePtr bucket_ready_;
+  // Overlapped parameter all-gather only: whether the first forward pass is still to run, and the signals between
+  // it and the all-gather actor (dispatch bucket i; bucket i gathered).
+  bool param_gather_pending_ = false;
+  sg4::SemaphorePtr param_dispatch_;
+  sg4::SemaphorePtr param_gathered_;
   // Sends of one channel not yet waited for, oldest first; `posted` counts all sends on it.
   struct Outbox {
     std::size_t channel = 0;

@@ -172,10 +172,11 @@ void reduce_rank(const IterationState& state, int r, const std::vector<double>& 
   st.dp_sync_s = std::max(st.dp_sync_s, rec.sync_end_s - rec.sync_start_s);
   st.dp_comm_s = std::max(st.dp_comm_s, comm);
   st.exposed_comm_s = std::max(st.exposed_comm_s, exposed);
+  st.param_gather_wait_s = std::max(st.param_gather_wait_s, rec.param_gather_wait_s);
   st.compression_s = std::max(st.compression_s, rec.compression_s);
   st.compute_s = std::max(st.compute_s, rec.compute_s);
   st.tp_comm_s = std::max(st.tp_comm_s, rec.tp_comm_s);
-  st.bubble_s = std::max(st.bubble_s, pipeline_end_s - rec.compute_s - rec.tp_comm_s);
+  st.bubble_s = std::max(st.bubble_s, pipeline_end_s - rec.compute_s - rec.tp_comm_s - rec.param_gather_wait_s);
   st.sync_end_s = std::max(st.sync_end_s, rec.sync_end_s);
   st.optimizer_s = std::max(st.optimizer_s, rec.optimizer_s);
   if (rec.embedding_end_s > 0) {

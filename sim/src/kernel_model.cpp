@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "edgc/core/error.hpp"
@@ -59,7 +60,81 @@ double sum_kernels(const GpuSpec& gpu, const CostParams& params, const std::vect
   return s;
 }
 
+// The GPU as its FP8 GEMMs see it: the measured FP8 rate and its shape in place of the 16-bit ones.
+GpuSpec fp8_gemms(const GpuSpec& gpu) {
+  if (gpu.fp8_matmul_tflops <= 0.0) throw InternalError("layer_kernels: FP8 GEMMs on a GPU without an FP8 figure");
+  GpuSpec g = gpu;
+  g.matmul_tflops = gpu.fp8_matmul_tflops;
+  g.matmul_m = gpu.fp8_matmul_m;
+  g.matmul_n = gpu.fp8_matmul_n;
+  g.matmul_k = gpu.fp8_matmul_k;
+  return g;
+}
+
+// Where `x` lies between the sorted `grid` values: the two neighbours and the weight of the upper one, in `x`'s
+// transform (log or linear), clamped to the grid's ends.
+struct Bracket {
+  std::size_t lo = 0, hi = 0;
+  double w = 0.0;
+};
+Bracket bracket(const std::vector<double>& grid, double x, bool log_scale) {
+  if (x <= grid.front()) return {0, 0, 0.0};
+  if (x >= grid.back()) return {grid.size() - 1, grid.size() - 1, 0.0};
+  std::size_t hi = 1;
+  while (grid[hi] < x) ++hi;
+  const auto f = [&](double v) { return log_scale ? std::log(v) : v; };
+  return {hi - 1, hi, (f(x) - f(grid[hi - 1])) / (f(grid[hi]) - f(grid[hi - 1]))};
+}
+
+std::vector<double> sorted_unique(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
 }  // namespace
+
+double attention_rate_tflops(const GpuSpec& gpu, const AttentionShape& a, bool backward) {
+  if (gpu.attention_rates.empty()) throw InternalError("attention_rate_tflops: the GPU has no measured attention");
+  // The measured group nearest the model's (in ratio), then that group's grid.
+  double group = 0.0;
+  for (const AttentionRate& r : gpu.attention_rates)
+    if (group == 0.0 || std::abs(std::log(r.group / a.group)) < std::abs(std::log(group / a.group))) group = r.group;
+  std::vector<double> dims, seqs, heads;
+  for (const AttentionRate& r : gpu.attention_rates)
+    if (r.group == group) {
+      dims.push_back(r.head_dim);
+      seqs.push_back(r.seq);
+      heads.push_back(r.heads);
+    }
+  dims = sorted_unique(dims);
+  seqs = sorted_unique(seqs);
+  heads = sorted_unique(heads);
+  const auto log_rate = [&](double d, double s, double h) {
+    for (const AttentionRate& r : gpu.attention_rates)
+      if (r.group == group && r.head_dim == d && r.seq == s && r.heads == h)
+        return std::log(backward ? r.backward_tflops : r.forward_tflops);
+    throw InternalError("attention_rate_tflops: the measured rates are not a full grid");
+  };
+  const Bracket bd = bracket(dims, a.head_dim, false), bs = bracket(seqs, a.seq, true),
+                bh = bracket(heads, a.heads, true);
+  double sum = 0.0;
+  for (const auto& [di, wd] : {std::pair{bd.lo, 1.0 - bd.w}, std::pair{bd.hi, bd.w}})
+    for (const auto& [si, ws] : {std::pair{bs.lo, 1.0 - bs.w}, std::pair{bs.hi, bs.w}})
+      for (const auto& [hi, wh] : {std::pair{bh.lo, 1.0 - bh.w}, std::pair{bh.hi, bh.w}})
+        if (wd * ws * wh > 0.0) sum += wd * ws * wh * log_rate(dims[di], seqs[si], heads[hi]);
+  return std::exp(sum);
+}
+
+double attention_flops(const AttentionShape& a, bool backward) {
+  const double forward = 4.0 * a.heads * a.seq * a.seq * a.head_dim * 0.5;  // causal: half the scores
+  return backward ? 2.5 * forward : forward;
+}
+
+double attention_s(const GpuSpec& gpu, const AttentionShape& a, bool backward) {
+  if (!(a.heads > 0 && a.seq > 0 && a.head_dim > 0)) return 0.0;
+  return attention_flops(a, backward) / (attention_rate_tflops(gpu, a, backward) * 1e12);
+}
 
 double tile_wave_fill(const GemmShape& g, int sm_count) {
   if (sm_count < 1 || !(g.m > 0 && g.n > 0 && g.batch > 0)) return 1.0;
@@ -67,9 +142,10 @@ double tile_wave_fill(const GemmShape& g, int sm_count) {
                    fill_for(g, sm_count, kTileShort, kTileShort)});
 }
 
-double gemm_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, int element_bytes) {
-  if (!gpu.has_kernel_model()) throw InternalError("gemm_s: the GPU has no measured GEMM figures");
-  if (!(g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0)) return 0.0;
+namespace {
+
+// The tile/wave model's time of one GEMM (gemm_s without the grid's correction).
+double tile_model_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, int element_bytes) {
   const double reference = gpu.matmul_m > 0 && gpu.matmul_n > 0
                                ? tile_wave_fill({.m = gpu.matmul_m, .n = gpu.matmul_n, .k = gpu.matmul_k}, gpu.sm_count)
                                : 1.0;
@@ -77,6 +153,53 @@ double gemm_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, 
   const double compute = 2.0 * g.batch * g.m * g.n * g.k / (full_wave_rate * tile_wave_fill(g, gpu.sm_count));
   const double memory = gemm_bytes(g, element_bytes) / hbm_Bps(gpu, params);
   return std::max(compute, memory) + overhead_s(gpu);
+}
+
+// log(measured time / tile-model time) at a measured grid point.
+double log_ratio(const GpuSpec& gpu, const CostParams& params, const GemmRate& r, int element_bytes) {
+  const GemmShape g{.m = r.m, .n = r.n, .k = r.k};
+  const double measured = 2.0 * r.m * r.n * r.k / (r.tflops * 1e12);
+  return std::log(measured / tile_model_s(gpu, params, g, element_bytes));
+}
+
+// The measured-to-modelled time ratio at `g`, interpolated over the grid of `fp8` rows (log-linear in m, n and k,
+// held at the grid's edges); 1 when the GPU has no such grid.
+double grid_correction(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, bool fp8, int element_bytes) {
+  std::vector<double> ms, ns, ks;
+  for (const GemmRate& r : gpu.gemm_rates)
+    if (r.fp8 == fp8) {
+      ms.push_back(r.m);
+      ns.push_back(r.n);
+      ks.push_back(r.k);
+    }
+  if (ms.empty()) return 1.0;
+  ms = sorted_unique(ms);
+  ns = sorted_unique(ns);
+  ks = sorted_unique(ks);
+  const auto corner = [&](double m, double n, double k) {
+    for (const GemmRate& r : gpu.gemm_rates)
+      if (r.fp8 == fp8 && r.m == m && r.n == n && r.k == k) return log_ratio(gpu, params, r, element_bytes);
+    throw InternalError("gemm_s: the measured GEMM rates are not a full grid");
+  };
+  const Bracket bm = bracket(ms, g.m, true), bn = bracket(ns, g.n, true), bk = bracket(ks, g.k, true);
+  double sum = 0.0;
+  for (const auto& [mi, wm] : {std::pair{bm.lo, 1.0 - bm.w}, std::pair{bm.hi, bm.w}})
+    for (const auto& [ni, wn] : {std::pair{bn.lo, 1.0 - bn.w}, std::pair{bn.hi, bn.w}})
+      for (const auto& [ki, wk] : {std::pair{bk.lo, 1.0 - bk.w}, std::pair{bk.hi, bk.w}})
+        if (wm * wn * wk > 0.0) sum += wm * wn * wk * corner(ms[mi], ns[ni], ks[ki]);
+  return std::exp(sum);
+}
+
+}  // namespace
+
+double gemm_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, int element_bytes) {
+  if (!gpu.has_kernel_model()) throw InternalError("gemm_s: the GPU has no measured GEMM figures");
+  if (!(g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0)) return 0.0;
+  const double t = tile_model_s(gpu, params, g, element_bytes);
+  // Single GEMMs of 16-bit or FP8 operands take the measured grid's correction; batched ones (the materialised
+  // attention core) and fp32 keep the tile model.
+  if (g.batch != 1.0 || (element_bytes != 1 && element_bytes != 2)) return t;
+  return t * grid_correction(gpu, params, g, element_bytes == 1, element_bytes);
 }
 
 double memory_kernel_s(const GpuSpec& gpu, const CostParams& params, double bytes) {
@@ -88,14 +211,24 @@ std::vector<LayerKernel> layer_kernels(const ModelSpec& model, const ParallelSpe
   const int e_bytes = bytes_per_element(model.dtype);
   const double e = e_bytes;
   std::vector<LayerKernel> out;
+  const GpuSpec fp8 = model.fp8 ? fp8_gemms(gpu) : GpuSpec{};
   for (const LayerOp& op : describe_layer(model, parallel).ops) {
     LayerKernel k;
     static_cast<LayerOp&>(k) = op;
     if (op.gemm.batch > 0.0) {
       const GemmShape& g = op.gemm;
       k.flops = 2.0 * g.batch * g.m * g.n * g.k;
-      k.bytes = gemm_bytes(g, e);
-      k.seconds = gemm_s(gpu, params, g, e_bytes);
+      // The linear layers' GEMMs (not the attention core's) run in FP8 when the model trains in it.
+      const bool in_fp8 = model.fp8 && !op.attention_core;
+      k.bytes = gemm_bytes(g, in_fp8 ? 1.0 : e);
+      k.seconds = in_fp8 ? gemm_s(fp8, params, g, 1) : gemm_s(gpu, params, g, e_bytes);
+    } else if (op.attention.heads > 0.0) {
+      const AttentionShape& a = op.attention;
+      k.flops = attention_flops(a, op.backward);
+      // Forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and writes dQ, dK, dV.
+      const double tensors = op.backward ? 4.0 : 2.0;
+      k.bytes = tensors * (a.heads + a.heads / a.group) * a.seq * a.head_dim * e;
+      k.seconds = attention_s(gpu, a, op.backward);  // measured kernel times: their overhead is in them
     } else {
       k.bytes = op.bytes_per_element * op.elements;
       k.seconds = memory_kernel_s(gpu, params, k.bytes);

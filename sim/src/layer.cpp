@@ -76,6 +76,13 @@ class OpList {
                     .row = row,
                     .bytes_per_element = bytes_per_element});
   }
+  void fused_attention(const char* name, const AttentionShape& a, bool backward) {
+    out_.push_back({.name = name,
+                    .op = backward ? "flash_attention_backward" : "flash_attention",
+                    .backward = backward,
+                    .attention_core = true,
+                    .attention = a});
+  }
   void gemm(const char* name, const GemmShape& g, bool backward, bool core) {
     out_.push_back({.name = name, .op = "gemm", .backward = backward, .attention_core = core, .gemm = g});
   }
@@ -120,17 +127,26 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
   const char* const n_fc1[3] = {"fc1", "fc1.dgrad", "fc1.wgrad"};
   const char* const n_fc2[3] = {"fc2", "fc2.dgrad", "fc2.wgrad"};
   const double rope_elements = bs * static_cast<double>((x.a + x.g) * x.d) / t;  // queries and keys
+  const bool flash = model.attention == Attention::kFlash;
+  const AttentionShape fused{.heads = heads, .seq = s, .head_dim = d, .group = static_cast<double>(x.a / x.g)};
   OpList o(out);
   // Forward, in execution order.
   o.pass(ln ? "layernorm1" : "rmsnorm1", norm, Er, h, 2 * e, false, false);
   o.gemm(n_qkv[0], g_qkv, false, false);
   if (model.qk_norm) o.pass("qk_norm", norm, rope_elements, d, 2 * e, false, false);
   if (rope) o.pass("rope", "rope", rope_elements, d, 2 * e, false, false);
-  o.gemm(n_scores[0], scores, false, true);
-  o.pass("softmax", "softmax", A, s, 2 * e, false, true);
-  if (dropout) o.pass("attention_dropout", "dropout", A, s, 2 * e + 1, false, true);
-  o.gemm(n_context[0], context, false, true);
-  o.pass("context_copy", "copy", bs * q / t, q / t, 2 * e, false, true);  // [b, np, s, hn] -> [s, b, np·hn]
+  if (flash) {
+    o.fused_attention("flash_attention", fused, false);
+  } else {
+    o.gemm(n_scores[0], scores, false, true);
+    o.pass("softmax", "softmax", A, s, 2 * e, false, true);
+    if (dropout) o.pass("attention_dropout", "dropout", A, s, 2 * e + 1, false, true);
+    o.gemm(n_context[0], context, false, true);
+    o.pass("context_copy", "copy", bs * q / t, q / t, 2 * e, false, true);  // [b, np, s, hn] -> [s, b, np·hn]
+  }
+  // FP8 (Transformer Engine): the attention output is cast to FP8 for the projection (read 16-bit, write 1 byte); the
+  // other linear inputs leave their norm or activation kernel in FP8 already.
+  if (model.fp8) o.pass("proj_input.cast", "cast", bs * q / t, q / t, e + 1, false, false);
   o.gemm(n_proj[0], g_proj, false, false);
   if (dropout)
     o.pass("bias_dropout_add1", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
@@ -150,23 +166,37 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
   // Backward, in reverse.
   if (dropout) o.pass("bias_dropout_add2.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
   o.pass("residual_sum2", "add", Er, h, 3 * e, true, false);
+  // FP8: each linear layer's output gradient is cast to FP8 with its transpose (for the input- and the
+  // weight-gradient GEMM) in one kernel: read 16-bit, write 1 + 1 bytes per element (Transformer Engine's
+  // cast-transpose).
+  const auto cast_transpose = [&](const char* name, double width) {
+    if (model.fp8) o.pass(name, "cast_transpose", bs * width, width, e + 2, true, false);
+  };
+  cast_transpose("fc2.grad_cast", h);
   o.backward_gemms(n_fc2, g_fc2, false);
   if (swiglu)
     o.pass("swiglu.backward", "swiglu_backward", mlp, f / t, 5 * e, true, false);  // dy, gate, up → two grads
   else
     o.pass("gelu.backward", "gelu_backward", mlp, f / t, 3 * e, true, false);
+  cast_transpose("fc1.grad_cast", g_fc1.n);
   o.backward_gemms(n_fc1, g_fc1, false);
   o.pass(ln ? "layernorm2.backward" : "rmsnorm2.backward", norm_backward, Er, h, 3 * e, true, false);
   if (dropout) o.pass("bias_dropout_add1.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
   o.pass("residual_sum1", "add", Er, h, 3 * e, true, false);
+  cast_transpose("proj.grad_cast", h);
   o.backward_gemms(n_proj, g_proj, false);
-  o.backward_gemms(n_context, context, true);
-  if (dropout) o.pass("attention_dropout.backward", "dropout_backward", A, s, 2 * e + 1, true, true);
-  o.pass("softmax.backward", "softmax_backward", A, s, 3 * e, true, true);
-  o.backward_gemms(n_scores, scores, true);
+  if (flash) {
+    o.fused_attention("flash_attention.backward", fused, true);
+  } else {
+    o.backward_gemms(n_context, context, true);
+    if (dropout) o.pass("attention_dropout.backward", "dropout_backward", A, s, 2 * e + 1, true, true);
+    o.pass("softmax.backward", "softmax_backward", A, s, 3 * e, true, true);
+    o.backward_gemms(n_scores, scores, true);
+  }
   if (rope) o.pass("rope.backward", "rope", rope_elements, d, 2 * e, true, false);
   if (model.qk_norm) o.pass("qk_norm.backward", norm_backward, rope_elements, d, 3 * e, true, false);
   o.pass("qkv_split.backward", "cat", bs * qkv / t, qkv / t, 2 * e, true, false);  // Q, K, V gradients joined
+  cast_transpose("qkv.grad_cast", qkv / t);
   o.backward_gemms(n_qkv, g_qkv, false);
   o.pass(ln ? "layernorm1.backward" : "rmsnorm1.backward", norm_backward, Er, h, 3 * e, true, false);
   // Bias gradients: column sums of the biased GEMM outputs' gradients (a column-parallel output split over TP, a
@@ -197,15 +227,22 @@ LayerDescription describe_layer(const ModelSpec& model, const ParallelSpec& para
   // two dropout masks 1 + 1 on every rank; Q, K, V, the projection's input and the MLP's (GeLU: its input and fc2's
   // input; SwiGLU: gate, up and fc2's input) split over TP; softmax output, dropout mask and dropout output per
   // score (2 + 1 + 2; the softmax output alone without dropout).
-  layer.saved.replicated = model.dropout ? 10.0 : 8.0;
-  const std::int64_t mlp_bytes = model.mlp == Mlp::kSwiglu ? 6 * x.f : 4 * x.f;
+  // With FP8 the linear layers keep their inputs for the weight gradient as the FP8 copies their GEMMs read (1 byte
+  // instead of 2: QKV's and fc1's on every rank, the projection's and fc2's split over TP).
+  const std::int64_t kept = model.fp8 ? 1 : 2;
+  layer.saved.replicated = (model.dropout ? 6.0 : 4.0) + 2.0 * static_cast<double>(kept);
+  const std::int64_t mlp_bytes = model.mlp == Mlp::kSwiglu ? 4 * x.f + kept * x.f : 2 * x.f + kept * x.f;
   const std::int64_t qk_norm_inputs = model.qk_norm ? 2 * (x.a + x.g) * x.d : 0;
-  layer.saved.sharded = static_cast<double>(2 * x.q() + 4 * x.g * x.d + 2 * x.q() + mlp_bytes + qk_norm_inputs) /
+  layer.saved.sharded = static_cast<double>(2 * x.q() + 4 * x.g * x.d + kept * x.q() + mlp_bytes + qk_norm_inputs) /
                         static_cast<double>(x.h);
-  layer.saved.score_factor = model.dropout ? 5.0 : 2.0;
+  const bool flash = model.attention == Attention::kFlash;
+  layer.saved.score_factor = flash ? 0.0 : model.dropout ? 5.0 : 2.0;
+  layer.saved.head_stats = flash ? 2.0 : 0.0;
   const double b = model.micro_batch_size, s = model.seq_len, t = parallel.tp;
   layer.beside.qkv = 2.0 * b * s * static_cast<double>(weight(layer.weights, "qkv").elements()) / t;
   layer.beside.fc1 = 2.0 * b * s * static_cast<double>(weight(layer.weights, "fc1").elements()) / t;
+  layer.beside.proj = 2.0 * b * s * static_cast<double>(weight(layer.weights, "proj").elements()) / t;
+  layer.beside.fc2 = 2.0 * b * s * static_cast<double>(weight(layer.weights, "fc2").elements()) / t;
   return layer;
 }
 

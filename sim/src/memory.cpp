@@ -74,6 +74,8 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelSpec& parall
   // 10 of LayerNorm, dropout and residual inputs is ÷ t with sequence parallelism.
   const double replicated = parallel.sequence_parallel ? saved.replicated / t : saved.replicated;
   const double core = model.recompute == Recompute::kSelective ? 0.0 : saved.score_factor * a * s / (h * t);
+  if (saved.head_stats > 0.0)  // flash attention: no s × s term, the softmax statistics instead
+    return sbh(model) * (replicated + saved.sharded / t + saved.head_stats * a / (h * t)) * scale;
   return sbh(model) * (replicated + saved.sharded / t + core) * scale;
 }
 

@@ -20,6 +20,8 @@ constexpr NameTable<Recompute, 3> kRecomputes = {
     {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}};
 constexpr NameTable<Mlp, 2> kMlps = {{{Mlp::kGelu, "gelu"}, {Mlp::kSwiglu, "swiglu"}}};
 constexpr NameTable<Norm, 2> kNorms = {{{Norm::kLayerNorm, "layernorm"}, {Norm::kRmsNorm, "rmsnorm"}}};
+constexpr NameTable<Attention, 2> kAttentions = {
+    {{Attention::kMaterialised, "materialised"}, {Attention::kFlash, "flash"}}};
 constexpr NameTable<Position, 2> kPositions = {{{Position::kLearned, "learned"}, {Position::kRope, "rope"}}};
 constexpr NameTable<LinearBias, 3> kBiases = {
     {{LinearBias::kAll, "all"}, {LinearBias::kNone, "none"}, {LinearBias::kQkv, "qkv"}}};
@@ -60,6 +62,8 @@ std::string_view norm_name(Norm n) noexcept { return name_of(kNorms, n); }
 std::optional<Norm> norm_from_name(std::string_view name) noexcept { return value_of(kNorms, name); }
 std::string_view position_name(Position p) noexcept { return name_of(kPositions, p); }
 std::optional<Position> position_from_name(std::string_view name) noexcept { return value_of(kPositions, name); }
+std::string_view attention_name(Attention a) noexcept { return name_of(kAttentions, a); }
+std::optional<Attention> attention_from_name(std::string_view name) noexcept { return value_of(kAttentions, name); }
 std::string_view bias_name(LinearBias b) noexcept { return name_of(kBiases, b); }
 std::optional<LinearBias> bias_from_name(std::string_view name) noexcept { return value_of(kBiases, name); }
 

@@ -38,11 +38,13 @@ void check_plan(const DpSyncPlan& plan, const ParallelSpec& parallel, const std:
 // ready when its last member is (never earlier than the real buckets).
 constexpr std::size_t kMaxBuckets = 8;
 
-std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec& par, int stage) {
+namespace {
+
+// The buckets with `bytes` per parameter, in backward order.
+std::vector<Bucket> buckets_of(const ModelSpec& model, const ParallelSpec& par, int stage, double bytes) {
   const double params = static_cast<double>(stage_params(model, par, stage).per_gpu());
   const double per_bucket =
       par.grad_bucket_params > 0 ? par.grad_bucket_params : std::max(4e7, 1e6 * static_cast<double>(par.dp));
-  const double bytes = grad_bytes(model, par);
   const auto n = static_cast<std::size_t>(std::ceil(params / per_bucket));
   const auto bucket_bytes = [&](std::size_t i) {
     return std::min(per_bucket, params - static_cast<double>(i) * per_bucket) * bytes;
@@ -64,6 +66,21 @@ std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec&
   return out;
 }
 
+}  // namespace
+
+std::vector<Bucket> gradient_buckets(const ModelSpec& model, const ParallelSpec& par, int stage) {
+  return buckets_of(model, par, stage, grad_bytes(model, par));
+}
+
+// A bucket whose gradients are ready after `ready` of the backward pass holds the layers the forward pass reaches
+// after 1 − ready of it.
+std::vector<Bucket> param_buckets(const ModelSpec& model, const ParallelSpec& par, int stage) {
+  std::vector<Bucket> out = buckets_of(model, par, stage, bytes_per_element(model.dtype));
+  std::reverse(out.begin(), out.end());
+  for (Bucket& b : out) b.ready = 1.0 - b.ready;
+  return out;
+}
+
 LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& model, const ParallelSpec& par,
                  const CostParams& params) {
   const TpLayerComm comm = tp_comm_per_layer(model, par);
@@ -71,12 +88,14 @@ LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& 
   if (par.tp == 1) return out;
   const GpuSpec& gpu = platform.spec().gpu;
   out.allreduce_s = channel_ring_s(platform, group, whole_bytes(comm.tensor_bytes));
-  const double share = gpu.sm_count > 0 ? std::min(1.0, ring_channels(group) / static_cast<double>(gpu.sm_count)) : 0.0;
   const std::vector<double> kernel_s = beside_kernels_s(comm, model, par, gpu, params);
   for (std::size_t i = 0; i < comm.collectives.size(); ++i) {
-    if (comm.collectives[i].beside == nullptr) continue;
-    const double comm_s = allreduce_units(comm.collectives[i].op) * out.allreduce_s;
-    out.backward_overlap_s += std::max(comm_s - kernel_s[i], share * comm_s);
+    const TpCollective& c = comm.collectives[i];
+    if (c.beside == nullptr) continue;
+    const double sms = c.sms > 0.0 ? c.sms : ring_channels(group);
+    const double share = gpu.sm_count > 0 ? std::min(1.0, sms / static_cast<double>(gpu.sm_count)) : 0.0;
+    const double comm_s = allreduce_units(c.op) * out.allreduce_s;
+    (c.backward ? out.backward_overlap_s : out.forward_overlap_s) += std::max(comm_s - kernel_s[i], share * comm_s);
   }
   return out;
 }
@@ -107,6 +126,7 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
     cw.tp_forward_extra_latency_s = std::max(0.0, n_fwd - 1.0) * lat;
     cw.tp_backward_extra_latency_s = std::max(0.0, n_bwd - 1.0) * lat;
     cw.tp_backward_overlap_s = layers * tp.backward_overlap_s;
+    cw.tp_forward_overlap_s = layers * tp.forward_overlap_s;
     if (par.tp > 1) {
       cw.tp_forward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_forward_bytes);
       cw.tp_backward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_backward_bytes);
@@ -119,6 +139,14 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
   w.grad_send_bytes = whole_bytes(pp_compressed_bytes(model, par, sync.pp_rank));
   w.grad_compress_s = pp_compress_s(model, par, cluster.gpu, params, sync.pp_rank);
   w.grad_decompress_s = pp_decompress_s(model, par, cluster.gpu, params, sync.pp_rank);
+  if (par.distributed_optimizer && par.dp > 1) {
+    w.reduce_scatter = sync.powersgd_rank == 0;  // PowerSGD all-reduces P and Q; every rank then takes its shard
+    if (par.overlap_param_gather)
+      w.param_buckets = param_buckets(model, par, stage);
+    else
+      w.param_bytes =
+          whole_bytes(static_cast<double>(stage_params(model, par, stage).per_gpu()) * bytes_per_element(model.dtype));
+  }
   if (sync.powersgd_rank == 0) {
     w.dp_bytes = whole_bytes(dp_gradient_bytes(model, par, stage));
     if (par.overlap_grad_reduce && par.dp > 1) w.buckets = gradient_buckets(model, par, stage);
@@ -160,7 +188,7 @@ LayerPassTimes layer_pass_times(const Platform& platform, const ModelSpec& model
   const Layout layout(par, platform.gpus_per_node());
   const Group group = impl::on_platform(platform, impl::tp_rank_groups(layout)).front();
   const impl::LayerTp tp = impl::layer_tp(platform, group, model, par, params);
-  t.forward_tp_s = tp.forward_units * tp.allreduce_s;
+  t.forward_tp_s = tp.forward_units * tp.allreduce_s + tp.forward_overlap_s;
   t.backward_overlap_s = tp.backward_overlap_s;
   t.backward_tp_s = tp.backward_units * tp.allreduce_s + tp.backward_overlap_s;
   return t;

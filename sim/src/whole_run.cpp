@@ -53,7 +53,10 @@ IterationBreakdown breakdown(const IterationResult& r) {
   }
   b.compute_s = busiest->compute_s;
   b.tp_comm_s = busiest->tp_comm_s;
-  b.bubble_s = std::max(0.0, r.pipeline_end_s - b.compute_s - b.tp_comm_s);
+  // The busiest stage's waits for its overlapped parameter all-gather are exposed DP communication, not bubble.
+  const double gather_wait =
+      std::min(busiest->param_gather_wait_s, std::max(0.0, r.pipeline_end_s - b.compute_s - b.tp_comm_s));
+  b.bubble_s = std::max(0.0, r.pipeline_end_s - b.compute_s - b.tp_comm_s - gather_wait);
   const double tail = std::max(0.0, r.iteration_s - r.pipeline_end_s);
   b.exposed_dp_comm_s = std::min(tail, last_sync->exposed_comm_s);
   const StageResult* last_finish =
@@ -64,6 +67,7 @@ IterationBreakdown breakdown(const IterationResult& r) {
   rest -= b.optimizer_s;
   b.embedding_sync_s = std::min(rest, last_finish->embedding_sync_s);
   b.exposed_compression_s = rest - b.embedding_sync_s;
+  b.exposed_dp_comm_s += gather_wait;
   return b;
 }
 
@@ -144,9 +148,9 @@ namespace edgc::sim {
 
 bool stages_separable(const ClusterSpec& cluster, const ParallelSpec& parallel) {
   if (cluster.fabric != Fabric::kStar) return false;
-  // An overlapped DP sync runs during the backward passes, beside the pipeline's own transfers on the same NICs:
-  // the pipeline part then depends on the plan (PowerSGD syncs are not overlapped).
-  if (parallel.overlap_grad_reduce && parallel.pp > 1) return false;
+  // An overlapped DP sync runs during the backward passes (or the parameter all-gather during the forward ones),
+  // beside the pipeline's own transfers on the same NICs: the pipeline part then depends on the plan.
+  if (dp_overlaps_pipeline(parallel)) return false;
   const Layout layout(parallel, cluster.gpus_per_node);
   std::vector<int> stage_of_node(static_cast<std::size_t>(cluster.nodes), -1);
   for (int rank = 0; rank < layout.world_size(); ++rank) {

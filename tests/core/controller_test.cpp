@@ -413,14 +413,15 @@ TEST(Controller, RMaxAboveAStageMatrixRankIsRejectedForCompressingPolicies) {
 }
 
 TEST(Controller, PolicyNamesAreTheOnesMakeControllerBuildsAndListsWhenUnknown) {
-  EXPECT_EQ(policy_names(), (std::vector<std::string>{"none", "static", "selective", "loss", "edgc", "edgc-pp"}));
+  EXPECT_EQ(policy_names(),
+            (std::vector<std::string>{"none", "static", "selective", "loss", "edgc", "edgc-pp", "edgc-megatron"}));
   for (const std::string& p : policy_names()) {
     EXPECT_TRUE(is_policy(p));
     EXPECT_EQ(make_controller(base_config(p), "s.json")->policy(), p);
   }
   EXPECT_FALSE(is_policy("EDGC"));
   test::expect_config_error([] { make_controller(base_config("magic"), "s.json"); }, std::nullopt, std::nullopt,
-                            {"(none, static, selective, loss, edgc, edgc-pp)"});
+                            {"(none, static, selective, loss, edgc, edgc-pp, edgc-megatron)"});
 }
 
 }  // namespace

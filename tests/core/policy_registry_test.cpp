@@ -25,9 +25,10 @@ ControllerConfig config_for(std::string_view policy) {
 TEST(PolicyRegistry, ListsThePoliciesInMessageOrder) {
   std::vector<std::string> names;
   for (const PolicyInfo& p : policy_registry()) names.emplace_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"none", "static", "selective", "loss", "edgc", "edgc-pp"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"none", "static", "selective", "loss", "edgc", "edgc-pp", "edgc-megatron"}));
   EXPECT_EQ(policy_names(), names);
-  EXPECT_EQ(policy_list(), "none, static, selective, loss, edgc, edgc-pp");
+  EXPECT_EQ(policy_list(), "none, static, selective, loss, edgc, edgc-pp, edgc-megatron");
 }
 
 TEST(PolicyRegistry, EveryRowBuildsItsController) {
@@ -49,7 +50,8 @@ TEST(PolicyRegistry, CapabilitiesAreTheDocumentedOnes) {
   for (const Expected& x :
        {Expected{"none", false, false, false, false, false}, Expected{"static", true, false, false, false, true},
         Expected{"selective", true, false, false, false, true}, Expected{"loss", true, false, false, false, false},
-        Expected{"edgc", true, true, false, true, false}, Expected{"edgc-pp", true, true, true, true, false}}) {
+        Expected{"edgc", true, true, false, true, false}, Expected{"edgc-pp", true, true, true, true, false},
+        Expected{"edgc-megatron", true, false, false, false, false}}) {
     const PolicyInfo* p = find_policy(x.name);
     ASSERT_NE(p, nullptr) << x.name;
     EXPECT_EQ(p->compresses_dp, x.dp) << x.name;
@@ -110,9 +112,9 @@ TEST(PolicyRegistry, AnUnknownNameIsRefusedNamingTheField) {
   EXPECT_FALSE(reads_entropy("magic"));
   test::expect_config_error([] { (void)policy_info("magic", "s.json", "simulate.policies"); }, "s.json",
                             "simulate.policies",
-                            {"unknown policy 'magic' (none, static, selective, loss, edgc, edgc-pp)"});
+                            {"unknown policy 'magic' (none, static, selective, loss, edgc, edgc-pp, edgc-megatron)"});
   test::expect_config_error([] { make_controller(config_for("magic"), "t.json"); }, "t.json", "compression.policy",
-                            {"unknown policy 'magic' (none, static, selective, loss, edgc, edgc-pp)"});
+                            {"unknown policy 'magic' (none, static, selective, loss, edgc, edgc-pp, edgc-megatron)"});
 }
 
 }  // namespace

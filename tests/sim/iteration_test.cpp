@@ -233,6 +233,91 @@ TEST(Finish, OverlappedBucketsTakeOneSmPerChannelFromTheBackwardPass) {
   EXPECT_NEAR(r.stages[0].exposed_comm_s, last_ring, 1e-9);
 }
 
+// The ring closed form of `op` over the four GPUs of one node: steps of (L + chunk/B).
+double ring_of(const Platform& platform, CollectiveOp op, double bytes) {
+  const Route hop = route_between(platform.gpu(0), platform.gpu(1));
+  const auto whole = static_cast<std::uint64_t>(std::ceil(bytes));
+  return ring_steps(op, 4) * (hop.latency_s + static_cast<double>(ring_chunk_bytes(op, 4, whole)) / hop.bottleneck_Bps);
+}
+
+// pp = 1, dp = 4 with Megatron-Core's distributed optimizer, nothing overlapped: the gradients are reduce-scattered
+// after the backward pass (D − 1 ring steps, not the all-reduce's 2(D − 1)), the optimizer steps on the shard, then
+// the updated parameters (model dtype, 2 bytes) are all-gathered.
+TEST(DistributedOptimizer, ReduceScattersGradientsThenAllGathersParameters) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(100, 1), NetworkProfile{});
+  const ModelSpec model = wide_model(16384, 4);
+  ParallelSpec par = layout(1, 1, 4, PipelineSchedule::kOneFOneB);
+  par.distributed_optimizer = true;
+  CostParams params = pipeline_only_params();
+  params.optimizer_step_s = 0.003;
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(1));
+  const double p = static_cast<double>(stage_params(model, par, 0).per_gpu());
+  const double rs = ring_of(platform, CollectiveOp::kReduceScatter, p * 2);  // fp16 gradients
+  const double ag = ring_of(platform, CollectiveOp::kAllGather, p * 2);
+  EXPECT_NEAR(r.stages[0].dp_sync_s, rs, 1e-9);
+  EXPECT_NEAR(r.iteration_s - r.pipeline_end_s, rs + 0.003 + ag, 1e-9);
+  EXPECT_NEAR(r.stages[0].dp_comm_s, rs + ag, 1e-9);
+  EXPECT_NEAR(r.stages[0].exposed_comm_s, rs + ag, 1e-9);
+  EXPECT_DOUBLE_EQ(r.stages[0].param_gather_wait_s, 0.0);
+  // With gradients as wide as the parameters the pair moves what one all-reduce moves (fp32 gradients: 3/4 of it).
+  EXPECT_NEAR(rs + ag, ring_of(platform, CollectiveOp::kAllReduce, p * 2), 1e-12);
+}
+
+// The same with --overlap-param-gather: the parameters are all-gathered bucket by bucket (forward order: the
+// smallest, remainder bucket first) beside the first forward pass. Each bucket's ring is shorter than the forward
+// compute between two buckets, so the pass waits only for the first bucket; the iteration's tail keeps the
+// reduce-scatter alone, and the breakdown counts the wait as exposed DP communication, not bubble.
+TEST(DistributedOptimizer, OverlappedParameterGatherLeavesOnlyTheFirstBucketExposed) {
+  const Platform platform = Platform::build(engine(), four_fast_gpus(100, 1), NetworkProfile{});
+  const ModelSpec model = wide_model(16384, 4);
+  ParallelSpec par = layout(1, 1, 4, PipelineSchedule::kOneFOneB);
+  par.distributed_optimizer = true;
+  par.overlap_param_gather = true;
+  const double p = static_cast<double>(stage_params(model, par, 0).per_gpu());
+  par.grad_bucket_params = p / 4 + 1;  // four buckets, the last one (first forward) smaller
+  const IterationResult r =
+      simulate_iteration(engine(), platform, model, par, pipeline_only_params(), uncompressed_plan(1));
+  const double first = ring_of(platform, CollectiveOp::kAllGather, (p - 3 * par.grad_bucket_params) * 2);
+  const double full = ring_of(platform, CollectiveOp::kAllGather, par.grad_bucket_params * 2);
+  const ComputeCost c = stage_compute(model, par, platform.spec().gpu, pipeline_only_params(), 0);
+  ASSERT_LT(full, c.forward_s / 4);  // every later bucket arrives before the pass reaches it
+  EXPECT_NEAR(r.stages[0].param_gather_wait_s, first, 1e-9);
+  EXPECT_NEAR(r.stages[0].last_backward_end_s, first + c.forward_s + c.backward_s, 1e-9);
+  const double rs = ring_of(platform, CollectiveOp::kReduceScatter, p * 2);
+  EXPECT_NEAR(r.iteration_s - r.pipeline_end_s, rs, 1e-9);
+  const IterationBreakdown b = breakdown(r);
+  EXPECT_NEAR(b.exposed_dp_comm_s, rs + first, 1e-9);
+  EXPECT_NEAR(b.bubble_s, 0.0, 1e-9);
+}
+
+// tp = 4 with sequence parallelism and Transformer Engine's TP-communication overlap: every forward all-gather
+// (reduce-scatter) runs beside the GEMM that consumes (produces) it and adds max(c − k, share · c), c = half the
+// ring all-reduce, share = 1 SM (ring exchange) or 16 SMs (pipelined reduce-scatter) of the GPU's.
+TEST(TpOverlap, TransformerEngineHidesTheForwardCollectivesBehindTheirGemms) {
+  ClusterSpec spec = four_fast_gpus(100, 1);
+  spec.gpu.sm_count = 132;
+  const Platform platform = Platform::build(engine(), spec, NetworkProfile{});
+  const ModelSpec model = wide_model(2048, 1);
+  ParallelSpec par = layout(4, 1, 1, PipelineSchedule::kOneFOneB);
+  par.sequence_parallel = true;
+  CostParams params = pipeline_only_params();
+  params.compute_efficiency = 0.1;
+  const double half = ring_of(platform, CollectiveOp::kAllReduce, 2048.0 * 4096 * 2) / 2;
+  const double rate = spec.gpu.peak_tflops * 1e12 * params.compute_efficiency;
+  const double h = 4096, bs = 2048;
+  const double qkv = 2 * bs * h * 3 * h / 4 / rate, proj = 2 * bs * h * h / 4 / rate,
+               mlp = 2 * bs * h * 4 * h / 4 / rate;
+  const auto beside = [&](double gemm, double sms) { return std::max(half - gemm, sms / 132 * half); };
+  const double exposed = layer_pass_times(platform, model, par, params).forward_tp_s;
+  EXPECT_NEAR(exposed, 4 * half, 1e-12);
+  par.tp_comm_overlap = true;
+  const LayerPassTimes t = layer_pass_times(platform, model, par, params);
+  EXPECT_NEAR(t.forward_tp_s, beside(qkv, 1) + beside(proj, 16) + beside(mlp, 1) + beside(mlp, 16), 1e-12);
+  EXPECT_LT(t.forward_tp_s, exposed / 5);
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, uncompressed_plan(1));
+  EXPECT_NEAR(r.stages[0].tp_comm_s, model.layers * (t.forward_tp_s + t.backward_tp_s), 1e-9);
+}
+
 // tp = 4 on one node, one micro-batch: the stage's TP time is its layers' TP collectives as layer_pass_times gives
 // them, and those are closed forms of the ring all-reduce R of the layer's b·s·h tensor: two exposed forward; with
 // the asynchronous TP all-reduce the two backward ones run beside the QKV and fc1 weight-gradient GEMMs and add

@@ -37,6 +37,105 @@ GpuSpec h100() { return measured_gpu("H100", 989.4, 3350, 132, 794.5, 2048, 2048
 
 double hbm_Bps(const CostParams& p) { return 3350e9 * p.hbm_efficiency; }
 
+// A GPU with a synthetic attention grid: head_dim 64, 128 × seq 2048, 8192 × heads 8, 32, group 1 and 4, each rate
+// a product of powers (so that log-linear interpolation has a closed form).
+GpuSpec attention_gpu() {
+  GpuSpec g = h100();
+  for (const int group : {1, 4})
+    for (const int d : {64, 128})
+      for (const int s : {2048, 8192})
+        for (const int heads : {8, 32}) {
+          const double f = 100.0 * std::sqrt(s / 2048.0) * std::pow(heads / 8.0, 0.25) * (d == 128 ? 1.5 : 1.0) *
+                           (group == 4 ? 0.9 : 1.0);
+          g.attention_rates.push_back({d, s, heads, group, f, 0.8 * f});
+        }
+  return g;
+}
+
+double rate_of(double s, double heads, double d, double group) {
+  return 100.0 * std::sqrt(s / 2048.0) * std::pow(heads / 8.0, 0.25) * (d == 128 ? 1.5 : 1.0) *
+         (group == 4 ? 0.9 : 1.0);
+}
+
+// Measured points are returned as measured; between them the rate is log-linear in sequence and heads (the
+// geometric mean half-way in log), linear in the head dimension's log-rate; outside the grid it is held at the edge;
+// the measured grouping nearest the model's is used; the time is the causal FLOPs (2·h·s²·d forward, 2.5 times that
+// backward) over the rate.
+TEST(KernelModel, FlashAttentionInterpolatesTheMeasuredRates) {
+  const GpuSpec g = attention_gpu();
+  const auto at = [&](double heads, double s, double d, double group, bool backward) {
+    return attention_rate_tflops(g, AttentionShape{.heads = heads, .seq = s, .head_dim = d, .group = group}, backward);
+  };
+  EXPECT_NEAR(at(32, 8192, 128, 1, false), rate_of(8192, 32, 128, 1), 1e-9);
+  EXPECT_NEAR(at(8, 2048, 64, 4, true), 0.8 * rate_of(2048, 8, 64, 4), 1e-9);
+  EXPECT_NEAR(at(8, 4096, 64, 1, false), rate_of(4096, 8, 64, 1), 1e-9);  // √ is log-linear: exact
+  EXPECT_NEAR(at(16, 2048, 64, 1, false), rate_of(2048, 16, 64, 1), 1e-9);
+  EXPECT_NEAR(at(8, 2048, 96, 1, false), 100.0 * std::sqrt(1.5), 1e-9);    // half-way in d: geometric mean
+  EXPECT_NEAR(at(8, 65536, 64, 1, false), rate_of(8192, 8, 64, 1), 1e-9);  // held at the longest measured
+  EXPECT_NEAR(at(2, 1024, 32, 1, false), rate_of(2048, 8, 64, 1), 1e-9);   // and at the smallest
+  EXPECT_NEAR(at(8, 2048, 64, 8, false), rate_of(2048, 8, 64, 4), 1e-9);   // group 8: nearest measured is 4
+  EXPECT_NEAR(at(8, 2048, 64, 1.5, false), rate_of(2048, 8, 64, 1), 1e-9);
+  const AttentionShape a{.heads = 16, .seq = 4096, .head_dim = 128, .group = 4};
+  EXPECT_DOUBLE_EQ(attention_flops(a, false), 2.0 * 16 * 4096.0 * 4096 * 128);
+  EXPECT_DOUBLE_EQ(attention_flops(a, true), 2.5 * attention_flops(a, false));
+  EXPECT_NEAR(attention_s(g, a, true), attention_flops(a, true) / (at(16, 4096, 128, 4, true) * 1e12), 1e-15);
+  EXPECT_THROW((void)attention_rate_tflops(h100(), a, false), InternalError);  // no rates: refused upstream
+}
+
+// FP8: the linear layers' GEMMs (not the attention core's) take the FP8 figure with 1-byte operands; the rest of
+// the layer is unchanged.
+TEST(KernelModel, Fp8RunsTheLinearGemmsAtTheFp8Rate) {
+  GpuSpec g = attention_gpu();
+  g.fp8_matmul_tflops = 1344.0;
+  g.fp8_matmul_m = 16384;
+  g.fp8_matmul_n = 4096;
+  g.fp8_matmul_k = 8192;
+  GpuSpec fp8_view = g;
+  fp8_view.matmul_tflops = 1344.0;
+  fp8_view.matmul_m = 16384;
+  fp8_view.matmul_n = 4096;
+  fp8_view.matmul_k = 8192;
+  ModelSpec m;
+  m.name = "gpt";
+  m.layers = 2;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.seq_len = 2048;
+  m.vocab = 1024;
+  m.micro_batch_size = 1;
+  m.global_batch_size = 1;
+  m.dtype = "bf16";
+  ParallelSpec par;
+  const CostParams params;
+  const std::vector<LayerKernel> bf16 = layer_kernels(m, par, g, params);
+  m.fp8 = true;
+  const std::vector<LayerKernel> fp8 = layer_kernels(m, par, g, params);
+  const auto in_bf16 = [&](const std::string& name) -> const LayerKernel* {
+    for (const LayerKernel& k : bf16)
+      if (name == k.name) return &k;
+    return nullptr;
+  };
+  int linear = 0;
+  std::vector<std::string> casts;
+  for (const LayerKernel& k : fp8) {
+    const LayerKernel* same = in_bf16(k.name);
+    if (same == nullptr) {  // FP8's own passes: the projection input's cast, the output gradients' cast-transposes
+      casts.push_back(k.name);
+      EXPECT_DOUBLE_EQ(k.bytes_per_element, std::string(k.op) == "cast" ? 3.0 : 4.0) << k.name;
+    } else if (k.gemm.batch > 0 && !k.attention_core) {
+      ++linear;
+      EXPECT_DOUBLE_EQ(k.seconds, gemm_s(fp8_view, params, k.gemm, 1)) << k.name;
+      EXPECT_LT(k.seconds, same->seconds) << k.name;
+    } else {
+      EXPECT_DOUBLE_EQ(k.seconds, same->seconds) << k.name;
+    }
+  }
+  EXPECT_EQ(linear, 12);  // QKV, projection, fc1, fc2: forward, input and weight gradients
+  EXPECT_EQ(casts, (std::vector<std::string>{"proj_input.cast", "fc2.grad_cast", "fc1.grad_cast", "proj.grad_cast",
+                                             "qkv.grad_cast"}));
+  EXPECT_EQ(fp8.size(), bf16.size() + casts.size());
+}
+
 TEST(KernelModel, TileWaveFillCountsPartialWavesAndOverhangingTiles) {
   // 12 × 11 = 132 tiles of 256 × 128: exactly one full wave.
   EXPECT_DOUBLE_EQ(tile_wave_fill({.m = 256 * 12, .n = 128 * 11, .k = 64}, 132), 1.0);

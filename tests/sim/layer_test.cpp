@@ -181,6 +181,41 @@ TEST(Layer, LlamaKernelListHasItsOwnPassesAndNoDropout) {
   EXPECT_DOUBLE_EQ(gemm_flops, 2.0 * 8192 * static_cast<double>(layer_matrix_elements(d)) / 2);
 }
 
+// Flash attention: the attention core is one fused kernel each way (no s × s scores, softmax, dropout or context
+// copy), whose activations are the softmax statistics, 2·a/(h·t) per element of s·b·h (one fp32 per query head and
+// token), instead of Korthikanti's score term; the FLOPs the model counts do not change.
+TEST(Layer, FlashAttentionIsOneFusedKernelEachWayAndKeepsNoScores) {
+  ModelSpec m = llama3_8b();
+  m.attention = Attention::kFlash;
+  const ParallelSpec par = layout(2, 1, 1);
+  const LayerDescription d = describe_layer(m, par);
+  std::vector<std::string> fused;
+  for (const LayerOp& o : d.ops) {
+    for (const char* absent : {"scores", "softmax", "context", "context_copy", "attention_dropout"})
+      EXPECT_NE(std::string(o.name), absent);
+    if (o.attention.heads > 0) {
+      fused.push_back(o.op);
+      EXPECT_TRUE(o.attention_core);
+      EXPECT_DOUBLE_EQ(o.attention.heads, 32.0 / 2);  // micro-batch 1 · 32 query heads on one of 2 TP ranks
+      EXPECT_DOUBLE_EQ(o.attention.seq, 8192);
+      EXPECT_DOUBLE_EQ(o.attention.head_dim, 128);
+      EXPECT_DOUBLE_EQ(o.attention.group, 4);  // 32 query heads over 8 kv heads
+      EXPECT_DOUBLE_EQ(o.gemm.batch, 0.0);
+    }
+  }
+  EXPECT_EQ(fused, (std::vector<std::string>{"flash_attention", "flash_attention_backward"}));
+  EXPECT_DOUBLE_EQ(d.saved.score_factor, 0.0);
+  EXPECT_DOUBLE_EQ(d.saved.head_stats, 2.0);
+  const double sbh = 8192.0 * 1 * 4096;
+  const double t = 2, a = 32, h = 4096;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, par),
+                   sbh * (d.saved.replicated + d.saved.sharded / t + 2.0 * a / (h * t)));  // bf16: scale 1
+  ModelSpec materialised = m;
+  materialised.attention = Attention::kMaterialised;
+  EXPECT_DOUBLE_EQ(layer_forward_flops(m), layer_forward_flops(materialised));
+  EXPECT_LT(layer_activation_bytes(m, par), layer_activation_bytes(materialised, par));
+}
+
 TEST(Layer, UntiedEmbeddingsHaveTheirOwnOutputLayer) {
   const ModelSpec m = llama3_8b();
   ParallelSpec p = layout(1, 4, 1);

@@ -75,6 +75,7 @@ struct Row {
   int gpus = 0, tp = 0, pp = 0, dp = 0, chunks = 1, microbatches = 0;
   double published_s = 0.0;
   double published_tflops = 0.0;
+  std::string not_in_mean;  // published.not_in_mean: why the row is shown but left out of the mean and maximum
   double peak_GiB = 0.0;
   int peak_stage = 0;
   std::optional<double> capacity_GiB;
@@ -120,6 +121,12 @@ Row read_row(const fs::path& file, int number) {
       !(pub["iteration_time_s"].get<double>() > 0.0))
     throw edgc::ConfigError(r.file, "published.iteration_time_s", "expected the published iteration time, s > 0");
   r.published_s = pub["iteration_time_s"].get<double>();
+  if (pub.contains("not_in_mean")) {
+    if (!pub["not_in_mean"].is_string() || pub["not_in_mean"].get<std::string>().empty())
+      throw edgc::ConfigError(r.file, "published.not_in_mean",
+                              "expected the reason the row is left out of the mean (what edgc does not model)");
+    r.not_in_mean = pub["not_in_mean"].get<std::string>();
+  }
   if (pub.contains("tflops_per_gpu")) {
     if (!pub["tflops_per_gpu"].is_number() || !(pub["tflops_per_gpu"].get<double>() > 0.0))
       throw edgc::ConfigError(r.file, "published.tflops_per_gpu", "expected the published TFLOP/s per GPU, > 0");
@@ -255,6 +262,8 @@ nlohmann::ordered_json row_json(const Row& r, const Sample& s) {
           {"predicted_iteration_s", s.iteration_s},
           {"error", error},
           {"ratio", s.iteration_s / r.published_s},
+          {"in_mean", r.not_in_mean.empty()},
+          {"not_in_mean", r.not_in_mean.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.not_in_mean)},
           {"predicted_breakdown_s",
            {{"compute", s.parts.compute_s},
             {"tp_comm", s.parts.tp_comm_s},
@@ -454,8 +463,9 @@ int run(int argc, char** argv) {
   const std::vector<Row> rows = select_rows(opt);
   print_header(opt, rows);
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  double sum_abs = 0.0, max_abs = 0.0, wall = 0.0;
-  int done = 0, max_row = 0;
+  double sum_abs = 0.0, sum_signed = 0.0, max_abs = 0.0, wall = 0.0;
+  int done = 0, counted = 0, max_row = 0;
+  std::vector<std::string> left_out;
   bool ok = true;
   for (const Row& r : rows) {
     Sample s;
@@ -474,25 +484,37 @@ int run(int argc, char** argv) {
     ok = ok && inside;
     const edgc::sim::IterationBreakdown& b = s.parts;
     std::printf(
-        "  %3d %-15s %5d %3d %3d %3d %2d %4d %9.3f %9.3f %+7.1f%% %8.3f %8.3f %8.3f %8.3f %s %s %8.1f %8.2f%s\n",
+        "  %3d %-15s %5d %3d %3d %3d %2d %4d %9.3f %9.3f %+7.1f%%%s%8.3f %8.3f %8.3f %8.3f %s %s %8.1f %8.2f%s\n",
         r.number, r.model.c_str(), r.gpus, r.tp, r.pp, r.dp, r.chunks, r.microbatches, r.published_s, s.iteration_s,
-        100.0 * error, b.compute_s, b.tp_comm_s, b.bubble_s, b.exposed_dp_comm_s + b.embedding_sync_s + b.optimizer_s,
-        tflops_cell(r.published_tflops).c_str(),
+        100.0 * error, r.not_in_mean.empty() ? " " : "*", b.compute_s, b.tp_comm_s, b.bubble_s,
+        b.exposed_dp_comm_s + b.embedding_sync_s + b.optimizer_s, tflops_cell(r.published_tflops).c_str(),
         tflops_cell(r.published_tflops * r.published_s / s.iteration_s).c_str(), r.peak_GiB, j["wall_s"].get<double>(),
         inside ? "" : "  OUTSIDE THE BAND");
     std::fflush(stdout);
+    wall += j["wall_s"].get<double>();
+    ++done;
+    if (!r.not_in_mean.empty()) {
+      left_out.push_back("row " + std::to_string(r.number) + ": " + r.not_in_mean);
+      out.push_back(j);
+      continue;
+    }
+    ++counted;
     sum_abs += std::abs(error);
+    sum_signed += error;
     if (std::abs(error) > max_abs) {
       max_abs = std::abs(error);
       max_row = r.number;
     }
-    wall += j["wall_s"].get<double>();
-    ++done;
     out.push_back(j);
   }
-  const double mean_abs = done > 0 ? sum_abs / done : 0.0;
-  std::printf("\n  %d row(s): mean |error| %.1f %%, max |error| %.1f %% (row %d), simulation wall %.1f s\n", done,
-              100.0 * mean_abs, 100.0 * max_abs, max_row, wall);
+  const double mean_abs = counted > 0 ? sum_abs / counted : 0.0;
+  const double mean_signed = counted > 0 ? sum_signed / counted : 0.0;
+  std::printf(
+      "\n  %d of %d row(s) in the mean: mean |error| %.1f %%, mean error %+.1f %% (%s), max |error| %.1f %% "
+      "(row %d); simulation wall %.1f s\n",
+      counted, done, 100.0 * mean_abs, 100.0 * mean_signed, mean_signed < 0 ? "under-predicts" : "over-predicts",
+      100.0 * max_abs, max_row, wall);
+  for (const std::string& why : left_out) std::printf("  * not in the mean, %s\n", why.c_str());
   if (band.given)
     std::printf("  band check [%g, %g] on predicted / published: %s\n", band.lo, band.hi, ok ? "pass" : "FAIL");
   edgc::bench::write_json(opt.json_out, {{"schema", "edgc.bench.validation/1"},
@@ -500,7 +522,9 @@ int run(int argc, char** argv) {
                                          {"simgrid", edgc::sim::simgrid_version()},
                                          {"error_definition", "(predicted - published) / published iteration time"},
                                          {"rows", out},
+                                         {"rows_in_mean", counted},
                                          {"mean_abs_error", mean_abs},
+                                         {"mean_error", mean_signed},
                                          {"max_abs_error", max_abs},
                                          {"max_abs_error_row", max_row},
                                          {"simulation_wall_s", wall},

@@ -12,6 +12,7 @@ std::unique_ptr<Controller> make_selective(const ControllerConfig& c);
 std::unique_ptr<Controller> make_loss(const ControllerConfig& c);
 std::unique_ptr<Controller> make_edgc(const ControllerConfig& c);
 std::unique_ptr<Controller> make_edgc_pp(const ControllerConfig& c);
+std::unique_ptr<Controller> make_edgc_megatron(const ControllerConfig& c);
 
 /// Shared skeleton of the compressing policies: uncompressed until the warm-up detector says stop, then the
 /// policy's ranks.

@@ -17,8 +17,10 @@ namespace edgc::sim::impl {
 double ring_latency_s(const Group& group);
 
 // Seconds a ring all-reduce of `bytes` over `group` takes when its transfers never share a link and every
-// neighbour transfer costs the same: 2(D − 1) steps of one lone chunk transfer.
-double contention_free_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes);
+// neighbour transfer costs the same: 2(D − 1) steps of one lone chunk transfer; a reduce-scatter or all-gather
+// (`op`) D − 1 of them.
+double contention_free_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes,
+                              CollectiveOp op = CollectiveOp::kAllReduce);
 
 // contention_free_ring_s with each step's chunk split over the ring's channels (ring_channels: e.g. two rings both
 // ways over a DGX-1 quad's direct NVLinks). The same as contention_free_ring_s for a one-channel ring (NVSwitch).

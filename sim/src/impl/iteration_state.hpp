@@ -29,10 +29,11 @@ struct RankRecord {
   double last_backward_end_s = 0.0;
   double sync_start_s = 0.0;  // after the last backward and the wait for the last pipeline sends
   double sync_end_s = 0.0;
-  double embedding_end_s = 0.0;   // end of the first ↔ last stage embedding all-reduce (0 when none)
-  double pp_send_bytes = 0.0;     // pipeline messages sent, both directions
-  double pp_comm_s = 0.0;         // their transfer times, summed
-  double pp_compression_s = 0.0;  // compressing backward messages, decompressing received ones
+  double embedding_end_s = 0.0;      // end of the first ↔ last stage embedding all-reduce (0 when none)
+  double pp_send_bytes = 0.0;        // pipeline messages sent, both directions
+  double pp_comm_s = 0.0;            // their transfer times, summed
+  double pp_compression_s = 0.0;     // compressing backward messages, decompressing received ones
+  double param_gather_wait_s = 0.0;  // the first forward pass waiting for the overlapped parameter all-gather
   double optimizer_s = 0.0;
   double finish_s = 0.0;
   std::vector<Interval> dp_comms;
@@ -50,12 +51,15 @@ struct ChunkWork {
   double tp_forward_ring_s = 0.0;  // closed form of the folded ring alone (used when IterationState::tp_closed_form)
   double tp_backward_ring_s = 0.0;
   double tp_backward_overlap_s = 0.0;  // what the collectives beside GEMMs add to the backward pass (layer_tp)
+  double tp_forward_overlap_s = 0.0;   // likewise for the forward pass (tp_comm_overlap)
 };
 
-// One all-reduce of the overlapped DP sync: `bytes`, ready once `ready` of the final backward pass has run.
+// One collective of the overlapped DP sync: `bytes`, ready once `ready` of the final backward pass has run. For the
+// overlapped parameter all-gather (param_buckets), `ready` is the fraction of the first forward pass that runs
+// before the bucket's parameters are needed.
 struct Bucket {
   std::uint64_t bytes = 0;
-  double ready = 0.0;  // fraction in (0, 1]
+  double ready = 0.0;  // fraction in (0, 1] (gradients), [0, 1) (parameters)
 };
 
 // Per-stage inputs of the workers, computed once before the actors start.
@@ -67,7 +71,13 @@ struct StageWork {
   std::uint64_t q_bytes = 0;
   std::uint64_t fused_bytes = 0;
   double compress_s = 0.0;
-  std::vector<Bucket> buckets;        // overlapped uncompressed sync, in backward order (else empty)
+  std::vector<Bucket> buckets;  // overlapped uncompressed sync, in backward order (else empty)
+  // Distributed optimizer: the uncompressed sync (dp_bytes, buckets) reduce-scatters instead of all-reducing, and
+  // the updated parameters are all-gathered: `param_bytes` at once after the optimizer step, or bucket by bucket
+  // beside the next forward pass (param_buckets, in forward order; overlap_param_gather).
+  bool reduce_scatter = false;
+  std::uint64_t param_bytes = 0;
+  std::vector<Bucket> param_buckets;
   std::uint64_t embedding_bytes = 0;  // first ↔ last stage embedding all-reduce (first and last stage only)
   double optimizer_s = 0.0;
   std::uint64_t grad_send_bytes = 0;  // one backward pipeline message of this stage (compressed or not)

@@ -36,8 +36,9 @@ std::vector<fs::path> bundled_clusters() {
 void numeric_keys(const json& j, const std::string& prefix, std::vector<std::string>& out) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix + "." + it.key();
-    const bool uncited =
-        it.key() == "gpus_per_node" || it.key() == "matmul_m" || it.key() == "matmul_n" || it.key() == "matmul_k";
+    const bool uncited = it.key() == "gpus_per_node" || it.key() == "matmul_m" || it.key() == "matmul_n" ||
+                         it.key() == "matmul_k" || it.key() == "fp8_matmul_m" || it.key() == "fp8_matmul_n" ||
+                         it.key() == "fp8_matmul_k";
     if (it->is_object())
       numeric_keys(*it, key, out);
     else if (it->is_number() && !uncited)

@@ -60,7 +60,7 @@ TEST(PlanCli, RanksOptionsMarksTheParetoFrontAndSaysWhereCompressionPays) {
   // On the 4 Gb/s cluster with dp 2, EDGC pays a lot; with dp 1 there is no sync to compress.
   const std::string verdicts = plan["verdicts"].dump();
   EXPECT_NE(verdicts.find("Compression pays"), std::string::npos) << verdicts;
-  EXPECT_NE(verdicts.find("8xslow-net-gpu tp2 pp2 dp2 (edgc -"), std::string::npos) << verdicts;
+  EXPECT_NE(verdicts.find("8xslow-net-gpu tp2 pp2 dp2 (edgc saves"), std::string::npos) << verdicts;
   EXPECT_NE(verdicts.find("does not pay"), std::string::npos) << verdicts;
   EXPECT_NE(verdicts.find("8xslow-net-gpu tp4 pp2 dp1 (edgc"), std::string::npos) << verdicts;
   EXPECT_NE(r.out.find("Fastest: "), std::string::npos) << r.out;
@@ -85,6 +85,22 @@ TEST(PlanCli, TokenTargetsBecomeIterations) {
   const json plan = json::parse(read_file(tmp / "p" / "plan.json"));
   EXPECT_EQ(plan["target"]["iterations"], 245);
   EXPECT_EQ(plan["options"].size(), 2U) << "none and the default edgc";
+  EXPECT_NE(plan["verdicts"].dump().find("Compression pays (saves more than 2.00 % of training time)"),
+            std::string::npos)
+      << plan["verdicts"].dump();
+  // --min-saving moves the threshold of the one verdict rule (simulate's): above this option's saving it is marginal.
+  const auto high = edgc(
+      "plan --spec " + spec.string() + " --out " + (tmp / "p").string() + " --quiet --resume --min-saving 0.9", tmp);
+  ASSERT_EQ(high.code, 0) << high.err;
+  const json again = json::parse(read_file(tmp / "p" / "plan.json"));
+  EXPECT_EQ(again["pays_threshold"].get<double>(), 0.9);
+  EXPECT_NE(again["verdicts"].dump().find("Compression is marginal (saves less than 90.0 % of training time)"),
+            std::string::npos)
+      << again["verdicts"].dump();
+  const auto bad = edgc("plan --spec " + spec.string() + " --out " + (tmp / "q").string() + " --min-saving 2", tmp);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--min-saving"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "q"));
 }
 
 // Options priced by the kernel-level compute model carry its validated error band (a warning per GPU); options on
@@ -102,7 +118,7 @@ TEST(PlanCli, StatesTheKernelModelsErrorBandForTheOptionsItPriced) {
   const auto r = edgc("plan --spec " + spec.string() + " --out " + (tmp / "p").string(), tmp);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("kernels.json: 2 point(s) on "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(": compute: the kernel-level model (measured GEMM rate and HBM bandwidth; "
+  EXPECT_NE(r.err.find(": compute: the kernel-level model (measured GEMM, attention and HBM rates; "
                        "compute.efficiency not set) was checked against 18 published"),
             std::string::npos)
       << r.err;

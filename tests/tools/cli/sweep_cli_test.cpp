@@ -290,6 +290,20 @@ TEST(SweepCli, AnErrorBudgetMarksPointsInfeasibleWithTheFigure) {
   EXPECT_NE(row0.find(",infeasible: gradient error "), std::string::npos) << row0;
   EXPECT_NE(row0.find(",ok,"), std::string::npos) << row0;  // none is exact
   EXPECT_EQ(row1.find("infeasible"), std::string::npos) << row1;
+  // The verdict (results/verdict.hpp) of the best point within the budget: point 1, against its own none.
+  EXPECT_NE(r.out.find("verdict at point 1: static "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" (--min-saving)."), std::string::npos) << r.out;
+  // --max-error is kept in sweep.json, so report honours the budget the sweep ran under (the spec has none).
+  const json meta = json::parse(read_file(tmp / "s" / "sweep.json"));
+  EXPECT_NEAR(meta.at("max_error").get<double>(), budget, 1e-6);
+  EXPECT_FALSE(meta.at("spec").contains("max_error"));
+  EXPECT_EQ(meta.at("min_saving").get<double>(), 0.02);
+  const auto page = edgc("report " + (tmp / "s").string(), tmp);
+  ASSERT_EQ(page.code, 0) << page.err;
+  EXPECT_NE(read_file(tmp / "s" / "report.html").find("within the gradient-error budget of"), std::string::npos);
+  // Without a budget, sweep.json has none and the report draws none.
+  const json plain = json::parse(read_file(tmp / "p" / "sweep.json"));
+  EXPECT_FALSE(plain.contains("max_error"));
 }
 
 // Thin evidence over a sweep: the warnings results::sweep_warnings finds (its unit tests check when) go to stderr

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -75,6 +77,48 @@ TEST(RunSimulation, RefusesBadRequests) {
   misspelt.scenario = kSmall;
   misspelt.sets = {"fidelity.measrue=false"};
   EXPECT_EQ(refusal([&] { run_simulation(misspelt); }).field, "fidelity.measrue");
+}
+
+// compression.r_max "auto" takes the break-even rank per stage, and a slower NIC (a dearer uncompressed sync) raises
+// it on every stage; the policies then run with it. The small model's sync is short: its break-even lies between
+// NICs of 100 GB/s (compression faster at every rank that compresses) and 200 GB/s (slower even at rank 2).
+TEST(RunSimulation, AutoRMaxIsTheBreakEvenRankAndRisesAsTheNicSlowsDown) {
+  const auto section = [](const std::string& nic_GBps) {
+    SimulateRequest r;
+    r.scenario = kSmall;
+    r.jobs = 2;
+    r.policies = "static";
+    r.sets = {"compression.r_max=auto", "compression.r_min=4", "fidelity.measure=false",
+              "cluster.inter_node.nic_bandwidth_GBps=" + nic_GBps};
+    const SimulateOutcome o = run_simulation(r);
+    const json b = json::parse(o.result.sections.at("break_even").dump());
+    EXPECT_EQ(b.at("r_max_from"), "break_even");
+    EXPECT_EQ(b.at("r_max"), b.at("r_max_auto"));
+    EXPECT_EQ(o.result.run->r_max, b.at("r_max").get<std::int64_t>());  // the policies ran with it
+    double lowest = 1e9;
+    for (const json& s : b.at("stages")) {
+      EXPECT_EQ(s.at("kind"), "crossed") << b.dump();
+      lowest = std::min(lowest, s.at("rank").get<double>());
+    }
+    EXPECT_EQ(b.at("r_max").get<int>(), static_cast<int>(lowest / 4) * 4);  // floored to a multiple of 4
+    return b;
+  };
+  const json fast = section("160");  // break-even ≈ 25
+  const json slow = section("130");  // ≈ 77
+  for (std::size_t s = 0; s < fast.at("stages").size(); ++s)
+    EXPECT_GT(slow["stages"][s]["rank"].get<double>(), fast["stages"][s]["rank"].get<double>()) << s;
+  EXPECT_GT(slow.at("r_max").get<int>(), fast.at("r_max").get<int>());
+  // A NIC so fast that compression is slower at rank 2: no rank pays, and "auto" says so naming the key.
+  SimulateRequest fastest;
+  fastest.scenario = kSmall;
+  fastest.sets = {"compression.r_max=auto", "cluster.inter_node.nic_bandwidth_GBps=400"};
+  const auto refused = refusal([&] { run_simulation(fastest); });
+  EXPECT_EQ(refused.field, "compression.r_max");
+  EXPECT_NE(refused.message.find("no rank shortens the sync here"), std::string::npos) << refused.message;
+  SimulateRequest bad;
+  bad.scenario = kSmall;
+  bad.sets = {"compression.r_max=biggest"};
+  EXPECT_EQ(refusal([&] { run_simulation(bad); }).field, "compression.r_max");
 }
 
 TEST(RunSweep, EveryPointIsTheSimulationOfItsSettings) {

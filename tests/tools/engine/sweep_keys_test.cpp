@@ -65,7 +65,8 @@ TEST(SweepKeys, AMisspeltKeyIsRefusedNamingTheFieldThatSetIt) {
   }
   EXPECT_EQ(refusal({axis("compresion.window", 10)}),
             "spec.json: axes[0].key: 'compresion.window': simulate reads no section 'compresion' (it reads cluster, "
-            "network, model, parallelism, compute, compression, run, trace, entropy, simulate, variability, fidelity)");
+            "network, model, parallelism, compute, compression, run, trace, entropy, simulate, variability, fidelity, "
+            "framework)");
   // In a bundle, the value that holds the typo is named.
   EXPECT_NE(refusal({{"axes[1].values[0].cluster.nodes", "cluster.nodes", "cluster.nodes=2"},
                      {"axes[1].values[1].cluster.nodez", "cluster.nodez", "cluster.nodez=4"}})

@@ -327,14 +327,14 @@ TEST(Report, SimulateVerdictAndSettingsComeFirst) {
   const std::string html = read_file(dir / "report.html");
   const std::size_t verdict = html.find("Verdict (against no compression)");
   ASSERT_NE(verdict, std::string::npos);
-  EXPECT_NE(html.find("edgc pays: \xE2\x88\x92"
-                      "25 % training time (\xE2\x88\x92"
-                      "2.5 h, $250 saved) at 40 % gradient error "
-                      "(measured on the trace; CQM 90 %)"),
+  // The one verdict rule (results/verdict.hpp): savings positive, 3 significant digits, the threshold stated.
+  EXPECT_NE(html.find("edgc pays: saves 25.0 % of training time (2.50 h, $250) at 40.0 % gradient error (measured on "
+                      "the trace; CQM 90.0 %); above 2.00 % (--min-saving)."),
             std::string::npos);
-  EXPECT_NE(html.find("static does not pay: +10 % training time (+1 h, $100 more) at 50 % gradient error (CQM "
-                      "prediction)"),
+  EXPECT_NE(html.find("static does not pay: costs 10.0 % more training time (1.00 h, $100 more) at 50.0 % gradient "
+                      "error (CQM prediction, not measured); pays only above 2.00 % (--min-saving)."),
             std::string::npos);
+  EXPECT_NE(html.find("edgc is better."), std::string::npos);
   const std::size_t settings =
       html.find("compression: window 10 iterations, \xCE\xB1 0.2, \xCE\xB2 0.25, r_min 8, r_max 64, step 8");
   ASSERT_NE(settings, std::string::npos);

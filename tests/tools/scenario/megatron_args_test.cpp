@@ -68,6 +68,17 @@ TEST(MegatronArgs, MegatronDefaultsKeepDropoutAndQkvBiasNeedsNoBias) {
   EXPECT_EQ(keys("--disable-bias-linear --add-qkv-bias").at("model.bias"), "qkv");
 }
 
+TEST(MegatronArgs, MegatronCoreStackArgumentsBecomeTheirKeys) {
+  const auto k =
+      keys("--use-flash-attn --overlap-param-gather --tp-comm-overlap --fp8-format hybrid --use-distributed-optimizer");
+  EXPECT_EQ(k.at("model.attention"), "flash");
+  EXPECT_EQ(k.at("parallelism.overlap_param_gather"), true);
+  EXPECT_EQ(k.at("parallelism.tp_comm_overlap"), true);
+  EXPECT_EQ(k.at("model.precision"), "fp8");
+  EXPECT_EQ(keys("--attention-backend fused").at("model.attention"), "flash");  // cuDNN's fused kernel
+  EXPECT_EQ(keys("--attention-backend unfused").at("model.attention"), "materialised");
+}
+
 TEST(MegatronArgs, RefusalsNameTheArgument) {
   EXPECT_NE(refusal("--foo 3").find("unknown argument --foo"), std::string::npos);
   EXPECT_NE(refusal("32").find("'32' is not an argument"), std::string::npos);
@@ -75,7 +86,8 @@ TEST(MegatronArgs, RefusalsNameTheArgument) {
   EXPECT_NE(refusal("--num-layers x").find("--num-layers x: expected a positive integer"), std::string::npos);
   EXPECT_NE(refusal("--num-layers 0").find("expected a positive integer"), std::string::npos);
   EXPECT_NE(refusal("--num-layers 2 --num-layers 4").find("--num-layers is given twice"), std::string::npos);
-  EXPECT_NE(refusal("--use-flash-attn").find("flash attention is not modelled yet"), std::string::npos);
+  EXPECT_NE(refusal("--fp8-format e5m2").find("--fp8-format e5m2: expected e4m3 or hybrid"), std::string::npos);
+  EXPECT_NE(refusal("--attention-backend magic").find("expected flash, fused"), std::string::npos);
   EXPECT_NE(refusal("--context-parallel-size 2").find("context parallelism"), std::string::npos);
   EXPECT_NE(refusal("--num-experts 8").find("mixture-of-experts"), std::string::npos);
   EXPECT_NE(refusal("--normalization BatchNorm").find("expected LayerNorm or RMSNorm"), std::string::npos);

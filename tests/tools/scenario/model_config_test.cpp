@@ -293,6 +293,115 @@ TEST_F(ModelConfigFile, MegatronFeatureKeysRejectBadValuesNamingTheKey) {
   EXPECT_EQ(failing_field(with(R"("compute": {"model": "kernels"})")), "compute.model");  // no GEMM figures
 }
 
+// `framework` sets the defaults of the stack's keys; a key the scenario gives still wins.
+TEST_F(ModelConfigFile, FrameworkSetsTheStacksDefaultsAndGivenKeysWin) {
+  write("f.json", R"({"framework": "megatron-core-2024", "model": {"include": "models/m.json", "dtype": "bf16"},
+                      "parallelism": {"tp": 2}})");
+  Scenario f = Scenario::load(path("f.json"));
+  f.splice_include("model");
+  const ModelConfig cf = read_model_config(f, sim::GpuSpec{});
+  EXPECT_EQ(cf.framework.name, "megatron-core-2024");
+  EXPECT_EQ(cf.model.attention, sim::Attention::kFlash);
+  EXPECT_TRUE(cf.parallel.sequence_parallel);
+  EXPECT_TRUE(cf.parallel.distributed_optimizer);
+  EXPECT_TRUE(cf.parallel.overlap_grad_reduce);
+  EXPECT_TRUE(cf.parallel.overlap_param_gather);
+  EXPECT_TRUE(cf.parallel.tp_comm_overlap);
+  EXPECT_TRUE(cf.parallel.grad_accumulation_fusion);
+  f.set("parallelism.tp=1");  // no sequence parallelism without TP, and so no TP-communication overlap
+  const ModelConfig single = read_model_config(f, sim::GpuSpec{});
+  EXPECT_FALSE(single.parallel.sequence_parallel);
+  EXPECT_FALSE(single.parallel.tp_comm_overlap);
+  f.set("model.attention=materialised");
+  f.set("parallelism.overlap_param_gather=false");
+  const ModelConfig own = read_model_config(f, sim::GpuSpec{});
+  EXPECT_EQ(own.model.attention, sim::Attention::kMaterialised);
+  EXPECT_FALSE(own.parallel.overlap_param_gather);
+  EXPECT_TRUE(own.parallel.overlap_grad_reduce);
+
+  write("o.json", R"({"framework": "megatron-lm-2021", "model": {"include": "models/m.json"}})");
+  Scenario o = Scenario::load(path("o.json"));
+  o.splice_include("model");
+  const ModelConfig co = read_model_config(o, sim::GpuSpec{});
+  EXPECT_FALSE(co.parallel.grad_accumulation_fusion);
+  EXPECT_FALSE(co.parallel.async_tp_allreduce);
+  EXPECT_FALSE(co.parallel.distributed_optimizer);
+  EXPECT_EQ(co.model.attention, sim::Attention::kMaterialised);
+  o.set("framework=megatron-lm-2022");
+  EXPECT_TRUE(read_model_config(o, sim::GpuSpec{}).parallel.async_tp_allreduce);
+  EXPECT_FALSE(read_model_config(o, sim::GpuSpec{}).parallel.grad_accumulation_fusion);
+}
+
+TEST_F(ModelConfigFile, StackKeysRefuseWhatMegatronRefusesNamingTheKey) {
+  const auto with = [](const std::string& rest) {
+    return R"({"model": {"include": "models/m.json", "dtype": "bf16"}, )" + rest + "}";
+  };
+  EXPECT_EQ(failing_field(with(R"("framework": "megatron-2019")")), "framework");
+  EXPECT_EQ(failing_field(with(R"("framework": 2024)")), "framework");
+  EXPECT_EQ(failing_field(R"({"model": {"include": "models/m.json", "attention": "sparse"}})"), "model.attention");
+  EXPECT_EQ(failing_field(R"({"model": {"include": "models/m.json", "precision": "fp4"}})"), "model.precision");
+  // FP8 training keeps bf16 weights and activations: not with fp16 (the default dtype here).
+  EXPECT_EQ(failing_field(R"({"model": {"include": "models/m.json", "precision": "fp8"}})"), "model.precision");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"overlap_param_gather": true})")),
+            "parallelism.overlap_param_gather");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"tp": 2, "tp_comm_overlap": true})")), "parallelism.tp_comm_overlap");
+  EXPECT_EQ(failing_field(with(R"("parallelism": {"overlap_param_gather": true, "distributed_optimizer": true})")), "");
+}
+
+// Flash attention and FP8 under the kernel-level model need the GPU's measured rates: refused on a GPU without
+// them, with the key named; the bundled H100 has both.
+TEST_F(ModelConfigFile, FlashAndFp8NeedTheGpusMeasuredRates) {
+  write("k.json", R"({"model": {"include": "models/m.json", "dtype": "bf16", "attention": "flash",
+                                 "precision": "fp8"}})");
+  Scenario k = Scenario::load(path("k.json"));
+  k.splice_include("model");
+  sim::GpuSpec bare;
+  bare.name = "A100";
+  bare.sm_count = 108;
+  bare.matmul_tflops = 271.2;
+  edgc::test::expect_config_error([&] { (void)read_model_config(k, bare); }, std::nullopt, "model.attention",
+                                  {"measured attention rates", "A100"});
+  const std::string h100 = std::string(EDGC_SOURCE_DIR) + "/scenarios/clusters/dgx-h100.json";
+  Scenario hs = load_scenario(h100, {});
+  const sim::GpuSpec gpu = read_cluster(hs).gpu;
+  ASSERT_FALSE(gpu.attention_rates.empty());
+  EXPECT_GT(gpu.fp8_matmul_tflops, gpu.matmul_tflops);
+  sim::GpuSpec no_fp8 = gpu;
+  no_fp8.fp8_matmul_tflops = 0.0;
+  edgc::test::expect_config_error([&] { (void)read_model_config(k, no_fp8); }, std::nullopt, "model.precision",
+                                  {"FP8 GEMM rate"});
+  const ModelConfig ok = read_model_config(k, gpu);
+  EXPECT_TRUE(ok.model.fp8);
+  EXPECT_EQ(ok.cost.compute_model, sim::ComputeModel::kKernels);
+  k.set("compute.efficiency=0.4");  // the efficiency model needs neither
+  EXPECT_NO_THROW((void)read_model_config(k, bare));
+}
+
+// cluster.gpu.attention and the FP8 figure: read from the bundled H100, refused by field when malformed.
+TEST_F(ModelConfigFile, MeasuredAttentionAndFp8FiguresAreCheckedByField) {
+  const std::string full = std::string(EDGC_SOURCE_DIR) + "/scenarios/clusters/dgx-h100.json";
+  Scenario sc = load_scenario(full, {});
+  const sim::GpuSpec gpu = read_cluster(sc).gpu;
+  EXPECT_EQ(gpu.attention_rates.size(), 24u);  // head_dim 64, 128 x seq 2k, 4k, 8k x 8, 32 heads x group 1, 4
+  EXPECT_DOUBLE_EQ(gpu.fp8_matmul_m, 16384);
+  for (const auto& [bad, field] :
+       {std::pair{std::string("cluster.gpu.attention.rows=[[64, 2048, 8, 1, 39.1]]"), "cluster.gpu.attention.rows[0]"},
+        std::pair{std::string("cluster.gpu.attention.rows=[[64, 2048, 8, 1, 39.1, -1]]"),
+                  "cluster.gpu.attention.rows[0]"},
+        std::pair{std::string("cluster.gpu.attention.rows=[[64, 2048, 8, 1, 39, 45], [64, 4096, 32, 1, 39, 45]]"),
+                  "cluster.gpu.attention.rows"},
+        std::pair{std::string("cluster.gpu.attention.rows=[]"), "cluster.gpu.attention.rows"},
+        std::pair{std::string("cluster.gpu.fp8_matmul_tflops=-3"), "cluster.gpu.fp8_matmul_tflops"}}) {
+    Scenario wrong = load_scenario(full, {bad});
+    edgc::test::expect_config_error([&] { (void)read_cluster(wrong); }, std::nullopt, field);
+  }
+  nlohmann::json doc = sc.json();
+  doc["cluster"]["gpu"].erase("fp8_matmul_k");
+  write("c.json", doc.dump());
+  Scenario partial = Scenario::load(path("c.json"));
+  edgc::test::expect_config_error([&] { (void)read_cluster(partial); }, std::nullopt, "cluster.gpu.fp8_matmul_k");
+}
+
 TEST_F(ModelConfigFile, ErrorsNameTheKey) {
   EXPECT_EQ(failing_field(R"({"model": "models/m.json"})"), "");
   EXPECT_EQ(failing_field(R"({"model": 3})"), "model");

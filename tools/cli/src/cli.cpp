@@ -25,6 +25,11 @@ bool parse(const std::string& command, const std::string& usage, const po::optio
   return true;
 }
 
+void check_min_saving(double value) {
+  if (!(value >= 0.0 && value < 1.0))
+    throw UsageError("--min-saving", "must be a share of training time in [0, 1), got " + std::to_string(value));
+}
+
 std::vector<Command> all_commands() {
   std::vector<Command> commands;
   add_calibrate_command(commands);

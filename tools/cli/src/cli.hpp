@@ -22,6 +22,9 @@ bool parse(const std::string& command, const std::string& usage, const po::optio
            const po::positional_options_description& positional, const std::vector<std::string>& args,
            po::variables_map& vm);
 
+/// Checks `--min-saving` (a share of the uncompressed training time): UsageError unless 0 <= value < 1.
+void check_min_saving(double value);
+
 /// All subcommands, in the order `edgc --help` lists them.
 std::vector<Command> all_commands();
 

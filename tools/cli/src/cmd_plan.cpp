@@ -33,11 +33,14 @@ int run_plan_command(const std::vector<std::string>& args) {
       "jobs", po::value(&so.jobs), "worker processes (on each MPI rank; default: the CPU count)")(
       "resume", "continue a plan whose simulations were interrupted")(
       "max-error", po::value<double>(), "gradient-error budget: options above it are infeasible (e.g. 0.2)")(
+      "min-saving", po::value<double>(),
+      "compression pays when it saves more than this share of the uncompressed training time (default: the spec's "
+      "pays_threshold, else 0.02)")(
       "report", "also write DIR/report.html (time-cost Pareto front, heatmaps) and DIR/report/*.svg")(
       "quiet", "print only the output paths");
   po::variables_map vm;
-  if (!parse("plan", "--spec F --out DIR [--jobs N] [--resume] [--max-error X] [--report] [--quiet]", opts, {}, args,
-             vm))
+  if (!parse("plan", "--spec F --out DIR [--jobs N] [--resume] [--max-error X] [--min-saving F] [--report] [--quiet]",
+             opts, {}, args, vm))
     return 0;
   so.resume = vm.count("resume") != 0U;
   so.quiet = true;  // the plan prints its own tables
@@ -50,6 +53,11 @@ int run_plan_command(const std::vector<std::string>& args) {
     if (!(*plan.max_error > 0.0))
       throw UsageError("--max-error", "must be > 0 (a relative error of the averaged gradient, e.g. 0.2)");
   }
+  if (vm.count("min-saving") != 0U) {
+    plan.pays_threshold = vm["min-saving"].as<double>();
+    check_min_saving(plan.pays_threshold);
+  }
+  so.min_saving = plan.pays_threshold;
   const std::unique_ptr<engine::MpiSession> mpi = engine::MpiSession::open_if_launched();
   const std::optional<engine::PlanOutcome> outcome = engine::run_plan(plan, so, mpi.get());
   if (!outcome) return 0;  // an MPI rank other than 0: its share is done

@@ -11,6 +11,7 @@
 #include "edgc/engine/simulation.hpp"
 #include "edgc/report/report.hpp"
 #include "edgc/results/result_console.hpp"
+#include "edgc/results/verdict.hpp"
 
 namespace edgc::cli {
 namespace {
@@ -24,6 +25,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   std::string policies;
   std::vector<std::string> sets;
   std::string megatron_args;
+  double min_saving = results::kDefaultMinSaving;
   int jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   po::options_description opts;
   opts.add_options()("scenario", po::value(&scenario)->required(),
@@ -38,15 +40,18 @@ int run_simulate_command(const std::vector<std::string>& args) {
                                                 "simulations run in parallel (default: the CPU count)")(
       "report", "also write DIR/report.html (charts: entropy, ranks, breakdown) and DIR/report/*.svg")(
       "quiet", "print only the output paths")(
+      "min-saving", po::value(&min_saving),
+      "a policy pays when it saves more than this share of the uncompressed training time (default 0.02)")(
       "megatron-args", po::value(&megatron_args),
       "a Megatron-LM command line's model, batch and parallelism arguments (quoted), as model.megatron_args");
   po::variables_map vm;
   if (!parse("simulate",
              "--scenario F [--set k=v]... [--megatron-args \"ARGS\"] --out DIR [--timeline FILE] [--policies LIST] "
-             "[--jobs N] [--report] [--quiet]",
+             "[--jobs N] [--min-saving F] [--report] [--quiet]",
              opts, {}, args, vm))
     return 0;
   if (jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(jobs));
+  check_min_saving(min_saving);
   if (vm.count("policies") != 0U && policies.empty())
     throw UsageError("--policies", "is empty: name the compared policies, e.g. none,static,edgc");
   if (!timeline.empty()) check_output_file(timeline, "--timeline");  // before the simulations, not after
@@ -59,6 +64,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   request.policies = policies;
   request.jobs = jobs;
   request.timeline = !timeline.empty();
+  request.min_saving = min_saving;
   const engine::SimulateOutcome outcome = engine::run_simulation(request);
   for (const std::string& w : outcome.warnings) std::cerr << "edgc: warning: " << w << "\n";
   write_file_atomic(staging.path() / "result.json", results::to_json(outcome.result).dump(2) + "\n");

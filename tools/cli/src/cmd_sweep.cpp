@@ -28,6 +28,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
       "best-by", po::value(&o.best_by), "rank the printed best points by this run field (default training_time_s)")(
       "max-error", po::value<double>(),
       "gradient-error budget: points whose relative gradient error exceeds it are infeasible (e.g. 0.2)")(
+      "min-saving", po::value(&o.min_saving),
+      "a policy pays when it saves more than this share of the uncompressed training time (default 0.02)")(
       "max-points", po::value(&o.max_points),
       ("refuse a sweep of more points than this (default " + std::to_string(o.max_points) + ")").c_str())(
       "report", "also write DIR/report.html (heatmaps, best points) and DIR/report/*.svg")("quiet",
@@ -36,13 +38,14 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (!parse(
           "sweep",
           "--spec F --out DIR [--jobs N] [--resume] [--set k=v]... [--best-by FIELD] [--max-error X] [--max-points N] "
-          "[--report] [--quiet]",
+          "[--min-saving F] [--report] [--quiet]",
           opts, {}, args, vm))
     return 0;
   o.resume = vm.count("resume") != 0U;
   o.quiet = vm.count("quiet") != 0U;
   if (vm.count("max-error") != 0U) o.max_error = vm["max-error"].as<double>();
   engine::check_sweep_options(o);
+  check_min_saving(o.min_saving);
 
   scenario::SweepSpec spec = scenario::read_sweep_spec(spec_path);
   engine::add_command_line_sets(spec, sets);

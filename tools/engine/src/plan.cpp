@@ -12,6 +12,7 @@
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/results/table.hpp"
+#include "edgc/results/verdict.hpp"
 #include "sweep_keys.hpp"
 
 namespace edgc::engine {
@@ -83,37 +84,57 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-// Per option, the best compressing policy against none; then the fastest and the cheapest entry.
-std::vector<std::string> verdicts(const PlanSpec& plan, const std::vector<PlanEntry>& entries) {
-  std::vector<std::string> pays;
-  std::vector<std::string> not_pays;
-  for (const PlanOption& o : plan.options) {
-    const PlanEntry* none = nullptr;
-    const PlanEntry* best = nullptr;
-    for (const PlanEntry& e : entries) {
-      if (e.option != &o) continue;
-      if (core::is_baseline_policy(e.policy))
-        none = &e;
-      else if (best == nullptr || e.time_s < best->time_s)
-        best = &e;
-    }
-    if (none == nullptr || best == nullptr) continue;
-    const double cut = 1.0 - best->time_s / none->time_s;
-    (cut > plan.pays_threshold ? pays : not_pays)
-        .push_back(o.label + " (" + best->policy + " " + results::fmt_f(-100.0 * cut, 2) + " %" +
-                   (std::isfinite(best->error) ? " at " + results::fmt_f(100.0 * best->error, 1) + " % gradient error"
-                                               : std::string()) +
-                   ")");
+// Whether `policy` of option `o` is among the ranked entries (within the error budget).
+bool admitted(const std::vector<PlanEntry>& entries, const PlanOption* o, const std::string& policy) {
+  return std::any_of(entries.begin(), entries.end(),
+                     [&](const PlanEntry& e) { return e.option == o && e.policy == policy; });
+}
+
+// "gpus-8 (edgc saves 3.1 % at 48.5 % gradient error; DP sync 12.3 % of the iteration)".
+std::string option_clause(const PlanOption& o, const results::Verdict& v, const std::vector<PlanEntry>& entries) {
+  std::string s = o.label + " (" + v.policy + " " +
+                  (v.saving > 0.0 ? "saves " + results::fmt_sig3(100.0 * v.saving) + " %"
+                                  : "costs " + results::fmt_sig3(-100.0 * v.saving) + " % more");
+  for (const PlanEntry& e : entries)
+    if (e.option == &o && e.policy == v.policy && std::isfinite(e.error))
+      s += " at " + results::fmt_sig3(100.0 * e.error) + " % gradient error";
+  if (std::isfinite(v.dp_sync_share))
+    s += "; DP sync " + results::fmt_sig3(100.0 * v.dp_sync_share) + " % of the iteration";
+  return s + ")";
+}
+
+// Per option, the verdict (results::judge) of its best compressing policy against none; then the fastest and the
+// cheapest entry.
+std::vector<std::string> verdicts(const PlanSpec& plan, const PlanOutcome& out) {
+  std::vector<std::string> by_payoff[3];  // pays, marginal, does not pay
+  for (const results::SweepRecord& line : out.sweep.results) {
+    if (line.failed()) continue;
+    const PlanOption& o = plan.options.at(static_cast<std::size_t>(line.point));
+    std::vector<const results::RunFigures*> runs;
+    for (const results::SweepRun& r : line.runs)
+      if (admitted(out.entries, &o, r.policy)) runs.push_back(&r);
+    const std::vector<results::Verdict> vs = results::judge_runs(runs, plan.pays_threshold);
+    const auto best = std::max_element(vs.begin(), vs.end(), [](const results::Verdict& a, const results::Verdict& b) {
+      return a.saving < b.saving || (std::isnan(a.saving) && !std::isnan(b.saving));
+    });
+    if (best == vs.end()) continue;
+    by_payoff[static_cast<int>(best->payoff)].push_back(option_clause(o, *best, out.entries));
   }
+  const std::string threshold = results::fmt_sig3(100.0 * plan.pays_threshold) + " %";
   std::vector<std::string> v;
-  if (!pays.empty())
-    v.push_back("Compression pays (cuts training time by more than " + results::fmt_f(100.0 * plan.pays_threshold, 1) +
-                " %) on: " + join(pays) + ".");
-  if (!not_pays.empty())
-    v.push_back("Compression does not pay (changes training time by less than " +
-                results::fmt_f(100.0 * plan.pays_threshold, 1) + " %) on: " + join(not_pays) +
-                ". There the data-parallel sync is a small share of the iteration (a fast network for this "
-                "model and batch, or little data parallelism), so plain all-reduce is as good.");
+  if (!by_payoff[0].empty())
+    v.push_back("Compression pays (saves more than " + threshold + " of training time) on: " + join(by_payoff[0]) +
+                ".");
+  if (!by_payoff[1].empty())
+    v.push_back("Compression is marginal (saves less than " + threshold +
+                " of training time) on: " + join(by_payoff[1]) + ".");
+  if (!by_payoff[2].empty())
+    v.push_back("Compression does not pay (saves no training time) on: " + join(by_payoff[2]) + ".");
+  if (!by_payoff[1].empty() || !by_payoff[2].empty())
+    v.emplace_back(
+        "Where it is marginal or does not pay, the data-parallel sync is a small share of the iteration (a fast "
+        "network for this model and batch, or little data parallelism), so plain all-reduce is as good.");
+  const std::vector<PlanEntry>& entries = out.entries;
   const PlanEntry& fastest = entries.front();
   const PlanEntry& cheapest = *std::min_element(entries.begin(), entries.end(),
                                                 [](const PlanEntry& a, const PlanEntry& b) { return a.cost < b.cost; });
@@ -155,7 +176,7 @@ std::optional<PlanOutcome> run_plan(const PlanSpec& plan, const SweepOptions& op
   if (mpi != nullptr && mpi->rank() != 0) return std::nullopt;
   out.infeasible = plan.skipped;
   collect_entries(plan, out);
-  out.verdicts = verdicts(plan, out.entries);
+  out.verdicts = verdicts(plan, out);
   return out;
 }
 

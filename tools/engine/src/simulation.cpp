@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "break_even.hpp"
 #include "cache_entry.hpp"
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/controller.hpp"
@@ -20,6 +21,7 @@
 #include "edgc/results/caveats.hpp"
 #include "edgc/results/measurements.hpp"
 #include "edgc/results/table.hpp"
+#include "edgc/results/verdict.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "edgc/scenario/config.hpp"
@@ -236,6 +238,7 @@ void read_setup(scenario::Scenario& sc, bool timeline, Inputs& in) {
   const scenario::ModelConfig mc = scenario::read_model_config(sc, st.cluster.gpu);
   st.model = mc.model;
   st.cost = mc.cost;
+  st.framework = mc.framework.name;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
   st.variability = scenario::read_variability(sc);
   st.guard_pages =
@@ -247,7 +250,7 @@ void read_setup(scenario::Scenario& sc, bool timeline, Inputs& in) {
 void read_controller(scenario::Scenario& sc, Inputs& in) {
   const std::string w = sc.where();
   const SimulationSetup& st = in.setup;
-  in.compression = scenario::read_compression(sc);
+  in.compression = scenario::read_compression(sc, /*r_max_auto_allowed=*/true);
   if (const std::string& measured = in.compression.dac_measured; !measured.empty()) {
     if (in.compression.controller.dac.eta_s_per_rank > 0.0)
       throw ConfigError(w, "compression.dac.measured", "give dac.eta_s_per_rank or dac.measured, not both");
@@ -497,6 +500,37 @@ struct PlanCache {
   const sim::IterationResult& at(const sim::DpSyncPlan& p) const { return results[index_of(plans, p)]; }
 };
 
+// The largest rank the break-even probe tries: the smallest side of any stage's CQM matrix (no rank above it exists).
+int break_even_cap(const Inputs& in) {
+  std::int64_t cap = std::numeric_limits<int>::max();
+  for (const auto& [m, n] : in.compression.controller.stage_shapes) cap = std::min({cap, m, n});
+  return static_cast<int>(cap);
+}
+
+// The break-even rank per stage (break_even.hpp), simulated on a cache of its own so the run's configurations and
+// their count stay those its policies use; compression.r_max "auto" takes the smallest over stages, floored to a
+// multiple of the quantum, and every policy is checked again with it.
+std::optional<BreakEven> break_even(Inputs& in, const PlanCache& cache, const SimulateRequest& request) {
+  const bool automatic = in.compression.r_max_auto;
+  if (!request.break_even && !automatic) return std::nullopt;
+  PlanCache probe;
+  probe.dir = cache.dir;
+  probe.setup_key = cache.setup_key;
+  probe.compose = cache.compose;
+  const int pp = in.setup.parallel.pp;
+  BreakEven even = find_break_even(pp, break_even_cap(in), [&](const std::vector<sim::DpSyncPlan>& plans) {
+    probe.simulate(in.setup, plans, false, request.jobs);
+    std::vector<sim::IterationResult> out;
+    for (const sim::DpSyncPlan& p : plans) out.push_back(probe.at(p));
+    return out;
+  });
+  if (!automatic) return even;
+  core::CqmConfig& cqm = in.compression.controller.cqm;
+  cqm.r_max = auto_r_max(even, cqm, in.setup.where);
+  check_policies(in);
+  return even;
+}
+
 // DAC's T_com(r) = η·r + c from stage 0's simulated sync at r_min and r_max, its backward time from the cost
 // model, and the uncompressed sync time, unless the scenario gives η.
 ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
@@ -675,9 +709,9 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
 }  // namespace
 
 const std::vector<std::string>& simulate_sections() {
-  static const std::vector<std::string> sections = {"cluster", "network",     "model",       "parallelism",
-                                                    "compute", "compression", "run",         "trace",
-                                                    "entropy", "simulate",    "variability", "fidelity"};
+  static const std::vector<std::string> sections = {"cluster",     "network",  "model",    "parallelism", "compute",
+                                                    "compression", "run",      "trace",    "entropy",     "simulate",
+                                                    "variability", "fidelity", "framework"};
   return sections;
 }
 
@@ -689,6 +723,8 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   cache.dir = request.cache_dir;
   cache.setup_key = in.setup_key;
   cache.compose = in.compose && !request.timeline;
+  const std::optional<BreakEven> even = break_even(in, cache, request);
+  std::vector<std::string> out_warnings;
   const ordered_json dac = fit_dac(in, cache, request.timeline, request.jobs);
 
   std::vector<PolicyRun> runs;
@@ -696,6 +732,12 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
     core::ControllerConfig cc = in.compression.controller;
     cc.policy = p;
     runs.push_back(plan_policy(cc, in.compression.gds, in.iterations, *in.source, in.scenario_path));
+    const core::PolicyInfo* info = core::find_policy(p);
+    if (info != nullptr && info->reads_signal && cc.megatron_signal == core::MegatronSignal::kLoss &&
+        !in.source->loss(0.5))
+      out_warnings.push_back(in.setup.where + ": policy " + p +
+                             " follows the training loss, and the entropy source has none (a synthetic curve): its "
+                             "rank stays at r_max; set compression.signal to entropy or use a trace");
   }
   std::vector<const sim::RunSchedule*> schedules;
   for (const PolicyRun& r : runs) schedules.push_back(&r.schedule);
@@ -711,14 +753,14 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
     entropy_pass_s = std::max(entropy_pass_s, sim::entropy_pass_s(in.setup.model, in.setup.parallel, cl.gpu,
                                                                   in.setup.cost, s, in.compression.gds.beta));
   for (std::size_t i = 0; i < runs.size(); ++i)
-    if (core::reads_entropy(runs[i].policy))
+    if (core::reads_entropy(runs[i].policy, in.compression.controller))
       sim::add_entropy_passes(totals[i], runs[i].sampled_iterations, runs[i].sampled_compressed_iterations,
                               entropy_pass_s);
   const sim::RunTotals& base = totals.front();
   const auto gpu_hours_of = [gpus](const sim::RunTotals& t) { return t.training_time_s / 3600.0 * gpus; };
 
   SimulateOutcome out;
-  out.simulated = cache.simulated;
+  out.simulated = cache.simulated;  // the break-even probe's simulations are not the run's
   results::ResultDocument& result = out.result;
   result.scenario = in.scenario_path;
   set_setup(result, in.setup, in.iterations, in.compression);
@@ -728,12 +770,18 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   result.sections["configurations"] = ordered_json::array();
   for (std::size_t p = 0; p < cache.plans.size(); ++p)
     result.sections["configurations"].push_back(configuration_json(cache.plans[p], cache.results[p]));
+  if (even) {
+    ordered_json b = break_even_json(*even, in.compression.controller.cqm.quantum);
+    b["r_max"] = in.compression.controller.cqm.r_max;
+    b["r_max_from"] = in.compression.r_max_auto ? "break_even" : "compression.r_max";
+    result.sections["break_even"] = std::move(b);
+  }
   result.simulations = static_cast<std::int64_t>(cache.plans.size());
   result.composition = cache.compose ? "stage-separable" : "exact";
   result.simulated_iterations = static_cast<std::int64_t>(cache.simulated_plans.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
     result.runs.push_back(result_run(runs[i], totals[i], base, gpu_hours_of(totals[i]), cl.price_per_gpu_hour_usd));
-    if (core::reads_entropy(runs[i].policy))
+    if (core::reads_entropy(runs[i].policy, in.compression.controller))
       result.runs.back().detail["entropy_passes"] = {{"sampled_iterations", runs[i].sampled_iterations},
                                                      {"pass_s", entropy_pass_s}};
   }
@@ -741,8 +789,11 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   result.entropy_series = entropy_series(*in.source, in.setup.parallel.pp, in.iterations);
   if (request.timeline) out.timeline = chrome_trace(cache.plans, cache.results, in.setup.parallel, cl.gpus_per_node);
   out.warnings.insert(out.warnings.begin(), in.warnings.begin(), in.warnings.end());
+  out.warnings.insert(out.warnings.end(), out_warnings.begin(), out_warnings.end());
   for (std::string& w : trace_warnings(result)) out.warnings.push_back(std::move(w));
   result.warnings = out.warnings;
+  result.sections["verdict"] =
+      results::verdict_section(results::result_verdicts(result, request.min_saving), request.min_saving);
   return out;
 }
 

@@ -37,7 +37,9 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
                             {"vocab", m.vocab},
                             {"padded_vocab", sim::padded_vocab(m, setup.parallel.tp)},
                             {"seq_len", m.seq_len},
-                            {"dtype", m.dtype}};
+                            {"dtype", m.dtype},
+                            {"attention", std::string(sim::attention_name(m.attention))},
+                            {"precision", m.fp8 ? std::string("fp8") : m.dtype}};
   doc.parallelism = results::ResultParallelism{par.tp,
                                                par.pp,
                                                par.dp,
@@ -53,12 +55,15 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
   // How pass times were computed (scenarios/README.md, `compute.model`), and the Megatron features in force.
   const sim::ParallelSpec& p = setup.parallel;
   doc.sections["cost_model"] = {
+      {"framework", setup.framework.empty() ? ordered_json(nullptr) : ordered_json(setup.framework)},
       {"compute", setup.cost.compute_model == sim::ComputeModel::kKernels ? "kernels" : "efficiency"},
       {"efficiency", setup.cost.compute_efficiency},
       {"recompute", std::string(sim::recompute_name(setup.model.recompute))},
       {"sequence_parallel", p.sequence_parallel},
       {"distributed_optimizer", p.distributed_optimizer},
       {"overlap_grad_reduce", p.overlap_grad_reduce},
+      {"overlap_param_gather", p.distributed_optimizer && p.overlap_param_gather},
+      {"tp_comm_overlap", p.tp_comm_overlap},
       {"grad_reduce_bytes", sim::grad_bytes(setup.model, p)},
       {"embedding_allreduce", p.embedding_allreduce},
       {"fused_embedding_sync", sim::fused_embedding_sync_applies(p)},

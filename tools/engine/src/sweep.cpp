@@ -62,6 +62,7 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
     // Common random numbers: repeat r uses seed r at every point, so points differ by their settings only.
     if (spec.repeats > 1) rq.sets.push_back("variability.seed=" + std::to_string(r));
     rq.policies = spec.policies;
+    rq.break_even = false;  // r_max "auto" still finds it; otherwise a sweep point needs no break-even
     rq.jobs = 1;
     rq.cache_dir = cache_dir;
     SimulateOutcome o = run_simulation(rq);
@@ -107,9 +108,11 @@ std::string line_of(const core::ChildPool::Finished& f, const scenario::SweepPoi
 // A file's text; empty when it does not exist.
 std::string read_text(const fs::path& p) { return read_file_if_present(p).value_or(std::string()); }
 
-results::SweepDocument sweep_document(const scenario::SweepSpec& spec,
-                                      const std::vector<scenario::SweepPoint>& points) {
+results::SweepDocument sweep_document(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points,
+                                      const SweepOptions& o) {
   results::SweepDocument doc;
+  doc.max_error = o.max_error ? o.max_error : spec.max_error;
+  doc.min_saving = o.min_saving;
   for (const scenario::SweepAxis& a : spec.axes) {
     // The values points actually take (drawn ones for ranges), in first-seen order, numbers sorted.
     std::vector<ordered_json> seen;
@@ -151,7 +154,7 @@ void prepare_dir(const scenario::SweepSpec& spec, const std::vector<scenario::Sw
                         "DIR holds a different sweep than " + spec.path + " (its spec changed): use another --out");
   }
   fs::create_directories(dir);
-  write_file_atomic(meta, results::to_json(sweep_document(spec, points)).dump(2) + "\n");
+  write_file_atomic(meta, results::to_json(sweep_document(spec, points, o)).dump(2) + "\n");
   fs::create_directories(dir / "cache");  // after sweep.json: a directory with cache/ always holds its sweep
 }
 
@@ -464,10 +467,11 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   outcome.results = read_results(o.out);
   const std::optional<double> budget = o.max_error ? o.max_error : spec.max_error;
   write_summary(dir, spec, outcome.results, budget);
-  outcome.warnings = results::sweep_warnings(sweep_document(spec, points), outcome.results, budget);
+  outcome.warnings = results::sweep_warnings(sweep_document(spec, points, o), outcome.results, budget);
   if (!o.quiet) {
     std::cout << "\n";
-    print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by, budget);
+    print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by, budget,
+               o.min_saving);
   }
   return outcome;
 }

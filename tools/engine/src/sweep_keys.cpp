@@ -136,7 +136,7 @@ void check_spec_keys(const std::string& spec_path, const std::string& base, cons
   judge({"cluster"}, [&] { gpu = scenario::read_cluster(sc).gpu; });
   judge({"network"}, [&] { scenario::read_network(sc); });
   judge({"model", "parallelism", "compute"}, [&] { scenario::read_model_config(sc, gpu); });
-  judge({"compression"}, [&] { scenario::read_compression(sc); });
+  judge({"compression"}, [&] { scenario::read_compression(sc, /*r_max_auto_allowed=*/true); });
   std::vector<std::string> leaves;
   const std::function<void(const json&, const std::string&)> collect = [&](const json& j, const std::string& at) {
     if (j.is_object() && !j.empty()) {

@@ -8,6 +8,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/results/figure_table.hpp"
 #include "edgc/results/table.hpp"
+#include "edgc/results/verdict.hpp"
 
 namespace edgc::engine {
 
@@ -52,10 +53,18 @@ void print_rows(std::ostream& os, const scenario::SweepSpec& spec, const std::ve
   t.print(os);
 }
 
+// The verdict (results::judge) of `policy` at the point `line`, against the point's own none (and static) runs.
+void print_verdict(std::ostream& os, const results::SweepRecord& line, const std::string& policy, double min_saving) {
+  std::vector<const results::RunFigures*> runs;
+  for (const results::SweepRun& r : line.runs) runs.push_back(&r);
+  for (const results::Verdict& v : results::judge_runs(runs, min_saving))
+    if (v.policy == policy) os << "verdict at point " << line.point << ": " << v.text << "\n";
+}
+
 }  // namespace
 
 void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::vector<results::SweepRecord>& records,
-                const std::string& field, std::optional<double> max_error) {
+                const std::string& field, std::optional<double> max_error, double min_saving) {
   std::vector<Row> rows;
   std::int64_t over = 0;
   for (const results::SweepRecord& l : records) {
@@ -85,6 +94,7 @@ void print_best(std::ostream& os, const scenario::SweepSpec& spec, const std::ve
        << " points over it left out)";
   os << "\n";
   print_rows(os, spec, std::vector<Row>(rows.begin(), rows.begin() + std::min<std::ptrdiff_t>(10, std::ssize(rows))));
+  print_verdict(os, *rows.front().line, policy, min_saving);
   // The time–error trade-off: points no other point beats on both training time and gradient error.
   std::vector<Row> front;
   for (const Row& r : rows) {

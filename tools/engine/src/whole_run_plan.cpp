@@ -77,7 +77,8 @@ ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline
                            {"pp_rank", s.pp_rank},
                            {"pp_send_bytes", s.pp_send_bytes},
                            {"pp_comm_s", s.pp_comm_s},
-                           {"pp_compression_s", s.pp_compression_s}});
+                           {"pp_compression_s", s.pp_compression_s},
+                           {"param_gather_wait_s", s.param_gather_wait_s}});
   if (with_timeline) {
     ordered_json ev = ordered_json::array();
     for (const sim::TimelineEvent& e : r.timeline) ev.push_back({e.rank, e.name, e.category, e.start_s, e.end_s});
@@ -108,6 +109,7 @@ sim::IterationResult iteration_from_json(const nlohmann::json& j) {
     x.optimizer_s = s.at("optimizer_s").get<double>();
     x.pp_rank = s.at("pp_rank").get<int>();
     x.pp_send_bytes = s.at("pp_send_bytes").get<double>();
+    x.param_gather_wait_s = s.at("param_gather_wait_s").get<double>();
     x.pp_comm_s = s.at("pp_comm_s").get<double>();
     x.pp_compression_s = s.at("pp_compression_s").get<double>();
     r.stages.push_back(x);

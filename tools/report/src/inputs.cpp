@@ -4,6 +4,7 @@
 
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/report/svg.hpp"
+#include "edgc/results/verdict.hpp"
 
 namespace edgc::report {
 
@@ -40,27 +41,8 @@ std::string describe_setup(const results::ResultDocument& r) {
 
 std::vector<std::string> verdict_lines(const results::ResultDocument& doc) {
   std::vector<std::string> out;
-  const results::ResultRun* none = doc.find_run(std::string(core::baseline_policy().name));
-  if (none == nullptr) return out;
-  for (const results::ResultRun& run : doc.runs) {
-    if (core::is_baseline_policy(run.policy)) continue;
-    const double cut = run.training_time_reduction_vs_none;
-    const double hours = (none->training_time_s - run.training_time_s) / 3600.0;
-    const double saved = none->cost_usd - run.cost_usd;
-    std::string line = run.policy + (cut > 0.0 ? " pays: " : " does not pay: ") + (cut > 0.0 ? "\xE2\x88\x92" : "+") +
-                       fmt_compact(std::abs(100.0 * cut), 4) + " % training time (" +
-                       (hours >= 0.0 ? "\xE2\x88\x92" : "+") + fmt_compact(std::abs(hours), 4) + " h";
-    if (std::isfinite(saved)) line += ", $" + fmt_compact(std::abs(saved), 4) + (saved >= 0.0 ? " saved" : " more");
-    line += ")";
-    if (std::isfinite(run.gradient_error))
-      line += " at " + fmt_compact(100.0 * run.gradient_error, 3) + " % gradient error (measured on the trace";
-    else if (std::isfinite(run.cqm_error))
-      line += " at " + fmt_compact(100.0 * run.cqm_error, 3) + " % gradient error (CQM prediction";
-    if (std::isfinite(run.gradient_error) && std::isfinite(run.cqm_error))
-      line += "; CQM " + fmt_compact(100.0 * run.cqm_error, 3) + " %";
-    if (std::isfinite(run.gradient_error) || std::isfinite(run.cqm_error)) line += ")";
-    out.push_back(line);
-  }
+  for (const results::Verdict& v : results::result_verdicts(doc, results::result_min_saving(doc)))
+    out.push_back(v.text);
   return out;
 }
 
@@ -76,6 +58,7 @@ std::vector<std::string> settings_lines(const results::ResultDocument& doc) {
     const auto it = doc.sections.find(name);
     return it == doc.sections.end() ? nullptr : &*it;
   };
+  if (const std::string b = results::break_even_line(doc); !b.empty()) out.push_back(b);
   if (const auto* n = section("network"); n != nullptr && n->is_string())
     out.push_back("network profile: " + n->get<std::string>());
   if (const auto* e = section("entropy"); e != nullptr && e->is_object()) {
@@ -122,8 +105,9 @@ Sweep read_sweep(const fs::path& dir) {
     for (const ordered_json& v : a.values) axis.values.push_back(param_value(v));
     out.axes.push_back(std::move(axis));
   }
-  if (doc.spec.is_object() && doc.spec.contains("max_error") && doc.spec["max_error"].is_number())
-    out.max_error = doc.spec["max_error"].get<double>();
+  out.max_error = doc.max_error;  // the budget the sweep last ran under (--max-error, else the spec's)
+  if (!out.max_error && doc.spec.is_object() && doc.spec.contains("max_error") && doc.spec["max_error"].is_number())
+    out.max_error = doc.spec["max_error"].get<double>();  // a sweep.json written before max_error was stored
   const fs::path lines = dir / "results.jsonl";
   if (!fs::exists(lines)) return out;
   out.has_results = true;

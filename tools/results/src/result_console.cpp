@@ -6,6 +6,7 @@
 
 #include "edgc/core/error.hpp"
 #include "edgc/results/table.hpp"
+#include "edgc/results/verdict.hpp"
 
 namespace edgc::results {
 namespace {
@@ -57,6 +58,7 @@ void print_setup(std::ostream& os, const ResultDocument& r) {
     os << " simulated";
   os << "\n";
   print_model(os, r);
+  if (const std::string b = break_even_line(r); !b.empty()) os << b << "\n";
   os << "\n";
 }
 
@@ -96,6 +98,9 @@ void print_result_summary(std::ostream& os, const ResultDocument& r) {
                fmt_f(d.pp_comm_s, 3), fmt_f(d.pp_compression_s, 4), fmt_f(d.pp_send_bytes / 1e6, 1)});
   }
   b.print(os);
+  const std::vector<Verdict> verdicts = result_verdicts(r, result_min_saving(r));
+  if (!verdicts.empty()) os << "\nverdict against no compression\n";
+  for (const Verdict& v : verdicts) os << "- " << v.text << "\n";
 }
 
 }  // namespace edgc::results

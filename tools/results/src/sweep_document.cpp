@@ -135,11 +135,14 @@ ordered_json to_json(const SweepDocument& d) {
     if (a.range) axis["range"] = {a.range->first, a.range->second};
     axes.push_back(std::move(axis));
   }
-  return {{"schema", kSweepSchema}, {"spec_file", d.spec_file},
-          {"base", d.base},         {"description", d.description},
-          {"mode", d.mode},         {"axes", axes},
-          {"points", d.points},     {"repeats", d.repeats},
-          {"policies", d.policies}, {"spec", d.spec}};
+  ordered_json j = {{"schema", kSweepSchema}, {"spec_file", d.spec_file},
+                    {"base", d.base},         {"description", d.description},
+                    {"mode", d.mode},         {"axes", axes},
+                    {"points", d.points},     {"repeats", d.repeats},
+                    {"policies", d.policies}, {"spec", d.spec}};
+  if (d.max_error) j["max_error"] = *d.max_error;
+  j["min_saving"] = d.min_saving;
+  return j;
 }
 
 SweepDocument parse_sweep_document(const JsonNode& root) {
@@ -165,6 +168,8 @@ SweepDocument parse_sweep_document(const JsonNode& root) {
     out.axes.push_back(std::move(a));
   }
   if (const auto s = root.find("spec")) out.spec = s->raw();
+  if (const auto m = root.find("max_error")) out.max_error = m->number();
+  if (const auto m = root.find("min_saving")) out.min_saving = m->number();
   return out;
 }
 

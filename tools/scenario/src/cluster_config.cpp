@@ -6,7 +6,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "edgc/core/error.hpp"
 #include "edgc/core/json_depth.hpp"
@@ -88,6 +90,119 @@ void read_gpu_gemm(Scenario& s, sim::GpuSpec& gpu) {
     throw ConfigError(s.where(), "cluster.gpu.kernel_overhead_us", "must be microseconds in [0, 1e6]");
 }
 
+// The measured FP8 GEMM figure: the rate and the shape it was measured at, all or none.
+void read_gpu_fp8(Scenario& s, sim::GpuSpec& gpu) {
+  const char* keys[] = {"cluster.gpu.fp8_matmul_tflops", "cluster.gpu.fp8_matmul_m", "cluster.gpu.fp8_matmul_n",
+                        "cluster.gpu.fp8_matmul_k"};
+  int present = 0;
+  for (const char* k : keys) present += s.has(k) ? 1 : 0;
+  if (present == 0) return;
+  for (const char* k : keys)
+    if (!s.has(k))
+      throw ConfigError(s.where(), k,
+                        "missing: the FP8 GEMM figure needs fp8_matmul_tflops with the shape it was measured at "
+                        "(fp8_matmul_m, fp8_matmul_n, fp8_matmul_k), or none of them");
+  if (!gpu.has_kernel_model())
+    throw ConfigError(s.where(), "cluster.gpu.fp8_matmul_tflops",
+                      "the FP8 figure belongs to the kernel-level model: give the 16-bit GEMM figures too "
+                      "(cluster.gpu.sm_count, matmul_tflops, ...)");
+  const auto positive = [&](const char* key, double limit) {
+    const double v = s.number(key, 0.0);
+    if (!(v > 0.0 && v <= limit))
+      throw ConfigError(s.where(), key, "must be in (0, " + std::to_string(static_cast<long long>(limit)) + "]");
+    return v;
+  };
+  gpu.fp8_matmul_tflops = positive("cluster.gpu.fp8_matmul_tflops", 1e6);
+  gpu.fp8_matmul_m = positive("cluster.gpu.fp8_matmul_m", 1e7);
+  gpu.fp8_matmul_n = positive("cluster.gpu.fp8_matmul_n", 1e7);
+  gpu.fp8_matmul_k = positive("cluster.gpu.fp8_matmul_k", 1e7);
+}
+
+// cluster.gpu.attention: {"kernel": "...", "rows": [[head_dim, seq, heads, group, forward TFLOP/s, backward
+// TFLOP/s], ...]}, a full grid over head_dim × seq × heads for each group (kernel_model.hpp, attention_rate_tflops).
+void read_gpu_attention(Scenario& s, sim::GpuSpec& gpu) {
+  const nlohmann::json* rows = s.raw("cluster.gpu.attention.rows");
+  gpu.attention_source = s.string("cluster.gpu.attention.kernel", "");
+  if (rows == nullptr) {
+    if (s.has("cluster.gpu.attention"))
+      throw ConfigError(s.where(), "cluster.gpu.attention.rows",
+                        "missing: expected [[head_dim, seq, heads, group, forward_tflops, backward_tflops], ...]");
+    return;
+  }
+  const std::string key = "cluster.gpu.attention.rows";
+  if (!rows->is_array() || rows->empty() || rows->size() > 4096)
+    throw ConfigError(s.where(), key, "expected a non-empty array of at most 4096 rows");
+  for (std::size_t i = 0; i < rows->size(); ++i) {
+    const nlohmann::json& r = (*rows)[i];
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!r.is_array() || r.size() != 6)
+      throw ConfigError(s.where(), at, "expected [head_dim, seq, heads, group, forward_tflops, backward_tflops]");
+    for (const nlohmann::json& v : r)
+      if (!v.is_number() || !(v.get<double>() > 0.0) || !(v.get<double>() <= 1e7))
+        throw ConfigError(s.where(), at, "every entry must be a positive number, got " + r.dump());
+    for (int k = 0; k < 4; ++k)
+      if (!r[static_cast<std::size_t>(k)].is_number_integer())
+        throw ConfigError(s.where(), at, "head_dim, seq, heads and group must be integers, got " + r.dump());
+    gpu.attention_rates.push_back(
+        {r[0].get<int>(), r[1].get<int>(), r[2].get<int>(), r[3].get<int>(), r[4].get<double>(), r[5].get<double>()});
+  }
+  // Every group's rows must be a full grid (the interpolation reads every corner), each point once.
+  for (const sim::AttentionRate& a : gpu.attention_rates) {
+    std::set<int> dims, seqs, heads;
+    int rows_of_group = 0;
+    for (const sim::AttentionRate& b : gpu.attention_rates)
+      if (b.group == a.group) {
+        dims.insert(b.head_dim);
+        seqs.insert(b.seq);
+        heads.insert(b.heads);
+        ++rows_of_group;
+      }
+    if (static_cast<std::size_t>(rows_of_group) != dims.size() * seqs.size() * heads.size())
+      throw ConfigError(s.where(), key,
+                        "the rows of group " + std::to_string(a.group) +
+                            " are not a full grid of head_dim x seq x heads with each point once");
+  }
+}
+
+// cluster.gpu.gemm_grid: {"bf16": [[m, n, k, tflops], ...], "fp8": [...]}, each a full grid over m × n × k.
+void read_gpu_gemm_grid(Scenario& s, sim::GpuSpec& gpu) {
+  for (const bool fp8 : {false, true}) {
+    const std::string key = std::string("cluster.gpu.gemm_grid.") + (fp8 ? "fp8" : "bf16");
+    const nlohmann::json* rows = s.raw(key);
+    if (rows == nullptr) continue;
+    if (!gpu.has_kernel_model() || (fp8 && gpu.fp8_matmul_tflops <= 0.0))
+      throw ConfigError(s.where(), key,
+                        "corrects the kernel-level model's GEMM times: give the GPU's GEMM figures too "
+                        "(matmul_tflops, and fp8_matmul_tflops for the fp8 grid)");
+    if (!rows->is_array() || rows->empty() || rows->size() > 4096)
+      throw ConfigError(s.where(), key, "expected a non-empty array of at most 4096 [m, n, k, tflops] rows");
+    std::set<double> ms, ns, ks;
+    std::set<std::tuple<double, double, double>> points;
+    for (std::size_t i = 0; i < rows->size(); ++i) {
+      const nlohmann::json& r = (*rows)[i];
+      const std::string at = key + "[" + std::to_string(i) + "]";
+      if (!r.is_array() || r.size() != 4)
+        throw ConfigError(s.where(), at, "expected [m, n, k, tflops], got " + r.dump());
+      for (const nlohmann::json& v : r)
+        if (!v.is_number() || !(v.get<double>() > 0.0) || !(v.get<double>() <= 1e7))
+          throw ConfigError(s.where(), at, "every entry must be a positive number up to 1e7, got " + r.dump());
+      const double tflops = r[3].get<double>();
+      if (tflops > (fp8 ? gpu.fp8_matmul_tflops : gpu.matmul_tflops) * 1.0001)
+        throw ConfigError(s.where(), at,
+                          "a grid rate above the GPU's maximum achievable rate (" +
+                              std::string(fp8 ? "fp8_matmul_tflops" : "matmul_tflops") + "): " + r.dump());
+      const double m = r[0].get<double>(), n = r[1].get<double>(), k = r[2].get<double>();
+      ms.insert(m);
+      ns.insert(n);
+      ks.insert(k);
+      if (!points.insert({m, n, k}).second) throw ConfigError(s.where(), at, "a shape given twice: " + r.dump());
+      gpu.gemm_rates.push_back({m, n, k, tflops, fp8});
+    }
+    if (points.size() != ms.size() * ns.size() * ks.size())
+      throw ConfigError(s.where(), key, "the rows are not a full grid of m x n x k");
+  }
+}
+
 }  // namespace
 
 sim::ClusterSpec read_cluster(Scenario& s) {
@@ -104,6 +219,9 @@ sim::ClusterSpec read_cluster(Scenario& s) {
   c.gpu.hbm_GBps = s.number("cluster.gpu.hbm_GBps", 0.0);
   read_gpu_memory_GiB(s);  // checked here so that every command accepts the key; simulate uses it
   read_gpu_gemm(s, c.gpu);
+  read_gpu_fp8(s, c.gpu);
+  read_gpu_attention(s, c.gpu);
+  read_gpu_gemm_grid(s, c.gpu);
   const std::string topo = s.string("cluster.intra_node.topology", "switch");
   if (topo == "switch")
     c.intra_topology = sim::IntraNodeTopology::kSwitch;

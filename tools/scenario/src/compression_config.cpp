@@ -10,7 +10,20 @@
 
 namespace edgc::scenario {
 
-CompressionSettings read_compression(Scenario& sc) {
+namespace {
+
+// Whether compression.r_max is given as a string (the one string it may be is "auto").
+bool r_max_is_string(const Scenario& sc) {
+  const nlohmann::json& j = sc.json();
+  const auto c = j.find("compression");
+  if (c == j.end() || !c->is_object()) return false;
+  const auto r = c->find("r_max");
+  return r != c->end() && r->is_string();
+}
+
+}  // namespace
+
+CompressionSettings read_compression(Scenario& sc, bool r_max_auto_allowed) {
   CompressionSettings o;
   const std::string w = sc.where();
   auto& c = o.controller;
@@ -26,7 +39,17 @@ CompressionSettings read_compression(Scenario& sc) {
   core::validate(o.gds, w.c_str());
   c.cqm.r_min = sc.int32("compression.r_min", 32);
   o.r_max_given = sc.has("compression.r_max");
-  c.cqm.r_max = sc.int32("compression.r_max", 128);
+  if (r_max_is_string(sc)) {
+    const std::string r_max = sc.string("compression.r_max", "");
+    if (r_max != "auto") throw ConfigError(w, "compression.r_max", "must be a rank or \"auto\", got \"" + r_max + "\"");
+    if (!r_max_auto_allowed)
+      throw ConfigError(w, "compression.r_max",
+                        "\"auto\" (the simulated break-even rank) is for simulate, sweep and plan only: give a rank");
+    o.r_max_auto = true;
+    c.cqm.r_max = c.cqm.r_min;  // a stand-in until simulate has the break-even rank
+  } else {
+    c.cqm.r_max = sc.int32("compression.r_max", 128);
+  }
   c.cqm.step = sc.int32("compression.step", 8);
   c.cqm.quantum = sc.int32("compression.quantum", 4);
   c.cqm.exponent = sc.number("compression.exponent", 1.0);
@@ -38,6 +61,12 @@ CompressionSettings read_compression(Scenario& sc) {
   if (!pp) throw ConfigError(w, "compression.pp_rank_mode", "must be static or entropy, got '" + pp_mode + "'");
   c.pipeline_rank_mode = *pp;
   c.pipeline_r_min = sc.int32("compression.pp_r_min", 4);
+  const std::string signal = sc.string("compression.signal", "loss");
+  const std::optional<core::MegatronSignal> sig = core::megatron_signal_from_name(signal);
+  if (!sig) throw ConfigError(w, "compression.signal", "must be loss or entropy, got '" + signal + "'");
+  c.megatron_signal = *sig;
+  // edgc-megatron keeps the port's step for its signal (4 or 8) unless compression.step is given.
+  c.megatron_step = sc.has("compression.step") ? c.cqm.step : 0;
   const std::string mode = sc.string("compression.warmup.mode", "entropy");
   if (mode != "entropy" && mode != "fixed")
     throw ConfigError(w, "compression.warmup.mode", "must be entropy or fixed, got '" + mode + "'");

@@ -190,6 +190,11 @@ std::string Scenario::string(const std::string& key, const std::string& fallback
   return v->get<std::string>();
 }
 
+const nlohmann::json* Scenario::raw(const std::string& key) {
+  read_.insert(key);
+  return find(key);
+}
+
 void Scenario::reject_unknown(const std::vector<std::string>& prefixes) const {
   std::vector<std::string> leaves;
   collect_leaves(doc_, "", leaves);

@@ -44,6 +44,9 @@ const std::map<std::string, std::pair<std::string, nlohmann::json>>& switch_argu
       {"--sequence-parallel", {"parallelism.sequence_parallel", true}},
       {"--use-distributed-optimizer", {"parallelism.distributed_optimizer", true}},
       {"--overlap-grad-reduce", {"parallelism.overlap_grad_reduce", true}},
+      {"--overlap-param-gather", {"parallelism.overlap_param_gather", true}},
+      {"--tp-comm-overlap", {"parallelism.tp_comm_overlap", true}},
+      {"--use-flash-attn", {"model.attention", "flash"}},
       {"--no-async-tensor-model-parallel-allreduce", {"parallelism.async_tp_allreduce", false}},
       {"--no-gradient-accumulation-fusion", {"parallelism.grad_accumulation_fusion", false}},
       {"--bf16", {"model.dtype", "bf16"}},
@@ -108,13 +111,9 @@ const std::map<std::string, int>& ignored_arguments() {
 // Arguments that change the cost in ways not modelled yet: refused with the reason.
 const std::map<std::string, std::string>& refused_arguments() {
   static const std::map<std::string, std::string> m = {
-      {"--use-flash-attn", "flash attention is not modelled yet (attention is charged materialised)"},
       {"--context-parallel-size", "context parallelism is not modelled"},
       {"--expert-model-parallel-size", "mixture-of-experts layers are not modelled yet"},
       {"--num-experts", "mixture-of-experts layers are not modelled yet"},
-      {"--overlap-param-gather", "the overlapped parameter all-gather is not modelled yet"},
-      {"--tp-comm-overlap", "Transformer Engine's TP-communication overlap is not modelled yet"},
-      {"--fp8-format", "FP8 GEMMs are not modelled yet"},
       {"--apply-residual-connection-post-layernorm", "post-LayerNorm residuals are not modelled"},
   };
   return m;
@@ -202,6 +201,15 @@ class Reader {
       const std::string v = value(arg);
       if (v != "full" && v != "selective") refuse(where_, arg + " " + v + ": expected full or selective");
       set("model.recompute", v);
+    } else if (arg == "--fp8-format") {
+      const std::string v = value(arg);
+      if (v != "e4m3" && v != "hybrid") refuse(where_, arg + " " + v + ": expected e4m3 or hybrid");
+      set("model.precision", "fp8");  // both run the GEMMs at the FP8 rate (hybrid: e5m2 gradients)
+    } else if (arg == "--attention-backend") {
+      const std::string v = value(arg);
+      if (v != "flash" && v != "fused" && v != "auto" && v != "unfused" && v != "local")
+        refuse(where_, arg + " " + v + ": expected flash, fused, unfused, local or auto");
+      set("model.attention", v == "unfused" || v == "local" ? "materialised" : "flash");
     } else if (arg == "--recompute-method") {
       recompute_method_ = value(arg);
     } else if (arg == "--recompute-num-layers") {

@@ -71,7 +71,7 @@ Enum read_named(Scenario& sc, const std::string& key, const char* fallback,
 }
 
 // The dense architecture keys (scenarios/README.md, "Model architecture"); defaults are Megatron's GPT.
-void read_architecture(Scenario& sc, sim::ModelSpec& m) {
+void read_architecture(Scenario& sc, const Framework& fw, sim::ModelSpec& m) {
   for (const auto& [key, field] : {std::pair{"model.kv_heads", &m.kv_heads}, std::pair{"model.head_dim", &m.head_dim},
                                    std::pair{"model.ffn_hidden", &m.ffn_hidden}}) {
     *field = sc.int32(key, 0);
@@ -91,6 +91,23 @@ void read_architecture(Scenario& sc, sim::ModelSpec& m) {
   m.tie_embeddings = sc.boolean("model.tie_embeddings", true);
   m.dropout = sc.boolean("model.dropout", true);
   m.qk_norm = sc.boolean("model.qk_norm", false);
+  m.attention = read_named(sc, "model.attention", fw.flash ? "flash" : "materialised", &sim::attention_from_name,
+                           "materialised or flash");
+}
+
+// model.precision: the linear layers' GEMMs in the model's dtype (its name) or in fp8 (with bf16 weights).
+void read_precision(Scenario& sc, sim::ModelSpec& m) {
+  const std::string text = sc.string("model.precision", m.dtype);
+  if (text == m.dtype) return;
+  if (text != "fp8")
+    throw ConfigError(sc.where(), "model.precision",
+                      "expected fp8 or the model's dtype (" + m.dtype + "), got '" + text + "'");
+  if (m.dtype != "bf16")
+    throw ConfigError(sc.where(), "model.precision",
+                      "fp8 training keeps bf16 weights, activations and gradients (Transformer Engine): set "
+                      "model.dtype to bf16, got " +
+                          m.dtype);
+  m.fp8 = true;
 }
 
 // The value at dotted `key` of the scenario's document (null when absent).
@@ -130,10 +147,20 @@ void apply_hf_config(Scenario& sc) {
     if (!sc.has(s.key)) sc.set(s.key + "=" + s.value.dump());
 }
 
-void read_megatron_features(Scenario& sc, const sim::ModelSpec& m, sim::ParallelSpec& p) {
-  p.sequence_parallel = sc.boolean("parallelism.sequence_parallel", false);
-  p.distributed_optimizer = sc.boolean("parallelism.distributed_optimizer", false);
-  p.overlap_grad_reduce = sc.boolean("parallelism.overlap_grad_reduce", false);
+void read_megatron_features(Scenario& sc, const Framework& fw, const sim::ModelSpec& m, sim::ParallelSpec& p) {
+  p.sequence_parallel = sc.boolean("parallelism.sequence_parallel", fw.megatron_core && p.tp > 1);
+  p.distributed_optimizer = sc.boolean("parallelism.distributed_optimizer", fw.megatron_core);
+  p.overlap_grad_reduce = sc.boolean("parallelism.overlap_grad_reduce", fw.megatron_core);
+  p.overlap_param_gather = sc.boolean("parallelism.overlap_param_gather", fw.megatron_core && p.distributed_optimizer);
+  if (p.overlap_param_gather && !p.distributed_optimizer)
+    throw ConfigError(sc.where(), "parallelism.overlap_param_gather",
+                      "overlaps the distributed optimizer's parameter all-gather: needs "
+                      "parallelism.distributed_optimizer = true");
+  p.tp_comm_overlap = sc.boolean("parallelism.tp_comm_overlap", fw.megatron_core && p.sequence_parallel);
+  if (p.tp_comm_overlap && !p.sequence_parallel)
+    throw ConfigError(sc.where(), "parallelism.tp_comm_overlap",
+                      "Transformer Engine overlaps TP communication only with sequence parallelism (Megatron refuses "
+                      "--tp-comm-overlap without --sequence-parallel): set parallelism.sequence_parallel = true");
   p.embedding_allreduce = sc.boolean("parallelism.embedding_allreduce", m.tie_embeddings);
   p.fused_embedding_sync = sc.boolean("parallelism.fused_embedding_sync", false);
   if (!m.tie_embeddings) {  // nothing to synchronise between the first and last stage
@@ -147,8 +174,8 @@ void read_megatron_features(Scenario& sc, const sim::ModelSpec& m, sim::Parallel
                         "copy to synchronise");
   }
   p.scatter_gather_p2p = sc.boolean("parallelism.scatter_gather_p2p", true);
-  p.grad_accumulation_fusion = sc.boolean("parallelism.grad_accumulation_fusion", true);
-  p.async_tp_allreduce = sc.boolean("parallelism.async_tp_allreduce", true);
+  p.grad_accumulation_fusion = sc.boolean("parallelism.grad_accumulation_fusion", fw.grad_accumulation_fusion);
+  p.async_tp_allreduce = sc.boolean("parallelism.async_tp_allreduce", fw.async_tp_allreduce);
   p.grad_bucket_params = sc.number("parallelism.grad_bucket_params", 0.0);
   if (!(p.grad_bucket_params >= 0.0) || !(p.grad_bucket_params <= 1e12))
     throw ConfigError(sc.where(), "parallelism.grad_bucket_params",
@@ -157,6 +184,23 @@ void read_megatron_features(Scenario& sc, const sim::ModelSpec& m, sim::Parallel
   // fp16 and fp32 training reduce in their own precision.
   p.grad_reduce_bytes = read_grad_reduce_bytes(sc);
   if (p.grad_reduce_bytes == 0 && m.dtype == "bf16") p.grad_reduce_bytes = 4;
+}
+
+// Flash attention and FP8 under the kernel-level model need the GPU's measured rates (cluster.gpu.attention,
+// cluster.gpu.fp8_matmul_*); the efficiency model rates every FLOP alike and needs neither.
+void check_measured_rates(const Scenario& sc, const ModelConfig& c, const sim::GpuSpec& gpu) {
+  if (c.cost.compute_model != sim::ComputeModel::kKernels) return;
+  if (c.model.attention == sim::Attention::kFlash && gpu.attention_rates.empty())
+    throw ConfigError(sc.where(), "model.attention",
+                      "flash attention under the kernel-level model needs the GPU's measured attention rates "
+                      "(cluster.gpu.attention), which " +
+                          (gpu.name.empty() ? std::string("the GPU") : gpu.name) +
+                          " does not give; set compute.efficiency, or model.attention = materialised");
+  if (c.model.fp8 && gpu.fp8_matmul_tflops <= 0.0)
+    throw ConfigError(sc.where(), "model.precision",
+                      "fp8 under the kernel-level model needs the GPU's measured FP8 GEMM rate "
+                      "(cluster.gpu.fp8_matmul_tflops), which " +
+                          (gpu.name.empty() ? std::string("the GPU") : gpu.name) + " does not give");
 }
 
 sim::ComputeModel read_compute_model(Scenario& sc, const sim::GpuSpec& gpu) {
@@ -173,6 +217,26 @@ sim::ComputeModel read_compute_model(Scenario& sc, const sim::GpuSpec& gpu) {
 }
 
 }  // namespace
+
+Framework read_framework(Scenario& sc) {
+  const std::string name = sc.string("framework", "");
+  Framework fw;
+  fw.name = name;
+  if (name.empty()) return fw;
+  if (name == "megatron-lm-2021") {
+    fw.grad_accumulation_fusion = false;
+    fw.async_tp_allreduce = false;
+  } else if (name == "megatron-lm-2022") {
+    fw.grad_accumulation_fusion = false;
+  } else if (name == "megatron-core-2024") {
+    fw.megatron_core = true;
+    fw.flash = true;
+  } else {
+    throw ConfigError(sc.where(), "framework",
+                      "expected megatron-lm-2021, megatron-lm-2022 or megatron-core-2024, got '" + name + "'");
+  }
+  return fw;
+}
 
 ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   ModelConfig c;
@@ -200,10 +264,13 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
       throw ConfigError(sc.where(), key,
                         std::to_string(value) + " is beyond the supported maximum " + std::to_string(limit) +
                             " (far past any published model: check the value)");
-  read_architecture(sc, m);
+  c.framework = read_framework(sc);
+  const Framework& fw = c.framework;
+  read_architecture(sc, fw, m);
   m.dtype = sc.string("model.dtype", "fp16");
   if (m.dtype != "fp16" && m.dtype != "bf16" && m.dtype != "fp32")
     throw ConfigError(sc.where(), "model.dtype", "expected fp16, bf16 or fp32, got '" + m.dtype + "'");
+  read_precision(sc, m);
   m.recompute = read_recompute(sc);
 
   sim::ParallelSpec& p = c.parallel;
@@ -215,7 +282,7 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   p.virtual_stages = sc.int32("parallelism.virtual_stages", 1);
   p.order = parse_order(sc, sc.string("parallelism.order", "tp-dp-pp"));
   check_parallel_sizes(sc, m, p);  // before any product of them is formed
-  read_megatron_features(sc, m, p);
+  read_megatron_features(sc, fw, m, p);
 
   const sim::CostParams defaults;
   c.cost.compute_efficiency = read_fraction(sc, "compute.efficiency", defaults.compute_efficiency);
@@ -230,6 +297,7 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
     c.cost.copy_profile = std::move(kp.copies);
   }
   c.cost.compute_model = read_compute_model(sc, gpu);
+  check_measured_rates(sc, c, gpu);
   if (sc.has("compute.optimizer_step_ms")) {
     const double ms = sc.number("compute.optimizer_step_ms", 0.0);
     if (!(ms >= 0.0) || !std::isfinite(ms))

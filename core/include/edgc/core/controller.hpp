@@ -6,7 +6,7 @@
 //
 // Version 1 inputs: WindowObservation. Outputs: WindowDecision (rank 0 = uncompressed, binding = which limit
 // decided it). Policies are chosen by name from the registry (policy_registry.hpp): none | static | selective | loss |
-// edgc | edgc-pp.
+// edgc | edgc-pp | edgc-megatron.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +17,7 @@
 
 #include "edgc/core/dac.hpp"
 #include "edgc/core/entropy.hpp"
+#include "edgc/core/megatron_rule.hpp"
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/core/rank_rule.hpp"
 #include "edgc/core/warmup.hpp"
@@ -69,7 +70,7 @@ enum class PipelineRankMode {
 };
 
 struct ControllerConfig {
-  std::string policy = "edgc";  ///< none | static | selective | loss | edgc | edgc-pp
+  std::string policy = "edgc";  ///< none | static | selective | loss | edgc | edgc-pp | edgc-megatron
   int stages = 1;
   EntropyEstimator estimator = EntropyEstimator::kGaussian;
   WarmupConfig warmup;
@@ -87,6 +88,10 @@ struct ControllerConfig {
   /// Entropy mode: per stage, the boundary matrix it sends (tokens × hidden) the CQM reasons about; (0, 0) for
   /// stage 0 and for stages whose boundary is not observed (those keep pipeline_rank).
   std::vector<std::pair<std::int64_t, std::int64_t>> pipeline_shapes;
+  /// edgc-megatron: the signal its rank follows (compression.signal).
+  MegatronSignal megatron_signal = MegatronSignal::kLoss;
+  /// edgc-megatron: largest rank change per window; 0 = the signal's default (megatron_default_step: 4 or 8).
+  int megatron_step = 0;
 };
 
 /// "static" or "entropy" (compression.pp_rank_mode).

@@ -30,9 +30,11 @@ struct PolicyInfo {
   /// Once warm, one rank (static_rank, else r_max) for every compressed stage: r_min and step never decide it
   /// (static, selective).
   bool fixed_rank = false;
+  /// Decides from compression.signal (edgc-megatron): reads entropy only when the signal is entropy.
+  bool reads_signal = false;
 };
 
-/// Every policy, in the order messages list them: none, static, selective, loss, edgc, edgc-pp.
+/// Every policy, in the order messages list them: none, static, selective, loss, edgc, edgc-pp, edgc-megatron.
 std::span<const PolicyInfo> policy_registry() noexcept;
 
 /// The row named `name`, or nullptr.
@@ -59,5 +61,8 @@ bool is_policy(std::string_view name) noexcept;
 
 /// Whether the policy named `policy` reads gradient entropy (PolicyInfo::reads_entropy); false for unknown names.
 bool reads_entropy(std::string_view policy) noexcept;
+/// Whether the policy reads gradient entropy under `config`: as above, and a policy that reads compression.signal
+/// (edgc-megatron) when that signal is entropy.
+bool reads_entropy(std::string_view policy, const ControllerConfig& config) noexcept;
 
 }  // namespace edgc::core

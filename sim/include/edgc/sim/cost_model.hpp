@@ -130,6 +130,10 @@ struct TpCollective {
   bool backward = false;
   const char* beside = nullptr;  ///< the layer kernel (layer_kernels() name) it overlaps; nullptr = exposed
   double beside_flops = 0.0;     ///< that GEMM's FLOPs (its time under compute.model = efficiency)
+  /// SMs the collective holds while it runs beside the GEMM: 0 = one per NCCL ring channel (NCCL's kernels);
+  /// Transformer Engine's userbuffers (tp_comm_overlap): 1 for a ring-exchange all-gather (copy engines move the
+  /// data), 16 for a pipelined or bulk reduce-scatter or bulk all-gather (its default num_sm).
+  double sms = 0.0;
 };
 /// An all-reduce counts 1, a reduce-scatter or all-gather ½: a ring all-reduce is a reduce-scatter followed by an
 /// all-gather of the same tensor, each D − 1 of its 2(D − 1) steps.

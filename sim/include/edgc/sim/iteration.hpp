@@ -98,8 +98,9 @@ struct StageResult {
   double tp_comm_s = 0.0;            ///< time inside TP collectives (incl. the folded latency sleep, what the
                                      ///< collectives beside GEMMs added to the backward passes and, on the closed-form
                                      ///< path, the wait for the group's last member, as in the ring)
-  double bubble_s = 0.0;             ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s: idle before the
-                                     ///< pipeline end (waiting on neighbours, p2p transfers included)
+  double bubble_s = 0.0;             ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s (− the parameter
+                                     ///< all-gather waits): idle before the pipeline end (waiting on neighbours, p2p
+                                     ///< transfers included)
   double bubble_fraction = 0.0;      ///< bubble_s / IterationResult::pipeline_end_s ((p − 1)/(m + p − 1) ideally)
   double sync_end_s = 0.0;           ///< when the stage's DP sync ended
   double embedding_sync_s = 0.0;     ///< first and last stage (pp > 1): the word-embedding all-reduce, from the later
@@ -110,6 +111,9 @@ struct StageResult {
   double pp_comm_s = 0.0;            ///< transfer time of those sends (from the moment both sides were ready to the
                                      ///< arrival), summed; overlapped with other work where the schedule allows
   double pp_compression_s = 0.0;     ///< compressing its backward messages and decompressing the ones it received
+  double param_gather_wait_s = 0.0;  ///< the first forward pass waiting for the overlapped parameter all-gather
+                                     ///< (ParallelSpec::overlap_param_gather): DP communication before the pipeline end
+                                     ///< that no compute hides
 };
 
 struct IterationResult {

@@ -25,11 +25,16 @@
 //    (3e), softmax (3e), dropout (2e + 1), bias-dropout-add ×2 (2e + 1), the residual gradient sums ×2 (3e), GeLU
 //    (3e per element of b·s·4h/t), the query, key and value gradients joined into the QKV output's gradient (the
 //    backward of splitting that output: a concatenation, 2e per element of b·s·3h/t), bias gradients (e per
-//    element of the four GEMM outputs). Scores are materialised (Megatron v2/v3 attention, no fused
-//    flash-attention kernel). LayerNorm, dropout and residual work is on the full b·s·h on every TP rank, ÷ t
+//    element of the four GEMM outputs). Scores are materialised (Megatron v2/v3 attention) unless
+//    model.attention = flash. LayerNorm, dropout and residual work is on the full b·s·h on every TP rank, ÷ t
 //    with sequence parallelism;
+//  * flash attention (model.attention = flash): the attention core is one fused causal kernel forward and one
+//    backward, timed by attention_s from the GPU's measured rates (GpuSpec::attention_rates), with no scores
+//    materialised and no context copy;
+//  * FP8 (model.precision = fp8): the linear layers' GEMMs (not the attention core's, not the LM head's) are timed
+//    with the measured FP8 rate and shape (GpuSpec::fp8_matmul_*) and 1-byte operands;
 //  * recomputation: full adds the whole forward to the backward pass, selective the attention core (scores GEMM,
-//    softmax, dropout, softmax·V GEMM, the context copy).
+//    softmax, dropout, softmax·V GEMM, the context copy; or the fused kernel's forward).
 // The LM head (last stage): logits GEMM (b·s × V/t × h) and its two backward GEMMs, the final LayerNorm, and
 // Megatron's vocab-parallel cross-entropy in fp32 over b·s·V/t logits, counted as 38 bytes per logit forward
 // (16-bit → fp32 copy 6, max 4, subtracting the max in place 8, exp in place 8, sum 4, dividing by the sum in place
@@ -48,25 +53,49 @@
 
 namespace edgc::sim {
 
-/// How the kernel-level model did against published measurements: every row of the validation suites
-/// (scenarios/validation/narayanan2021 and korthikanti2022: Megatron-LM on A100 80 GB, 8 to 3,072 GPUs), error =
-/// (predicted − published) / published iteration time. `simulate` states it with every kernel-level prediction; the
-/// test Validation.KernelModelBandIsCurrent fails when edgc_bench_validation measures anything else.
+/// How the kernel-level model did against published measurements, per GPU and training stack: the rows of the
+/// validation suites counted in their mean, error = (predicted − published) / published iteration time.
+/// `simulate` states the band of the scenario's GPU with every kernel-level prediction (results::
+/// kernel_model_caveat); the test Validation.KernelModelBandIsCurrent fails when edgc_bench_validation measures
+/// anything else.
 struct ValidatedBand {
   const char* gpu;      ///< the GPU the published runs used (GpuSpec::name begins with it)
+  const char* stack;    ///< the training stack they ran ("Megatron-LM 2021-22", "Megatron-Core 2024")
+  const char* suites;   ///< their folders under scenarios/validation/
   int rows;             ///< published runs compared
   double lowest_error;  ///< the most negative error
   double highest_error;
+  double mean_error;  ///< signed: < 0 under-predicts on average
+  double mean_abs_error;
 };
-inline constexpr ValidatedBand kKernelModelValidation{"A100", 18, -0.1825, -0.0645};
+/// A100: narayanan2021 and korthikanti2022 (Megatron-LM, 8 to 3,072 A100 80 GB); H100: megatron-core-2024
+/// (Megatron-Core r0.8.0 and NeMo 24.07, 8 to 6,144 H100, bf16 and FP8; the Nemotron rows left out of the mean).
+inline constexpr ValidatedBand kKernelModelValidation[] = {
+    {"A100", "Megatron-LM 2021-22", "narayanan2021, korthikanti2022", 18, -0.1825, -0.0645, -0.1320, 0.1320},
+    {"H100", "Megatron-Core 2024", "megatron-core-2024", 16, -0.1288, 0.2027, 0.0176, 0.0813},
+};
 
 /// Fraction of the tiles' work that is useful for `g` on `sm_count` SMs: output area / (waves · SMs · tile area),
 /// the best of the 256 × 128, 128 × 256 and 128 × 128 tilings. In (0, 1].
 double tile_wave_fill(const GemmShape& g, int sm_count);
 
 /// Seconds of one GEMM with `element_bytes`-byte operands on `gpu` (has_kernel_model() required; InternalError
-/// otherwise): max(compute, memory floor) + kernel overhead, as above.
+/// otherwise): max(compute, memory floor) + kernel overhead, as above. Where the GPU carries a measured shape grid
+/// (GpuSpec::gemm_rates, 16-bit for 2-byte operands, FP8 for 1-byte ones), a single GEMM's time is that times the
+/// measured-to-modelled ratio at its shape: the ratio at each grid point, interpolated log-linearly in m, n and k and
+/// held at the grid's edges outside it — so the model reproduces every measured point and keeps its own tile and wave
+/// quantisation between them. Batched GEMMs (the materialised attention core) keep the tile model.
 double gemm_s(const GpuSpec& gpu, const CostParams& params, const GemmShape& g, int element_bytes);
+
+/// The fused causal attention kernel (model.attention = flash) on `gpu` (attention_rates not empty; InternalError
+/// otherwise): the measured rate, TFLOP/s, interpolated over the measured grid — log-linear in sequence length and in
+/// heads per GPU, linear in head dimension, held at the grid's edge outside it — for the measured head grouping
+/// nearest the model's. attention_flops counts as the measurements do: 2·heads·seq²·head_dim forward (4·…, halved
+/// by the causal mask), 2.5 times that backward. attention_s is their quotient (the measured times include each
+/// kernel's launch and tail, so no kernel overhead is added).
+double attention_rate_tflops(const GpuSpec& gpu, const AttentionShape& a, bool backward);
+double attention_flops(const AttentionShape& a, bool backward);
+double attention_s(const GpuSpec& gpu, const AttentionShape& a, bool backward);
 
 /// Seconds of one memory-bound kernel moving `bytes` through HBM: bytes / (hbm_GBps · hbm_efficiency) + overhead.
 double memory_kernel_s(const GpuSpec& gpu, const CostParams& params, double bytes);
@@ -82,11 +111,10 @@ struct PassTime {
 /// `elements` (the tensor it streams, `row` elements per row: the LayerNorm's h, the softmax's s, ...) and the
 /// bytes it moves; `op` names what it computes for a benchmark to run the same kernel (tools/bench/
 /// layer_kernels_torch.py): gemm, layernorm, layernorm_backward, softmax, softmax_backward, dropout,
-/// dropout_backward, bias_dropout_add, bias_dropout_add_backward, bias_gelu, gelu_backward, add (a residual
-/// gradient sum), copy (a strided tensor made contiguous), cat (three `row`/3-wide tensors joined along rows) or
-/// bias_grads (column sums of `row`-wide GEMM outputs).
-/// The LayerOp of the layer description (names unique within a layer, e.g. "fc1", "fc1.dgrad",
-/// "layernorm1.backward") with what the model makes of it.
+/// dropout_backward, bias_dropout_add, bias_dropout_add_backward, bias_gelu, gelu_backward, cast and cast_transpose
+/// (FP8), add (a residual gradient sum), copy (a strided tensor made contiguous), cat (three `row`/3-wide tensors
+/// joined along rows) or bias_grads (column sums of `row`-wide GEMM outputs). The LayerOp of the layer description
+/// (names unique within a layer, e.g. "fc1", "fc1.dgrad", "layernorm1.backward") with what the model makes of it.
 struct LayerKernel : LayerOp {
   double bytes = 0.0;
   double flops = 0.0;

@@ -17,6 +17,8 @@
 //    replicated; norms (two per layer) are replicated: LayerNorm weight and bias, RMSNorm weight only.
 //  * attention core: scores (b·a/t batches of s × s × d), softmax, dropout when model.dropout, softmax·V; with
 //    grouped-query attention every query head reads its group's key and value, so the core's FLOPs follow a, not g.
+//    With model.attention = flash the core is one fused kernel forward and one backward (AttentionShape), and the
+//    context layer needs no copy back to [s, b, h/t].
 #include <cstdint>
 #include <vector>
 
@@ -50,8 +52,18 @@ struct GemmShape {
   double batch = 1.0;
 };
 
-/// One kernel of the layer on one GPU for one micro-batch: a GEMM (`gemm.batch` > 0) or a memory-bound pass over
-/// `elements` elements (`row` per row) moving `bytes_per_element` bytes per element. `op` names what it computes,
+/// A fused causal attention kernel's problem on one GPU: `heads` query heads (micro-batch × query heads per TP rank),
+/// each over `seq` tokens of `head_dim` channels, `group` query heads sharing one key/value head.
+struct AttentionShape {
+  double heads = 0.0;
+  double seq = 0.0;
+  double head_dim = 0.0;
+  double group = 1.0;
+};
+
+/// One kernel of the layer on one GPU for one micro-batch: a GEMM (`gemm.batch` > 0), a fused attention kernel
+/// (`attention.heads` > 0; op flash_attention or flash_attention_backward) or a memory-bound pass over `elements`
+/// elements (`row` per row) moving `bytes_per_element` bytes per element. `op` names what it computes,
 /// for a benchmark to run the same kernel (kernel_model.hpp LayerKernel lists the ops).
 struct LayerOp {
   const char* name = "";
@@ -59,6 +71,7 @@ struct LayerOp {
   bool backward = false;
   bool attention_core = false;  ///< re-run by selective recomputation
   GemmShape gemm{.batch = 0.0};
+  AttentionShape attention{};
   double elements = 0.0;
   double row = 0.0;
   double bytes_per_element = 0.0;
@@ -67,11 +80,14 @@ struct LayerOp {
 /// Activations one layer keeps for its backward pass, per element of s·b·h and per 16-bit element size
 /// (Korthikanti et al. 2022, §4): `replicated` on every TP rank (÷ t with sequence parallelism), `sharded` ÷ t, and
 /// the attention core's s × s tensors `score_factor` · a·s/(h·t) (5 for softmax output, dropout mask and dropout
-/// output; 2 without dropout), which selective recomputation drops.
+/// output; 2 without dropout), which selective recomputation drops. Flash attention keeps no s × s tensor
+/// (score_factor 0) but its softmax statistics, one fp32 log-sum-exp per query head and token: `head_stats` · a/(h·t)
+/// (2, in 16-bit units).
 struct SavedActivations {
   double replicated = 0.0;
   double sharded = 0.0;
-  double score_factor = 0.0;  ///< 5 with dropout, 2 without: multiplies a·s/(h·t)
+  double score_factor = 0.0;  ///< 5 with dropout, 2 without, 0 for flash attention: multiplies a·s/(h·t)
+  double head_stats = 0.0;    ///< flash attention only: multiplies a/(h·t)
 };
 
 /// The layer's TP-parallel linear layers whose input-gradient and weight-gradient GEMMs TP collectives can run
@@ -79,6 +95,8 @@ struct SavedActivations {
 struct BesideFlops {
   double qkv = 0.0;
   double fc1 = 0.0;
+  double proj = 0.0;  ///< the row-parallel layers, whose forward GEMMs a reduce-scatter follows (tp_comm_overlap)
+  double fc2 = 0.0;
 };
 
 struct LayerDescription {

@@ -8,6 +8,29 @@
 
 namespace edgc::sim {
 
+/// One measured point of a fused causal attention kernel on one GPU, batch 1: `heads` query heads of `head_dim`
+/// channels, `group` query heads per key/value head (1 = multi-head, 4 = grouped-query), sequence `seq`. Rates count
+/// 4·heads·seq²·head_dim FLOPs forward and 10·heads·seq²·head_dim backward, halved for the causal mask (the work the
+/// kernel skips), the convention of tools/bench/layer_rates_torch.py which measured them.
+struct AttentionRate {
+  int head_dim = 0;
+  int seq = 0;
+  int heads = 0;
+  int group = 1;
+  double forward_tflops = 0.0;
+  double backward_tflops = 0.0;
+};
+
+/// One measured GEMM of a shape grid on one GPU: output m × n, inner k, `tflops` achieved (2·m·n·k FLOPs over the
+/// measured time), with 16-bit or FP8 operands.
+struct GemmRate {
+  double m = 0.0;
+  double n = 0.0;
+  double k = 0.0;
+  double tflops = 0.0;
+  bool fp8 = false;
+};
+
 struct GpuSpec {
   std::string name;          ///< e.g. "V100-SXM2-32GB"
   double peak_tflops = 0.0;  ///< dense FP16/BF16 tensor-core peak, TFLOP/s
@@ -20,6 +43,19 @@ struct GpuSpec {
   double matmul_n = 0.0;
   double matmul_k = 0.0;
   double kernel_overhead_us = 0.0;  ///< fixed time of one kernel (launch, ramp-up, tail), measured, µs
+  /// The measured maximum achievable FP8 GEMM rate (e4m3 operands, per-tensor scales) and its shape; 0 = no FP8
+  /// figure, and model.precision = fp8 is refused on this GPU.
+  double fp8_matmul_tflops = 0.0;
+  double fp8_matmul_m = 0.0;
+  double fp8_matmul_n = 0.0;
+  double fp8_matmul_k = 0.0;
+  /// Measured rates of the fused causal attention kernel (model.attention = flash); empty = none measured, and
+  /// flash attention is refused under the kernel-level model (kernel_model.hpp, attention_s).
+  std::vector<AttentionRate> attention_rates{};
+  std::string attention_source{};  ///< which kernel the rates were measured on, for the result and the report
+  /// Measured GEMM rates over a shape grid (16-bit and FP8); empty = none. Where given, the kernel-level model
+  /// scales its tile/wave time by the measured-to-modelled ratio at the shape (kernel_model.hpp, gemm_s).
+  std::vector<GemmRate> gemm_rates{};
   bool has_kernel_model() const noexcept { return sm_count > 0 && matmul_tflops > 0.0; }
 };
 
@@ -96,6 +132,11 @@ enum class Position { kLearned, kRope };
 /// (Qwen2, --disable-bias-linear --add-qkv-bias).
 enum class LinearBias { kAll, kNone, kQkv };
 
+/// The attention core: materialised (scores, softmax, dropout and softmax·V as separate kernels, the s × s scores
+/// kept for the backward pass: Megatron-LM until 2022) or one fused flash-attention kernel forward and one backward,
+/// which keep only the output and the softmax statistics (Megatron-Core with Transformer Engine).
+enum class Attention { kMaterialised, kFlash };
+
 /// A dense decoder-only transformer. The defaults are Megatron's GPT (multi-head attention, GeLU MLP of 4·hidden,
 /// LayerNorm, learned positions, biases, dropout, the LM head tied to the word embedding); sim/layer.hpp turns it
 /// into the one layer description every cost derives from.
@@ -121,6 +162,10 @@ struct ModelSpec {
   bool dropout = true;         ///< attention and hidden dropout in training (Llama-style pretraining: off)
   bool qk_norm = false;        ///< a norm of every query and key head before attention (Qwen3; --qk-layernorm)
   int vocab_divisor = 128;     ///< Megatron's --make-vocab-size-divisible-by: vocab padded to a multiple of it · tp
+  Attention attention = Attention::kMaterialised;
+  /// The transformer layers' linear GEMMs (QKV, projection, fc1, fc2, forward and backward) in FP8 (Transformer
+  /// Engine's delayed or current scaling); attention, the LM head, communication and the optimizer stay in `dtype`.
+  bool fp8 = false;
 
   int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
   int head_dim_or_default() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
@@ -161,6 +206,18 @@ struct ParallelSpec {
   bool async_tp_allreduce = true;  ///< Megatron's asynchronous TP all-reduce (default since 2021-09): without sequence
                                    ///< parallelism, the all-reduce of a column-parallel linear's input gradient runs
                                    ///< beside its weight-gradient GEMM (tp_comm_per_layer)
+  bool overlap_param_gather = false;  ///< --overlap-param-gather (distributed optimizer): the bf16 parameters'
+                                      ///< all-gather runs bucket by bucket beside the next iteration's first forward
+                                      ///< pass instead of after the optimizer step
+  bool tp_comm_overlap = false;  ///< --tp-comm-overlap (Transformer Engine userbuffers; needs sequence parallelism):
+                                 ///< the forward pass's all-gathers and reduce-scatters, and the backward pass's
+                                 ///< all-gathers, run beside the GEMMs that consume or produce them
 };
+
+/// Whether DP collectives run while pipeline transfers may use the same NICs: the overlapped gradient sync during
+/// the backward passes, or the overlapped parameter all-gather during the first forward pass, with pp > 1.
+inline bool dp_overlaps_pipeline(const ParallelSpec& p) noexcept {
+  return p.pp > 1 && (p.overlap_grad_reduce || (p.distributed_optimizer && p.overlap_param_gather));
+}
 
 }  // namespace edgc::sim

@@ -37,6 +37,9 @@ std::optional<Norm> norm_from_name(std::string_view name) noexcept;
 std::string_view position_name(Position p) noexcept;
 std::optional<Position> position_from_name(std::string_view name) noexcept;
 std::string_view bias_name(LinearBias b) noexcept;
+/// "materialised" | "flash" (model.attention); nullopt for any other name.
+std::string_view attention_name(Attention a) noexcept;
+std::optional<Attention> attention_from_name(std::string_view name) noexcept;
 std::optional<LinearBias> bias_from_name(std::string_view name) noexcept;
 
 }  // namespace edgc::sim

@@ -41,7 +41,9 @@ std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& sc
 ///  * compute_s, tp_comm_s: of the stage that computes longest (its compute + TP all-reduces);
 ///  * bubble_s: the rest of that stage's time until the pipeline end (pipeline fill/drain, waiting on
 ///    neighbours, pipeline-parallel transfers);
-///  * exposed_dp_comm_s: DP all-reduce time after the pipeline end, of the stage whose sync ends last;
+///  * exposed_dp_comm_s: DP all-reduce time after the pipeline end, of the stage whose sync ends last, plus the
+///    busiest stage's waits for its overlapped parameter all-gather (StageResult::param_gather_wait_s, taken from
+///    the bubble);
 ///  * optimizer_s, embedding_sync_s: the optimizer step and the first ↔ last stage embedding all-reduce of the
 ///    stage that finishes last, as far as the tail after the pipeline end leaves room for them;
 ///  * exposed_compression_s: the rest of the tail after the pipeline end (PowerSGD compute on that stage);

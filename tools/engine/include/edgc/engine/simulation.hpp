@@ -26,6 +26,12 @@ struct SimulateRequest {
   /// settings. Runs that need the same simulation read it instead of simulating again. Entries are written
   /// atomically; two runs computing the same entry at once both write identical content.
   std::string cache_dir;
+  /// Also find the break-even rank per stage (a few more simulated iterations: ranks 2, 4, 8, …); result.json's
+  /// "break_even". Always done when compression.r_max is "auto". Sweeps leave it off.
+  bool break_even = true;
+  /// The verdict threshold (results/verdict.hpp): a policy pays when it saves more than this share of the
+  /// uncompressed training time; result.json's "verdict".
+  double min_saving = 0.02;
 };
 
 struct SimulateOutcome {

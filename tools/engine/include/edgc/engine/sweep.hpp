@@ -31,6 +31,9 @@ struct SweepOptions {
   std::string best_by;  ///< summary ranking: a run field, default training_time_s
   /// The gradient-error budget (--max-error), overriding the spec's max_error.
   std::optional<double> max_error;
+  /// The verdict threshold (--min-saving): a policy pays when it saves more than this share of the uncompressed
+  /// training time (results/verdict.hpp).
+  double min_saving = 0.02;
   /// A spec with more points is refused before anything runs (a typo in a grid can make millions).
   std::int64_t max_points = 100'000;
 };

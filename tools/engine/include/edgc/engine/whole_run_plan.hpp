@@ -48,6 +48,7 @@ struct SimulationSetup {
   sim::ParallelSpec parallel;
   sim::CostParams cost;
   sim::ComputeVariability variability;  ///< the same draws in every simulation of a run (one seed)
+  std::string framework;                ///< the scenario's `framework` (scenario::Framework), empty when not set
   std::string where = "simulate";       ///< the scenario file, named in errors found while simulating
   bool guard_pages = true;              ///< actor stacks with guard pages (sim::ActorStacks)
 };

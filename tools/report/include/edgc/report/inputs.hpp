@@ -34,8 +34,8 @@ struct SimulateResult {
   std::vector<std::string> settings;     ///< the settings that produced the result (compression, network, trace)
 };
 
-/// Per policy other than `none`: "edgc pays: −10.18 % training time (−9.0 h, $880 saved) at 55.7 % gradient error
-/// (measured on the trace; CQM 95.4 %)", or "… does not pay: +x % training time …". Empty without a `none` run.
+/// Per policy other than `none`, the verdict of results::judge (verdict.hpp) at the threshold the result was written
+/// with: "edgc marginal: saves 0.281 % of training time (…) at 48.5 % gradient error …". Empty without a `none` run.
 std::vector<std::string> verdict_lines(const results::ResultDocument& doc);
 /// The settings behind a result: compression (window, α, β, r_min, r_max, step), network profile, the entropy
 /// source and the trace the gradient error was measured on, with its mapping; what the document has.

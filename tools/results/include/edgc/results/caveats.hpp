@@ -4,9 +4,9 @@
 
 namespace edgc::results {
 
-/// The kernel-level compute model's error bar (sim::kKernelModelValidation: its errors on the published runs of
-/// scenarios/validation/) as one sentence, for predictions on a GPU named `gpu`: adds that no published run was
-/// checked when `gpu` is not the one the validation rows ran on.
+/// The kernel-level compute model's error bar (sim::kKernelModelValidation: its signed errors on the published runs
+/// of scenarios/validation/, per GPU and stack) as one sentence, for predictions on a GPU named `gpu`: the band of
+/// that GPU, saying which way the model errs; for a GPU no published run was checked on, every band and that fact.
 std::string kernel_model_caveat(const std::string& gpu);
 
 }  // namespace edgc::results

@@ -69,6 +69,11 @@ struct SweepDocument {
   std::int64_t repeats = 1;
   std::vector<std::string> policies;
   nlohmann::ordered_json spec;  ///< the spec as read (what --resume compares)
+  /// The gradient-error budget of the sweep's last run (`--max-error`, else the spec's max_error); absent: none.
+  /// `report` leaves out the points over it, as the sweep's own table and summary.csv do.
+  std::optional<double> max_error;
+  /// The verdict threshold of the sweep's last run (`--min-saving`), a share of the uncompressed training time.
+  double min_saving = 0.02;
 };
 
 nlohmann::ordered_json to_json(const SweepDocument& doc);

@@ -19,11 +19,15 @@ struct CompressionSettings {
   /// the fit is resolved (`simulate` falls back to its own fit when not); resolved against the scenario, "" = none.
   std::string dac_measured;
   bool r_max_given = false;  ///< compression.r_max was given (not its default of 128)
+  /// compression.r_max was "auto": simulate sets it to the break-even rank (tools/engine/src/break_even.hpp); until
+  /// then controller.cqm.r_max holds r_min as a stand-in so the other settings can be checked.
+  bool r_max_auto = false;
 };
 
 /// Reads compression.* (policy, estimator, window, alpha, beta, block_bytes, seed, r_min, r_max, step, quantum,
-/// exponent, static_rank, selective_stages, warmup.*, dac.*). Throws ConfigError naming the scenario and key.
-CompressionSettings read_compression(Scenario& sc);
+/// exponent, static_rank, selective_stages, signal, warmup.*, dac.*). compression.r_max may be "auto" only where
+/// `r_max_auto_allowed` (simulate and the sweeps that run it). Throws ConfigError naming the scenario and key.
+CompressionSettings read_compression(Scenario& sc, bool r_max_auto_allowed = false);
 
 /// Sets controller.warmup's floor and ceiling in iterations from the fractions, for a run of `run_iterations`
 /// (ConfigError on field compression.warmup unless 0 ≤ floor_fraction ≤ ceiling_fraction).

@@ -46,6 +46,9 @@ class Scenario {
   int int32(const std::string& key, int fallback);
   bool boolean(const std::string& key, bool fallback);
   std::string string(const std::string& key, const std::string& fallback);
+  /// The JSON value at `key` as it is (an array or object the typed readers do not cover), marked as read; nullptr
+  /// when absent.
+  const nlohmann::json* raw(const std::string& key);
 
   /// Throws ConfigError for any leaf under one of `prefixes` that no read asked for.
   void reject_unknown(const std::vector<std::string>& prefixes) const;

@@ -13,6 +13,10 @@
 //                grad_bucket_params [0 = max(4e7, 1e6·dp)], grad_reduce_dtype [fp32 for bf16, else model.dtype],
 //                embedding_allreduce [true], scatter_gather_p2p [true],
 //                grad_accumulation_fusion [true], async_tp_allreduce [true]} (see sim::ParallelSpec)
+//   framework [not set] (top level; the defaults below are its own, see Framework)
+//   model.{attention ["materialised"; "flash" under megatron-core-2024], precision [model.dtype | "fp8"]}
+//   parallelism.{overlap_param_gather [false; true under megatron-core-2024 with the distributed optimizer],
+//                tp_comm_overlap [false; true under megatron-core-2024 with sequence parallelism]}
 //   compute.{model ["auto": kernels when the GPU has measured GEMM figures and compute.efficiency is not set,
 //            else efficiency], efficiency [0.4], hbm_efficiency [0.85], orth_column_latency_us [0],
 //            optimizer_step_ms [modelled], kernel_profile} (see sim::CostParams)
@@ -28,7 +32,27 @@
 
 namespace edgc::scenario {
 
+/// The top-level key `framework`: which training stack the scenario assumes, as the defaults it sets for the
+/// individual keys (a scenario may still give any of them). Empty = not set: the keys' own defaults (Megatron-LM
+/// of 2022 with gradient-accumulation fusion). scenarios/README.md, "Framework", tables the defaults.
+///   megatron-lm-2021   Narayanan et al. 2021: no gradient-accumulation fusion, no asynchronous TP all-reduce;
+///   megatron-lm-2022   Korthikanti et al. 2022: no gradient-accumulation fusion;
+///   megatron-core-2024 Megatron-Core with Transformer Engine: flash attention, sequence parallelism (tp > 1), the
+///                      distributed optimizer with overlapped gradient reduce-scatter and parameter all-gather, TP
+///                      communication overlap (with sequence parallelism).
+struct Framework {
+  std::string name;
+  bool megatron_core = false;
+  bool flash = false;
+  bool grad_accumulation_fusion = true;
+  bool async_tp_allreduce = true;
+};
+
+/// Reads `framework` (ConfigError naming it for an unknown name).
+Framework read_framework(Scenario& scenario);
+
 struct ModelConfig {
+  Framework framework;
   sim::ModelSpec model;
   sim::ParallelSpec parallel;
   sim::CostParams cost;

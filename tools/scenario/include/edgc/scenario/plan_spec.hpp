@@ -15,7 +15,7 @@
 //                                                       (required unless every entry has them)
 //     "layouts": [{"tp": 8, "pp": 4}, {"tp": 4, "pp": 4}],   dp = gpus / (tp · pp)
 //     "set": {"network.profile": "ideal"},              optional overrides of every option
-//     "pays_threshold": 0.01                            compression "pays" when it cuts training time by more
+//     "pays_threshold": 0.02                            compression "pays" when it cuts training time by more
 //   }
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -46,7 +46,7 @@ struct PlanSpec {
   std::vector<PlanOption> options;
   std::vector<std::string> skipped;  ///< combinations that cannot be laid out, with the reason
   nlohmann::json sets = nlohmann::json::object();
-  double pays_threshold = 0.01;  ///< fraction of training time
+  double pays_threshold = 0.02;  ///< fraction of training time (results/verdict.hpp; `plan --min-saving` overrides)
   /// "max_error": the gradient-error budget (relative error of the averaged gradient, > 0): an option whose policy
   /// exceeds it is infeasible, with the figure. `edgc plan --max-error` overrides it.
   std::optional<double> max_error;

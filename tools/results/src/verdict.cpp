@@ -1,0 +1,246 @@
+#include "edgc/results/verdict.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "edgc/core/policy_registry.hpp"
+#include "edgc/results/result_document.hpp"
+
+namespace edgc::results {
+namespace {
+
+constexpr const char* kStaticPolicy = "static";
+
+std::string pct(double fraction) { return fmt_sig3(100.0 * fraction) + " %"; }
+
+// "at 48.5 % gradient error (measured on the trace)", or the CQM's prediction, or nothing when unknown.
+std::string error_clause(const VerdictRun& r) {
+  if (!std::isfinite(r.error)) return "";
+  if (!r.error_measured) return " at " + pct(r.error) + " gradient error (CQM prediction, not measured)";
+  return " at " + pct(r.error) + " gradient error (measured on the trace" +
+         (std::isfinite(r.cqm_error) ? "; CQM " + pct(r.cqm_error) : std::string()) + ")";
+}
+
+// "saves 0.281 % of training time (0.853 h, $83.5)" or "costs 1.2 % more training time (0.5 h, $40 more)".
+std::string saving_clause(const VerdictRun& r) {
+  if (!std::isfinite(r.saving)) return "training time unknown";
+  const bool saves = r.saving > 0.0;
+  std::string s =
+      saves ? "saves " + pct(r.saving) + " of training time" : "costs " + pct(-r.saving) + " more training time";
+  std::string detail;
+  if (std::isfinite(r.hours_saved)) detail += fmt_sig3(std::abs(r.hours_saved)) + " h";
+  if (std::isfinite(r.usd_saved))
+    detail += (detail.empty() ? "" : ", ") + std::string("$") + fmt_sig3(std::abs(r.usd_saved)) +
+              (r.usd_saved >= 0.0 ? "" : " more");
+  if (!detail.empty()) s += " (" + detail + ")";
+  return s;
+}
+
+// Which of `run` and `st` is better: the one with less error at equal time, else the faster one when it is no less
+// accurate; empty when errors are unknown or each wins on one side. Sets `equal_time`.
+std::string better_of(const VerdictRun& run, const VerdictRun& st, bool& equal_time) {
+  equal_time = std::abs(run.saving - st.saving) < kEqualTimeTolerance;
+  if (!std::isfinite(run.error) || !std::isfinite(st.error)) return "";
+  if (equal_time) {
+    if (run.error < st.error) return run.policy;
+    if (st.error < run.error) return st.policy;
+    return "";
+  }
+  const VerdictRun& fast = run.saving > st.saving ? run : st;
+  const VerdictRun& slow = run.saving > st.saving ? st : run;
+  return fast.error <= slow.error ? fast.policy : "";
+}
+
+std::string static_clause(const VerdictRun& run, const VerdictRun& st, std::string& better) {
+  if (!std::isfinite(run.saving) || !std::isfinite(st.saving)) return "";
+  bool equal_time = false;
+  better = better_of(run, st, equal_time);
+  std::string s = equal_time ? " At equal time (within " + pct(kEqualTimeTolerance) + " of training time) static rank "
+                             : " Static rank ";
+  s += (st.saving > 0.0 ? "saves " + pct(st.saving) : "costs " + pct(-st.saving) + " more") + error_clause(st);
+  if (!better.empty())
+    s += ": " + better + " is better.";
+  else if (!std::isfinite(run.error) || !std::isfinite(st.error))
+    s += "; the gradient errors are not both known.";
+  else if (equal_time)
+    s += ": the same.";
+  else
+    s += ": a trade-off (" + (run.saving > st.saving ? run.policy : st.policy) + " is faster, " +
+         (run.saving > st.saving ? st.policy : run.policy) + " more accurate).";
+  return s;
+}
+
+}  // namespace
+
+const char* payoff_name(Payoff p) noexcept {
+  switch (p) {
+    case Payoff::kPays:
+      return "pays";
+    case Payoff::kMarginal:
+      return "marginal";
+    case Payoff::kDoesNotPay:
+      break;
+  }
+  return "does not pay";
+}
+
+Payoff judge_saving(double saving, double min_saving) noexcept {
+  if (!(saving > 0.0)) return Payoff::kDoesNotPay;  // NaN too
+  return saving > min_saving ? Payoff::kPays : Payoff::kMarginal;
+}
+
+std::string fmt_sig3(double x) {
+  if (std::isnan(x)) return "-";
+  if (x == 0.0 || !std::isfinite(x)) return x == 0.0 ? "0" : (x > 0 ? "inf" : "-inf");
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2e", x);  // rounds to 3 significant digits first (9.996 -> 1.00e+01)
+  const double r = std::strtod(buf, nullptr);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(r))));  // 0 for 1..9.99, 2 for 100..999
+  const int decimals = std::max(0, 2 - magnitude);
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, r);
+  return buf;
+}
+
+VerdictRun verdict_run(const RunFigures& run, const RunFigures& none) {
+  VerdictRun v;
+  v.policy = run.policy;
+  if (none.training_time_s > 0.0) v.saving = 1.0 - run.training_time_s / none.training_time_s;
+  v.hours_saved = (none.training_time_s - run.training_time_s) / 3600.0;
+  v.usd_saved = none.cost_usd - run.cost_usd;
+  v.error_measured = std::isfinite(run.gradient_error);
+  v.error = v.error_measured ? run.gradient_error : run.cqm_error;
+  v.cqm_error = run.cqm_error;
+  return v;
+}
+
+Verdict judge(const VerdictInput& in, double min_saving) {
+  Verdict v;
+  v.policy = in.run.policy;
+  v.saving = in.run.saving;
+  v.min_saving = min_saving;
+  v.dp_sync_share = in.dp_sync_share;
+  v.payoff = judge_saving(in.run.saving, min_saving);
+  v.text = in.run.policy + " " + payoff_name(v.payoff) + ": " + saving_clause(in.run) + error_clause(in.run) + "; " +
+           (v.payoff == Payoff::kPays ? "above" : "pays only above") + " " + pct(min_saving) + " (--min-saving).";
+  if (std::isfinite(in.dp_sync_share))
+    v.text += " The data-parallel sync is " + pct(in.dp_sync_share) + " of the uncompressed iteration.";
+  if (in.static_run) v.text += static_clause(in.run, *in.static_run, v.better_than_static);
+  return v;
+}
+
+std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, double min_saving) {
+  const RunFigures* none = nullptr;
+  const RunFigures* st = nullptr;
+  for (const RunFigures* r : runs) {
+    if (core::is_baseline_policy(r->policy)) none = r;
+    if (r->policy == kStaticPolicy) st = r;
+  }
+  std::vector<Verdict> out;
+  if (none == nullptr) return out;
+  for (const RunFigures* r : runs) {
+    if (r == none) continue;
+    VerdictInput in;
+    in.run = verdict_run(*r, *none);
+    if (none->iteration_time_s > 0.0) in.dp_sync_share = none->comm_latency_s / none->iteration_time_s;
+    if (st != nullptr && r != st) in.static_run = verdict_run(*st, *none);
+    out.push_back(judge(in, min_saving));
+  }
+  return out;
+}
+
+MemoryWithCompression memory_with_error_feedback(const ResultDocument& doc) {
+  MemoryWithCompression out;
+  const auto m = doc.sections.find("memory");
+  if (m == doc.sections.end() || !m->is_object() || !m->contains("stages") || !(*m)["stages"].is_array()) return out;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  double simulated = 0.0;
+  double buffer = 0.0;
+  for (const auto& s : (*m)["stages"]) {
+    const double peak = s.value("peak_GiB", 0.0);
+    const double ef = s.value("parameters", 0.0) * kErrorFeedbackBytesPerParameter / kGiB;
+    if (!std::isfinite(out.peak_GiB) || peak + ef > out.peak_GiB) {
+      out.peak_GiB = peak + ef;
+      simulated = peak;
+      buffer = ef;
+    }
+  }
+  if (!std::isfinite(out.peak_GiB)) return out;
+  out.text = "Memory with compression: peak " + fmt_sig3(out.peak_GiB) + " GiB per GPU";
+  if ((*m).contains("capacity_GiB") && (*m)["capacity_GiB"].is_number()) {
+    const double capacity = (*m)["capacity_GiB"].get<double>();
+    out.text += " of " + fmt_sig3(capacity) + " GiB (" + fmt_sig3(capacity - out.peak_GiB) + " GiB headroom)";
+  }
+  out.text += ": the simulated " + fmt_sig3(simulated) + " GiB plus " + fmt_sig3(buffer) +
+              " GiB for PowerSGD's error-feedback buffer (fp32, one value per parameter: assumed).";
+  return out;
+}
+
+std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving) {
+  std::vector<const RunFigures*> runs;
+  for (const ResultRun& r : doc.runs) runs.push_back(&r);
+  std::vector<Verdict> out = judge_runs(runs, min_saving);
+  const MemoryWithCompression memory = memory_with_error_feedback(doc);
+  for (Verdict& v : out) {
+    v.peak_memory_GiB = memory.peak_GiB;
+    if (!memory.text.empty()) v.text += " " + memory.text;
+  }
+  return out;
+}
+
+nlohmann::ordered_json verdict_section(const std::vector<Verdict>& verdicts, double min_saving) {
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+  const auto number = [](double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(); };
+  for (const Verdict& v : verdicts)
+    runs.push_back({{"policy", v.policy},
+                    {"verdict", payoff_name(v.payoff)},
+                    {"saving", number(v.saving)},
+                    {"dp_sync_share", number(v.dp_sync_share)},
+                    {"better_than_static", v.better_than_static.empty() ? nlohmann::ordered_json()
+                                                                        : nlohmann::ordered_json(v.better_than_static)},
+                    {"peak_memory_GiB", number(v.peak_memory_GiB)},
+                    {"text", v.text}});
+  return {{"min_saving", min_saving}, {"runs", runs}};
+}
+
+std::string break_even_line(const ResultDocument& doc) {
+  const auto it = doc.sections.find("break_even");
+  if (it == doc.sections.end() || !it->is_object() || !it->contains("stages")) return "";
+  const nlohmann::ordered_json& b = *it;
+  std::string ranks;
+  for (const auto& s : b["stages"]) {
+    const std::string kind = s.value("kind", "");
+    const double rank = s["rank"].is_number() ? s["rank"].get<double>() : RunFigures::kAbsent;
+    // Ranks are counts: whole above 100, else 3 significant digits.
+    std::string r = kind == "below_first_probe" ? "none"
+                    : !std::isfinite(rank)      ? "-"
+                    : rank >= 100.0             ? std::to_string(std::lround(rank))
+                                                : fmt_sig3(rank);
+    if (kind == "above_last_probe") r = "> " + r;
+    if (kind == "all_skipped") r = "<= " + r + " (skip rule)";
+    ranks += (ranks.empty() ? "" : ", ") + r;
+  }
+  std::string line =
+      "break-even rank per stage (the compressed DP sync, compression included, as slow as the "
+      "uncompressed one; \"skip rule\": faster at every rank that compresses): " +
+      ranks;
+  if (b.contains("r_max") && b["r_max"].is_number_integer()) {
+    line += "; r_max " + std::to_string(b["r_max"].get<std::int64_t>()) + " from " +
+            (b.value("r_max_from", "") == "break_even" ? std::string("the break-even (compression.r_max auto)")
+                                                       : std::string("compression.r_max"));
+    if (b.value("r_max_from", "") != "break_even" && b.contains("r_max_auto") && b["r_max_auto"].is_number_integer())
+      line += " (auto would give " + std::to_string(b["r_max_auto"].get<std::int64_t>()) + ")";
+  }
+  return line;
+}
+
+double result_min_saving(const ResultDocument& doc) {
+  const auto it = doc.sections.find("verdict");
+  if (it == doc.sections.end() || !it->is_object()) return kDefaultMinSaving;
+  const auto m = it->find("min_saving");
+  return m != it->end() && m->is_number() ? m->get<double>() : kDefaultMinSaving;
+}
+
+}  // namespace edgc::results
