@@ -7,7 +7,8 @@ Every policy runs the same job: 2 data-parallel ranks (torch.distributed, gloo, 
 the same batches per rank in the same order (rank r draws from its own generator seeded with seed + r), the same
 learning-rate schedule (linear warm-up then cosine, as train_tiny_gpt.py), AdamW, gradient clipping. Only the DDP
 communication hook's policy differs: edgc_torch's hook with `none` (uncompressed, through the same hook), `static`
-(PowerSGD at r_max once warm) or `edgc` (rank from the entropy trend). Per policy the JSON holds the loss curve
+(PowerSGD at r_max once warm), `edgc` (rank from the entropy trend) or `edgc-megatron` (the authors' port: rank
+from the loss trend). Per policy the JSON holds the loss curve
 (rank 0's training loss every step), the final validation loss and perplexity (fixed held-out windows), the rank
 in force per window, the bytes each rank sent, and the wall time. Provenance: the command, versions, date, CPU.
 """
@@ -40,7 +41,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--out", required=True, help="JSON file to write")
-    p.add_argument("--policies", default="none,static,edgc", help="comma-separated edgc_torch policies")
+    p.add_argument("--policies", default="none,static,edgc,edgc-megatron",
+                   help="comma-separated edgc_torch policies")
     p.add_argument("--corpus", default="/usr/share/common-licenses", help="directory of text files")
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--layers", type=int, default=4)

@@ -72,7 +72,7 @@ HookEngine::HookEngine(HookSettings settings, std::vector<HookTensor> tensors)
     if (best[s] < 0)
       throw ConfigError("", "stages", "stage " + std::to_string(s) + " has no parameter with 2 or more dims");
   controller_ = core::make_controller(cc, "");
-  reads_entropy_ = core::reads_entropy(cc.policy);
+  reads_entropy_ = core::reads_entropy(cc.policy, cc);
   kernels::BackendOptions bo;
   bo.threads = settings_.threads;
   backend_ = kernels::make_backend("cpu", bo);

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string_view>
 
+#include "edgc/core/megatron_rule.hpp"
 #include "edgc/core/policy_registry.hpp"
 
 namespace py = pybind11;
@@ -57,6 +59,7 @@ HookSettings settings_from_kwargs(const py::dict& kw) {
   std::int64_t iterations = 0;
   double floor_fraction = 0.1;
   double ceiling_fraction = 0.3;
+  bool step_given = false;
   // The scenario's defaults where they differ from the structs' (compression_config.cpp).
   c.policy = "edgc";
   using Setter = std::function<void(const py::handle&, const std::string&)>;
@@ -77,7 +80,18 @@ HookSettings settings_from_kwargs(const py::dict& kw) {
        }},
       {"r_min", [&](auto v, auto k) { c.cqm.r_min = int32(v, k); }},
       {"r_max", [&](auto v, auto k) { c.cqm.r_max = int32(v, k); }},
-      {"step", [&](auto v, auto k) { c.cqm.step = int32(v, k); }},
+      {"step",
+       [&](auto v, auto k) {
+         c.cqm.step = int32(v, k);
+         step_given = true;
+       }},
+      {"signal",
+       [&](auto v, auto k) {
+         const auto name = get<std::string>(v, k, "a string");
+         const std::optional<core::MegatronSignal> sig = core::megatron_signal_from_name(name);
+         if (!sig) throw ConfigError("", k, "must be loss or entropy, got '" + name + "'");
+         c.megatron_signal = *sig;
+       }},
       {"quantum", [&](auto v, auto k) { c.cqm.quantum = int32(v, k); }},
       {"exponent", [&](auto v, auto k) { c.cqm.exponent = number(v, k); }},
       {"static_rank", [&](auto v, auto k) { c.static_rank = int32(v, k); }},
@@ -118,6 +132,8 @@ HookSettings settings_from_kwargs(const py::dict& kw) {
     if (value.is_none()) continue;  // None: the default
     it->second(value, name);
   }
+  // edgc-megatron keeps the port's step for its signal (4 or 8) unless step is given, as the scenario reader does.
+  c.megatron_step = step_given ? c.cqm.step : 0;
   core::policy_info(c.policy, "", "compression.policy");
   core::validate(s.gds, "");
   if (floor_fraction < 0.0 || ceiling_fraction < floor_fraction)

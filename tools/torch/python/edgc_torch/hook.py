@@ -44,7 +44,8 @@ class State:
     settings       the scenario's compression keys as keywords, same defaults: policy ('edgc'; edgc_torch.policies()),
                    r_min (32), r_max (128), step (8), quantum (4), exponent (1.0), window (1000), alpha (0.1),
                    beta (0.25), block_bytes (4096), seed (0: GDS blocks and PowerSGD's initial Q), estimator
-                   ('gaussian'), static_rank, selective_stages, warmup_mode ('entropy' | 'fixed'), warmup_fixed_iters,
+                   ('gaussian'), static_rank, selective_stages, signal (edgc-megatron: 'loss' | 'entropy'), warmup_mode
+                   ('entropy' | 'fixed'), warmup_fixed_iters,
                    warmup_threshold_nats, warmup_stable_windows, warmup_floor_fraction, warmup_ceiling_fraction,
                    bins_per_sigma (8), error_feedback (True), warm_start (True), threads (1)
 
