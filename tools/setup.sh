@@ -46,7 +46,7 @@ packages=(
   libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libsimgrid-dev
   libopenmpi-dev openmpi-bin
-  python3 python3-numpy python3-torch libopenblas0-pthread
+  python3 python3-dev python3-numpy python3-torch libopenblas0-pthread pybind11-dev
   chromium
 )
 

@@ -60,6 +60,10 @@ PowerSgd::PowerSgd(Backend& backend, std::vector<std::vector<std::int64_t>> shap
     : backend_(backend), config_(config) {
   if (config.rank < 0) throw ConfigError("", "rank", "must be >= 0, got " + std::to_string(config.rank));
   check_power_iteration_settings(config.orthogonalization_eps, config.min_compression_rate);
+  if (!config.q_ids.empty() && config.q_ids.size() != shapes.size())
+    throw ConfigError("", "q_ids",
+                      "has " + std::to_string(config.q_ids.size()) + " ids for " + std::to_string(shapes.size()) +
+                          " tensors (give one per tensor, or none)");
   tensors_.resize(shapes.size());
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const auto& s = shapes[i];
@@ -145,6 +149,19 @@ void PowerSgd::reset_error(std::size_t tensor) {
   tensors_[tensor].error.zero();
 }
 
+void PowerSgd::set_error(std::size_t tensor, std::span<const float> e) {
+  check_index(tensor);
+  if (!config_.error_feedback) throw ConfigError("", "error_feedback", "is off: this compressor keeps no error buffer");
+  Tensor& t = tensors_[tensor];
+  const auto numel = static_cast<std::size_t>(t.m * t.n);
+  if (e.size() != numel)
+    throw InputError(
+        "PowerSgd::set_error", "e",
+        tensor_name(tensor, t.m, t.n) + ": " + std::to_string(e.size()) + " values, expected " + std::to_string(numel));
+  if (t.error.empty()) t.error = Buffer<float>(backend_, numel);
+  t.error.upload(e);
+}
+
 std::span<const float> PowerSgd::warm_start_q(std::size_t tensor) const {
   check_index(tensor);
   return tensors_[tensor].q.span();
@@ -155,7 +172,8 @@ void PowerSgd::draw_q(std::size_t tensor, std::span<float> q) const {
   // step counter, which all ranks advance together.
   const auto r = static_cast<std::uint64_t>(tensors_[tensor].rank);
   const std::uint64_t step = config_.warm_start ? 0 : static_cast<std::uint64_t>(steps_) + 1;
-  Rng rng(config_.seed, mix64(static_cast<std::uint64_t>(tensor) ^ mix64(r ^ mix64(step))));
+  const std::uint64_t id = config_.q_ids.empty() ? static_cast<std::uint64_t>(tensor) : config_.q_ids[tensor];
+  Rng rng(config_.seed, mix64(id ^ mix64(r ^ mix64(step))));
   for (float& v : q) v = static_cast<float>(rng.normal());
 }
 

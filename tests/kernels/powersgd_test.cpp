@@ -258,5 +258,40 @@ TEST(PowerSgd, WithoutWarmStartStillCompressesAndStatsAreConsistent) {
   }
 }
 
+TEST(PowerSgd, QIdsAndSetErrorLetASubsetCompressorContinueTheWholeOnesWork) {
+  // A compressor over some of the tensors (a DDP bucket) given their ids among all of them draws the same Q, and one
+  // that takes over a tensor with set_error continues its error feedback: same results as one compressor over all.
+  const auto backend = make_backend("cpu");
+  const Shapes all{{40, 30}, {24, 32}, {40, 30}};
+  PowerSgd whole(*backend, all, {.rank = 4, .seed = 9});
+  PowerSgd first(*backend, {all[0], all[1]}, {.rank = 4, .seed = 9, .q_ids = {0, 1}});
+  PowerSgd last(*backend, {all[2]}, {.rank = 4, .seed = 9, .q_ids = {2}});
+  LocalCommunicator comm;
+  auto g = random_grads(all, 1);
+  std::vector<std::vector<float>> g01{g[0], g[1]};
+  std::vector<std::vector<float>> g2{g[2]};
+  whole.step(spans(g), comm);
+  first.step(spans(g01), comm);
+  last.step(spans(g2), comm);
+  EXPECT_EQ(g01[0], g[0]);
+  EXPECT_EQ(g01[1], g[1]);
+  EXPECT_EQ(g2[0], g[2]);
+  // Tensor 2 moves to a new compressor: its error buffer goes along (Q is drawn afresh, as after a rank change).
+  PowerSgd moved(*backend, {all[2]}, {.rank = 4, .seed = 9, .q_ids = {2}});
+  moved.set_error(0, last.error_copy(0));
+  whole.set_rank(2, 2);
+  whole.set_rank(2, 4);
+  auto h = random_grads(all, 2);
+  std::vector<std::vector<float>> h2{h[2]};
+  whole.step(spans(h), comm);
+  moved.step(spans(h2), comm);
+  EXPECT_EQ(h2[0], h[2]);
+  EXPECT_EQ(moved.error_copy(0), whole.error_copy(2));
+  EXPECT_THROW(PowerSgd(*backend, all, {.q_ids = {0, 1}}), ConfigError);
+  EXPECT_THROW(moved.set_error(0, std::vector<float>(5)), InputError);
+  PowerSgd no_feedback(*backend, {all[0]}, {.error_feedback = false});
+  EXPECT_THROW(no_feedback.set_error(0, std::vector<float>(1200)), ConfigError);
+}
+
 }  // namespace
 }  // namespace edgc::kernels

@@ -279,6 +279,19 @@ class Recorder(unittest.TestCase):
         TraceRecorder(self.out, self.params, overwrite=True)
         self.assertEqual(os.listdir(self.out), [])
 
+    def test_given_gradients_replace_p_grad(self):
+        # A DDP hook's local gradients (before averaging) are recorded instead of p.grad; every name must be there.
+        rec = TraceRecorder(self.out, self.params, num_stages=1, dtype="f32")
+        self.backward()
+        given = {n: torch.full_like(p, float(i + 1)) for i, (n, p) in enumerate(self.params.items())}
+        rec.step(0, grads=given)
+        entries, _ = st.load(os.path.join(self.out, "iter_000000.safetensors"))
+        for name, g in given.items():
+            np.testing.assert_array_equal(entries[name].array, g.numpy())
+        first = next(iter(given))
+        with self.assertRaisesRegex(RuntimeError, repr(first)):
+            rec.step(1, grads={n: g for n, g in given.items() if n != first})
+
 
 class Seq(torch.nn.Module):
     """(batch, sequence, hidden) activations through 4 layers, as a pipeline splits them."""

@@ -318,12 +318,15 @@ class TraceRecorder:
         self.provenance.update(fields)
         self._write_manifest()
 
-    def _entries(self, iteration):
+    def _entries(self, iteration, grads=None):
         torch_dtype, st_dtype = DTYPES[self.dtype]
         entries = {}
         with torch.no_grad():
             for t in self.tensors:
-                g = t.param.grad
+                g = t.param.grad if grads is None else grads.get(t.name)
+                if g is None and grads is not None:
+                    raise RuntimeError(f"parameter {t.name!r} is missing from the gradients given at iteration "
+                                       f"{iteration}")
                 if g is None:
                     raise RuntimeError(
                         f"parameter {t.name!r} has no gradient (.grad is None) at iteration {iteration}: "
@@ -350,11 +353,13 @@ class TraceRecorder:
                 entries[b["name"]] = (st_dtype, v.view(torch.int16).numpy() if st_dtype == "BF16" else v.numpy())
         return entries
 
-    def step(self, iteration, loss=None):
+    def step(self, iteration, loss=None, grads=None):
         """Record the current gradients if `iteration % every == 0`; returns whether it recorded.
 
         Call after `backward()` and before the optimizer zeroes the gradients.  A non-finite loss is
-        stored as null (JSON has no NaN).
+        stored as null (JSON has no NaN).  `grads` (dict name -> tensor) records those instead of `p.grad`:
+        under DDP, `p.grad` holds the averaged gradient, and a comm hook's local gradients before averaging
+        (edgc_torch.State(keep_local_gradients=True).local_gradients()) are what each rank really had.
         """
         if not isinstance(iteration, int) or iteration < 0:
             raise ValueError(f"iteration must be a non-negative integer, got {iteration!r}")
@@ -369,7 +374,7 @@ class TraceRecorder:
         loss = float(loss) if loss is not None and math.isfinite(float(loss)) else None
 
         fname = f"iter_{iteration:06d}.safetensors"
-        safetensors_io.save(os.path.join(self.out_dir, fname), self._entries(iteration),
+        safetensors_io.save(os.path.join(self.out_dir, fname), self._entries(iteration, grads),
                             metadata={"format": FORMAT, "iteration": str(iteration)})
         self.iterations.append({"iteration": iteration, "file": fname, "loss": loss})
         self._write_manifest()

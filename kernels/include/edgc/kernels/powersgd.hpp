@@ -44,8 +44,11 @@ struct PowerSgdConfig {
   /// Compress a tensor only if (m + n)·r·min_compression_rate < m·n (PyTorch's rule, core::powersgd_compresses);
   /// > 0. The others join the one fused uncompressed all-reduce.
   double min_compression_rate = core::kPowerSgdMinCompressionRate;
-  /// Seed of the random initial Q; every rank must use the same seed (Q is drawn from (seed, tensor index)).
+  /// Seed of the random initial Q; every rank must use the same seed (Q is drawn from (seed, tensor id, rank)).
   std::uint64_t seed = 0;
+  /// Per tensor, the id its initial Q is drawn from; empty = its index. A compressor holding some of a model's tensors
+  /// (one DDP bucket) passes their indices among all of them, so it draws the Q one compressor over all would draw.
+  std::vector<std::uint64_t> q_ids = {};
 };
 
 /// What one step did to one tensor on this rank.
@@ -111,6 +114,10 @@ class PowerSgd {
   std::vector<float> error_copy(std::size_t tensor) const;
   /// Sets a tensor's error buffer to zero (e.g. after its gradient held NaN, or a change of layout).
   void reset_error(std::size_t tensor);
+  /// Sets a tensor's error buffer to `e` (numel floats, host memory): the error feedback a tensor carries when it
+  /// moves to another compressor (DDP rebuilt its buckets). Throws ConfigError for an index out of range or a
+  /// compressor without error feedback, InputError when e.size() != numel(tensor).
+  void set_error(std::size_t tensor, std::span<const float> e);
   /// Warm-start factor Q of a compressed tensor (n×r) in the backend's memory, empty when it has none yet.
   std::span<const float> warm_start_q(std::size_t tensor) const;
   std::int64_t steps() const noexcept { return steps_; }
