@@ -168,5 +168,35 @@ TEST(Verdict, MemoryAddsTheErrorFeedbackBufferToEachStagesPeak) {
   EXPECT_EQ(verdict_section(vs, kDefaultMinSaving)["runs"][0]["peak_memory_GiB"].get<double>(), 4.0);
 }
 
+// A simulated run that does not pay names the command that finds the NIC bandwidth at which it would; one that pays,
+// one without data parallelism and one on a single node do not.
+TEST(Verdict, AMarginalSimulateVerdictPointsToTheBreakevenSearch) {
+  ResultDocument doc;
+  doc.scenario = "scenarios/x.json";
+  doc.parallelism = ResultParallelism{};
+  doc.parallelism->dp = 2;
+  ResultRun none;
+  none.policy = "none";
+  none.training_time_s = 100.0;
+  none.iteration_time_s = 1.0;
+  ResultRun edgc = none;
+  edgc.policy = "edgc";
+  edgc.training_time_s = 99.0;
+  doc.runs = {none, edgc};
+  const std::string pointer =
+      " The NIC bandwidth at which it would pay: edgc breakeven --scenario scenarios/x.json --vary "
+      "cluster.inter_node.nic_bandwidth_GBps --target 2.00 --policy edgc (with this run's --set).";
+  std::vector<Verdict> vs = result_verdicts(doc, kDefaultMinSaving);
+  ASSERT_EQ(vs.size(), 1U);
+  EXPECT_EQ(vs[0].payoff, Payoff::kMarginal);
+  EXPECT_NE(vs[0].text.find(pointer), std::string::npos) << vs[0].text;
+  EXPECT_NE(result_verdicts(doc, 0.05)[0].text.find("--target 5.00 --policy edgc"), std::string::npos);
+  doc.runs[1].training_time_s = 90.0;  // pays: nothing to search for
+  EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[0].text.find("edgc breakeven"), std::string::npos);
+  doc.runs[1].training_time_s = 99.0;
+  doc.parallelism->dp = 1;  // no data-parallel sync: the NIC bandwidth cannot make it pay
+  EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[0].text.find("edgc breakeven"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace edgc::results

@@ -178,6 +178,22 @@ MemoryWithCompression memory_with_error_feedback(const ResultDocument& doc) {
   return out;
 }
 
+namespace {
+
+// Where a simulated run does not pay and has a data-parallel sync across nodes to compress, the command that finds
+// the NIC bandwidth at which it would. Not the figure itself: that search is several whole simulate runs (about 35 s
+// on the V100 paper scenario, 5 runs on 2 cores, where one simulate takes about 7 s), too slow for every simulate.
+std::string breakeven_pointer(const ResultDocument& doc, const Verdict& v) {
+  if (v.payoff == Payoff::kPays || doc.source != "simulate" || doc.scenario.empty() || !doc.parallelism ||
+      doc.parallelism->dp < 2 || (doc.cluster && doc.cluster->nodes < 2))
+    return "";
+  return " The NIC bandwidth at which it would pay: edgc breakeven --scenario " + doc.scenario +
+         " --vary cluster.inter_node.nic_bandwidth_GBps --target " + fmt_sig3(100.0 * v.min_saving) + " --policy " +
+         v.policy + " (with this run's --set).";
+}
+
+}  // namespace
+
 std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving) {
   std::vector<const RunFigures*> runs;
   for (const ResultRun& r : doc.runs) runs.push_back(&r);
@@ -186,6 +202,7 @@ std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_savin
   for (Verdict& v : out) {
     v.peak_memory_GiB = memory.peak_GiB;
     if (!memory.text.empty()) v.text += " " + memory.text;
+    v.text += breakeven_pointer(doc, v);
   }
   return out;
 }
