@@ -30,6 +30,9 @@ std::string format_value(double x, double step) {
   return buf;
 }
 
+// A saving this close to 0 (percentage points) counts as 0: well below any figure printed at 3 significant digits.
+constexpr double kZeroTolerancePct = 1e-4;
+
 class Search {
  public:
   explicit Search(BreakevenRequest& r) : r_(r) {}
@@ -185,8 +188,10 @@ BreakevenOutcome run_breakeven(const BreakevenRequest& request) {
                          format_value(*r.hi, r.step) +
                          " (assuming the saving is monotone in the key, widen --lo/--hi or lower --target)");
   out.target = search.crossing(r.target_pct, r.tolerance_pct);
-  // Near 0 the curve is flat in most keys: a tenth of the tolerance, so the zero is not taken from the target's side.
-  out.zero = search.crossing(0.0, r.tolerance_pct / 10.0);
+  out.target_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Savings flatten towards 0 on the far side (a fast network leaves little to save or lose), so a saving near 0 says
+  // little about where it crosses: the zero is bracketed on sign down to value_tolerance (or max_steps).
+  out.zero = search.crossing(0.0, kZeroTolerancePct);
   out.curve = search.curve();
   int sign = 0;
   for (std::size_t i = 1; i < out.curve.size(); ++i) {
@@ -238,13 +243,14 @@ std::string breakeven_json(const BreakevenOutcome& o) {
   j["hi"] = *r.hi;
   j["step"] = r.step;
   j["tolerance_pct"] = r.tolerance_pct;
-  j["zero_tolerance_pct"] = r.tolerance_pct / 10.0;
+  j["zero_tolerance_pct"] = kZeroTolerancePct;
   j["value_tolerance"] = r.value_tolerance;
   j["max_steps"] = r.max_steps;
   j["target"] = crossing_json(o.target);
   j["zero"] = crossing_json(o.zero);
   j["monotone"] = o.monotone;
   j["simulations"] = o.curve.size();
+  j["target_wall_s"] = o.target_wall_s;
   j["wall_s"] = o.wall_s;
   nlohmann::ordered_json curve = nlohmann::ordered_json::array();
   for (const BreakevenPoint& p : o.curve)
@@ -288,7 +294,9 @@ std::string breakeven_text(const BreakevenOutcome& o) {
   s << "\n" << r.key << "  saving %\n";
   for (const BreakevenPoint& p : o.curve)
     s << "  " << results::fmt_sig3(p.value) << "  " << results::fmt_sig3(p.saving_pct) << "\n";
-  s << "\n" << o.curve.size() << " simulate runs in " << results::fmt_sig3(o.wall_s) << " s";
+  s << "\n"
+    << o.curve.size() << " simulate runs in " << results::fmt_sig3(o.wall_s) << " s (the target's in "
+    << results::fmt_sig3(o.target_wall_s) << " s)";
   if (!o.monotone) s << "; the savings are NOT monotone in the key";
   s << "\n";
   return s.str();

@@ -5,8 +5,9 @@
 // Method: a bracketed root search over whole simulate runs (run_simulation, policies none and the named one, each
 // simulation in its own child process). Each step simulates one value; the next value is the secant of the two
 // bracket ends (in log space for positive values), kept within the middle 80 % of the bracket so that a bent curve
-// still halves it at worst. It stops when a simulated saving is within `tolerance` of the sought saving, when the
-// bracket is narrower than `value_tolerance` (relative), or after `max_steps` simulations per sought saving.
+// still halves it at worst. It stops when a simulated saving is within `tolerance` of the sought saving (for the 0 %
+// crossing 1e-4 points: savings flatten towards 0, so only the sign change locates it), when the bracket is narrower
+// than `value_tolerance` (relative), or after `max_steps` simulations per sought saving.
 //
 // Assumption (stated in the output): the saving is monotone in the key over [lo, hi]. With that, the target lies
 // between the savings at lo and hi or nowhere in the bracket; a target outside them is refused (UsageError) before
@@ -63,6 +64,7 @@ struct BreakevenOutcome {
   BreakevenCrossing zero;                ///< the saving reaches 0 (found false when it keeps one sign)
   std::vector<BreakevenPoint> curve;     ///< every simulated value, ascending
   bool monotone = true;                  ///< the curve's savings are monotone in the value
+  double target_wall_s = 0.0;            ///< until the target's crossing was found (the bracket ends included)
   double wall_s = 0.0;
   std::vector<std::string> warnings;
 };
