@@ -28,8 +28,9 @@ int run_breakeven_command(const std::vector<std::string>& args) {
       "step", po::value(&r.step),
       "values are multiples of this (default 0: continuous; a batch size needs its granule)")(
       "tolerance", po::value(&r.tolerance_pct),
-      "stop when a simulated saving is this many percentage points from the target (default 0.5)")(
-      "max-steps", po::value(&r.max_steps), "simulate runs per crossing beyond the bracket ends (default 8)")(
+      "stop when a simulated saving is this many percentage points from the target (default: 0.5 or 5 % of the target, "
+      "the smaller)")("max-steps", po::value(&r.max_steps),
+                      "simulate runs per crossing beyond the bracket ends (default 8)")(
       "set", po::value(&r.sets)->composing(), "override a scenario key: dotted.key=value (repeatable)")(
       "out", po::value(&out), "also write DIR/breakeven.json and DIR/curve.csv (DIR must not exist or be empty)")(
       "jobs", po::value(&r.jobs), "simulations of one run in parallel (default: the CPU count)");

@@ -82,6 +82,8 @@ class Search {
     c.found = true;
     const bool log_space = *r_.lo > 0.0;
     const auto u = [&](double x) { return log_space ? std::log(x) : x; };
+    int last_end = -1;
+    int same_end = 0;
     const auto closest = [&] { return std::abs(a.saving_pct - sought) <= std::abs(b.saving_pct - sought) ? a : b; };
     for (;;) {
       const BreakevenPoint& best = closest();
@@ -91,9 +93,10 @@ class Search {
         break;
       }
       if (c.simulations >= r_.max_steps) break;
-      // Secant in (log value, saving), kept in the middle 80 % of the bracket.
+      // Secant in (log value, saving), kept in the middle 80 % of the bracket; after two steps that moved the same
+      // end (a bent curve that the secant keeps undershooting), the midpoint.
       double t = (sought - a.saving_pct) / (b.saving_pct - a.saving_pct);
-      t = std::clamp(std::isfinite(t) ? t : 0.5, 0.1, 0.9);
+      t = same_end >= 2 ? 0.5 : std::clamp(std::isfinite(t) ? t : 0.5, 0.1, 0.9);
       const double ux = u(a.value) + t * (u(b.value) - u(a.value));
       double x = log_space ? std::exp(ux) : ux;
       if (r_.step > 0.0) x = std::round(x / r_.step) * r_.step;
@@ -103,7 +106,10 @@ class Search {
       }
       const BreakevenPoint p = at(x);
       ++c.simulations;
-      ((p.saving_pct - sought) * (a.saving_pct - sought) > 0.0 ? a : b) = p;
+      const int end = (p.saving_pct - sought) * (a.saving_pct - sought) > 0.0 ? 0 : 1;
+      same_end = end == last_end ? same_end + 1 : 1;
+      last_end = end;
+      (end == 0 ? a : b) = p;
     }
     const BreakevenPoint& best = closest();
     c.value = best.value;
@@ -158,7 +164,8 @@ BreakevenOutcome run_breakeven(const BreakevenRequest& request) {
     throw UsageError("--target",
                      "must be a saving in % of training time, 0 < P < 100, got " + std::to_string(r.target_pct));
   if (!(r.step >= 0.0) || !std::isfinite(r.step)) throw UsageError("--step", "must be >= 0");
-  if (!(r.tolerance_pct > 0.0)) throw UsageError("--tolerance", "must be > 0 percentage points");
+  if (!(r.tolerance_pct >= 0.0)) throw UsageError("--tolerance", "must be >= 0 percentage points (0: the default)");
+  if (r.tolerance_pct == 0.0) r.tolerance_pct = std::min(0.5, 0.05 * r.target_pct);
   if (r.max_steps < 1) throw UsageError("--max-steps", "must be >= 1");
   check_spec_keys(r.scenario, r.scenario, {{"--vary", r.key, r.key + "=0"}});
   out.scenario_value = scenario_value(r);

@@ -28,10 +28,11 @@ struct BreakevenRequest {
   std::string policy = "edgc";    ///< the compressing policy compared with none
   /// The bracket. Absent: the key's value in the scenario divided (lo) and multiplied (hi) by kDefaultSpan.
   std::optional<double> lo, hi;
-  /// Values are multiples of this (0: continuous). A key whose scenario value is an integer defaults to 1; a
-  /// batch size must be given its granule (micro_batch_size × dp).
+  /// Values are multiples of this (0: continuous); a batch size needs its granule (micro_batch_size × dp).
   double step = 0.0;
-  double tolerance_pct = 0.5;     ///< a simulated saving within this many percentage points of the sought one ends
+  /// A simulated saving within this many percentage points of the sought one ends the search; 0: the smaller of 0.5
+  /// points and 5 % of the target.
+  double tolerance_pct = 0.0;
   double value_tolerance = 0.01;  ///< a bracket narrower than this share of its value ends the search
   int max_steps = 8;              ///< simulations per sought saving, beyond the two bracket ends
   int jobs = 1;                   ///< simulations of one run in parallel (child processes)
