@@ -16,10 +16,14 @@ constexpr const char* kStaticPolicy = "static";
 
 std::string pct(double fraction) { return fmt_sig3(100.0 * fraction) + " %"; }
 
-// "at 48.5 % gradient error (measured on the trace)", or the CQM's prediction, or nothing when unknown.
+// "at 48.5 % gradient error (measured on the trace)", or nothing when unknown. The CQM's figure alone is not quoted
+// as the error: it is a structure-free bound (near 90-98 % at realistic ranks whatever the gradients), not evidence of
+// what compression costs this model, so the clause says so instead.
 std::string error_clause(const VerdictRun& r) {
   if (!std::isfinite(r.error)) return "";
-  if (!r.error_measured) return " at " + pct(r.error) + " gradient error (CQM prediction, not measured)";
+  if (!r.error_measured)
+    return "; its gradient error is not known (no trace was replayed: the CQM's structure-free " + pct(r.error) +
+           " is not evidence)";
   return " at " + pct(r.error) + " gradient error (measured on the trace" +
          (std::isfinite(r.cqm_error) ? "; CQM " + pct(r.cqm_error) : std::string()) + ")";
 }
