@@ -34,6 +34,7 @@
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/memory.hpp"
 #include "edgc/sim/whole_run.hpp"
+#include "edgc/traces/manifest.hpp"
 #include "simulation_result.hpp"
 
 namespace edgc::engine {
@@ -638,6 +639,14 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
   if (measured) {
     section["trace"] = in.fidelity.trace_dir;
     section["trace_steps"] = meter.trace_steps();
+    {  // the traced model's size, for the verdict: an error measured on a far smaller model is no evidence
+      const traces::Manifest read =
+          in.fidelity.manifest ? traces::Manifest{} : traces::read_manifest(in.fidelity.trace_dir);
+      double trace_parameters = 0.0;
+      for (const std::int64_t n : traces::stage_elements(in.fidelity.manifest ? *in.fidelity.manifest : read))
+        trace_parameters += static_cast<double>(n);
+      section["trace_parameters"] = trace_parameters;
+    }
     section["captured_iterations"] = meter.trace_points();
     section["stretch"] = static_cast<double>(in.iterations) / static_cast<double>(meter.trace_steps());
     section["rank_mapping"] =

@@ -22,8 +22,11 @@ std::string pct(double fraction) { return fmt_sig3(100.0 * fraction) + " %"; }
 std::string error_clause(const VerdictRun& r) {
   if (!std::isfinite(r.error)) return "";
   if (!r.error_measured)
-    return "; its gradient error is not known (no trace was replayed: the CQM's structure-free " + pct(r.error) +
-           " is not evidence)";
+    return "; its gradient error is not known (no trace was replayed, and the CQM's structure-free prediction is not "
+           "evidence)";
+  if (r.trace_smaller_by > kTraceScaleLimit)
+    return "; its gradient error is not known (the trace is of a model " + fmt_sig3(r.trace_smaller_by) +
+           "x smaller, so the error measured on it is not evidence)";
   return " at " + pct(r.error) + " gradient error (measured on the trace" +
          (std::isfinite(r.cqm_error) ? "; CQM " + pct(r.cqm_error) : std::string()) + ")";
 }
@@ -135,7 +138,8 @@ Verdict judge(const VerdictInput& in, double min_saving) {
   return v;
 }
 
-std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, double min_saving) {
+std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, double min_saving,
+                                double trace_smaller_by) {
   const RunFigures* none = nullptr;
   const RunFigures* st = nullptr;
   for (const RunFigures* r : runs) {
@@ -148,8 +152,12 @@ std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, doub
     if (r == none) continue;
     VerdictInput in;
     in.run = verdict_run(*r, *none);
+    in.run.trace_smaller_by = trace_smaller_by;
     if (none->iteration_time_s > 0.0) in.dp_sync_share = none->comm_latency_s / none->iteration_time_s;
-    if (st != nullptr && r != st) in.static_run = verdict_run(*st, *none);
+    if (st != nullptr && r != st) {
+      in.static_run = verdict_run(*st, *none);
+      in.static_run->trace_smaller_by = trace_smaller_by;
+    }
     out.push_back(judge(in, min_saving));
   }
   return out;
@@ -201,7 +209,12 @@ std::string breakeven_pointer(const ResultDocument& doc, const Verdict& v) {
 std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving) {
   std::vector<const RunFigures*> runs;
   for (const ResultRun& r : doc.runs) runs.push_back(&r);
-  std::vector<Verdict> out = judge_runs(runs, min_saving);
+  double smaller_by = RunFigures::kAbsent;
+  const auto f = doc.sections.find("fidelity");
+  if (f != doc.sections.end() && f->is_object() && f->contains("trace_parameters") &&
+      (*f)["trace_parameters"].is_number() && (*f)["trace_parameters"].get<double>() > 0.0 && doc.model_parameters)
+    smaller_by = *doc.model_parameters / (*f)["trace_parameters"].get<double>();
+  std::vector<Verdict> out = judge_runs(runs, min_saving, smaller_by);
   const MemoryWithCompression memory = memory_with_error_feedback(doc);
   for (Verdict& v : out) {
     v.peak_memory_GiB = memory.peak_GiB;
