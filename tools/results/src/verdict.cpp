@@ -46,11 +46,16 @@ std::string saving_clause(const VerdictRun& r) {
   return s;
 }
 
+// An error the comparison may rest on: measured on the trace, and on a trace within kTraceScaleLimit of the model.
+bool error_is_evidence(const VerdictRun& r) {
+  return std::isfinite(r.error) && r.error_measured && !(r.trace_smaller_by > kTraceScaleLimit);
+}
+
 // Which of `run` and `st` is better: the one with less error at equal time, else the faster one when it is no less
-// accurate; empty when errors are unknown or each wins on one side. Sets `equal_time`.
+// accurate; empty when either error is no evidence (error_is_evidence) or each wins on one side. Sets `equal_time`.
 std::string better_of(const VerdictRun& run, const VerdictRun& st, bool& equal_time) {
   equal_time = std::abs(run.saving - st.saving) < kEqualTimeTolerance;
-  if (!std::isfinite(run.error) || !std::isfinite(st.error)) return "";
+  if (!error_is_evidence(run) || !error_is_evidence(st)) return "";
   if (equal_time) {
     if (run.error < st.error) return run.policy;
     if (st.error < run.error) return st.policy;
@@ -70,8 +75,8 @@ std::string static_clause(const VerdictRun& run, const VerdictRun& st, std::stri
   s += (st.saving > 0.0 ? "saves " + pct(st.saving) : "costs " + pct(-st.saving) + " more") + error_clause(st);
   if (!better.empty())
     s += ": " + better + " is better.";
-  else if (!std::isfinite(run.error) || !std::isfinite(st.error))
-    s += "; the gradient errors are not both known.";
+  else if (!error_is_evidence(run) || !error_is_evidence(st))
+    s += "; the gradient errors are not both known, so neither is better.";
   else if (equal_time)
     s += ": the same.";
   else
