@@ -34,7 +34,6 @@
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/memory.hpp"
 #include "edgc/sim/whole_run.hpp"
-#include "edgc/traces/manifest.hpp"
 #include "simulation_result.hpp"
 
 namespace edgc::engine {
@@ -623,8 +622,7 @@ results::EntropySeries entropy_series(const sim::EntropyCurve& source, int stage
 constexpr double kMaxStretch = 10.0;
 constexpr std::int64_t kMinTraceWindows = 3;
 // Without a budget, a gradient error above this is worth a warning: more than half the averaged gradient's norm is
-// deferred to later steps by error feedback. A threshold of this project's choosing, not a published bound on what
-// training tolerates.
+// deferred to later steps by error feedback (a threshold of this project's choosing, not a published bound).
 constexpr double kHighError = 0.5;
 
 // The accuracy side of every run (fidelity.hpp): the measured and predicted gradient error as run figures, the
@@ -639,14 +637,7 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
   if (measured) {
     section["trace"] = in.fidelity.trace_dir;
     section["trace_steps"] = meter.trace_steps();
-    {  // the traced model's size, for the verdict: an error measured on a far smaller model is no evidence
-      const traces::Manifest read =
-          in.fidelity.manifest ? traces::Manifest{} : traces::read_manifest(in.fidelity.trace_dir);
-      double trace_parameters = 0.0;
-      for (const std::int64_t n : traces::stage_elements(in.fidelity.manifest ? *in.fidelity.manifest : read))
-        trace_parameters += static_cast<double>(n);
-      section["trace_parameters"] = trace_parameters;
-    }
+    section["trace_parameters"] = meter.trace_parameters();  // the verdict's test of the trace's size class
     section["captured_iterations"] = meter.trace_points();
     section["stretch"] = static_cast<double>(in.iterations) / static_cast<double>(meter.trace_steps());
     section["rank_mapping"] =
