@@ -110,8 +110,10 @@ TEST(Verdict, LossIsStatedAsACostWithSavingsPositive) {
   const Verdict v = judge_runs({&none, &slow}, kDefaultMinSaving)[0];
   EXPECT_EQ(v.payoff, Payoff::kDoesNotPay);
   EXPECT_NEAR(v.saving, -0.01, 1e-12);  // negative: it costs time
-  EXPECT_NE(v.text.find("edgc does not pay: costs 1.00 % more training time (0.00278 h, $0.100 more) at 90.0 % "
-                        "gradient error (CQM prediction, not measured)"),
+  // Only the CQM's figure: not quoted as the error, and said to be no evidence.
+  EXPECT_NE(v.text.find("edgc does not pay: costs 1.00 % more training time (0.00278 h, $0.100 more); its gradient "
+                        "error is not known (no trace was replayed, and the CQM's structure-free prediction is not "
+                        "evidence)"),
             std::string::npos)
       << v.text;
 }
@@ -166,6 +168,62 @@ TEST(Verdict, MemoryAddsTheErrorFeedbackBufferToEachStagesPeak) {
   EXPECT_NE(vs[0].text.find("edgc pays: saves 10.0 % of training time"), std::string::npos) << vs[0].text;
   EXPECT_NE(vs[0].text.find(m.text), std::string::npos) << vs[0].text;
   EXPECT_EQ(verdict_section(vs, kDefaultMinSaving)["runs"][0]["peak_memory_GiB"].get<double>(), 4.0);
+}
+
+// A simulated run that does not pay names the command that finds the NIC bandwidth at which it would; one that pays,
+// one without data parallelism and one on a single node do not.
+TEST(Verdict, AMarginalSimulateVerdictPointsToTheBreakevenSearch) {
+  ResultDocument doc;
+  doc.scenario = "scenarios/x.json";
+  doc.parallelism = ResultParallelism{};
+  doc.parallelism->dp = 2;
+  ResultRun none;
+  none.policy = "none";
+  none.training_time_s = 100.0;
+  none.iteration_time_s = 1.0;
+  ResultRun edgc = none;
+  edgc.policy = "edgc";
+  edgc.training_time_s = 99.0;
+  doc.runs = {none, edgc};
+  const std::string pointer =
+      " The NIC bandwidth at which it would pay: edgc breakeven --scenario scenarios/x.json --vary "
+      "cluster.inter_node.nic_bandwidth_GBps --target 2.00 --policy edgc (with this run's --set).";
+  std::vector<Verdict> vs = result_verdicts(doc, kDefaultMinSaving);
+  ASSERT_EQ(vs.size(), 1U);
+  EXPECT_EQ(vs[0].payoff, Payoff::kMarginal);
+  EXPECT_NE(vs[0].text.find(pointer), std::string::npos) << vs[0].text;
+  EXPECT_NE(result_verdicts(doc, 0.05)[0].text.find("--target 5.00 --policy edgc"), std::string::npos);
+  doc.runs[1].training_time_s = 90.0;  // pays: nothing to search for
+  EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[0].text.find("edgc breakeven"), std::string::npos);
+  doc.runs[1].training_time_s = 99.0;
+  doc.parallelism->dp = 1;  // no data-parallel sync: the NIC bandwidth cannot make it pay
+  EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[0].text.find("edgc breakeven"), std::string::npos);
+}
+
+// An error measured on a trace of a model more than 100x smaller is not quoted as evidence; at 100x it still is.
+TEST(Verdict, AnErrorMeasuredOnAFarSmallerModelIsNotEvidence) {
+  ResultDocument doc;
+  doc.model_parameters = 2.4e9;
+  doc.sections["fidelity"] = {{"source", "trace"}, {"trace_parameters", 2.4e5}};
+  ResultRun none;
+  none.policy = "none";
+  none.training_time_s = 100.0;
+  none.iteration_time_s = 1.0;
+  ResultRun edgc = none;
+  edgc.policy = "edgc";
+  edgc.training_time_s = 99.0;
+  edgc.gradient_error = 0.485;
+  edgc.cqm_error = 0.897;
+  doc.runs = {none, edgc};
+  std::string text = result_verdicts(doc, kDefaultMinSaving)[0].text;
+  EXPECT_NE(text.find("; its gradient error is not known (the trace is of a model 10000x smaller, so the error "
+                      "measured on it is not evidence)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("48.5"), std::string::npos) << text;
+  doc.sections["fidelity"]["trace_parameters"] = 2.4e7;  // 100x: the limit is exclusive
+  text = result_verdicts(doc, kDefaultMinSaving)[0].text;
+  EXPECT_NE(text.find("at 48.5 % gradient error (measured on the trace; CQM 89.7 %)"), std::string::npos) << text;
 }
 
 }  // namespace

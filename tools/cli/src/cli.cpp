@@ -41,6 +41,7 @@ std::vector<Command> all_commands() {
   add_simulate_command(commands);
   add_sweep_command(commands);
   add_plan_command(commands);
+  add_breakeven_command(commands);
   add_trace_commands(commands);
   add_validate_command(commands);
   add_version_command(commands);

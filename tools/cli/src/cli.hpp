@@ -29,6 +29,7 @@ void check_min_saving(double value);
 std::vector<Command> all_commands();
 
 // Registration functions, one per command file (explicit: static self-registration is dropped by linkers).
+void add_breakeven_command(std::vector<Command>& commands);
 void add_calibrate_command(std::vector<Command>& commands);
 void add_collective_command(std::vector<Command>& commands);
 void add_cqm_command(std::vector<Command>& commands);

@@ -193,6 +193,12 @@ FidelityMeter::~FidelityMeter() = default;
 int FidelityMeter::replays() const noexcept { return s_->replays; }
 std::int64_t FidelityMeter::trace_steps() const noexcept { return s_->steps; }
 std::int64_t FidelityMeter::trace_points() const noexcept { return static_cast<std::int64_t>(s_->points()); }
+double FidelityMeter::trace_parameters() const {
+  double sum = 0.0;
+  if (s_->manifest)
+    for (const std::int64_t n : traces::stage_elements(*s_->manifest)) sum += static_cast<double>(n);
+  return sum;
+}
 
 // One pass over the trace for every wanted replay not memoised: per captured iteration, each replay copies its
 // stage's matrices (G) into its own buffers, sets the ranks that changed and runs one PowerSGD step on a group of

@@ -622,8 +622,7 @@ results::EntropySeries entropy_series(const sim::EntropyCurve& source, int stage
 constexpr double kMaxStretch = 10.0;
 constexpr std::int64_t kMinTraceWindows = 3;
 // Without a budget, a gradient error above this is worth a warning: more than half the averaged gradient's norm is
-// deferred to later steps by error feedback. A threshold of this project's choosing, not a published bound on what
-// training tolerates.
+// deferred to later steps by error feedback (a threshold of this project's choosing, not a published bound).
 constexpr double kHighError = 0.5;
 
 // The accuracy side of every run (fidelity.hpp): the measured and predicted gradient error as run figures, the
@@ -638,6 +637,7 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
   if (measured) {
     section["trace"] = in.fidelity.trace_dir;
     section["trace_steps"] = meter.trace_steps();
+    section["trace_parameters"] = meter.trace_parameters();  // the verdict's test of the trace's size class
     section["captured_iterations"] = meter.trace_points();
     section["stretch"] = static_cast<double>(in.iterations) / static_cast<double>(meter.trace_steps());
     section["rank_mapping"] =

@@ -49,7 +49,14 @@ struct VerdictRun {
   double error = RunFigures::kAbsent;        ///< relative gradient error: measured on the trace, else the CQM's
   bool error_measured = false;               ///< error was measured on the trace (not only predicted by the CQM)
   double cqm_error = RunFigures::kAbsent;    ///< the CQM's prediction, quoted beside a measured error
+  /// The simulated model's parameters over the traced model's (result_verdicts, from result.json); above
+  /// kTraceScaleLimit the measured error is not evidence. NaN when unknown.
+  double trace_smaller_by = RunFigures::kAbsent;
 };
+
+/// A trace of a model more than this many times smaller than the simulated one gives no evidence of the gradient
+/// error (assumed: gradient structure, and so PowerSGD's error at a rank, changes with the model's size class).
+inline constexpr double kTraceScaleLimit = 100.0;
 
 /// A compressing run against the uncompressed baseline `none` of the same comparison (policy, saving, hours, cost
 /// and error; the error measured when gradient_error is finite, else cqm_error).
@@ -83,7 +90,9 @@ Verdict judge(const VerdictInput& in, double min_saving);
 
 /// Every compressing policy of `runs` against the run of the baseline policy none in it (empty without one); the
 /// static comparison uses the run of policy static when there is one.
-std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, double min_saving);
+/// `trace_smaller_by`: VerdictRun::trace_smaller_by of every run.
+std::vector<Verdict> judge_runs(const std::vector<const RunFigures*>& runs, double min_saving,
+                                double trace_smaller_by = RunFigures::kAbsent);
 
 /// Bytes per parameter of PowerSGD's error-feedback buffer: fp32, one value per compressed gradient element (assumed:
 /// edgc's engine keeps it in fp32; the authors' port in bf16, half this).

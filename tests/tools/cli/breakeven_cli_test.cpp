@@ -1,0 +1,121 @@
+// `edgc breakeven` end to end on the small whole-run scenario: the found bandwidth's saving, checked by an
+// independent simulate run, the zero crossing's bracket, the curve files, and the refusals (exit 2, no output).
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+using edgc::cli::test::edgc;
+using edgc::traces::test::read_file;
+using edgc::traces::test::TempDir;
+using nlohmann::json;
+
+const std::string kSmall = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small.json";
+const std::string kKey = "cluster.inter_node.nic_bandwidth_GBps";
+
+// The saving of edgc against none, %, from a plain simulate run at `value`.
+double simulated_saving(const TempDir& tmp, const std::string& dir, double value) {
+  std::ostringstream v;
+  v.precision(17);
+  v << value;
+  const auto r = edgc("simulate --scenario " + kSmall + " --set " + kKey + "=" + v.str() +
+                          " --policies none,edgc --quiet --jobs 2 --out " + (tmp / dir).string(),
+                      tmp);
+  EXPECT_EQ(r.code, 0) << r.err;
+  const json result = json::parse(read_file(tmp / dir / "result.json"));
+  double none = 0.0, edgc_time = 0.0;
+  for (const json& run : result["runs"]) {
+    if (run["policy"] == "none") none = run["training_time_s"];
+    if (run["policy"] == "edgc") edgc_time = run["training_time_s"];
+  }
+  return 100.0 * (1.0 - edgc_time / none);
+}
+
+TEST(BreakevenCli, FindsTheBandwidthOfATargetSavingAndOfNoSaving) {
+  TempDir tmp;
+  const auto out = tmp / "be";
+  const auto r = edgc("breakeven --scenario " + kSmall + " --vary " + kKey +
+                          " --target 30 --lo 0.05 --hi 2000 --jobs 2 --out " + out.string(),
+                      tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json doc = json::parse(read_file(out / "breakeven.json"));
+  EXPECT_EQ(doc["schema"], "edgc.breakeven/1");
+  EXPECT_NE(doc["assumption"].get<std::string>().find("monotone"), std::string::npos);
+  const double tol = doc["tolerance_pct"];
+  const json& target = doc["target"];
+  ASSERT_TRUE(target["converged"].get<bool>()) << target;
+  const double found = target["value"];
+  EXPECT_GT(found, 0.05);
+  EXPECT_LT(found, 2000.0);
+  EXPECT_NEAR(target["saving_pct"].get<double>(), 30.0, tol);
+  // The figure holds outside the search: simulate at the found bandwidth saves the target within tolerance.
+  EXPECT_NEAR(simulated_saving(tmp, "check", found), 30.0, tol);
+  // Slower NICs make the DP sync a larger share, so the saving falls as the bandwidth rises over the curve.
+  const json& curve = doc["curve"];
+  ASSERT_GE(curve.size(), 3U);
+  EXPECT_TRUE(doc["monotone"].get<bool>());
+  EXPECT_GT(curve.front()["saving_pct"].get<double>(), curve.back()["saving_pct"].get<double>());
+  // At 2000 GB/s compression costs more than it saves, so the bracket holds a 0 % crossing too, located on sign.
+  ASSERT_FALSE(doc["zero"]["value"].is_null()) << doc["zero"];
+  EXPECT_GT(doc["zero"]["value"].get<double>(), found);
+  // Each crossing lies between two simulated values whose savings straddle it.
+  for (const char* which : {"target", "zero"}) {
+    const json& c = doc[which];
+    if (c["value"].is_null()) continue;
+    const double sought = c["saving_pct_sought"];
+    double s_lo = NAN, s_hi = NAN;
+    for (const json& p : curve) {
+      if (p["value"] == c["bracket"][0]) s_lo = p["saving_pct"];
+      if (p["value"] == c["bracket"][1]) s_hi = p["saving_pct"];
+    }
+    EXPECT_LE((s_lo - sought) * (s_hi - sought), 0.0) << which << " " << c;
+  }
+  // curve.csv: a header and one row per simulated value.
+  std::ifstream csv(out / "curve.csv");
+  std::string line;
+  std::size_t rows = 0;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "value,none_training_time_s,edgc_training_time_s,saving_pct");
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, curve.size());
+  EXPECT_NE(r.out.find("saves 30.0 %: " + kKey + " ≈ "), std::string::npos) << r.out;
+}
+
+TEST(BreakevenCli, RefusesABracketWithoutTheTargetAndBadInputWithoutOutput) {
+  TempDir tmp;
+  const auto out = tmp / "be";
+  auto r = edgc("breakeven --scenario " + kSmall + " --vary " + kKey + " --target 99 --lo 0.5 --hi 2 --jobs 2 --out " +
+                    out.string(),
+                tmp);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--target"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("does not contain a 99.0 % saving"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("monotone"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  r = edgc("breakeven --scenario " + kSmall + " --vary cluster.inter_node.nic_bandwith_GBps --target 5 --out " +
+               out.string(),
+           tmp);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("nic_bandwith_GBps"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  r = edgc("breakeven --scenario " + kSmall + " --vary " + kKey + " --target 5 --lo 4 --hi 2 --out " + out.string(),
+           tmp);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--lo"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  r = edgc("breakeven --scenario " + kSmall + " --vary " + kKey + " --target 5 --policy none", tmp);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--policy"), std::string::npos) << r.err;
+}
+
+}  // namespace
