@@ -1,6 +1,7 @@
 #include "edgc/sim/kernel_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -92,6 +93,21 @@ std::vector<double> sorted_unique(std::vector<double> v) {
   return v;
 }
 
+// Trilinear interpolation on the full grid axes[0] × axes[1] × axes[2] (sorted, unique) at x, each axis in log or
+// linear scale and held at its edges: Σ over the corners of their weights times value(corner).
+template <class Value>
+double trilinear(const std::array<std::vector<double>, 3>& axes, const std::array<double, 3>& x,
+                 const std::array<bool, 3>& log_scale, const Value& value) {
+  const Bracket b0 = bracket(axes[0], x[0], log_scale[0]), b1 = bracket(axes[1], x[1], log_scale[1]),
+                b2 = bracket(axes[2], x[2], log_scale[2]);
+  double sum = 0.0;
+  for (const auto& [i0, w0] : {std::pair{b0.lo, 1.0 - b0.w}, std::pair{b0.hi, b0.w}})
+    for (const auto& [i1, w1] : {std::pair{b1.lo, 1.0 - b1.w}, std::pair{b1.hi, b1.w}})
+      for (const auto& [i2, w2] : {std::pair{b2.lo, 1.0 - b2.w}, std::pair{b2.hi, b2.w}})
+        if (w0 * w1 * w2 > 0.0) sum += w0 * w1 * w2 * value(axes[0][i0], axes[1][i1], axes[2][i2]);
+  return sum;
+}
+
 }  // namespace
 
 double attention_rate_tflops(const GpuSpec& gpu, const AttentionShape& a, bool backward) {
@@ -116,14 +132,7 @@ double attention_rate_tflops(const GpuSpec& gpu, const AttentionShape& a, bool b
         return std::log(backward ? r.backward_tflops : r.forward_tflops);
     throw InternalError("attention_rate_tflops: the measured rates are not a full grid");
   };
-  const Bracket bd = bracket(dims, a.head_dim, false), bs = bracket(seqs, a.seq, true),
-                bh = bracket(heads, a.heads, true);
-  double sum = 0.0;
-  for (const auto& [di, wd] : {std::pair{bd.lo, 1.0 - bd.w}, std::pair{bd.hi, bd.w}})
-    for (const auto& [si, ws] : {std::pair{bs.lo, 1.0 - bs.w}, std::pair{bs.hi, bs.w}})
-      for (const auto& [hi, wh] : {std::pair{bh.lo, 1.0 - bh.w}, std::pair{bh.hi, bh.w}})
-        if (wd * ws * wh > 0.0) sum += wd * ws * wh * log_rate(dims[di], seqs[si], heads[hi]);
-  return std::exp(sum);
+  return std::exp(trilinear({dims, seqs, heads}, {a.head_dim, a.seq, a.heads}, {false, true, true}, log_rate));
 }
 
 double attention_flops(const AttentionShape& a, bool backward) {
@@ -181,13 +190,7 @@ double grid_correction(const GpuSpec& gpu, const CostParams& params, const GemmS
       if (r.fp8 == fp8 && r.m == m && r.n == n && r.k == k) return log_ratio(gpu, params, r, element_bytes);
     throw InternalError("gemm_s: the measured GEMM rates are not a full grid");
   };
-  const Bracket bm = bracket(ms, g.m, true), bn = bracket(ns, g.n, true), bk = bracket(ks, g.k, true);
-  double sum = 0.0;
-  for (const auto& [mi, wm] : {std::pair{bm.lo, 1.0 - bm.w}, std::pair{bm.hi, bm.w}})
-    for (const auto& [ni, wn] : {std::pair{bn.lo, 1.0 - bn.w}, std::pair{bn.hi, bn.w}})
-      for (const auto& [ki, wk] : {std::pair{bk.lo, 1.0 - bk.w}, std::pair{bk.hi, bk.w}})
-        if (wm * wn * wk > 0.0) sum += wm * wn * wk * corner(ms[mi], ns[ni], ks[ki]);
-  return std::exp(sum);
+  return std::exp(trilinear({ms, ns, ks}, {g.m, g.n, g.k}, {true, true, true}, corner));
 }
 
 }  // namespace

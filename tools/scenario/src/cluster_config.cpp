@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -57,34 +58,43 @@ sim::EfficiencyCurve read_curve(const nlohmann::json& doc, const std::string& pa
   return c;
 }
 
-// The measured GEMM figures of the kernel-level compute model (sim/kernel_model.hpp): all or none.
-void read_gpu_gemm(Scenario& s, sim::GpuSpec& gpu) {
-  const char* keys[] = {"cluster.gpu.sm_count", "cluster.gpu.matmul_tflops", "cluster.gpu.matmul_m",
-                        "cluster.gpu.matmul_n", "cluster.gpu.matmul_k",      "cluster.gpu.kernel_overhead_us"};
+// Keys that come together: false when none is given; ConfigError naming the first missing one (saying `why`) when
+// only some are.
+bool all_or_none(const Scenario& s, std::initializer_list<const char*> keys, const std::string& why) {
   int present = 0;
   for (const char* k : keys) present += s.has(k) ? 1 : 0;
-  if (present == 0) return;
+  if (present == 0) return false;
   for (const char* k : keys)
-    if (!s.has(k))
-      throw ConfigError(s.where(), k,
-                        "missing: the kernel-level compute model needs all of sm_count, matmul_tflops, matmul_m, "
-                        "matmul_n, matmul_k and kernel_overhead_us (scenarios/SOURCES.md §19), or none of them");
+    if (!s.has(k)) throw ConfigError(s.where(), k, "missing: " + why);
+  return true;
+}
+
+// A number in (0, limit], else ConfigError naming `key`.
+double positive_at_most(Scenario& s, const char* key, double limit) {
+  const double v = s.number(key, 0.0);
+  if (!(v > 0.0 && v <= limit))
+    throw ConfigError(s.where(), key, "must be in (0, " + std::to_string(static_cast<long long>(limit)) + "]");
+  return v;
+}
+
+// The measured GEMM figures of the kernel-level compute model (sim/kernel_model.hpp): all or none.
+void read_gpu_gemm(Scenario& s, sim::GpuSpec& gpu) {
+  if (!all_or_none(s,
+                   {"cluster.gpu.sm_count", "cluster.gpu.matmul_tflops", "cluster.gpu.matmul_m", "cluster.gpu.matmul_n",
+                    "cluster.gpu.matmul_k", "cluster.gpu.kernel_overhead_us"},
+                   "the kernel-level compute model needs all of sm_count, matmul_tflops, matmul_m, matmul_n, matmul_k "
+                   "and kernel_overhead_us (scenarios/SOURCES.md §19), or none of them"))
+    return;
   gpu.sm_count = s.int32("cluster.gpu.sm_count", 0);
   if (gpu.sm_count < 1 || gpu.sm_count > 100000)
     throw ConfigError(s.where(), "cluster.gpu.sm_count", "must be in [1, 100000], got " + std::to_string(gpu.sm_count));
-  const auto positive = [&](const char* key, double limit) {
-    const double v = s.number(key, 0.0);
-    if (!(v > 0.0 && v <= limit))
-      throw ConfigError(s.where(), key, "must be in (0, " + std::to_string(static_cast<long long>(limit)) + "]");
-    return v;
-  };
-  gpu.matmul_tflops = positive("cluster.gpu.matmul_tflops", 1e6);
+  gpu.matmul_tflops = positive_at_most(s, "cluster.gpu.matmul_tflops", 1e6);
   if (gpu.peak_tflops > 0 && gpu.matmul_tflops > gpu.peak_tflops)
     throw ConfigError(s.where(), "cluster.gpu.matmul_tflops",
                       "a measured GEMM rate cannot exceed the GPU's peak (cluster.gpu.peak_tflops)");
-  gpu.matmul_m = positive("cluster.gpu.matmul_m", 1e7);
-  gpu.matmul_n = positive("cluster.gpu.matmul_n", 1e7);
-  gpu.matmul_k = positive("cluster.gpu.matmul_k", 1e7);
+  gpu.matmul_m = positive_at_most(s, "cluster.gpu.matmul_m", 1e7);
+  gpu.matmul_n = positive_at_most(s, "cluster.gpu.matmul_n", 1e7);
+  gpu.matmul_k = positive_at_most(s, "cluster.gpu.matmul_k", 1e7);
   gpu.kernel_overhead_us = s.number("cluster.gpu.kernel_overhead_us", 0.0);
   if (!(gpu.kernel_overhead_us >= 0.0 && gpu.kernel_overhead_us <= 1e6))
     throw ConfigError(s.where(), "cluster.gpu.kernel_overhead_us", "must be microseconds in [0, 1e6]");
@@ -92,30 +102,20 @@ void read_gpu_gemm(Scenario& s, sim::GpuSpec& gpu) {
 
 // The measured FP8 GEMM figure: the rate and the shape it was measured at, all or none.
 void read_gpu_fp8(Scenario& s, sim::GpuSpec& gpu) {
-  const char* keys[] = {"cluster.gpu.fp8_matmul_tflops", "cluster.gpu.fp8_matmul_m", "cluster.gpu.fp8_matmul_n",
-                        "cluster.gpu.fp8_matmul_k"};
-  int present = 0;
-  for (const char* k : keys) present += s.has(k) ? 1 : 0;
-  if (present == 0) return;
-  for (const char* k : keys)
-    if (!s.has(k))
-      throw ConfigError(s.where(), k,
-                        "missing: the FP8 GEMM figure needs fp8_matmul_tflops with the shape it was measured at "
-                        "(fp8_matmul_m, fp8_matmul_n, fp8_matmul_k), or none of them");
+  if (!all_or_none(s,
+                   {"cluster.gpu.fp8_matmul_tflops", "cluster.gpu.fp8_matmul_m", "cluster.gpu.fp8_matmul_n",
+                    "cluster.gpu.fp8_matmul_k"},
+                   "the FP8 GEMM figure needs fp8_matmul_tflops with the shape it was measured at (fp8_matmul_m, "
+                   "fp8_matmul_n, fp8_matmul_k), or none of them"))
+    return;
   if (!gpu.has_kernel_model())
     throw ConfigError(s.where(), "cluster.gpu.fp8_matmul_tflops",
                       "the FP8 figure belongs to the kernel-level model: give the 16-bit GEMM figures too "
                       "(cluster.gpu.sm_count, matmul_tflops, ...)");
-  const auto positive = [&](const char* key, double limit) {
-    const double v = s.number(key, 0.0);
-    if (!(v > 0.0 && v <= limit))
-      throw ConfigError(s.where(), key, "must be in (0, " + std::to_string(static_cast<long long>(limit)) + "]");
-    return v;
-  };
-  gpu.fp8_matmul_tflops = positive("cluster.gpu.fp8_matmul_tflops", 1e6);
-  gpu.fp8_matmul_m = positive("cluster.gpu.fp8_matmul_m", 1e7);
-  gpu.fp8_matmul_n = positive("cluster.gpu.fp8_matmul_n", 1e7);
-  gpu.fp8_matmul_k = positive("cluster.gpu.fp8_matmul_k", 1e7);
+  gpu.fp8_matmul_tflops = positive_at_most(s, "cluster.gpu.fp8_matmul_tflops", 1e6);
+  gpu.fp8_matmul_m = positive_at_most(s, "cluster.gpu.fp8_matmul_m", 1e7);
+  gpu.fp8_matmul_n = positive_at_most(s, "cluster.gpu.fp8_matmul_n", 1e7);
+  gpu.fp8_matmul_k = positive_at_most(s, "cluster.gpu.fp8_matmul_k", 1e7);
 }
 
 // cluster.gpu.attention: {"kernel": "...", "rows": [[head_dim, seq, heads, group, forward TFLOP/s, backward
