@@ -307,10 +307,10 @@ void check_policies(const Inputs& in) {
   }
 }
 
-// The sections that determine one iteration's simulation, as read: the cache key of simulated iterations.
+// Cache key of simulated iterations: the sections that set one, and the iteration model's version (no stale reads).
 std::string setup_key(const scenario::Scenario& sc) {
-  nlohmann::json key = nlohmann::json::object();
-  for (const char* section : {"cluster", "network", "model", "parallelism", "compute", "variability"})
+  nlohmann::json key = {{"iteration_model", 2}};
+  for (const char* section : {"framework", "cluster", "network", "model", "parallelism", "compute", "variability"})
     if (sc.json().contains(section)) key[section] = sc.json()[section];
   return key.dump();
 }
