@@ -32,6 +32,13 @@ const PolicyInfo* find_policy(std::string_view name) noexcept {
   return it == kPolicies.end() ? nullptr : &*it;
 }
 
+bool any_compresses_pipeline(const std::vector<std::string>& policies) noexcept {
+  return std::any_of(policies.begin(), policies.end(), [](const std::string& p) {
+    const PolicyInfo* policy = find_policy(p);
+    return policy != nullptr && policy->compresses_pipeline;
+  });
+}
+
 const PolicyInfo& policy_info(std::string_view name, const std::string& where, const std::string& field) {
   if (const PolicyInfo* p = find_policy(name)) return *p;
   throw ConfigError(where, field, "unknown policy '" + std::string(name) + "' (" + policy_list() + ")");

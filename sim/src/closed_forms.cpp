@@ -136,6 +136,8 @@ bool fabric_never_binds(const Platform& platform, const ParallelSpec& par, const
 bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
                                   const std::vector<Group>& tp_groups) {
   if (platform.spec().intra_topology != IntraNodeTopology::kSwitch || !plain_cm02()) return false;
+  // An MoE layer's all-to-alls share the GPUs' links with the TP rings at times the argument does not bound.
+  if (par.expert_groups && par.ep > 1) return false;
   // No other traffic inside a node: every declared pair but the TP group's own crosses between nodes.
   for (int r = 0; r < layout.world_size(); ++r)
     for (const Exchange& e : sent_by(layout, par, r))
@@ -150,6 +152,9 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
   if (!plain_cm02() || !fabric_never_binds(platform, par, layout, replicas_can_run_in_step(platform, par, variability)))
     return false;
   if (dp_overlaps_pipeline(par)) return false;
+  // Expert groups: the all-to-alls tie DP replicas together and the expert sync runs beside the dense one's links;
+  // both run as messages.
+  if (par.expert_groups) return false;
   // The closed form is a ring's: an algorithm that may leave the ring (a forced tree) runs as messages.
   if (!allreduce_ring_closed_form(allreduce_algorithm())) return false;
   std::unordered_set<const sg4::Link*> used;
@@ -182,7 +187,8 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
   if (parallel.dp < 2 || !allreduce_ring_closed_form(algorithm) || cluster.fabric != Fabric::kStar ||
       cluster.nics_per_node != cluster.gpus_per_node || cluster.intra_topology != IntraNodeTopology::kSwitch ||
       variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0 ||
-      dp_overlaps_pipeline(parallel) || fused_embedding_sync_applies(parallel))
+      dp_overlaps_pipeline(parallel) || fused_embedding_sync_applies(parallel) || parallel.expert_groups ||
+      parallel.ep > 1)
     return false;
   // Every DP peer on another node (a star's route between them is then exactly their two NIC links).
   const Layout layout(parallel, cluster.gpus_per_node);

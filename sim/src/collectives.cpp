@@ -57,7 +57,9 @@ CollectiveOp collective_op_from_name(const std::string& name) {
   if (name == "reduce_scatter") return CollectiveOp::kReduceScatter;
   if (name == "all_gather") return CollectiveOp::kAllGather;
   if (name == "sendrecv") return CollectiveOp::kSendRecv;
-  throw UsageError("--op", "unknown collective '" + name + "' (all_reduce, reduce_scatter, all_gather, sendrecv)");
+  if (name == "all_to_all") return CollectiveOp::kAllToAll;
+  throw UsageError("--op",
+                   "unknown collective '" + name + "' (all_reduce, reduce_scatter, all_gather, sendrecv, all_to_all)");
 }
 
 std::string collective_op_name(CollectiveOp op) {
@@ -70,6 +72,8 @@ std::string collective_op_name(CollectiveOp op) {
       return "all_gather";
     case CollectiveOp::kSendRecv:
       return "sendrecv";
+    case CollectiveOp::kAllToAll:
+      return "all_to_all";
   }
   return "?";
 }
@@ -81,6 +85,7 @@ double bus_bandwidth_factor(CollectiveOp op, int ranks) {
       return 2.0 * (n - 1) / n;
     case CollectiveOp::kReduceScatter:
     case CollectiveOp::kAllGather:
+    case CollectiveOp::kAllToAll:
       return (n - 1) / n;
     case CollectiveOp::kSendRecv:
       return 1.0;
@@ -96,6 +101,7 @@ int ring_steps(CollectiveOp op, int ranks) {
     case CollectiveOp::kAllGather:
       return ranks - 1;
     case CollectiveOp::kSendRecv:
+    case CollectiveOp::kAllToAll:  // every pair at once: one step
       return ranks > 1 ? 1 : 0;
   }
   return 0;
@@ -121,6 +127,26 @@ void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t 
   if (out) out->wait();
 }
 
+void all_to_all(const Group& group, int my_index, std::uint64_t bytes) {
+  collectives::check_member(group, my_index);
+  const int d = group.size();
+  if (d == 1 || bytes == 0) return;
+  const std::uint64_t part = (bytes + static_cast<std::uint64_t>(d) - 1) / static_cast<std::uint64_t>(d);
+  const auto pair_box = [&](int to, int from) {
+    return sg4::Mailbox::by_name(group.tag + "/a2a/" + std::to_string(to) + "/" + std::to_string(from));
+  };
+  // Every receive and send is posted before any is waited for: a transfer starts once both sides are posted.
+  std::vector<sg4::CommPtr> comms;
+  std::vector<int*> got(static_cast<std::size_t>(d));
+  comms.reserve(2 * static_cast<std::size_t>(d));
+  for (int k = 1; k < d; ++k) {
+    const int to = (my_index + k) % d, from = (my_index + d - k) % d;
+    comms.push_back(pair_box(to, my_index)->put_async(&g_payload, part));
+    comms.push_back(pair_box(my_index, from)->get_async<int>(&got[static_cast<std::size_t>(k)]));
+  }
+  for (const sg4::CommPtr& c : comms) c->wait();
+}
+
 void run_collective(CollectiveOp op, const Group& group, int my_index, std::uint64_t bytes) {
   switch (op) {
     case CollectiveOp::kAllReduce:
@@ -137,6 +163,9 @@ void run_collective(CollectiveOp op, const Group& group, int my_index, std::uint
       if (d > 1) sendrecv(group, my_index, (my_index + 1) % d, (my_index + d - 1) % d, bytes);
       return;
     }
+    case CollectiveOp::kAllToAll:
+      all_to_all(group, my_index, bytes);
+      return;
   }
 }
 

@@ -55,18 +55,41 @@ std::int64_t padded_vocab(const ModelSpec& model, int tp) {
   return (model.vocab + multiple - 1) / multiple * multiple;
 }
 
-std::int64_t parameter_count(const ModelSpec& model) {
+namespace {
+
+// The whole model's parameters with `experts` routed experts per MoE layer.
+std::int64_t parameters_with(const ModelSpec& model, int experts) {
   const std::int64_t h = model.hidden;
   const LayerDescription layer = describe_layer(model, ParallelSpec{});
   const std::int64_t word = static_cast<std::int64_t>(model.vocab) * h;
-  return model.layers * (layer_sharded_per_rank(layer, 1) + layer_replicated_params(layer)) + word +
-         (model.position == Position::kLearned ? static_cast<std::int64_t>(model.seq_len) * h : 0) +
+  return model.layers *
+             (layer_sharded_per_rank(layer, 1) + layer_replicated_params(layer) + layer_expert_params(layer, experts)) +
+         word + (model.position == Position::kLearned ? static_cast<std::int64_t>(model.seq_len) * h : 0) +
          final_norm_params(model) + (model.tie_embeddings ? 0 : word);
+}
+
+}  // namespace
+
+std::int64_t parameter_count(const ModelSpec& model) { return parameters_with(model, model.experts); }
+
+std::int64_t active_parameter_count(const ModelSpec& model) { return parameters_with(model, model.top_k); }
+
+double moe_all_to_all_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
+  if (!model.moe() || parallel.ep < 2) return 0.0;
+  const double tokens = static_cast<double>(model.micro_batch_size) * model.seq_len / parallel.tp;
+  return tokens * model.top_k * model.hidden * bytes_per_element(model.dtype) * (parallel.ep - 1) / parallel.ep;
+}
+
+int moe_all_to_alls(const ModelSpec& model, bool backward) {
+  if (!model.moe()) return 0;
+  return backward && model.recompute == Recompute::kFull ? 4 : 2;
 }
 
 double layer_forward_flops(const ModelSpec& model) {
   const double b = model.micro_batch_size, s = model.seq_len;
-  const double matrices = static_cast<double>(layer_matrix_elements(describe_layer(model, ParallelSpec{})));
+  const LayerDescription layer = describe_layer(model, ParallelSpec{});
+  // An MoE layer's routed experts count at top_k per token (the expert GEMMs' FLOPs at balanced load).
+  const double matrices = static_cast<double>(layer_matrix_elements(layer) + layer_expert_params(layer, model.top_k));
   return 2.0 * b * s * matrices + attention_core_flops(model);
 }
 
@@ -184,6 +207,9 @@ TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parall
   const BesideFlops beside = describe_layer(model, parallel).beside;
   const double qkv_flops = beside.qkv;
   const double fc1_flops = beside.fc1;
+  // An MoE layer without shared experts has no TP-split MLP: its routed experts are whole on their GPU (expert
+  // tensor parallelism 1) and read the sequence-parallel shard of tokens, so only attention's collectives remain.
+  const bool mlp = !model.moe() || model.shared_experts > 0;
   std::vector<TpCollective> forward;
   // Transformer Engine's userbuffers (tp_comm_overlap, sequence parallelism only): the all-gathers ring-exchange
   // beside the GEMM that consumes them (1 SM), the reduce-scatters pipeline beside the GEMM that produces them.
@@ -199,6 +225,7 @@ TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parall
   } else {
     forward = {{Op::kAllReduce, false}, {Op::kAllReduce, false}};
   }
+  if (!mlp) forward.resize(forward.size() / 2);  // the attention's half: QKV and projection
   c.collectives = forward;
   if (model.recompute == Recompute::kFull)
     for (TpCollective r : forward) {
@@ -208,24 +235,28 @@ TpLayerComm tp_comm_per_layer(const ModelSpec& model, const ParallelSpec& parall
   if (parallel.sequence_parallel && parallel.tp_comm_overlap) {
     // The output gradients' all-gathers ring-exchange beside the dgrad GEMMs that read them; the input's
     // all-gather for the weight gradient and the input gradient's reduce-scatter are bulk overlaps.
-    c.collectives.push_back({Op::kAllGather, true, "fc2.dgrad", beside.fc2, kRingExchangeSms});
-    c.collectives.push_back({Op::kAllGather, true, "fc1.dgrad", fc1_flops, kPipelineSms});
-    c.collectives.push_back({Op::kReduceScatter, true, "fc1.wgrad", fc1_flops, kPipelineSms});
+    if (mlp) {
+      c.collectives.push_back({Op::kAllGather, true, "fc2.dgrad", beside.fc2, kRingExchangeSms});
+      c.collectives.push_back({Op::kAllGather, true, "fc1.dgrad", fc1_flops, kPipelineSms});
+      c.collectives.push_back({Op::kReduceScatter, true, "fc1.wgrad", fc1_flops, kPipelineSms});
+    }
     c.collectives.push_back({Op::kAllGather, true, "proj.dgrad", beside.proj, kRingExchangeSms});
     c.collectives.push_back({Op::kAllGather, true, "qkv.dgrad", qkv_flops, kPipelineSms});
     c.collectives.push_back({Op::kReduceScatter, true, "qkv.wgrad", qkv_flops, kPipelineSms});
   } else if (parallel.sequence_parallel) {
-    c.collectives.push_back({Op::kAllGather, true});  // fc2's output gradient
-    c.collectives.push_back({Op::kAllGather, true, "fc1.dgrad", fc1_flops});
-    c.collectives.push_back({Op::kReduceScatter, true, "fc1.wgrad", fc1_flops});
+    if (mlp) {
+      c.collectives.push_back({Op::kAllGather, true});  // fc2's output gradient
+      c.collectives.push_back({Op::kAllGather, true, "fc1.dgrad", fc1_flops});
+      c.collectives.push_back({Op::kReduceScatter, true, "fc1.wgrad", fc1_flops});
+    }
     c.collectives.push_back({Op::kAllGather, true});  // the projection's output gradient
     c.collectives.push_back({Op::kAllGather, true, "qkv.dgrad", qkv_flops});
     c.collectives.push_back({Op::kReduceScatter, true, "qkv.wgrad", qkv_flops});
   } else if (parallel.async_tp_allreduce) {
-    c.collectives.push_back({Op::kAllReduce, true, "fc1.wgrad", fc1_flops});
+    if (mlp) c.collectives.push_back({Op::kAllReduce, true, "fc1.wgrad", fc1_flops});
     c.collectives.push_back({Op::kAllReduce, true, "qkv.wgrad", qkv_flops});
   } else {
-    c.collectives.push_back({Op::kAllReduce, true});
+    if (mlp) c.collectives.push_back({Op::kAllReduce, true});
     c.collectives.push_back({Op::kAllReduce, true});
   }
   return c;
@@ -259,6 +290,7 @@ StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, st
   StageParams p;
   p.sharded_per_shard = layers * layer_sharded_per_rank(layer, parallel.tp);
   p.replicated = layers * layer_replicated_params(layer);
+  p.expert = layers * layer_expert_params(layer, model.experts / parallel.ep);
   if (first) {
     p.sharded_per_shard += word_embedding_per_shard;
     if (model.position == Position::kLearned) p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
@@ -306,13 +338,17 @@ int fused_embedding_copies(const ParallelSpec& parallel, int stage) {
 std::int64_t dp_synced_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
   const std::int64_t fused = fused_embedding_copies(parallel, stage) *
                              (padded_vocab(model, parallel.tp) / parallel.tp) * static_cast<std::int64_t>(model.hidden);
-  return stage_params(model, parallel, stage).per_gpu() - fused;
+  return stage_params(model, parallel, stage).dense() - fused;
 }
 
 }  // namespace
 
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
   return static_cast<double>(dp_synced_params(model, parallel, stage)) * grad_bytes(model, parallel);
+}
+
+double expert_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  return static_cast<double>(stage_params(model, parallel, stage).expert) * grad_bytes(model, parallel);
 }
 
 double embedding_sync_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
@@ -365,8 +401,11 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
   std::vector<WeightMatrix> out;
   for (const LayerWeight& w : describe_layer(model, parallel).weights)
     if (w.matrix)
-      out.push_back(
-          {.name = w.name, .rows = w.shard_rows(parallel.tp), .cols = w.shard_cols(parallel.tp), .count = layers});
+      out.push_back({.name = w.name,
+                     .rows = w.shard_rows(parallel.tp),
+                     .cols = w.shard_cols(parallel.tp),
+                     .count = w.expert ? layers * static_cast<int>(w.count / parallel.ep) : layers,
+                     .expert = w.expert});
   const std::int64_t vocab_rows = padded_vocab(model, parallel.tp) / tp;
   const bool last = stage == parallel.pp - 1;
   const int embedding_copies = (stage == 0 ? 1 : 0) + (model.tie_embeddings && last && parallel.pp > 1 ? 1 : 0) -
@@ -379,12 +418,14 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
   return out;
 }
 
-PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank) {
+PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank, SyncGroup group) {
   if (rank < 1) throw InternalError("powersgd_wire: rank must be ≥ 1, got " + std::to_string(rank));
   const double bytes = grad_bytes(model, parallel);
+  const bool experts = group == SyncGroup::kExpert;
   PowerSgdWire w;
   std::int64_t matrix_elements = 0;
   for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
+    if (m.expert != experts) continue;
     matrix_elements += m.elements() * m.count;
     if (powersgd_compresses(m.rows, m.cols, rank)) {
       w.p_bytes += static_cast<double>(m.count) * static_cast<double>(m.rows) * rank * bytes;
@@ -395,18 +436,21 @@ PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel,
       w.skipped_matrices += m.count;
     }
   }
-  const std::int64_t one_d = dp_synced_params(model, parallel, stage) - matrix_elements;
-  w.uncompressed_bytes += static_cast<double>(one_d) * bytes;
+  if (!experts) {  // the routed experts are all matrices
+    const std::int64_t one_d = dp_synced_params(model, parallel, stage) - matrix_elements;
+    w.uncompressed_bytes += static_cast<double>(one_d) * bytes;
+  }
   return w;
 }
 
 double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
-                           const CostParams& params, int stage, int rank) {
+                           const CostParams& params, int stage, int rank, SyncGroup group) {
   if (rank < 1) throw InternalError("powersgd_compress_s: rank must be ≥ 1, got " + std::to_string(rank));
   const int bytes = grad_bytes(model, parallel);
+  const bool experts = group == SyncGroup::kExpert;
   double total_s = 0.0;
   for (const WeightMatrix& m : stage_matrices(model, parallel, stage)) {
-    if (!powersgd_compresses(m.rows, m.cols, rank)) continue;
+    if (m.expert != experts || !powersgd_compresses(m.rows, m.cols, rank)) continue;
     total_s += powersgd_batch_s(m.rows, m.cols, rank, m.count, bytes, gpu, params);
   }
   return total_s;

@@ -64,10 +64,16 @@ class GpuWorker {
       dp_sync();
     }
     if (gather) gather->join();  // long done: the first forward pass waited for its last bucket
+    expert_sync();
     record().sync_end_s = now();
     embedding_sync();
     optimizer_step();
     if (work().param_bytes > 0) dp_collective(CollectiveOp::kAllGather, work().param_bytes, "dp param all-gather");
+    if (work().expert_param_bytes > 0) {
+      const double start = now();
+      edp_collective(CollectiveOp::kAllGather, work().expert_param_bytes, "expert param all-gather");
+      record().expert_param_gather_s = now() - start;
+    }
     record().finish_s = now();
     ++state_->progress.gpus_done;
     XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
@@ -240,6 +246,7 @@ class GpuWorker {
     }
     tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, w.tp_forward_overlap_s,
                   "tp " + name);
+    token_all_to_all(w.a2a_forward_bytes, w.a2a_forward_extra_latency_s, "a2a " + name);
     ++state_->progress.passes_done;
     if (const std::optional<ChunkAt> to = activation_receiver(state_->parallel, coord_.pp, chunk))
       send(P2p::kActivation, to->stage, to->chunk);
@@ -258,11 +265,59 @@ class GpuWorker {
     }
     tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, w.tp_backward_overlap_s,
                   "tp " + name);
+    token_all_to_all(w.a2a_backward_bytes, w.a2a_backward_extra_latency_s, "a2a " + name);
     ++state_->progress.passes_done;
     if (const std::optional<ChunkAt> to = gradient_receiver(state_->parallel, coord_.pp, chunk)) {
       pp_codec(work().grad_compress_s, "compress grad", mb, chunk);
       send(P2p::kGradient, to->stage, to->chunk);
     }
+  }
+
+  // MoE: the pass's token all-to-alls over this GPU's expert-parallel group, folded into one of all their bytes,
+  // then the latency of the others. Exposed: they sit between the router and the experts and after the experts
+  // (Megatron-Core's all-to-all overlap is not modelled).
+  void token_all_to_all(std::uint64_t bytes, double extra_latency_s, const std::string& name) const {
+    if (bytes == 0 || state_->ep_groups.empty()) return;
+    const double start = now();
+    const ParallelSpec& par = state_->parallel;
+    const int j = stage_position(coord_, par.tp);
+    const std::size_t group = grid_index(coord_.pp, par.tp * par.dp / par.ep, j / par.ep);
+    all_to_all(state_->ep_groups[group], j % par.ep, bytes);
+    if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
+    record().all_to_all_s += now() - start;
+    note(name, "a2a", start);
+  }
+
+  // MoE: one collective over this GPU's expert-data-parallel group.
+  void edp_collective(CollectiveOp op, std::uint64_t bytes, const std::string& name) const {
+    if (bytes == 0 || state_->edp_groups.empty()) return;
+    const double start = now();
+    const ParallelSpec& par = state_->parallel;
+    const int j = stage_position(coord_, par.tp);
+    const Group& g = state_->edp_groups[grid_index(coord_.pp, par.ep, j % par.ep)];
+    if (g.size() > 1) run_collective(op, g, j / par.ep, bytes);
+    record().dp_comms.push_back({start, now()});
+    note(name, "dp", start);
+  }
+
+  // MoE: the routed experts' gradients over expert DP, after the dense sync (uncompressed, reduce-scattered with
+  // the distributed optimizer; or PowerSGD at the stage's expert rank).
+  void expert_sync() const {
+    const StageWork& w = work();
+    if (state_->edp_groups.empty()) return;
+    const double start = now();
+    if (w.expert_rank == 0) {
+      edp_collective(w.expert_reduce_scatter ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce, w.expert_bytes,
+                     "expert dp sync");
+    } else {
+      compress(w.expert_compress_s / 3, "expert P = MQ");
+      edp_collective(CollectiveOp::kAllReduce, w.expert_p_bytes, "expert dp P");
+      compress(w.expert_compress_s / 3, "expert orth, Q = MtP");
+      edp_collective(CollectiveOp::kAllReduce, w.expert_q_bytes, "expert dp Q");
+      compress(w.expert_compress_s / 3, "expert M = PQt");
+      edp_collective(CollectiveOp::kAllReduce, w.expert_bytes, "expert dp uncompressed");
+    }
+    record().expert_sync_s = now() - start;
   }
 
   void dp_all_reduce(std::uint64_t bytes, const std::string& name) const {

@@ -46,6 +46,8 @@ void build_groups(IterationState& state, const Platform& platform, const ModelSp
   const Layout& layout = state.layout;
   state.tp_groups = impl::on_platform(platform, impl::tp_rank_groups(layout));
   state.dp_groups = impl::on_platform(platform, impl::dp_rank_groups(layout));
+  state.ep_groups = impl::on_platform(platform, impl::ep_rank_groups(layout, par));
+  state.edp_groups = impl::on_platform(platform, impl::edp_rank_groups(layout, par));
   if (const double gather = pp_gather_bytes(model, par); gather > 0 && par.pp > 1) {
     const Group& g = state.tp_groups.front();
     state.p2p_gather_s = (par.tp - 1) * platform.lone_transfer_s(g.hosts[0], g.hosts[1], gather / par.tp);
@@ -107,9 +109,11 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   std::vector<int> ranks;
   for (int r = 0; r < layout.world_size(); ++r)
     if (!state.replicas_folded || layout.coord_of(r).dp == 0) ranks.push_back(r);
+  const int ep_groups_per_stage = par.tp * par.dp / par.ep;
   for (int s = 0; s < par.pp; ++s)
-    state.stages.push_back(impl::stage_work(platform, model, par, params, s, plan[static_cast<std::size_t>(s)],
-                                            state.tp_groups[grid_index(s, par.dp, 0)]));
+    state.stages.push_back(impl::stage_work(
+        platform, model, par, params, s, plan[static_cast<std::size_t>(s)], state.tp_groups[grid_index(s, par.dp, 0)],
+        state.ep_groups.empty() ? nullptr : &state.ep_groups[grid_index(s, ep_groups_per_stage, 0)]));
   state.records.resize(static_cast<std::size_t>(layout.world_size()));
   open_mailboxes(state, ranks);
   return ranks;
@@ -176,9 +180,13 @@ void reduce_rank(const IterationState& state, int r, const std::vector<double>& 
   st.compression_s = std::max(st.compression_s, rec.compression_s);
   st.compute_s = std::max(st.compute_s, rec.compute_s);
   st.tp_comm_s = std::max(st.tp_comm_s, rec.tp_comm_s);
-  st.bubble_s = std::max(st.bubble_s, pipeline_end_s - rec.compute_s - rec.tp_comm_s - rec.param_gather_wait_s);
+  st.bubble_s = std::max(st.bubble_s,
+                         pipeline_end_s - rec.compute_s - rec.tp_comm_s - rec.param_gather_wait_s - rec.all_to_all_s);
   st.sync_end_s = std::max(st.sync_end_s, rec.sync_end_s);
   st.optimizer_s = std::max(st.optimizer_s, rec.optimizer_s);
+  st.all_to_all_s = std::max(st.all_to_all_s, rec.all_to_all_s);
+  st.expert_sync_s = std::max(st.expert_sync_s, rec.expert_sync_s);
+  st.expert_param_gather_s = std::max(st.expert_param_gather_s, rec.expert_param_gather_s);
   if (rec.embedding_end_s > 0) {
     const RankCoord c = state.layout.coord_of(r);
     const int partner = state.layout.rank_of({c.tp, c.pp == 0 ? state.parallel.pp - 1 : 0, c.dp});
@@ -204,6 +212,7 @@ IterationResult reduce(const IterationState& state, const std::vector<int>& rank
     StageResult& st = result.stages[static_cast<std::size_t>(s)];
     st.powersgd_rank = plan[static_cast<std::size_t>(s)].powersgd_rank;
     st.pp_rank = plan[static_cast<std::size_t>(s)].pp_rank;
+    st.expert_rank = state.stages[static_cast<std::size_t>(s)].expert_rank;
     reduce_rank(state, r, fused_meet, result.pipeline_end_s, st);
     if (state.record_timeline) {
       const std::vector<TimelineEvent>& events = state.records[static_cast<std::size_t>(r)].events;

@@ -288,8 +288,13 @@ PassTime embedding_time(const ModelSpec& model, const ParallelSpec& /*parallel*/
 double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                         const CostParams& params, int stage) {
   if (params.optimizer_step_s >= 0.0) return params.optimizer_step_s;
-  const double local = static_cast<double>(stage_params(model, parallel, stage).per_gpu());
-  const double shard = parallel.distributed_optimizer ? local / parallel.dp : local;
+  const StageParams held = stage_params(model, parallel, stage);
+  const double local = static_cast<double>(held.per_gpu());
+  // The distributed optimizer shards the dense parameters over DP and the routed experts' over expert DP.
+  const double expert_dp = static_cast<double>(parallel.tp) * parallel.dp / parallel.ep;
+  const double shard = parallel.distributed_optimizer ? static_cast<double>(held.dense()) / parallel.dp +
+                                                            static_cast<double>(held.expert) / expert_dp
+                                                      : local;
   const double bytes = kOptimizerLocalBytes * local + (kOptimizerShardBytes + bytes_per_element(model.dtype)) * shard;
   return bytes / hbm_Bps(gpu, params) + kOptimizerKernels * overhead_s(gpu);
 }

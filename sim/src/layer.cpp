@@ -10,8 +10,9 @@ namespace {
 
 // The shape of the layer, from the model's keys and their defaults.
 struct Dims {
-  std::int64_t h = 0, a = 0, g = 0, d = 0, f = 0;
-  std::int64_t q() const { return a * d; }              // query (and attention output) width
+  std::int64_t h = 0, a = 0, g = 0, d = 0, f = 0;  // f: the dense MLP's width (an MoE layer's shared experts', or 0)
+  std::int64_t experts = 0, fe = 0;                // an MoE layer's routed experts and each one's width
+  std::int64_t q() const { return a * d; }         // query (and attention output) width
   std::int64_t qkv() const { return (a + 2 * g) * d; }  // QKV output width
 };
 
@@ -22,6 +23,11 @@ Dims dims_of(const ModelSpec& model) {
   x.g = model.kv_heads_or_default();
   x.d = model.head_dim_or_default();
   x.f = model.ffn_or_default();
+  if (model.moe()) {
+    x.experts = model.experts;
+    x.fe = model.moe_ffn_or_default();
+    x.f = static_cast<std::int64_t>(model.shared_experts) * x.fe;
+  }
   return x;
 }
 
@@ -31,15 +37,28 @@ std::vector<LayerWeight> layer_weights(const ModelSpec& model, const Dims& x) {
   std::vector<LayerWeight> w = {
       {.name = "qkv", .rows = x.h, .cols = x.qkv(), .sharding = Sharding::kColumn, .matrix = true},
       {.name = "proj", .rows = x.q(), .cols = x.h, .sharding = Sharding::kRow, .matrix = true},
-      {.name = "fc1", .rows = x.h, .cols = fc1_out, .sharding = Sharding::kColumn, .matrix = true},
-      {.name = "fc2", .rows = x.f, .cols = x.h, .sharding = Sharding::kRow, .matrix = true},
   };
+  const bool dense_mlp = x.f > 0;  // the dense MLP, or an MoE layer's shared experts as one TP-split MLP
+  if (dense_mlp) {
+    w.push_back({.name = "fc1", .rows = x.h, .cols = fc1_out, .sharding = Sharding::kColumn, .matrix = true});
+    w.push_back({.name = "fc2", .rows = x.f, .cols = x.h, .sharding = Sharding::kRow, .matrix = true});
+  }
+  if (x.experts > 0) {
+    // The router (replicated over TP, synchronised with the dense parameters) and the routed experts, whole on
+    // their expert-parallel rank (expert tensor parallelism 1).
+    w.push_back({.name = "router", .rows = x.h, .cols = x.experts, .matrix = true});
+    const std::int64_t e_fc1 = swiglu ? 2 * x.fe : x.fe;
+    w.push_back({.name = "expert.fc1", .rows = x.h, .cols = e_fc1, .matrix = true, .expert = true, .count = x.experts});
+    w.push_back({.name = "expert.fc2", .rows = x.fe, .cols = x.h, .matrix = true, .expert = true, .count = x.experts});
+  }
   if (model.bias != LinearBias::kNone)
     w.push_back({.name = "qkv.bias", .rows = 1, .cols = x.qkv(), .sharding = Sharding::kColumn});
   if (model.bias == LinearBias::kAll) {
     w.push_back({.name = "proj.bias", .rows = 1, .cols = x.h});
-    w.push_back({.name = "fc1.bias", .rows = 1, .cols = fc1_out, .sharding = Sharding::kColumn});
-    w.push_back({.name = "fc2.bias", .rows = 1, .cols = x.h});
+    if (dense_mlp) {
+      w.push_back({.name = "fc1.bias", .rows = 1, .cols = fc1_out, .sharding = Sharding::kColumn});
+      w.push_back({.name = "fc2.bias", .rows = 1, .cols = x.h});
+    }
   }
   const bool layernorm = model.norm == Norm::kLayerNorm;
   if (model.qk_norm)
@@ -135,6 +154,72 @@ struct AttentionCore {
   }
 };
 
+// An MoE layer's routed experts on one GPU (expert tensor parallelism 1): `tokens` of the GPU's own (÷ tp with
+// sequence parallelism) go through the router and are permuted into expert order; after the dispatch all-to-all
+// (the iteration's, not an op) each of the experts / ep local experts runs its fc1, activation and fc2 over the
+// busiest expert's tokens (a grouped GEMM, timed as one batched GEMM), and the combine all-to-all brings the outputs
+// back to be un-permuted and summed with their routing weights.
+struct RoutedExperts {
+  double tokens = 0.0;         // the GPU's tokens, b·s (÷ tp)
+  double experts = 0.0;        // routed experts E
+  double top_k = 0.0;          // experts per token
+  double local = 0.0;          // experts on this GPU, E / ep
+  double expert_tokens = 0.0;  // tokens of the busiest local expert: load · ep · tokens · k / E
+  double h = 0.0, fe = 0.0, e = 0.0;
+  double fc1_out = 0.0;  // 2·fe with SwiGLU
+  bool swiglu = false;
+
+  GemmShape router() const { return {.m = tokens, .n = experts, .k = h}; }
+  GemmShape fc1() const { return {.m = expert_tokens, .n = fc1_out, .k = h, .batch = local}; }
+  GemmShape fc2() const { return {.m = expert_tokens, .n = h, .k = fe, .batch = local}; }
+  double routed_elements() const { return tokens * top_k * h; }  // the permuted copies of the tokens
+  double act_elements() const { return local * expert_tokens * fe; }
+
+  void forward(OpList& o) const {
+    o.gemm("router", router(), false, false);
+    o.pass("router_softmax", "softmax", tokens * experts, experts, 2 * e, false, false);
+    o.pass("permute", "copy", routed_elements(), h, 2 * e, false, false);
+    o.gemm("expert.fc1", fc1(), false, false);
+    if (swiglu)
+      o.pass("expert.swiglu", "swiglu", act_elements(), fe, 3 * e, false, false);
+    else
+      o.pass("expert.gelu", "bias_gelu", act_elements(), fe, 2 * e, false, false);
+    o.gemm("expert.fc2", fc2(), false, false);
+    o.pass("unpermute", "copy", routed_elements(), h, 2 * e, false, false);
+  }
+  void backward(OpList& o) const {
+    const char* const n_fc2[3] = {"expert.fc2", "expert.fc2.dgrad", "expert.fc2.wgrad"};
+    const char* const n_fc1[3] = {"expert.fc1", "expert.fc1.dgrad", "expert.fc1.wgrad"};
+    const char* const n_router[3] = {"router", "router.dgrad", "router.wgrad"};
+    o.pass("unpermute.backward", "copy", routed_elements(), h, 2 * e, true, false);
+    o.backward_gemms(n_fc2, fc2(), false);
+    if (swiglu)
+      o.pass("expert.swiglu.backward", "swiglu_backward", act_elements(), fe, 5 * e, true, false);
+    else
+      o.pass("expert.gelu.backward", "gelu_backward", act_elements(), fe, 3 * e, true, false);
+    o.backward_gemms(n_fc1, fc1(), false);
+    o.pass("permute.backward", "copy", routed_elements(), h, 2 * e, true, false);
+    o.pass("router_softmax.backward", "softmax_backward", tokens * experts, experts, 3 * e, true, false);
+    o.backward_gemms(n_router, router(), false);
+  }
+};
+
+RoutedExperts routed_experts(const ModelSpec& model, const ParallelSpec& parallel, const Dims& x) {
+  const double e = bytes_per_element(model.dtype), t = parallel.tp;
+  RoutedExperts r;
+  r.tokens = static_cast<double>(model.micro_batch_size) * model.seq_len / t;
+  r.experts = static_cast<double>(x.experts);
+  r.top_k = model.top_k;
+  r.local = r.experts / parallel.ep;
+  r.expert_tokens = model.moe_load_factor * parallel.ep * r.tokens * r.top_k / r.experts;
+  r.h = static_cast<double>(x.h);
+  r.fe = static_cast<double>(x.fe);
+  r.e = e;
+  r.swiglu = model.mlp == Mlp::kSwiglu;
+  r.fc1_out = r.swiglu ? 2.0 * r.fe : r.fe;
+  return r;
+}
+
 // Bias gradients: column sums of the biased GEMM outputs' gradients (a column-parallel output split over TP, a
 // row-parallel one over the sequence-parallel shard), one pass over all of them.
 void bias_grads(OpList& o, const std::vector<LayerWeight>& w, double Er, double bs, double t, double h, double e) {
@@ -183,7 +268,9 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
       .e = e,
       .context_elements = bs * q / t,
       .context_row = q / t};
-  const GemmShape g_qkv = linear("qkv"), g_proj = linear("proj"), g_fc1 = linear("fc1"), g_fc2 = linear("fc2");
+  const bool dense_mlp = x.f > 0;
+  const GemmShape g_qkv = linear("qkv"), g_proj = linear("proj");
+  const GemmShape g_fc1 = dense_mlp ? linear("fc1") : GemmShape{}, g_fc2 = dense_mlp ? linear("fc2") : GemmShape{};
   const char* const n_qkv[3] = {"qkv", "qkv.dgrad", "qkv.wgrad"};
   const char* const n_proj[3] = {"proj", "proj.dgrad", "proj.wgrad"};
   const char* const n_fc1[3] = {"fc1", "fc1.dgrad", "fc1.wgrad"};
@@ -205,12 +292,15 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
   else
     o.pass("residual_add1", "add", Er, h, 3 * e, false, false);
   o.pass(ln ? "layernorm2" : "rmsnorm2", norm, Er, h, 2 * e, false, false);
-  o.gemm(n_fc1[0], g_fc1, false, false);
-  if (swiglu)
-    o.pass("swiglu", "swiglu", mlp, f / t, 3 * e, false, false);  // reads gate and up, writes their product
-  else
-    o.pass("bias_gelu", "bias_gelu", mlp, f / t, 2 * e, false, false);
-  o.gemm(n_fc2[0], g_fc2, false, false);
+  if (dense_mlp) {
+    o.gemm(n_fc1[0], g_fc1, false, false);
+    if (swiglu)
+      o.pass("swiglu", "swiglu", mlp, f / t, 3 * e, false, false);  // reads gate and up, writes their product
+    else
+      o.pass("bias_gelu", "bias_gelu", mlp, f / t, 2 * e, false, false);
+    o.gemm(n_fc2[0], g_fc2, false, false);
+  }
+  if (model.moe()) routed_experts(model, parallel, x).forward(o);
   if (dropout)
     o.pass("bias_dropout_add2", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
   else
@@ -224,14 +314,17 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
   const auto cast_transpose = [&](const char* name, double width) {
     if (model.fp8) o.pass(name, "cast_transpose", bs * width, width, e + 2, true, false);
   };
-  cast_transpose("fc2.grad_cast", h);
-  o.backward_gemms(n_fc2, g_fc2, false);
-  if (swiglu)
-    o.pass("swiglu.backward", "swiglu_backward", mlp, f / t, 5 * e, true, false);  // dy, gate, up → two grads
-  else
-    o.pass("gelu.backward", "gelu_backward", mlp, f / t, 3 * e, true, false);
-  cast_transpose("fc1.grad_cast", g_fc1.n);
-  o.backward_gemms(n_fc1, g_fc1, false);
+  if (model.moe()) routed_experts(model, parallel, x).backward(o);
+  if (dense_mlp) {
+    cast_transpose("fc2.grad_cast", h);
+    o.backward_gemms(n_fc2, g_fc2, false);
+    if (swiglu)
+      o.pass("swiglu.backward", "swiglu_backward", mlp, f / t, 5 * e, true, false);  // dy, gate, up → two grads
+    else
+      o.pass("gelu.backward", "gelu_backward", mlp, f / t, 3 * e, true, false);
+    cast_transpose("fc1.grad_cast", g_fc1.n);
+    o.backward_gemms(n_fc1, g_fc1, false);
+  }
   o.pass(ln ? "layernorm2.backward" : "rmsnorm2.backward", norm_backward, Er, h, 3 * e, true, false);
   if (dropout) o.pass("bias_dropout_add1.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
   o.pass("residual_sum1", "add", Er, h, 3 * e, true, false);
@@ -255,7 +348,8 @@ LayerDescription describe_layer(const ModelSpec& model, const ParallelSpec& para
   const Dims x = dims_of(model);
   LayerDescription layer;
   layer.weights = layer_weights(model, x);
-  layer.tensors = static_cast<int>(layer.weights.size());
+  for (const LayerWeight& w : layer.weights)  // a GPU holds experts / ep copies of each expert weight
+    layer.tensors += w.expert ? static_cast<int>(w.count / parallel.ep) : 1;
   describe_ops(model, parallel, layer.weights, x, layer.ops);
   // Korthikanti et al. 2022 §4.1 per element of s·b·h (16-bit): norm inputs 2 + 2, QKV and fc1 inputs 2 + 2, the
   // two dropout masks 1 + 1 on every rank; Q, K, V, the projection's input and the MLP's (GeLU: its input and fc2's
@@ -265,39 +359,57 @@ LayerDescription describe_layer(const ModelSpec& model, const ParallelSpec& para
   // instead of 2: QKV's and fc1's on every rank, the projection's and fc2's split over TP).
   const std::int64_t kept = model.fp8 ? 1 : 2;
   layer.saved.replicated = (model.dropout ? 6.0 : 4.0) + 2.0 * static_cast<double>(kept);
-  const std::int64_t mlp_bytes = model.mlp == Mlp::kSwiglu ? 4 * x.f + kept * x.f : 2 * x.f + kept * x.f;
+  const auto mlp_saved = [&](std::int64_t f) {
+    return model.mlp == Mlp::kSwiglu ? 4 * f + kept * f : 2 * f + kept * f;
+  };
+  const std::int64_t mlp_bytes = mlp_saved(x.f);
   const std::int64_t qk_norm_inputs = model.qk_norm ? 2 * (x.a + x.g) * x.d : 0;
   layer.saved.sharded = static_cast<double>(2 * x.q() + 4 * x.g * x.d + kept * x.q() + mlp_bytes + qk_norm_inputs) /
                         static_cast<double>(x.h);
+  // Routed experts, per token of the GPU's (sequence-parallel) share: the permuted input each of its top-k experts
+  // reads (for fc1's weight gradient) and that expert's MLP activations, at the busiest expert's load. The router's
+  // input is the norm's output, counted above.
+  if (model.moe())
+    layer.saved.sharded += model.moe_load_factor * model.top_k * static_cast<double>(kept * x.h + mlp_saved(x.fe)) /
+                           static_cast<double>(x.h);
   const bool flash = model.attention == Attention::kFlash;
   layer.saved.score_factor = flash ? 0.0 : model.dropout ? 5.0 : 2.0;
   layer.saved.head_stats = flash ? 2.0 : 0.0;
   const double b = model.micro_batch_size, s = model.seq_len, t = parallel.tp;
   layer.beside.qkv = 2.0 * b * s * static_cast<double>(weight(layer.weights, "qkv").elements()) / t;
-  layer.beside.fc1 = 2.0 * b * s * static_cast<double>(weight(layer.weights, "fc1").elements()) / t;
   layer.beside.proj = 2.0 * b * s * static_cast<double>(weight(layer.weights, "proj").elements()) / t;
-  layer.beside.fc2 = 2.0 * b * s * static_cast<double>(weight(layer.weights, "fc2").elements()) / t;
+  if (x.f > 0) {
+    layer.beside.fc1 = 2.0 * b * s * static_cast<double>(weight(layer.weights, "fc1").elements()) / t;
+    layer.beside.fc2 = 2.0 * b * s * static_cast<double>(weight(layer.weights, "fc2").elements()) / t;
+  }
   return layer;
 }
 
 std::int64_t layer_sharded_per_rank(const LayerDescription& layer, int tp) {
   std::int64_t sum = 0;
   for (const LayerWeight& w : layer.weights)
-    if (w.sharding != Sharding::kReplicated) sum += w.elements();
+    if (!w.expert && w.sharding != Sharding::kReplicated) sum += w.elements();
   return sum / tp;
 }
 
 std::int64_t layer_replicated_params(const LayerDescription& layer) {
   std::int64_t sum = 0;
   for (const LayerWeight& w : layer.weights)
-    if (w.sharding == Sharding::kReplicated) sum += w.elements();
+    if (!w.expert && w.sharding == Sharding::kReplicated) sum += w.elements();
   return sum;
 }
 
 std::int64_t layer_matrix_elements(const LayerDescription& layer) {
   std::int64_t sum = 0;
   for (const LayerWeight& w : layer.weights)
-    if (w.matrix) sum += w.elements();
+    if (w.matrix && !w.expert) sum += w.elements();
+  return sum;
+}
+
+std::int64_t layer_expert_params(const LayerDescription& layer, int experts) {
+  std::int64_t sum = 0;
+  for (const LayerWeight& w : layer.weights)
+    if (w.expert) sum += w.elements() * experts;
   return sum;
 }
 

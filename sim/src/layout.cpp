@@ -1,5 +1,6 @@
 #include "edgc/sim/layout.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,54 @@ void check_layer_shape(const ModelSpec& model, const ParallelSpec& parallel, con
     throw ConfigError(where, "model.seq_len",
                       std::to_string(model.seq_len) + " tokens do not split over tp = " + std::to_string(parallel.tp) +
                           " with sequence parallelism");
+}
+
+// Mixture of experts as Megatron-Core accepts it (its MoE argument checks), within what is modelled: experts that
+// split over the expert-parallel group, expert-parallel groups inside a stage's tp·dp GPUs, sequence parallelism
+// with TP, whole experts (expert tensor parallelism 1).
+void check_moe(const ModelSpec& model, const ParallelSpec& parallel, const std::string& where) {
+  if (!model.moe()) {
+    if (parallel.ep != 1)
+      throw ConfigError(where, "parallelism.ep",
+                        "expert parallelism needs a mixture-of-experts model (model.experts > 0), got ep = " +
+                            std::to_string(parallel.ep));
+    if (model.top_k != 0 || model.moe_ffn_hidden != 0 || model.shared_experts != 0)
+      throw ConfigError(where, "model.experts", "top_k, moe_ffn_hidden and shared_experts need model.experts > 0");
+    return;
+  }
+  if (model.experts < 2) throw ConfigError(where, "model.experts", "a mixture of experts needs at least 2 experts");
+  if (model.top_k < 1 || model.top_k > model.experts)
+    throw ConfigError(
+        where, "model.top_k",
+        "must lie in [1, experts = " + std::to_string(model.experts) + "], got " + std::to_string(model.top_k));
+  if (model.moe_ffn_hidden < 0) throw ConfigError(where, "model.moe_ffn_hidden", "must be ≥ 1 (or 0 for ffn_hidden)");
+  if (model.shared_experts < 0) throw ConfigError(where, "model.shared_experts", "must be ≥ 0");
+  if (!(model.moe_load_factor >= 1.0) || model.moe_load_factor > static_cast<double>(model.experts) / model.top_k)
+    throw ConfigError(where, "model.moe_load_factor",
+                      "the busiest expert's tokens over the mean must lie in [1, experts / top_k], got " +
+                          std::to_string(model.moe_load_factor));
+  require_positive(where, "parallelism.ep", parallel.ep);
+  if (model.experts % parallel.ep != 0)
+    throw ConfigError(where, "parallelism.ep",
+                      std::to_string(model.experts) + " experts do not split over ep = " + std::to_string(parallel.ep));
+  const long long stage_gpus = static_cast<long long>(parallel.tp) * parallel.dp;
+  if (stage_gpus % parallel.ep != 0)
+    throw ConfigError(where, "parallelism.ep",
+                      "ep = " + std::to_string(parallel.ep) +
+                          " does not divide the tp·dp = " + std::to_string(stage_gpus) +
+                          " GPUs of a pipeline stage (Megatron-Core forms expert-parallel groups inside them)");
+  if (parallel.etp != 1)
+    throw ConfigError(where, "parallelism.etp",
+                      "only expert tensor parallelism 1 (whole experts, Megatron-Core's recommended setting with "
+                      "expert parallelism) is modelled, got " +
+                          std::to_string(parallel.etp));
+  if (parallel.tp > 1 && !parallel.sequence_parallel)
+    throw ConfigError(where, "parallelism.sequence_parallel",
+                      "Megatron-Core needs sequence parallelism for a mixture of experts with tp > 1");
+  const std::int64_t fe = model.moe_ffn_or_default();
+  if (model.shared_experts > 0 && (static_cast<std::int64_t>(model.shared_experts) * fe) % parallel.tp != 0)
+    throw ConfigError(where, "model.shared_experts",
+                      "the shared experts' width does not split over tp = " + std::to_string(parallel.tp));
 }
 
 }  // namespace
@@ -98,6 +147,7 @@ ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, cons
         where, "model.hidden",
         std::to_string(model.hidden) + " is not a multiple of the " + std::to_string(model.heads) + " heads");
   check_layer_shape(model, parallel, where);
+  check_moe(model, parallel, where);
 
   const long long per_step = static_cast<long long>(model.micro_batch_size) * parallel.dp;
   if (model.global_batch_size % per_step != 0)
@@ -105,6 +155,7 @@ ParallelSpec validate(const ModelSpec& model, const ParallelSpec& parallel, cons
                       std::to_string(model.global_batch_size) +
                           " sequences are not a multiple of micro_batch·dp = " + std::to_string(per_step));
   ParallelSpec out = parallel;
+  out.expert_groups = model.moe();
   const long long derived = model.global_batch_size / per_step;
   if (out.microbatches == 0) {
     out.microbatches = static_cast<int>(derived);

@@ -106,11 +106,17 @@ std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec
   for (int s = 0; s < parallel.pp; ++s) {
     StageMemory m;
     m.stage = s;
-    m.parameters = stage_params(model, parallel, s).per_gpu();
+    const StageParams held = stage_params(model, parallel, s);
+    m.parameters = held.per_gpu();
     const double p = static_cast<double>(m.parameters);
     m.weights_bytes = p * e;
     m.gradients_bytes = p * grad_bytes(model, parallel);
     m.optimizer_bytes = p * (master + kMomentBytes) / (parallel.distributed_optimizer ? parallel.dp : 1);
+    // The distributed optimizer shards a mixture of experts' routed experts over their expert-DP group instead.
+    if (held.expert > 0 && parallel.distributed_optimizer)
+      m.optimizer_bytes = (master + kMomentBytes) * (static_cast<double>(held.dense()) / parallel.dp +
+                                                     static_cast<double>(held.expert) * parallel.ep /
+                                                         (static_cast<double>(parallel.tp) * parallel.dp));
     const auto [peak, passes] = schedule_peak(model, parallel, s);
     m.activations_bytes = peak;
     m.inflight_passes = passes;

@@ -42,7 +42,7 @@ namespace {
 
 // The buckets with `bytes` per parameter, in backward order.
 std::vector<Bucket> buckets_of(const ModelSpec& model, const ParallelSpec& par, int stage, double bytes) {
-  const double params = static_cast<double>(stage_params(model, par, stage).per_gpu());
+  const double params = static_cast<double>(stage_params(model, par, stage).dense());  // the DP-synced ones
   const double per_bucket =
       par.grad_bucket_params > 0 ? par.grad_bucket_params : std::max(4e7, 1e6 * static_cast<double>(par.dp));
   const auto n = static_cast<std::size_t>(std::ceil(params / per_bucket));
@@ -100,8 +100,60 @@ LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& 
   return out;
 }
 
+namespace {
+
+// The longest route latency between two members of `group`: what each all-to-all folded into another adds.
+double all_to_all_latency_s(const Group& group) {
+  double worst = 0.0;
+  for (sg4::Host* a : group.hosts)
+    for (sg4::Host* b : group.hosts)
+      if (a != b) worst = std::max(worst, route_between(a, b).latency_s);
+  return worst;
+}
+
+// MoE: the token all-to-alls of every chunk's passes (moe_all_to_all_bytes per all-to-all and GPU).
+void add_all_to_alls(const ModelSpec& model, const ParallelSpec& par, const Group* ep_group, int layers,
+                     ChunkWork& cw) {
+  const double bytes = moe_all_to_all_bytes(model, par);
+  if (ep_group == nullptr || bytes <= 0) return;
+  const double lat = all_to_all_latency_s(*ep_group);
+  const double n_fwd = static_cast<double>(layers) * moe_all_to_alls(model, false);
+  const double n_bwd = static_cast<double>(layers) * moe_all_to_alls(model, true);
+  // all_to_all() takes each member's whole send buffer, of which 1/ep stays on the GPU.
+  const double buffer = bytes * par.ep / (par.ep - 1);
+  cw.a2a_forward_bytes = whole_bytes(n_fwd * buffer);
+  cw.a2a_backward_bytes = whole_bytes(n_bwd * buffer);
+  cw.a2a_forward_extra_latency_s = std::max(0.0, n_fwd - 1.0) * lat;
+  cw.a2a_backward_extra_latency_s = std::max(0.0, n_bwd - 1.0) * lat;
+}
+
+// MoE: the routed experts' sync over expert DP at sync.expert_rank_or_default().
+void add_expert_sync(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
+                     const CostParams& params, int stage, const StageSync& sync, StageWork& w) {
+  const int edp = par.tp * par.dp / par.ep;
+  if (!model.moe() || edp < 2) return;
+  w.expert_rank = sync.expert_rank_or_default();
+  if (w.expert_rank == 0) {
+    w.expert_bytes = whole_bytes(expert_gradient_bytes(model, par, stage));
+    w.expert_reduce_scatter = par.distributed_optimizer;
+  } else {
+    const PowerSgdWire wire = powersgd_wire(model, par, stage, w.expert_rank, SyncGroup::kExpert);
+    w.expert_p_bytes = whole_bytes(wire.p_bytes);
+    w.expert_q_bytes = whole_bytes(wire.q_bytes);
+    w.expert_bytes = whole_bytes(wire.uncompressed_bytes);  // expert matrices the skip rule sends whole
+    w.expert_compress_s =
+        powersgd_compress_s(model, par, platform.spec().gpu, params, stage, w.expert_rank, SyncGroup::kExpert);
+  }
+  if (par.distributed_optimizer)
+    w.expert_param_bytes =
+        whole_bytes(static_cast<double>(stage_params(model, par, stage).expert) * bytes_per_element(model.dtype));
+}
+
+}  // namespace
+
 StageWork stage_work(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
-                     const CostParams& params, int stage, const StageSync& sync, const Group& tp_group) {
+                     const CostParams& params, int stage, const StageSync& sync, const Group& tp_group,
+                     const Group* ep_group) {
   const ClusterSpec& cluster = platform.spec();
   StageWork w;
   const int chunks = model_chunks(par);
@@ -131,6 +183,7 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
       cw.tp_forward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_forward_bytes);
       cw.tp_backward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_backward_bytes);
     }
+    add_all_to_alls(model, par, ep_group, layers, cw);
     w.chunks.push_back(cw);
   }
   w.powersgd_rank = sync.powersgd_rank;
@@ -145,8 +198,9 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
       w.param_buckets = param_buckets(model, par, stage);
     else
       w.param_bytes =
-          whole_bytes(static_cast<double>(stage_params(model, par, stage).per_gpu()) * bytes_per_element(model.dtype));
+          whole_bytes(static_cast<double>(stage_params(model, par, stage).dense()) * bytes_per_element(model.dtype));
   }
+  add_expert_sync(platform, model, par, params, stage, sync, w);
   if (sync.powersgd_rank == 0) {
     w.dp_bytes = whole_bytes(dp_gradient_bytes(model, par, stage));
     if (par.overlap_grad_reduce && par.dp > 1) w.buckets = gradient_buckets(model, par, stage);
@@ -165,7 +219,8 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
 namespace edgc::sim {
 
 bool dp_compressed(const DpSyncPlan& plan) {
-  return std::any_of(plan.begin(), plan.end(), [](const StageSync& s) { return s.powersgd_rank > 0; });
+  return std::any_of(plan.begin(), plan.end(),
+                     [](const StageSync& s) { return s.powersgd_rank > 0 || s.expert_rank > 0; });
 }
 
 DpSyncPlan uncompressed_plan(int pp) { return DpSyncPlan(static_cast<std::size_t>(std::max(pp, 0))); }

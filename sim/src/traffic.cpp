@@ -35,6 +35,19 @@ std::vector<Exchange> sent_by(const Layout& layout, const ParallelSpec& parallel
   }
   for (const int q : layout.tp_group(rank))
     if (q != rank) out.push_back({rank, q, Phase::kPipeline, Traffic::kTensorParallel});
+  if (parallel.expert_groups) {
+    const int j = stage_position(c, layout.tp());
+    const std::vector<RankGroup> ep = ep_rank_groups(layout, parallel);
+    const std::vector<RankGroup> edp = edp_rank_groups(layout, parallel);
+    const int ep_groups = layout.tp() * layout.dp() / parallel.ep;
+    if (!ep.empty())
+      for (const int q : ep[static_cast<std::size_t>(c.pp * ep_groups + j / parallel.ep)].ranks)
+        if (q != rank) out.push_back({rank, q, Phase::kPipeline, Traffic::kExpertParallel});
+    const std::vector<int>& ring = edp[static_cast<std::size_t>(c.pp * parallel.ep + j % parallel.ep)].ranks;
+    if (ring.size() > 1)
+      out.push_back({rank, ring[static_cast<std::size_t>((j / parallel.ep + 1) % static_cast<int>(ring.size()))],
+                     Phase::kDpSync, Traffic::kExpertDataParallel});
+  }
   return out;
 }
 
@@ -65,6 +78,39 @@ std::vector<RankGroup> dp_rank_groups(const Layout& layout) {
     for (int t = 0; t < layout.tp(); ++t)
       groups.push_back(
           {layout.dp_group(layout.rank_of({t, s, 0})), "dp-s" + std::to_string(s) + "t" + std::to_string(t)});
+  return groups;
+}
+
+namespace {
+
+// The global rank at position j of stage s (stage_position).
+int at_position(const Layout& layout, int s, int j) { return layout.rank_of({j % layout.tp(), s, j / layout.tp()}); }
+
+}  // namespace
+
+std::vector<RankGroup> ep_rank_groups(const Layout& layout, const ParallelSpec& parallel) {
+  std::vector<RankGroup> groups;
+  if (!parallel.expert_groups || parallel.ep < 2) return groups;
+  const int per_stage = layout.tp() * layout.dp();
+  for (int s = 0; s < layout.pp(); ++s)
+    for (int g = 0; g < per_stage / parallel.ep; ++g) {
+      RankGroup rg{{}, "ep-s" + std::to_string(s) + "g" + std::to_string(g)};
+      for (int e = 0; e < parallel.ep; ++e) rg.ranks.push_back(at_position(layout, s, g * parallel.ep + e));
+      groups.push_back(std::move(rg));
+    }
+  return groups;
+}
+
+std::vector<RankGroup> edp_rank_groups(const Layout& layout, const ParallelSpec& parallel) {
+  std::vector<RankGroup> groups;
+  if (!parallel.expert_groups) return groups;
+  const int per_stage = layout.tp() * layout.dp();
+  for (int s = 0; s < layout.pp(); ++s)
+    for (int e = 0; e < parallel.ep; ++e) {
+      RankGroup rg{{}, "edp-s" + std::to_string(s) + "e" + std::to_string(e)};
+      for (int k = 0; k < per_stage / parallel.ep; ++k) rg.ranks.push_back(at_position(layout, s, k * parallel.ep + e));
+      groups.push_back(std::move(rg));
+    }
   return groups;
 }
 

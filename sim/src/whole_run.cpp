@@ -37,6 +37,31 @@ std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& sc
   return out;
 }
 
+std::optional<CompressedGradients> compressed_gradients_from_name(std::string_view name) noexcept {
+  if (name == "all") return CompressedGradients::kAll;
+  if (name == "dense") return CompressedGradients::kDense;
+  if (name == "experts") return CompressedGradients::kExperts;
+  return std::nullopt;
+}
+
+RunSchedule restrict_compression(const RunSchedule& schedule, CompressedGradients which) {
+  if (which == CompressedGradients::kAll) return schedule;
+  RunSchedule out;
+  for (const RunSegment& seg : schedule.segments()) {
+    DpSyncPlan plan = seg.plan;
+    for (StageSync& s : plan) {
+      if (which == CompressedGradients::kDense) {
+        s.expert_rank = 0;
+      } else {
+        s.expert_rank = s.powersgd_rank;
+        s.powersgd_rank = 0;
+      }
+    }
+    out.append(seg.begin, seg.end, plan);
+  }
+  return out;
+}
+
 IterationBreakdown breakdown(const IterationResult& r) {
   IterationBreakdown b;
   if (r.stages.empty()) return b;
@@ -57,6 +82,10 @@ IterationBreakdown breakdown(const IterationResult& r) {
   const double gather_wait =
       std::min(busiest->param_gather_wait_s, std::max(0.0, r.pipeline_end_s - b.compute_s - b.tp_comm_s));
   b.bubble_s = std::max(0.0, r.pipeline_end_s - b.compute_s - b.tp_comm_s - gather_wait);
+  // A mixture of experts' token all-to-alls are the busiest stage's own communication, not bubble.
+  b.all_to_all_s = std::min(busiest->all_to_all_s, b.bubble_s);
+  b.bubble_s -= b.all_to_all_s;
+  b.expert_sync_s = last_sync->expert_sync_s;
   const double tail = std::max(0.0, r.iteration_s - r.pipeline_end_s);
   b.exposed_dp_comm_s = std::min(tail, last_sync->exposed_comm_s);
   const StageResult* last_finish =
@@ -117,6 +146,8 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.breakdown.pp_comm_s += w * b.pp_comm_s;
     t.breakdown.pp_compression_s += w * b.pp_compression_s;
     t.breakdown.pp_send_bytes += w * b.pp_send_bytes;
+    t.breakdown.all_to_all_s += w * b.all_to_all_s;
+    t.breakdown.expert_sync_s += w * b.expert_sync_s;
   }
   if (t.iterations > 0) {
     const auto n = static_cast<double>(t.iterations);
@@ -133,6 +164,8 @@ RunTotals accumulate(const RunSchedule& schedule, const std::vector<DpSyncPlan>&
     t.breakdown.compression_s /= n;
     t.breakdown.pp_comm_s /= n;
     t.breakdown.pp_compression_s /= n;
+    t.breakdown.all_to_all_s /= n;
+    t.breakdown.expert_sync_s /= n;
     t.breakdown.pp_send_bytes /= n;
   }
   if (t.compressed_iterations > 0) {

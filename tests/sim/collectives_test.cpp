@@ -70,6 +70,38 @@ Group group_of(const Platform& p, const std::vector<int>& ranks, const std::stri
   return g;
 }
 
+// All-to-all over `ranks` of `spec` on the ideal profile: every member sends S/D to each of the D − 1 others at
+// once, so its own link carries (D − 1)/D · S: L + (D − 1)/D · S/B with L and B of the slowest route.
+void expect_all_to_all_closed_form(const ClusterSpec& spec, const std::vector<int>& ranks) {
+  const Platform p = Platform::build(engine(), spec, NetworkProfile{});
+  Group g{{}, "a2a"};
+  for (int r : ranks) g.hosts.push_back(p.gpu(r));
+  Route worst;
+  worst.bottleneck_Bps = 1e300;
+  for (sg4::Host* a : g.hosts)
+    for (sg4::Host* b : g.hosts)
+      if (a != b) {
+        const Route r = route_between(a, b);
+        worst.latency_s = std::max(worst.latency_s, r.latency_s);
+        worst.bottleneck_Bps = std::min(worst.bottleneck_Bps, r.bottleneck_Bps);
+      }
+  const double d = g.size();
+  const auto times = time_collective_sweep(engine(), CollectiveOp::kAllToAll, g, kSizes);
+  for (std::size_t i = 0; i < kSizes.size(); ++i) {
+    const double s = static_cast<double>(kSizes[i]);
+    const double expected = (d - 1) / d * s / worst.bottleneck_Bps + worst.latency_s;
+    EXPECT_NEAR(times[i] / expected, 1.0, 1e-3) << "D=" << d << " S=" << s << " sim " << times[i] << " s";
+  }
+}
+
+TEST(AllToAllClosedForm, IntraNodeD8) { expect_all_to_all_closed_form(test::h100_like(1), packed(8)); }
+TEST(AllToAllClosedForm, FabricD4) { expect_all_to_all_closed_form(test::h100_like(4), spread(4)); }
+TEST(AllToAllClosedForm, BusFactorAndName) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::kAllToAll, 8), 7.0 / 8.0);
+  EXPECT_EQ(collective_op_from_name("all_to_all"), CollectiveOp::kAllToAll);
+  EXPECT_EQ(collective_op_name(CollectiveOp::kAllToAll), "all_to_all");
+}
+
 TEST(RingClosedForm, FabricD2) { expect_all_reduce_closed_form(test::h100_like(2), spread(2)); }
 TEST(RingClosedForm, FabricD8) { expect_all_reduce_closed_form(test::h100_like(8), spread(8)); }
 TEST(RingClosedForm, FabricD32) { expect_all_reduce_closed_form(test::h100_like(32), spread(32)); }

@@ -34,6 +34,9 @@ struct RankRecord {
   double pp_comm_s = 0.0;            // their transfer times, summed
   double pp_compression_s = 0.0;     // compressing backward messages, decompressing received ones
   double param_gather_wait_s = 0.0;  // the first forward pass waiting for the overlapped parameter all-gather
+  double all_to_all_s = 0.0;         // MoE token all-to-alls
+  double expert_sync_s = 0.0;        // the routed experts' gradient sync (compression included)
+  double expert_param_gather_s = 0.0;
   double optimizer_s = 0.0;
   double finish_s = 0.0;
   std::vector<Interval> dp_comms;
@@ -52,6 +55,12 @@ struct ChunkWork {
   double tp_backward_ring_s = 0.0;
   double tp_backward_overlap_s = 0.0;  // what the collectives beside GEMMs add to the backward pass (layer_tp)
   double tp_forward_overlap_s = 0.0;   // likewise for the forward pass (tp_comm_overlap)
+  // MoE: one pass's token all-to-alls over the expert-parallel group, folded into one of all their bytes (what
+  // each GPU sends) plus the latency of the others.
+  std::uint64_t a2a_forward_bytes = 0;
+  std::uint64_t a2a_backward_bytes = 0;
+  double a2a_forward_extra_latency_s = 0.0;
+  double a2a_backward_extra_latency_s = 0.0;
 };
 
 // One collective of the overlapped DP sync: `bytes`, ready once `ready` of the final backward pass has run. For the
@@ -78,6 +87,16 @@ struct StageWork {
   bool reduce_scatter = false;
   std::uint64_t param_bytes = 0;
   std::vector<Bucket> param_buckets;
+  // MoE: the routed experts' sync over the expert-DP group, after the dense one (uncompressed: expert_bytes,
+  // reduce-scattered with the distributed optimizer, then expert_param_bytes all-gathered after the step; PowerSGD
+  // at expert_rank: expert_p_bytes, expert_q_bytes and expert_compress_s).
+  int expert_rank = 0;
+  std::uint64_t expert_bytes = 0;
+  std::uint64_t expert_p_bytes = 0;
+  std::uint64_t expert_q_bytes = 0;
+  double expert_compress_s = 0.0;
+  bool expert_reduce_scatter = false;
+  std::uint64_t expert_param_bytes = 0;
   std::uint64_t embedding_bytes = 0;  // first ↔ last stage embedding all-reduce (first and last stage only)
   double optimizer_s = 0.0;
   std::uint64_t grad_send_bytes = 0;  // one backward pipeline message of this stage (compressed or not)
@@ -107,10 +126,12 @@ struct IterationState {
   bool replicas_folded = false;  // only DP replica 0 simulated (see replicas_are_identical)
   bool fused_embedding = false;  // embedding_groups are the fused 2·dp groups (fused_embedding_sync_applies)
   std::vector<StageWork> stages;
-  std::vector<Group> tp_groups;              // index stage · dp + dp_index
-  std::vector<Group> dp_groups;              // index stage · tp + tp_index
-  std::vector<Group> embedding_groups;       // index dp_index · tp + tp_index: {stage 0, stage pp − 1}; fused:
-                                             // index tp_index: stage 0's dp GPUs, then stage pp − 1's
+  std::vector<Group> tp_groups;         // index stage · dp + dp_index
+  std::vector<Group> dp_groups;         // index stage · tp + tp_index
+  std::vector<Group> ep_groups;         // MoE: expert-parallel groups (traffic.hpp ep_rank_groups), empty when ep = 1
+  std::vector<Group> edp_groups;        // MoE: expert-data-parallel groups (edp_rank_groups)
+  std::vector<Group> embedding_groups;  // index dp_index · tp + tp_index: {stage 0, stage pp − 1}; fused:
+                                        // index tp_index: stage 0's dp GPUs, then stage pp − 1's
   std::vector<sg4::BarrierPtr> tp_barriers;  // one per TP group, same index; only with tp_closed_form
   std::vector<int> tp_arrived;               // members of each TP group inside the current all-reduce
   std::vector<sg4::BarrierPtr> dp_barriers;  // one per DP group, same index; only with dp_closed_form

@@ -39,8 +39,10 @@ struct LayerTp {
 LayerTp layer_tp(const Platform& platform, const Group& group, const ModelSpec& model, const ParallelSpec& par,
                  const CostParams& params);
 
-// The inputs of every GPU of pipeline stage `stage`, whose TP group (one of the stage's, all alike) is `tp_group`.
+// The inputs of every GPU of pipeline stage `stage`, whose TP group (one of the stage's, all alike) is `tp_group`
+// and, for a mixture of experts with ep > 1, whose expert-parallel group (likewise) is `ep_group` (else nullptr).
 StageWork stage_work(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
-                     const CostParams& params, int stage, const StageSync& sync, const Group& tp_group);
+                     const CostParams& params, int stage, const StageSync& sync, const Group& tp_group,
+                     const Group* ep_group = nullptr);
 
 }  // namespace edgc::sim::impl

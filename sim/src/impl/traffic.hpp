@@ -26,6 +26,8 @@ enum class Traffic {
   kTensorParallel,  // the TP group's collectives (any member to any other: rings inside a node may be several)
   kDataParallel,    // the DP sync's ring, successor by dp index
   kEmbedding,  // the word-embedding all-reduce: stage 0 ↔ stage pp − 1, or the fused ring over their 2·dp GPUs
+  kExpertParallel,      // an MoE layer's token all-to-all: any member of the expert-parallel group to any other
+  kExpertDataParallel,  // the routed experts' gradient sync: ring successor in the expert-data-parallel group
 };
 
 // One ordered pair of GPUs that may exchange data: `src` sends to `dst` during `phase`.
@@ -65,6 +67,16 @@ struct RankGroup {
 std::vector<RankGroup> tp_rank_groups(const Layout& layout);
 // DP groups, index stage · tp + tp_index, members by dp index.
 std::vector<RankGroup> dp_rank_groups(const Layout& layout);
+// Mixture of experts (expert tensor parallelism 1, Megatron-Core's expert rank order: ep fastest, then expert DP):
+// a stage's tp·dp GPUs, at position j = dp_index · tp + tp_index, form expert-parallel groups of parallel.ep
+// consecutive positions (index stage · (tp·dp/ep) + j / ep, member j % ep) and ep expert-data-parallel groups
+// (index stage · ep + j % ep, member j / ep). None for a dense model (ParallelSpec::expert_groups), no
+// expert-parallel groups when ep = 1.
+std::vector<RankGroup> ep_rank_groups(const Layout& layout, const ParallelSpec& parallel);
+std::vector<RankGroup> edp_rank_groups(const Layout& layout, const ParallelSpec& parallel);
+// A GPU's position j in its stage (above).
+inline int stage_position(const RankCoord& c, int tp) { return c.dp * tp + c.tp; }
+
 // Embedding all-reduce groups (pp > 1): {stage 0, stage pp − 1} per (dp_index, tp_index), index dp_index · tp +
 // tp_index; `fused`: per tp_index one group of stage 0's dp GPUs, then stage pp − 1's.
 std::vector<RankGroup> embedding_rank_groups(const Layout& layout, bool fused);

@@ -571,6 +571,42 @@ TEST_F(ModelConfigFile, FromHfReadsPublishedConfigsAndScenarioKeysWin) {
   EXPECT_EQ(sim::parameter_count(full), 8190735360);  // Qwen3-8B's model card: 8.2B
 }
 
+// model.from_hf with a mixture of experts: Mixtral-8x7B and Qwen3-30B-A3B become their published shapes and counts
+// (46.7 B / 12.9 B; 30.5 B / 3.3 B, the figures tests/sim/moe_test.cpp checks by hand); Qwen2-MoE's shared expert
+// becomes whole experts.
+TEST_F(ModelConfigFile, FromHfReadsMixturesOfExperts) {
+  const std::string hf = kScenarios + "/models/hf/";
+  write("m.json",
+        R"({"model": {"from_hf": ")" + hf +
+            R"(mixtral-8x7b-config.json", "seq_len": 4096, "micro_batch_size": 1, "global_batch_size": 64}})");
+  Scenario ms = Scenario::load(path("m.json"));
+  const sim::ModelSpec m = read_model_config(ms, sim::GpuSpec{}).model;
+  EXPECT_EQ(m.experts, 8);
+  EXPECT_EQ(m.top_k, 2);
+  EXPECT_EQ(m.moe_ffn_hidden, 14336);
+  EXPECT_EQ(m.shared_experts, 0);
+  EXPECT_EQ(sim::parameter_count(m), 46702792704);
+  EXPECT_EQ(sim::active_parameter_count(m), 12879925248);
+  write("q.json",
+        R"({"model": {"from_hf": ")" + hf +
+            R"(qwen3-30b-a3b-config.json", "seq_len": 4096, "micro_batch_size": 1, "global_batch_size": 64}})");
+  Scenario qs = Scenario::load(path("q.json"));
+  const sim::ModelSpec q = read_model_config(qs, sim::GpuSpec{}).model;
+  EXPECT_EQ(q.experts, 128);
+  EXPECT_EQ(q.top_k, 8);
+  EXPECT_EQ(q.moe_ffn_hidden, 768);
+  EXPECT_TRUE(q.qk_norm);
+  EXPECT_NEAR(static_cast<double>(sim::parameter_count(q)) / 30.5e9, 1.0, 0.005);
+  write("config.json", R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 2,
+                          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 512, "num_experts": 8,
+                          "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64})");
+  write("s.json", R"({"model": {"from_hf": "config.json", "seq_len": 64}})");
+  Scenario ss = Scenario::load(path("s.json"));
+  const sim::ModelSpec s2 = read_model_config(ss, sim::GpuSpec{}).model;
+  EXPECT_EQ(s2.shared_experts, 2);
+  EXPECT_EQ(s2.bias, sim::LinearBias::kQkv);
+}
+
 // A config.json that edgc cannot model faithfully is refused naming the file and the field.
 TEST_F(ModelConfigFile, FromHfRefusesWhatItDoesNotModelByField) {
   const auto refused = [&](const std::string& config) -> std::pair<std::string, std::string> {
@@ -588,7 +624,18 @@ TEST_F(ModelConfigFile, FromHfRefusesWhatItDoesNotModelByField) {
                                "intermediate_size": 128, "vocab_size": 512)";
   EXPECT_EQ(refused(R"({"model_type": "llama", )" + llama + "}").second, "");
   EXPECT_EQ(refused(R"({"model_type": "mixtral", )" + llama + "}"),
+            std::make_pair(path("config.json"), std::string("num_local_experts")));
+  EXPECT_EQ(refused(R"({"model_type": "deepseek_v3", )" + llama + "}"),
             std::make_pair(path("config.json"), std::string("model_type")));
+  const std::string moe = R"("num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32, )";
+  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", )" + moe + llama + "}").second, "");
+  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", "decoder_sparse_step": 2, )" + moe + llama + "}").second,
+            "decoder_sparse_step");
+  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", "mlp_only_layers": [0], )" + moe + llama + "}").second,
+            "mlp_only_layers");
+  EXPECT_EQ(
+      refused(R"({"model_type": "qwen2_moe", "shared_expert_intermediate_size": 48, )" + moe + llama + "}").second,
+      "shared_expert_intermediate_size");
   EXPECT_EQ(refused(R"({"model_type": "llama", "num_local_experts": 8, )" + llama + "}").second, "num_local_experts");
   EXPECT_EQ(refused(R"({"model_type": "mistral", "sliding_window": 4096, )" + llama + "}").second, "sliding_window");
   EXPECT_EQ(

@@ -315,7 +315,8 @@ FidelityMeter::State::StagePlan FidelityMeter::State::plan_stage(
   ReplaySpec hi{ts, {}};
   bool any = false;
   for (std::size_t p = 0; p < points(); ++p) {
-    const int r = schedule.plan_at(sim_iteration[p])[st].powersgd_rank;
+    const sim::StageSync& sync = schedule.plan_at(sim_iteration[p])[st];
+    const int r = std::max(sync.powersgd_rank, sync.expert_rank);  // a mixture of experts' restricted plans
     sp.ranks.push_back(r);
     std::vector<int> l(nmat, 0);
     std::vector<int> h(nmat, 0);

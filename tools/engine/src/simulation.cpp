@@ -191,14 +191,6 @@ struct Inputs {
   std::optional<results::TcomFit> dac_measured;  ///< compression.dac.measured's stage-0 fit, read up front
 };
 
-// Whether any compared policy also compresses the pipeline's backward messages (edgc-pp).
-bool runs_pipeline_compression(const Inputs& in) {
-  return std::any_of(in.policies.begin(), in.policies.end(), [](const std::string& p) {
-    const core::PolicyInfo* policy = core::find_policy(p);
-    return policy != nullptr && policy->compresses_pipeline;
-  });
-}
-
 // Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
 // Returns whether their stacks keep guard pages; adds a warning when they cannot. A timeline shows every GPU, so
 // replicas do not fold then (IterationOptions::record_timeline).
@@ -259,6 +251,8 @@ void read_controller(scenario::Scenario& sc, Inputs& in) {
       if (f.stage == 0) in.dac_measured = f;
     if (!in.dac_measured) throw ConfigError(measured, "tcom_fit", "no T_com fit of stage 0 (was the probe run?)");
   }
+  if (in.compression.apply_to != sim::CompressedGradients::kAll && !st.model.moe())
+    throw ConfigError(w, "compression.apply_to", "dense or experts needs a mixture of experts (model.experts > 0)");
   core::ControllerConfig& cc = in.compression.controller;
   cc.stages = st.parallel.pp;
   cc.stage_shapes = cqm_shapes(st.model, st.parallel);
@@ -389,7 +383,8 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   const scenario::EntropySourceSettings entropy = scenario::read_entropy_source(sc);
   const bool from_trace = entropy.from_trace;
   const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
-  const bool pp_entropy = cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && runs_pipeline_compression(in);
+  const bool pp_entropy =
+      cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && core::any_compresses_pipeline(in.policies);
   if (pp_entropy && !from_trace)
     throw ConfigError(w, "compression.pp_rank_mode",
                       "entropy needs a trace with stage-boundary gradients (entropy.source trace, format 1.1); the "
@@ -578,7 +573,7 @@ ordered_json fit_dac(Inputs& in, PlanCache& cache, bool timeline, int jobs) {
       const auto m = static_cast<double>(par.microbatches);
       const auto last = static_cast<std::size_t>(pp - 1);
       dac.t_p2p_s = cache.at(full).stages[last].pp_comm_s / m;
-      if (runs_pipeline_compression(in)) {
+      if (core::any_compresses_pipeline(in.policies)) {
         const sim::DpSyncPlan compressed = sim::powersgd_plan(pp, 0, in.compression.controller.pipeline_rank);
         cache.simulate(in.setup, {compressed}, timeline, jobs);
         const sim::IterationResult& r = cache.at(compressed);
@@ -732,6 +727,7 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
     core::ControllerConfig cc = in.compression.controller;
     cc.policy = p;
     runs.push_back(plan_policy(cc, in.compression.gds, in.iterations, *in.source, in.scenario_path));
+    runs.back().schedule = sim::restrict_compression(runs.back().schedule, in.compression.apply_to);  // MoE
     const core::PolicyInfo* info = core::find_policy(p);
     if (info != nullptr && info->reads_signal && cc.megatron_signal == core::MegatronSignal::kLoss &&
         !in.source->loss(0.5))

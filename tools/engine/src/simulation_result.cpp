@@ -40,6 +40,17 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
                             {"dtype", m.dtype},
                             {"attention", std::string(sim::attention_name(m.attention))},
                             {"precision", m.fp8 ? std::string("fp8") : m.dtype}};
+  if (m.moe()) doc.model_architecture.erase("ffn_hidden");  // no dense MLP: the experts' width is below
+  if (m.moe())
+    doc.model_architecture["mixture_of_experts"] = {{"experts", m.experts},
+                                                    {"top_k", m.top_k},
+                                                    {"moe_ffn_hidden", m.moe_ffn_or_default()},
+                                                    {"shared_experts", m.shared_experts},
+                                                    {"load_factor", m.moe_load_factor},
+                                                    {"active_parameters", sim::active_parameter_count(m)},
+                                                    {"ep", par.ep},
+                                                    {"etp", par.etp},
+                                                    {"expert_dp", par.tp * par.dp / par.ep}};
   doc.parallelism = results::ResultParallelism{par.tp,
                                                par.pp,
                                                par.dp,

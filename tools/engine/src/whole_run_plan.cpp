@@ -79,6 +79,16 @@ ordered_json iteration_to_json(const sim::IterationResult& r, bool with_timeline
                            {"pp_comm_s", s.pp_comm_s},
                            {"pp_compression_s", s.pp_compression_s},
                            {"param_gather_wait_s", s.param_gather_wait_s}});
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {  // a mixture of experts' figures, only where there are any
+    const sim::StageResult& s = r.stages[i];
+    if (s.all_to_all_s > 0 || s.expert_sync_s > 0 || s.expert_param_gather_s > 0) {
+      ordered_json& x = j["stages"][i];
+      x["all_to_all_s"] = s.all_to_all_s;
+      x["expert_sync_s"] = s.expert_sync_s;
+      x["expert_param_gather_s"] = s.expert_param_gather_s;
+      x["expert_rank"] = s.expert_rank;
+    }
+  }
   if (with_timeline) {
     ordered_json ev = ordered_json::array();
     for (const sim::TimelineEvent& e : r.timeline) ev.push_back({e.rank, e.name, e.category, e.start_s, e.end_s});
@@ -112,6 +122,10 @@ sim::IterationResult iteration_from_json(const nlohmann::json& j) {
     x.param_gather_wait_s = s.at("param_gather_wait_s").get<double>();
     x.pp_comm_s = s.at("pp_comm_s").get<double>();
     x.pp_compression_s = s.at("pp_compression_s").get<double>();
+    x.all_to_all_s = s.value("all_to_all_s", 0.0);
+    x.expert_sync_s = s.value("expert_sync_s", 0.0);
+    x.expert_param_gather_s = s.value("expert_param_gather_s", 0.0);
+    x.expert_rank = s.value("expert_rank", 0);
     r.stages.push_back(x);
   }
   if (j.contains("timeline"))

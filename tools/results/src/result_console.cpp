@@ -21,6 +21,12 @@ std::string pct(double fraction) { return fmt_f(100.0 * fraction, 2); }
 void print_model(std::ostream& os, const ResultDocument& r) {
   if (!r.model_name || !r.model_parameters) return;
   os << "model       " << *r.model_name << ": " << fmt_g(*r.model_parameters / 1e9, 4) << " B parameters";
+  if (r.model_architecture.is_object() && r.model_architecture.contains("mixture_of_experts")) {
+    const auto& moe = r.model_architecture["mixture_of_experts"];
+    os << " (" << fmt_g(moe.value("active_parameters", 0.0) / 1e9, 4) << " B active; " << moe.value("experts", 0)
+       << " experts, top " << moe.value("top_k", 0) << ", ep " << moe.value("ep", 1) << ", expert DP "
+       << moe.value("expert_dp", 1) << ")";
+  }
   const auto memory = r.sections.find("memory");
   if (memory == r.sections.end() || !memory->is_object() || !memory->contains("stages")) {
     os << "\n";
@@ -62,6 +68,24 @@ void print_setup(std::ostream& os, const ResultDocument& r) {
   os << "\n";
 }
 
+// A mixture of experts: the token all-to-alls (inside bubble+PP above) and the dense and expert gradient syncs
+// (the communication latency is the longer stage's dense sync plus its expert sync).
+void print_experts(std::ostream& os, const ResultDocument& r) {
+  const bool moe = std::any_of(r.runs.begin(), r.runs.end(), [](const ResultRun& x) {
+    return x.breakdown && (x.breakdown->all_to_all_s > 0 || x.breakdown->expert_sync_s > 0);
+  });
+  if (!moe) return;
+  os << "\nmixture of experts, per iteration (mean over the run), seconds\n";
+  Table t({"policy", "token all-to-all", "dense sync", "expert sync"});
+  for (const ResultRun& x : r.runs) {
+    if (!x.breakdown) continue;
+    const sim::IterationBreakdown& d = *x.breakdown;
+    t.add_row({x.policy, fmt_f(d.all_to_all_s, 3), fmt_f(std::max(0.0, x.comm_latency_s - d.expert_sync_s), 3),
+               fmt_f(d.expert_sync_s, 3)});
+  }
+  t.print(os);
+}
+
 }  // namespace
 
 void print_result_summary(std::ostream& os, const ResultDocument& r) {
@@ -98,6 +122,7 @@ void print_result_summary(std::ostream& os, const ResultDocument& r) {
                fmt_f(d.pp_comm_s, 3), fmt_f(d.pp_compression_s, 4), fmt_f(d.pp_send_bytes / 1e6, 1)});
   }
   b.print(os);
+  print_experts(os, r);
   const std::vector<Verdict> verdicts = result_verdicts(r, result_min_saving(r));
   if (!verdicts.empty()) os << "\nverdict against no compression\n";
   for (const Verdict& v : verdicts) os << "- " << v.text << "\n";

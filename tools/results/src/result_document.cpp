@@ -81,7 +81,9 @@ sim::IterationBreakdown read_breakdown(const JsonNode& b) {
           .compression_s = b.optional_number("compression_s"),
           .pp_comm_s = zero_if_absent("pp_comm_s"),
           .pp_compression_s = zero_if_absent("pp_compression_s"),
-          .pp_send_bytes = zero_if_absent("pp_send_bytes")};
+          .pp_send_bytes = zero_if_absent("pp_send_bytes"),
+          .all_to_all_s = zero_if_absent("all_to_all_s"),
+          .expert_sync_s = zero_if_absent("expert_sync_s")};
 }
 
 std::vector<RankSegment> read_rank_schedule(const JsonNode& s) {

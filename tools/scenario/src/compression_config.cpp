@@ -85,6 +85,10 @@ CompressionSettings read_compression(Scenario& sc, bool r_max_auto_allowed) {
   c.dac.t_p2p_compressed_s = sc.number("compression.dac.t_p2p_compressed_s", -1.0);
   if (const std::string measured = sc.string("compression.dac.measured", ""); !measured.empty())
     o.dac_measured = sc.resolve(measured);
+  const std::string apply_to = sc.string("compression.apply_to", "all");
+  const std::optional<sim::CompressedGradients> target = sim::compressed_gradients_from_name(apply_to);
+  if (!target) throw ConfigError(w, "compression.apply_to", "must be all, dense or experts, got '" + apply_to + "'");
+  o.apply_to = *target;
   return o;
 }
 

@@ -61,11 +61,14 @@ class HfFields {
   std::string path_;
 };
 
+bool is_moe_type(const std::string& type) { return type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe"; }
+
 // Fields that change what a step costs and that edgc does not model: refused by name rather than dropped.
 void refuse_unmodelled(const HfFields& hf) {
-  for (const char* moe : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"})
-    if (hf.has(moe) && !(hf.raw(moe).is_number() && hf.raw(moe).get<double>() == 0.0))
-      hf.fail(moe, "a mixture-of-experts model: expert layers are not modelled yet (only dense models)");
+  if (!is_moe_type(hf.string("model_type", "")))
+    for (const char* moe : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"})
+      if (hf.has(moe) && !(hf.raw(moe).is_number() && hf.raw(moe).get<double>() == 0.0))
+        hf.fail(moe, "expert layers in a model_type edgc reads as dense: use mixtral, qwen2_moe or qwen3_moe");
   const bool sliding = hf.has("sliding_window") && hf.boolean("use_sliding_window", true);
   if (sliding)
     hf.fail("sliding_window",
@@ -78,6 +81,28 @@ void refuse_unmodelled(const HfFields& hf) {
 
 void add(std::vector<KeySetting>& out, const char* key, Json value) { out.push_back({key, std::move(value)}); }
 
+// Mixtral, Qwen2-MoE and Qwen3-MoE: every layer's MLP a set of routed SwiGLU experts (Qwen2-MoE: plus a shared
+// expert, whose width is a whole number of routed experts' widths; its one-output sigmoid gate, h parameters per
+// layer, is not counted).
+void moe_fields(const HfFields& hf, const std::string& type, std::vector<KeySetting>& out) {
+  const bool mixtral = type == "mixtral";
+  const std::int64_t width = mixtral ? hf.integer("intermediate_size") : hf.integer("moe_intermediate_size");
+  add(out, "model.experts", hf.integer(mixtral ? "num_local_experts" : "num_experts"));
+  add(out, "model.top_k", hf.integer("num_experts_per_tok"));
+  add(out, "model.moe_ffn_hidden", width);
+  if (const auto step = hf.optional_integer("decoder_sparse_step"); step && *step != 1)
+    hf.fail("decoder_sparse_step", std::to_string(*step) + ": only every layer a mixture-of-experts layer is modelled");
+  if (hf.has("mlp_only_layers") && !(hf.raw("mlp_only_layers").is_array() && hf.raw("mlp_only_layers").empty()))
+    hf.fail("mlp_only_layers",
+            hf.raw("mlp_only_layers").dump() + ": dense layers among the MoE layers are not modelled");
+  if (const auto shared = hf.optional_integer("shared_expert_intermediate_size")) {
+    if (*shared % width != 0)
+      hf.fail("shared_expert_intermediate_size",
+              std::to_string(*shared) + " is not a whole number of experts of width " + std::to_string(width));
+    add(out, "model.shared_experts", *shared / width);
+  }
+}
+
 // Llama, Mistral, Qwen2 and Qwen3: pre-RMSNorm, SwiGLU, RoPE, grouped-query attention.
 void llama_family(const HfFields& hf, const std::string& type, std::vector<KeySetting>& out) {
   const std::int64_t heads = hf.integer("num_attention_heads");
@@ -86,7 +111,10 @@ void llama_family(const HfFields& hf, const std::string& type, std::vector<KeySe
   add(out, "model.heads", heads);
   add(out, "model.kv_heads", hf.optional_integer("num_key_value_heads").value_or(heads));
   if (const auto d = hf.optional_integer("head_dim")) add(out, "model.head_dim", *d);
-  add(out, "model.ffn_hidden", hf.integer("intermediate_size"));
+  if (is_moe_type(type))
+    moe_fields(hf, type, out);
+  else
+    add(out, "model.ffn_hidden", hf.integer("intermediate_size"));
   add(out, "model.vocab", hf.integer("vocab_size"));
   const std::string act = hf.string("hidden_act", "silu");
   if (act != "silu" && act != "swish")
@@ -96,7 +124,7 @@ void llama_family(const HfFields& hf, const std::string& type, std::vector<KeySe
   add(out, "model.position", "rope");
   add(out, "model.tie_embeddings", hf.boolean("tie_word_embeddings", false));
   add(out, "model.dropout", hf.number("attention_dropout", 0.0) > 0.0);
-  if (type == "qwen2") {
+  if (type == "qwen2" || type == "qwen2_moe") {
     add(out, "model.bias", "qkv");  // Qwen2's q, k and v projections carry biases, o_proj none
   } else {
     const bool attention = hf.boolean("attention_bias", false), mlp = hf.boolean("mlp_bias", false);
@@ -105,7 +133,7 @@ void llama_family(const HfFields& hf, const std::string& type, std::vector<KeySe
               "biases on the attention or the MLP alone are not modelled (model.bias is all, none or qkv)");
     add(out, "model.bias", attention ? "all" : "none");
   }
-  if (type == "qwen3") add(out, "model.qk_norm", true);  // RMSNorm of every query and key head
+  if (type == "qwen3" || type == "qwen3_moe") add(out, "model.qk_norm", true);  // RMSNorm of every query and key head
 }
 
 // GPT-2: LayerNorm, GeLU MLP, learned positions, biases, tied embeddings.
@@ -143,7 +171,12 @@ std::vector<KeySetting> read_hf_config(const std::string& path) {
   const HfFields hf(Scenario::load(path).json(), path);
   const std::string type = hf.string("model_type", "");
   std::vector<KeySetting> out;
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
+  if (type == "deepseek_v2" || type == "deepseek_v3")
+    hf.fail("model_type", "'" + type +
+                              "': multi-head latent attention (kv_lora_rank, q_lora_rank) is not modelled; "
+                              "DeepSeek-style mixtures of experts are refused rather than priced with the wrong "
+                              "attention");
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || is_moe_type(type)) {
     refuse_unmodelled(hf);
     llama_family(hf, type, out);
   } else if (type == "gpt2") {
@@ -154,8 +187,8 @@ std::vector<KeySetting> read_hf_config(const std::string& path) {
     gpt_neox(hf, out);
   } else {
     hf.fail("model_type", "'" + type +
-                              "' is not a supported dense architecture (llama, mistral, qwen2, qwen3, gpt2, "
-                              "gpt_neox); mixture-of-experts types are not modelled yet");
+                              "' is not a supported architecture (llama, mistral, qwen2, qwen3, gpt2, gpt_neox; "
+                              "mixtures of experts: mixtral, qwen2_moe, qwen3_moe)");
   }
   return out;
 }

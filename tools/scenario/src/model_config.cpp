@@ -95,6 +95,33 @@ void read_architecture(Scenario& sc, const Framework& fw, sim::ModelSpec& m) {
                            "materialised or flash");
 }
 
+// The mixture-of-experts keys (scenarios/README.md, "Mixture of experts"); absent = a dense model.
+void read_moe(Scenario& sc, sim::ModelSpec& m) {
+  for (const auto& [key, field] :
+       {std::pair{"model.experts", &m.experts}, std::pair{"model.top_k", &m.top_k},
+        std::pair{"model.moe_ffn_hidden", &m.moe_ffn_hidden}, std::pair{"model.shared_experts", &m.shared_experts}}) {
+    *field = sc.int32(key, 0);
+    if (*field < 0 || *field > (1 << 20))
+      throw ConfigError(sc.where(), key, "expected an integer in [0, 2^20], got " + std::to_string(*field));
+  }
+  // Megatron-Core's --moe-layer-freq: only every layer an MoE layer is modelled (Mixtral, Qwen-MoE).
+  if (const int freq = sc.int32("model.moe_layer_freq", 1); freq != 1)
+    throw ConfigError(sc.where(), "model.moe_layer_freq",
+                      "only 1 (every layer a mixture-of-experts layer) is modelled, got " + std::to_string(freq));
+  const double load = sc.number("model.moe_load_factor", 1.0);
+  const double capacity = sc.number("model.moe_capacity_factor", 0.0);
+  if (!(capacity == 0.0 || capacity >= 1.0) || !std::isfinite(capacity))
+    throw ConfigError(
+        sc.where(), "model.moe_capacity_factor",
+        "expected 0 (dropless, Megatron-Core's default) or a factor ≥ 1, got " + std::to_string(capacity));
+  if (!std::isfinite(load)) throw ConfigError(sc.where(), "model.moe_load_factor", "expected a finite factor ≥ 1");
+  m.moe_load_factor = capacity > 0.0 ? std::min(load, capacity) : load;  // tokens beyond capacity are dropped
+  if ((sc.has("model.moe_load_factor") || sc.has("model.moe_capacity_factor")) && m.experts == 0)
+    throw ConfigError(sc.where(),
+                      sc.has("model.moe_load_factor") ? "model.moe_load_factor" : "model.moe_capacity_factor",
+                      "needs a mixture-of-experts model (model.experts > 0)");
+}
+
 // model.precision: the linear layers' GEMMs in the model's dtype (its name) or in fp8 (with bf16 weights).
 void read_precision(Scenario& sc, sim::ModelSpec& m) {
   const std::string text = sc.string("model.precision", m.dtype);
@@ -267,6 +294,7 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   c.framework = read_framework(sc);
   const Framework& fw = c.framework;
   read_architecture(sc, fw, m);
+  read_moe(sc, m);
   m.dtype = sc.string("model.dtype", "fp16");
   if (m.dtype != "fp16" && m.dtype != "bf16" && m.dtype != "fp32")
     throw ConfigError(sc.where(), "model.dtype", "expected fp16, bf16 or fp32, got '" + m.dtype + "'");
@@ -281,7 +309,9 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   p.schedule = parse_schedule(sc, sc.string("parallelism.schedule", "1f1b"));
   p.virtual_stages = sc.int32("parallelism.virtual_stages", 1);
   p.order = parse_order(sc, sc.string("parallelism.order", "tp-dp-pp"));
-  check_parallel_sizes(sc, m, p);  // before any product of them is formed
+  p.ep = sc.int32("parallelism.ep", 1);
+  p.etp = sc.int32("parallelism.etp", p.tp);  // Megatron-Core: --expert-tensor-parallel-size defaults to tp
+  check_parallel_sizes(sc, m, p);             // before any product of them is formed
   read_megatron_features(sc, fw, m, p);
 
   const sim::CostParams defaults;

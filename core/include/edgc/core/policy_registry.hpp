@@ -40,6 +40,9 @@ std::span<const PolicyInfo> policy_registry() noexcept;
 /// The row named `name`, or nullptr.
 const PolicyInfo* find_policy(std::string_view name) noexcept;
 
+/// Whether any of the named policies (unknown names count as not) compresses the pipeline's backward messages.
+bool any_compresses_pipeline(const std::vector<std::string>& policies) noexcept;
+
 /// The row named `name`. Throws ConfigError(where, field, "unknown policy '<name>' (<policy_list()>)") otherwise.
 const PolicyInfo& policy_info(std::string_view name, const std::string& where, const std::string& field);
 

@@ -89,14 +89,14 @@ double ring_estimate_s(const Group& group, std::uint64_t bytes);
 double tree_estimate_s(const Group& group, std::uint64_t bytes);
 
 /// Collective kinds, as nccl-tests names them.
-enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kSendRecv };
+enum class CollectiveOp { kAllReduce, kReduceScatter, kAllGather, kSendRecv, kAllToAll };
 
 /// "all_reduce" → kAllReduce, …; throws edgc::UsageError for an unknown name.
 CollectiveOp collective_op_from_name(const std::string& name);
 std::string collective_op_name(CollectiveOp op);
 
-/// nccl-tests bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter and all-gather,
-/// 1 for send/recv.
+/// nccl-tests bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and
+/// all-to-all, 1 for send/recv.
 double bus_bandwidth_factor(CollectiveOp op, int ranks);
 
 /// Ring steps and bytes per step of one collective of `bytes` over `ranks` members (sendrecv: 1 step of bytes).
@@ -109,6 +109,14 @@ void ring_all_reduce(const Group& group, int my_index, std::uint64_t bytes);
 void tree_all_reduce(const Group& group, int my_index, std::uint64_t bytes);
 void ring_reduce_scatter(const Group& group, int my_index, std::uint64_t bytes);
 void ring_all_gather(const Group& group, int my_index, std::uint64_t bytes);
+
+/// All-to-all as NCCL runs it (grouped sends and receives, every pair at once, nccl-tests' alltoall): `bytes` is
+/// each member's whole send buffer, of which S/D goes to every other member (rounded up to whole bytes) and S/D
+/// stays. All D(D − 1) transfers run together and share the links SimGrid routes them over, so on a contention-free
+/// platform where a member's only bottleneck is its own link of bandwidth B it takes L + (D − 1)/D · S/B. Each pair
+/// has its own mailbox ("<tag>/a2a/<receiver>/<sender>"): back-to-back all-to-alls of a group never match each
+/// other's messages.
+void all_to_all(const Group& group, int my_index, std::uint64_t bytes);
 
 /// Point-to-point: sends `bytes` to member `to` while receiving one message from member `from` (as nccl-tests'
 /// sendrecv does with to = next, from = previous). Either may be -1 to only receive or only send.

@@ -78,8 +78,20 @@ int bytes_per_element(const std::string& dtype);
 std::int64_t padded_vocab(const ModelSpec& model, int tp);
 
 /// Parameters of the model with `model.vocab` as given (no padding), the embedding counted once (tied):
-/// L·(12h² + 13h) + V·h + s·h + 2h.
+/// L·(12h² + 13h) + V·h + s·h + 2h for GPT; every routed expert counted.
 std::int64_t parameter_count(const ModelSpec& model);
+/// Parameters one token passes through: parameter_count() with top_k routed experts per MoE layer instead of all
+/// (the "active" count MoE models publish; the word embedding counted once, as parameter_count()). Equal to
+/// parameter_count() for a dense model.
+std::int64_t active_parameter_count(const ModelSpec& model);
+
+/// Bytes one GPU sends in one token all-to-all of an MoE layer (dispatch or combine, forward or backward), summed
+/// over its peers: its b·s·k routed token copies (÷ tp with sequence parallelism) of h elements in model.dtype,
+/// less the (1/ep) that stay on the GPU. 0 for a dense model or ep = 1.
+double moe_all_to_all_bytes(const ModelSpec& model, const ParallelSpec& parallel);
+/// Token all-to-alls of one MoE layer per micro-batch and pass: dispatch and combine (2) forward; backward their
+/// gradients (2), and with full recomputation the forward pair again (4).
+int moe_all_to_alls(const ModelSpec& model, bool backward);
 
 /// FLOPs of one whole transformer layer (all TP shards together) for one micro-batch, forward pass only.
 double layer_forward_flops(const ModelSpec& model);
@@ -191,7 +203,9 @@ int grad_bytes(const ModelSpec& model, const ParallelSpec& parallel);
 struct StageParams {
   std::int64_t sharded_per_shard = 0;
   std::int64_t replicated = 0;
-  std::int64_t per_gpu() const noexcept { return sharded_per_shard + replicated; }
+  std::int64_t expert = 0;  ///< routed experts' weights on this GPU (experts / ep per MoE layer), synced over EDP
+  std::int64_t per_gpu() const noexcept { return sharded_per_shard + replicated + expert; }
+  std::int64_t dense() const noexcept { return sharded_per_shard + replicated; }  ///< synced over DP
 };
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 
@@ -202,8 +216,12 @@ StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, i
 /// Parameters of one transformer layer on one GPU (its share of chunk_params()).
 StageParams layer_params(const ModelSpec& model, const ParallelSpec& parallel);
 
-/// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed (grad_bytes() each).
+/// Gradient bytes one GPU of `stage` all-reduces over its DP group per iteration, uncompressed (grad_bytes() each);
+/// the routed experts' gradients are not among them (expert_gradient_bytes).
 double dp_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage);
+/// Routed experts' gradient bytes one GPU of `stage` all-reduces over its expert-data-parallel group (tp·dp/ep
+/// GPUs) per iteration, uncompressed. 0 for a dense model.
+double expert_gradient_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 /// Bytes of the word-embedding gradient all-reduce between the first and last stage (0 when pp == 1 or
 /// parallel.embedding_allreduce is off), grad_bytes() per element. With parallel.fused_embedding_sync it is the one
 /// all-reduce over the 2·dp GPUs holding a copy (fused_embedding_sync_applies()), and the copies leave the two
@@ -215,15 +233,17 @@ bool fused_embedding_sync_applies(const ParallelSpec& parallel);
 
 /// One 2-D weight gradient per TP shard, viewed as rows × cols, appearing `count` times on the stage.
 struct WeightMatrix {
-  std::string name;  ///< "qkv", "proj", "fc1", "fc2", "word_embedding", "position_embedding"
+  std::string name;  ///< "qkv", "proj", "fc1", "fc2", "router", "expert.fc1", "word_embedding", …
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   int count = 0;
+  bool expert = false;  ///< a routed expert's: synchronised over the expert-data-parallel group
   std::int64_t elements() const noexcept { return rows * cols; }
 };
-/// The stage's 2-D weights on one GPU: per layer QKV h×3h/tp, proj h/tp×h, fc1 h×4h/tp, fc2 4h/tp×h;
-/// the word embedding (V_padded/tp × h) on the first stage and, with pp > 1, its copy on the last;
-/// the position embedding (s × h) on the first stage. Everything else of the stage is 1-D.
+/// The stage's 2-D weights on one GPU (an MoE layer's: the router, the shared experts as fc1 and fc2, and
+/// experts / ep copies of each routed expert's, marked `expert`): per layer QKV h×3h/tp, proj h/tp×h, fc1 h×4h/tp, fc2
+/// 4h/tp×h; the word embedding (V_padded/tp × h) on the first stage and, with pp > 1, its copy on the last; the
+/// position embedding (s × h) on the first stage. Everything else of the stage is 1-D.
 std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 
 /// PowerSGD's skip rule (core/powersgd_rule.hpp): a rows×cols matrix is sent compressed at rank r only when
@@ -239,8 +259,11 @@ struct PowerSgdWire {
   int skipped_matrices = 0;
   double total_bytes() const noexcept { return p_bytes + q_bytes + uncompressed_bytes; }
 };
-/// Throws InternalError when rank < 1.
-PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank);
+/// Which gradients a DP sync carries: the dense ones (over DP) or the routed experts' (over expert DP).
+enum class SyncGroup { kDense, kExpert };
+/// Throws InternalError when rank < 1. `group` kExpert: the routed experts' matrices over expert DP (no 1-D part).
+PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel, int stage, int rank,
+                           SyncGroup group = SyncGroup::kDense);
 
 /// Roofline estimate of PowerSGD's compress + decompress compute on one GPU of `stage` at rank `rank`
 /// (scenarios/SOURCES.md §10), seconds. Per compressed m×n matrix: the larger of 8 passes of m·n elements
@@ -252,7 +275,7 @@ PowerSgdWire powersgd_wire(const ModelSpec& model, const ParallelSpec& parallel,
 /// orthogonalisation and its launches are part of a measured step). The sum of powersgd_batch_s() over the stage's
 /// compressed matrices.
 double powersgd_compress_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
-                           const CostParams& params, int stage, int rank);
+                           const CostParams& params, int stage, int rank, SyncGroup group = SyncGroup::kDense);
 
 /// The per-matrix part of powersgd_compress_s(), for `count` same-shape rows × cols matrices compressed together
 /// at `rank` (one batch: the orthogonalisation's per-column latency is paid once) with elements of

@@ -30,9 +30,15 @@ namespace edgc::sim {
 ///    pp_compress_s() after the backward pass, sends pp_compressed_bytes(), and the receiver sleeps pp_decompress_s()
 ///    after the message arrived (before its scatter/gather all-gather). 0 = uncompressed. Stage 0 of a
 ///    non-interleaved schedule sends nothing backward, so its entry does not matter.
+///  * expert_rank (mixture of experts): the routed experts' gradients, synchronised over the expert-data-parallel
+///    group after the dense sync, at this rank (powersgd_wire(…, SyncGroup::kExpert)); -1 = powersgd_rank, 0 =
+///    uncompressed. With the distributed optimizer an uncompressed expert sync reduce-scatters and the expert
+///    parameters are all-gathered over the same group after the optimizer step.
 struct StageSync {
   int powersgd_rank = 0;
   int pp_rank = 0;
+  int expert_rank = -1;
+  int expert_rank_or_default() const noexcept { return expert_rank < 0 ? powersgd_rank : expert_rank; }
   friend bool operator==(const StageSync&, const StageSync&) = default;
   friend auto operator<=>(const StageSync&, const StageSync&) = default;
 };
@@ -98,9 +104,9 @@ struct StageResult {
   double tp_comm_s = 0.0;            ///< time inside TP collectives (incl. the folded latency sleep, what the
                                      ///< collectives beside GEMMs added to the backward passes and, on the closed-form
                                      ///< path, the wait for the group's last member, as in the ring)
-  double bubble_s = 0.0;             ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s (− the parameter
-                                     ///< all-gather waits): idle before the pipeline end (waiting on neighbours, p2p
-                                     ///< transfers included)
+  double bubble_s = 0.0;  ///< IterationResult::pipeline_end_s − compute_s − tp_comm_s (− all_to_all_s, the parameter
+                          ///< all-gather waits): idle before the pipeline end (waiting on neighbours, p2p
+                          ///< transfers included)
   double bubble_fraction = 0.0;      ///< bubble_s / IterationResult::pipeline_end_s ((p − 1)/(m + p − 1) ideally)
   double sync_end_s = 0.0;           ///< when the stage's DP sync ended
   double embedding_sync_s = 0.0;     ///< first and last stage (pp > 1): the word-embedding all-reduce, from the later
@@ -114,6 +120,12 @@ struct StageResult {
   double param_gather_wait_s = 0.0;  ///< the first forward pass waiting for the overlapped parameter all-gather
                                      ///< (ParallelSpec::overlap_param_gather): DP communication before the pipeline end
                                      ///< that no compute hides
+  // Mixture of experts (0 for a dense model):
+  double all_to_all_s = 0.0;           ///< inside the MoE layers' token all-to-alls, all passes (part of the pipeline)
+  double expert_sync_s = 0.0;          ///< the routed experts' gradient sync over expert DP, compression included (part
+                                       ///< of dp_sync_s, after the dense sync)
+  double expert_param_gather_s = 0.0;  ///< distributed optimizer: the expert parameters' all-gather after the step
+  int expert_rank = 0;                 ///< the rank the expert sync ran at, 0 = uncompressed
 };
 
 struct IterationResult {

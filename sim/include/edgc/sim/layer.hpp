@@ -37,8 +37,12 @@ struct LayerWeight {
   std::int64_t cols = 0;
   Sharding sharding = Sharding::kReplicated;
   bool matrix = false;
+  /// A routed expert's weight (mixture of experts): `count` same-shape copies, one per expert, split over the
+  /// expert-parallel group (experts / ep on each GPU) and synchronised over the expert-data-parallel group.
+  bool expert = false;
+  std::int64_t count = 1;
 
-  std::int64_t elements() const { return rows * cols; }
+  std::int64_t elements() const { return rows * cols; }  ///< of one copy
   /// Rows and columns on one tensor-parallel rank.
   std::int64_t shard_rows(int tp) const { return sharding == Sharding::kRow ? rows / tp : rows; }
   std::int64_t shard_cols(int tp) const { return sharding == Sharding::kColumn ? cols / tp : cols; }
@@ -111,11 +115,15 @@ struct LayerDescription {
 /// micro-batch. The model must have passed check_layout (shapes that divide evenly).
 LayerDescription describe_layer(const ModelSpec& model, const ParallelSpec& parallel);
 
-/// Parameters of one layer split over TP (per rank) and replicated, from the description.
+/// Parameters of one layer split over TP (per rank) and replicated, from the description; routed experts' weights
+/// are in neither (layer_expert_params).
 std::int64_t layer_sharded_per_rank(const LayerDescription& layer, int tp);
 std::int64_t layer_replicated_params(const LayerDescription& layer);
-/// Elements of the layer's 2-D weights, whole (sum of rows · cols over the matrices).
+/// Elements of the layer's 2-D weights other than the routed experts', whole (sum of rows · cols).
 std::int64_t layer_matrix_elements(const LayerDescription& layer);
+/// Parameters of `experts` routed experts of the layer (experts / ep: one GPU's; top_k: what a token passes
+/// through; the model's experts: the whole layer's). 0 for a dense layer.
+std::int64_t layer_expert_params(const LayerDescription& layer, int experts);
 /// Parameters of the final norm (after the last layer): 2h for LayerNorm, h for RMSNorm.
 std::int64_t final_norm_params(const ModelSpec& model);
 

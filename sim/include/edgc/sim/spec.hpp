@@ -166,6 +166,22 @@ struct ModelSpec {
   /// The transformer layers' linear GEMMs (QKV, projection, fc1, fc2, forward and backward) in FP8 (Transformer
   /// Engine's delayed or current scaling); attention, the LM head, communication and the optimizer stay in `dtype`.
   bool fp8 = false;
+  // Mixture of experts (Mixtral-, Qwen-MoE-style; sim/layer.hpp): every layer's MLP is `experts` expert MLPs of
+  // width moe_ffn_hidden (same mlp kind as the dense MLP), each token routed by a learned h × experts router to
+  // `top_k` of them, plus `shared_experts` experts every token passes through (one MLP of width
+  // shared_experts · moe_ffn_hidden, Megatron-Core's shared expert). 0 experts = a dense model.
+  int experts = 0;
+  int top_k = 0;
+  int moe_ffn_hidden = 0;  ///< 0 = ffn_hidden's default
+  int shared_experts = 0;
+  /// Tokens of the busiest expert over the mean (≥ 1): the expert GEMMs of every GPU run at the busiest expert's
+  /// size (the slowest GPU sets the pace of the all-to-all that follows). A capacity factor caps it (tokens beyond
+  /// capacity are dropped); dropless routing (Megatron-Core's default) runs at the imbalance itself. 1 = perfectly
+  /// balanced routing, a stated assumption that flatters the MoE layer's time.
+  double moe_load_factor = 1.0;
+
+  bool moe() const noexcept { return experts > 0; }
+  std::int64_t moe_ffn_or_default() const { return moe_ffn_hidden > 0 ? moe_ffn_hidden : ffn_or_default(); }
 
   int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
   int head_dim_or_default() const { return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0); }
@@ -209,6 +225,15 @@ struct ParallelSpec {
   bool overlap_param_gather = false;  ///< --overlap-param-gather (distributed optimizer): the bf16 parameters'
                                       ///< all-gather runs bucket by bucket beside the next iteration's first forward
                                       ///< pass instead of after the optimizer step
+  /// Expert parallelism (Megatron-Core's --expert-model-parallel-size): the experts of every MoE layer are split
+  /// over ep GPUs of a stage, tokens reach them by an all-to-all over that group. Expert tensor parallelism
+  /// (--expert-tensor-parallel-size) is 1: every expert whole on its GPU. The stage's tp·dp GPUs form tp·dp/ep
+  /// expert-parallel groups and ep expert-data-parallel groups (expert gradients are synchronised over the
+  /// tp·dp/ep GPUs that hold the same experts; layout.hpp).
+  int ep = 1;
+  int etp = 1;
+  bool expert_groups = false;    ///< the model is a mixture of experts (set by validate(), layout.hpp): the stage's
+                                 ///< expert-parallel and expert-data-parallel groups exist
   bool tp_comm_overlap = false;  ///< --tp-comm-overlap (Transformer Engine userbuffers; needs sequence parallelism):
                                  ///< the forward pass's all-gathers and reduce-scatters, and the backward pass's
                                  ///< all-gathers, run beside the GEMMs that consume or produce them

@@ -5,6 +5,8 @@
 // result by the iterations that use it. Nothing here runs SimGrid.
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "edgc/sim/iteration.hpp"
@@ -34,6 +36,16 @@ class RunSchedule {
   std::vector<RunSegment> segments_;
 };
 
+/// Which gradients of a mixture of experts a policy's ranks compress (scenario key compression.apply_to): all of
+/// them (each StageSync's rank for the dense and the expert sync alike), the dense ones only (the expert sync
+/// uncompressed), or the routed experts' only (the dense sync uncompressed, the rank moved to expert_rank).
+enum class CompressedGradients { kAll, kDense, kExperts };
+/// "all" | "dense" | "experts" → the value; nullopt for anything else.
+std::optional<CompressedGradients> compressed_gradients_from_name(std::string_view name) noexcept;
+/// `schedule` with every plan's DP ranks restricted to `which` (the pipeline ranks untouched); the same schedule
+/// for kAll.
+RunSchedule restrict_compression(const RunSchedule& schedule, CompressedGradients which);
+
 /// Every distinct plan of `schedules`, in order of first appearance.
 std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& schedules);
 
@@ -50,6 +62,9 @@ std::vector<DpSyncPlan> distinct_plans(const std::vector<const RunSchedule*>& sc
 ///  * entropy_s: the GDS's entropy passes of an entropy-reading policy (add_entropy_passes; 0 in one simulated
 ///    iteration);
 ///  * compression_s: PowerSGD compute of the slowest stage, hidden or not (not part of the sum);
+///  * all_to_all_s: a mixture of experts' token all-to-alls on the busiest stage (taken from the bubble);
+///  * expert_sync_s: the routed experts' gradient sync of the stage whose sync ends last (inside exposed DP above
+///    as far as it runs after the pipeline end; not part of the sum);
 ///  * pp_comm_s, pp_compression_s, pp_send_bytes: the pipeline's transfers (their summed transfer times), the
 ///    compression of its backward messages (sender and receiver) and the bytes sent, of the stage with the most of
 ///    each; inside compute, bubble and TP above, not part of the sum.
@@ -66,6 +81,8 @@ struct IterationBreakdown {
   double pp_comm_s = 0.0;
   double pp_compression_s = 0.0;
   double pp_send_bytes = 0.0;
+  double all_to_all_s = 0.0;
+  double expert_sync_s = 0.0;
 };
 IterationBreakdown breakdown(const IterationResult& r);
 

@@ -7,6 +7,7 @@
 #include "edgc/core/controller.hpp"
 #include "edgc/core/gds.hpp"
 #include "edgc/scenario/config.hpp"
+#include "edgc/sim/whole_run.hpp"
 
 namespace edgc::scenario {
 
@@ -22,6 +23,9 @@ struct CompressionSettings {
   /// compression.r_max was "auto": simulate sets it to the break-even rank (tools/engine/src/break_even.hpp); until
   /// then controller.cqm.r_max holds r_min as a stand-in so the other settings can be checked.
   bool r_max_auto = false;
+  /// compression.apply_to: which gradients of a mixture of experts the policy's ranks compress (the other sync runs
+  /// uncompressed); all for a dense model (simulate refuses another value there).
+  sim::CompressedGradients apply_to = sim::CompressedGradients::kAll;
 };
 
 /// Reads compression.* (policy, estimator, window, alpha, beta, block_bytes, seed, r_min, r_max, step, quantum,

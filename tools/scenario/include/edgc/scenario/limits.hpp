@@ -52,6 +52,8 @@ inline void check_parallel_sizes(const Scenario& scenario, const sim::ModelSpec&
   check_limit(scenario, "parallelism.tp", p.tp, "GPUs", kMaxGpus, gpus);
   check_limit(scenario, "parallelism.pp", p.pp, "stages", kMaxGpus, gpus);
   check_limit(scenario, "parallelism.dp", p.dp, "replicas", kMaxGpus, gpus);
+  check_limit(scenario, "parallelism.ep", p.ep, "GPUs", kMaxGpus, gpus);
+  check_limit(scenario, "parallelism.etp", p.etp, "GPUs", kMaxGpus, gpus);
   check_limit(scenario, "parallelism.virtual_stages", p.virtual_stages, "model chunks per GPU", kMaxVirtualStages,
               "no model has that many layers");
   const std::string batches = "published runs use a few thousand; every one is simulated";
