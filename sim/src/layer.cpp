@@ -220,6 +220,44 @@ RoutedExperts routed_experts(const ModelSpec& model, const ParallelSpec& paralle
   return r;
 }
 
+// The dense MLP (an MoE layer's shared experts too): fc1, GeLU or SwiGLU, fc2, and their backward passes, with
+// Transformer Engine's FP8 cast-transposes of the output gradients.
+struct DenseMlp {
+  GemmShape fc1, fc2;
+  double mlp = 0.0, width = 0.0;  // the activation's output elements and its row (f / t)
+  double e = 0.0, h = 0.0, bs = 0.0;
+  bool swiglu = false, fp8 = false;
+
+  void forward(OpList& o) const {
+    const char* const n_fc1[3] = {"fc1", "fc1.dgrad", "fc1.wgrad"};
+    const char* const n_fc2[3] = {"fc2", "fc2.dgrad", "fc2.wgrad"};
+    o.gemm(n_fc1[0], fc1, false, false);
+    if (swiglu)
+      o.pass("swiglu", "swiglu", mlp, width, 3 * e, false, false);  // reads gate and up, writes their product
+    else
+      o.pass("bias_gelu", "bias_gelu", mlp, width, 2 * e, false, false);
+    o.gemm(n_fc2[0], fc2, false, false);
+  }
+  // FP8: each linear layer's output gradient is cast to FP8 with its transpose (for the input- and the
+  // weight-gradient GEMM) in one kernel: read 16-bit, write 1 + 1 bytes per element (Transformer Engine's
+  // cast-transpose).
+  void cast_transpose(OpList& o, const char* name, double columns) const {
+    if (fp8) o.pass(name, "cast_transpose", bs * columns, columns, e + 2, true, false);
+  }
+  void backward(OpList& o) const {
+    const char* const n_fc1[3] = {"fc1", "fc1.dgrad", "fc1.wgrad"};
+    const char* const n_fc2[3] = {"fc2", "fc2.dgrad", "fc2.wgrad"};
+    cast_transpose(o, "fc2.grad_cast", h);
+    o.backward_gemms(n_fc2, fc2, false);
+    if (swiglu)
+      o.pass("swiglu.backward", "swiglu_backward", mlp, width, 5 * e, true, false);  // dy, gate, up → two grads
+    else
+      o.pass("gelu.backward", "gelu_backward", mlp, width, 3 * e, true, false);
+    cast_transpose(o, "fc1.grad_cast", fc1.n);
+    o.backward_gemms(n_fc1, fc1, false);
+  }
+};
+
 // Bias gradients: column sums of the biased GEMM outputs' gradients (a column-parallel output split over TP, a
 // row-parallel one over the sequence-parallel shard), one pass over all of them.
 void bias_grads(OpList& o, const std::vector<LayerWeight>& w, double Er, double bs, double t, double h, double e) {
@@ -270,11 +308,17 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
       .context_row = q / t};
   const bool dense_mlp = x.f > 0;
   const GemmShape g_qkv = linear("qkv"), g_proj = linear("proj");
-  const GemmShape g_fc1 = dense_mlp ? linear("fc1") : GemmShape{}, g_fc2 = dense_mlp ? linear("fc2") : GemmShape{};
+  const DenseMlp mlp_block{.fc1 = dense_mlp ? linear("fc1") : GemmShape{},
+                           .fc2 = dense_mlp ? linear("fc2") : GemmShape{},
+                           .mlp = mlp,
+                           .width = f / t,
+                           .e = e,
+                           .h = h,
+                           .bs = bs,
+                           .swiglu = swiglu,
+                           .fp8 = model.fp8};
   const char* const n_qkv[3] = {"qkv", "qkv.dgrad", "qkv.wgrad"};
   const char* const n_proj[3] = {"proj", "proj.dgrad", "proj.wgrad"};
-  const char* const n_fc1[3] = {"fc1", "fc1.dgrad", "fc1.wgrad"};
-  const char* const n_fc2[3] = {"fc2", "fc2.dgrad", "fc2.wgrad"};
   const double rope_elements = bs * static_cast<double>((x.a + x.g) * x.d) / t;  // queries and keys
   OpList o(out);
   // Forward, in execution order.
@@ -292,14 +336,7 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
   else
     o.pass("residual_add1", "add", Er, h, 3 * e, false, false);
   o.pass(ln ? "layernorm2" : "rmsnorm2", norm, Er, h, 2 * e, false, false);
-  if (dense_mlp) {
-    o.gemm(n_fc1[0], g_fc1, false, false);
-    if (swiglu)
-      o.pass("swiglu", "swiglu", mlp, f / t, 3 * e, false, false);  // reads gate and up, writes their product
-    else
-      o.pass("bias_gelu", "bias_gelu", mlp, f / t, 2 * e, false, false);
-    o.gemm(n_fc2[0], g_fc2, false, false);
-  }
+  if (dense_mlp) mlp_block.forward(o);
   if (model.moe()) routed_experts(model, parallel, x).forward(o);
   if (dropout)
     o.pass("bias_dropout_add2", "bias_dropout_add", Er, h, 3 * e + 1, false, false);
@@ -308,33 +345,18 @@ void describe_ops(const ModelSpec& model, const ParallelSpec& parallel, const st
   // Backward, in reverse.
   if (dropout) o.pass("bias_dropout_add2.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
   o.pass("residual_sum2", "add", Er, h, 3 * e, true, false);
-  // FP8: each linear layer's output gradient is cast to FP8 with its transpose (for the input- and the
-  // weight-gradient GEMM) in one kernel: read 16-bit, write 1 + 1 bytes per element (Transformer Engine's
-  // cast-transpose).
-  const auto cast_transpose = [&](const char* name, double width) {
-    if (model.fp8) o.pass(name, "cast_transpose", bs * width, width, e + 2, true, false);
-  };
   if (model.moe()) routed_experts(model, parallel, x).backward(o);
-  if (dense_mlp) {
-    cast_transpose("fc2.grad_cast", h);
-    o.backward_gemms(n_fc2, g_fc2, false);
-    if (swiglu)
-      o.pass("swiglu.backward", "swiglu_backward", mlp, f / t, 5 * e, true, false);  // dy, gate, up → two grads
-    else
-      o.pass("gelu.backward", "gelu_backward", mlp, f / t, 3 * e, true, false);
-    cast_transpose("fc1.grad_cast", g_fc1.n);
-    o.backward_gemms(n_fc1, g_fc1, false);
-  }
+  if (dense_mlp) mlp_block.backward(o);
   o.pass(ln ? "layernorm2.backward" : "rmsnorm2.backward", norm_backward, Er, h, 3 * e, true, false);
   if (dropout) o.pass("bias_dropout_add1.backward", "bias_dropout_add_backward", Er, h, 2 * e + 1, true, false);
   o.pass("residual_sum1", "add", Er, h, 3 * e, true, false);
-  cast_transpose("proj.grad_cast", h);
+  mlp_block.cast_transpose(o, "proj.grad_cast", h);
   o.backward_gemms(n_proj, g_proj, false);
   core.backward(o);
   if (rope) o.pass("rope.backward", "rope", rope_elements, d, 2 * e, true, false);
   if (model.qk_norm) o.pass("qk_norm.backward", norm_backward, rope_elements, d, 3 * e, true, false);
   o.pass("qkv_split.backward", "cat", bs * qkv / t, qkv / t, 2 * e, true, false);  // Q, K, V gradients joined
-  cast_transpose("qkv.grad_cast", qkv / t);
+  mlp_block.cast_transpose(o, "qkv.grad_cast", qkv / t);
   o.backward_gemms(n_qkv, g_qkv, false);
   o.pass(ln ? "layernorm1.backward" : "rmsnorm1.backward", norm_backward, Er, h, 3 * e, true, false);
   bias_grads(o, w, Er, bs, t, h, e);

@@ -35,18 +35,17 @@ std::vector<Exchange> sent_by(const Layout& layout, const ParallelSpec& parallel
   }
   for (const int q : layout.tp_group(rank))
     if (q != rank) out.push_back({rank, q, Phase::kPipeline, Traffic::kTensorParallel});
-  if (parallel.expert_groups) {
+  if (parallel.expert_groups) {  // ep_rank_groups and edp_rank_groups, this GPU's members only
     const int j = stage_position(c, layout.tp());
-    const std::vector<RankGroup> ep = ep_rank_groups(layout, parallel);
-    const std::vector<RankGroup> edp = edp_rank_groups(layout, parallel);
-    const int ep_groups = layout.tp() * layout.dp() / parallel.ep;
-    if (!ep.empty())
-      for (const int q : ep[static_cast<std::size_t>(c.pp * ep_groups + j / parallel.ep)].ranks)
-        if (q != rank) out.push_back({rank, q, Phase::kPipeline, Traffic::kExpertParallel});
-    const std::vector<int>& ring = edp[static_cast<std::size_t>(c.pp * parallel.ep + j % parallel.ep)].ranks;
-    if (ring.size() > 1)
-      out.push_back({rank, ring[static_cast<std::size_t>((j / parallel.ep + 1) % static_cast<int>(ring.size()))],
-                     Phase::kDpSync, Traffic::kExpertDataParallel});
+    const int ep = parallel.ep, expert_dp = layout.tp() * layout.dp() / ep;
+    const auto at = [&](int position) {
+      return layout.rank_of({position % layout.tp(), c.pp, position / layout.tp()});
+    };
+    for (int e = 0; e < ep && ep > 1; ++e)
+      if (const int q = at(j / ep * ep + e); q != rank)
+        out.push_back({rank, q, Phase::kPipeline, Traffic::kExpertParallel});
+    if (expert_dp > 1)
+      out.push_back({rank, at((j / ep + 1) % expert_dp * ep + j % ep), Phase::kDpSync, Traffic::kExpertDataParallel});
   }
   return out;
 }

@@ -66,8 +66,8 @@ TEST(Moe, MixtralParametersByHand) {
   // untied word embedding and LM head 2 · 32000 · 4096, final RMSNorm 4096.
   const std::int64_t attention = 4096LL * 6144 + 4096LL * 4096, router = 4096LL * 8, expert = 3LL * 4096 * 14336;
   const std::int64_t edges = 2LL * 32000 * 4096 + 4096;
-  EXPECT_EQ(parameter_count(mixtral()), 32 * (attention + router + 8 * expert + 2 * 4096) + edges);
-  EXPECT_EQ(active_parameter_count(mixtral()), 32 * (attention + router + 2 * expert + 2 * 4096) + edges);
+  EXPECT_EQ(parameter_count(mixtral()), 32 * (attention + router + 8 * expert + 2LL * 4096) + edges);
+  EXPECT_EQ(active_parameter_count(mixtral()), 32 * (attention + router + 2 * expert + 2LL * 4096) + edges);
   EXPECT_EQ(parameter_count(mixtral()), 46'702'792'704);
   EXPECT_EQ(active_parameter_count(mixtral()), 12'879'925'248);
 }
@@ -83,7 +83,7 @@ TEST(Moe, PublishedCountsWithinHalfAPercent) {
 
 TEST(Moe, Qwen3ParametersByHand) {
   // QKV 2048 x (32 + 8)·128, projection 4096 x 2048, q/k norms 2·128, router 2048 x 128, experts 3 · 2048 · 768.
-  const std::int64_t dense = 2048LL * 5120 + 4096LL * 2048 + 2 * 128 + 2048LL * 128 + 2 * 2048;
+  const std::int64_t dense = 2048LL * 5120 + 4096LL * 2048 + 2LL * 128 + 2048LL * 128 + 2LL * 2048;
   const std::int64_t expert = 3LL * 2048 * 768, edges = 2LL * 151936 * 2048 + 2048;
   EXPECT_EQ(parameter_count(qwen3_30b()), 48 * (dense + 128 * expert) + edges);
   EXPECT_EQ(active_parameter_count(qwen3_30b()), 48 * (dense + 8 * expert) + edges);
@@ -117,8 +117,8 @@ TEST(Moe, ExpertGradientsLeaveTheDenseSync) {
   const ModelSpec m = mixtral();
   const StageParams s = stage_params(m, p, 1);  // a middle stage: 8 layers, no embedding
   const std::int64_t expert = 3LL * 4096 * 14336;
-  EXPECT_EQ(s.expert, 8 * 1 * expert);  // one expert of each of its 8 layers
-  EXPECT_EQ(s.dense(), 8 * (4096LL * 6144 + 4096LL * 4096 + 4096LL * 8 + 2 * 4096));
+  EXPECT_EQ(s.expert, 8LL * expert);  // one expert of each of its 8 layers
+  EXPECT_EQ(s.dense(), 8 * (4096LL * 6144 + 4096LL * 4096 + 4096LL * 8 + 2LL * 4096));
   EXPECT_DOUBLE_EQ(dp_gradient_bytes(m, p, 1), static_cast<double>(s.dense()) * 2);
   EXPECT_DOUBLE_EQ(expert_gradient_bytes(m, p, 1), static_cast<double>(s.expert) * 2);
   // PowerSGD: the expert matrices (h x 2f and f x h, 8 of each) go to the expert group, the rest to the dense one.

@@ -112,7 +112,8 @@ results::CollectiveReport run_collective_sweep(const CollectiveRequest& request)
     report.rows.push_back({bytes, took_s[i],
                            checked.op == sim::CollectiveOp::kAllReduce
                                ? sim::allreduce_algorithm_name(sim::chosen_allreduce_algorithm(group, bytes))
-                               : "ring"});
+                           : checked.op == sim::CollectiveOp::kAllToAll ? "pairwise"
+                                                                        : "ring"});
   }
   return report;
 }
