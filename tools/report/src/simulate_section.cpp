@@ -68,7 +68,16 @@ const Part kParts[] = {{"compute", "#4e79a7", &Breakdown::compute_s, false},
                        {"embedding sync", "#9c755f", &Breakdown::embedding_sync_s, true},
                        {"optimizer step", "#59a14f", &Breakdown::optimizer_s, false},
                        {"exposed compression", "#f28e2b", &Breakdown::exposed_compression_s, true},
-                       {"entropy (GDS)", "#b07aa1", &Breakdown::entropy_s, true}};
+                       {"entropy (GDS)", "#b07aa1", &Breakdown::entropy_s, true},
+                       {"token all-to-all", "#edc948", &Breakdown::all_to_all_s, true}};
+
+// Whether `part` is drawn: every part but the token all-to-all, which only a mixture of experts has.
+bool drawn(const Part& part, const SimulateResult& r, bool communication_only) {
+  if (communication_only && !part.communication) return false;
+  if (part.field != &Breakdown::all_to_all_s) return true;
+  return std::any_of(r.runs.begin(), r.runs.end(),
+                     [](const SimulatedRun& run) { return run.breakdown && run.breakdown->all_to_all_s > 0; });
+}
 
 // Every policy's breakdown as stacked bars: all parts, or the communication parts only.
 StackedBarChart breakdown_chart(const SimulateResult& r, const TimeUnit& u, bool communication_only) {
@@ -76,7 +85,7 @@ StackedBarChart breakdown_chart(const SimulateResult& r, const TimeUnit& u, bool
   c.title = communication_only ? "Exposed communication per iteration" : "Where an iteration's time goes";
   c.y_label = std::string("time per iteration (") + u.name + ")";
   for (const Part& part : kParts)
-    if (part.communication || !communication_only) {
+    if (drawn(part, r, communication_only)) {
       c.components.push_back(part.name);
       c.colours.push_back(part.colour);
     }
@@ -84,7 +93,7 @@ StackedBarChart breakdown_chart(const SimulateResult& r, const TimeUnit& u, bool
     c.categories.push_back(run.policy);
     std::vector<double>& values = c.values.emplace_back();
     for (const Part& part : kParts)
-      if (part.communication || !communication_only) values.push_back(*run.breakdown.*part.field * u.per_second);
+      if (drawn(part, r, communication_only)) values.push_back(*run.breakdown.*part.field * u.per_second);
   }
   return c;
 }
