@@ -2,8 +2,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/memo.hpp"
 #include "edgc/core/random.hpp"
 
 namespace edgc::engine {
@@ -23,11 +27,26 @@ std::string hex_digest(const std::string& text) {
   return buf;
 }
 
-std::optional<nlohmann::json> read_json_if_present(const std::filesystem::path& p) {
+std::shared_ptr<const nlohmann::json> read_json_if_present(const std::filesystem::path& p, bool keep) {
+  // Entries kept in memory, by path, with the size of their text: the budget counts text bytes (a parsed entry
+  // takes several times that).
+  constexpr std::size_t kKeptBytes = 32U << 20;
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const nlohmann::json>> kept;
+  static std::size_t kept_bytes = 0;
+  keep = keep && core::memo_enabled();
+  if (keep) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = kept.find(p.string()); it != kept.end()) return it->second;
+  }
   const std::optional<std::string> text = read_file_if_present(p);
-  if (!text) return std::nullopt;
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
+  if (!text) return nullptr;
+  auto j = std::make_shared<nlohmann::json>(nlohmann::json::parse(*text, nullptr, false));
+  if (j->is_discarded()) return nullptr;
+  if (keep) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (kept_bytes + text->size() <= kKeptBytes && kept.emplace(p.string(), j).second) kept_bytes += text->size();
+  }
   return j;
 }
 

@@ -3,8 +3,8 @@
 // digest of what determines it, written atomically (renamed into place), so that concurrent sweep workers can share
 // the directory.
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 
 namespace edgc::engine {
@@ -12,8 +12,10 @@ namespace edgc::engine {
 /// 128-bit digest (two independently seeded 64-bit mixes over the bytes) as 32 hex digits: a cache file name.
 std::string hex_digest(const std::string& text);
 
-/// A cache entry, or nullopt when absent. An entry that does not parse (it cannot be half-written: entries are
-/// renamed into place) is treated as absent and rewritten.
-std::optional<nlohmann::json> read_json_if_present(const std::filesystem::path& p);
+/// A cache entry, or null when absent. An entry that does not parse (it cannot be half-written: entries are
+/// renamed into place) is treated as absent and rewritten. With `keep` (and core::memo_enabled) the parsed entry
+/// stays in memory for the process, up to a budget, and is not read again: an entry never changes once written
+/// (its name is the digest of what determines it), so a sweep worker parses each entry its points share once.
+std::shared_ptr<const nlohmann::json> read_json_if_present(const std::filesystem::path& p, bool keep = false);
 
 }  // namespace edgc::engine

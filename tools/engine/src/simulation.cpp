@@ -107,7 +107,7 @@ TraceEntropy cached_trace_entropy(const std::string& dir, const core::GdsConfig&
   key << fs::absolute(dir).lexically_normal().string() << '|' << gds.beta << '|' << gds.block_bytes << '|' << gds.seed
       << '|' << bins << '|' << backend;
   const fs::path entry = fs::path(cache_dir) / ("entropy-" + hex_digest(key.str()) + ".json");
-  if (std::optional<nlohmann::json> j = read_json_if_present(entry)) {
+  if (const auto j = read_json_if_present(entry, true)) {
     try {
       TraceEntropy t = trace_entropy_from_json(*j);
       t.path = dir;
@@ -440,7 +440,7 @@ struct PlanCache {
           std::find(missing.begin(), missing.end(), p) != missing.end())
         continue;
       if (stored) {
-        if (std::optional<nlohmann::json> j = read_json_if_present(entry(p))) {
+        if (const auto j = read_json_if_present(entry(p), true)) {
           simulated_plans.push_back(p);
           simulated_results.push_back(iteration_from_json(*j));
           continue;
