@@ -27,6 +27,16 @@ std::string hex_digest(const std::string& text) {
   return buf;
 }
 
+std::string trace_identity(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string abs = fs::absolute(dir).lexically_normal().string();
+  std::error_code ec;
+  const fs::path manifest = fs::path(abs) / "trace.json";
+  const auto written = fs::last_write_time(manifest, ec).time_since_epoch().count();
+  const std::uintmax_t size = fs::file_size(manifest, ec);
+  return abs + '@' + std::to_string(written) + ':' + std::to_string(ec ? 0 : size);
+}
+
 std::shared_ptr<const nlohmann::json> read_json_if_present(const std::filesystem::path& p, bool keep) {
   // Entries kept in memory, by path, with the size of their text: the budget counts text bytes (a parsed entry
   // takes several times that).

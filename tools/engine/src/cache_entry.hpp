@@ -12,6 +12,10 @@ namespace edgc::engine {
 /// 128-bit digest (two independently seeded 64-bit mixes over the bytes) as 32 hex digits: a cache file name.
 std::string hex_digest(const std::string& text);
 
+/// A trace directory's identity for keys: its absolute path and its manifest's (trace.json's) size and modification
+/// time, so that a trace rewritten in place keys anew.
+std::string trace_identity(const std::string& dir);
+
 /// A cache entry, or null when absent. An entry that does not parse (it cannot be half-written: entries are
 /// renamed into place) is treated as absent and rewritten. With `keep` (and core::memo_enabled) the parsed entry
 /// stays in memory for the process, up to a budget, and is not read again: an entry never changes once written

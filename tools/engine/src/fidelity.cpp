@@ -130,6 +130,7 @@ ProcessMemo& process_memo() {
 struct FidelityMeter::State {
   FidelitySetup setup;
   std::string trace_abs;
+  std::string trace_id;  // trace_abs and its manifest's size and time: a trace rewritten in place is another trace
   std::optional<traces::Manifest> manifest;
   std::int64_t steps = 0;
   std::vector<std::int64_t> sim_iteration;                       // per captured point
@@ -212,6 +213,7 @@ FidelityMeter::FidelityMeter(FidelitySetup setup) : s_(std::make_unique<State>()
         std::min<std::int64_t>(s.setup.run_iterations - 1, static_cast<std::int64_t>(f * s.setup.run_iterations)));
   }
   s.trace_abs = fs::absolute(s.setup.trace_dir).lexically_normal().string();
+  s.trace_id = trace_identity(s.trace_abs);
   s.manifest = std::move(man);
 }
 
@@ -352,7 +354,7 @@ std::shared_ptr<const TraceMatrices> FidelityMeter::State::trace_matrices() cons
   for (const std::vector<std::size_t>& mats : stage_matrices)
     for (const std::size_t k : mats) bytes += static_cast<std::uint64_t>(manifest->tensors[k].numel()) * sizeof(float);
   if (bytes * points() > kTraceMatricesBudget) return nullptr;
-  const std::string key = trace_abs + '|' + std::to_string(points()) + '|' + std::to_string(manifest->tensors.size());
+  const std::string key = trace_id + '|' + std::to_string(points()) + '|' + std::to_string(manifest->tensors.size());
   ProcessMemo& pm = process_memo();
   const std::lock_guard<std::mutex> lock(pm.mutex);
   if (pm.trace && pm.trace_key == key) return pm.trace;
@@ -424,8 +426,8 @@ FidelityMeter::State::StagePlan FidelityMeter::State::plan_stage(
     sp.w.push_back(std::move(w));
   }
   if (!any) return sp;  // never compressed: exact, no replay
-  sp.lo_key = replay_key(trace_abs, setup.backend, setup.seed, lo);
-  sp.hi_key = replay_key(trace_abs, setup.backend, setup.seed, hi);
+  sp.lo_key = replay_key(trace_id, setup.backend, setup.seed, lo);
+  sp.hi_key = replay_key(trace_id, setup.backend, setup.seed, hi);
   wanted.emplace_back(sp.lo_key, std::move(lo));
   wanted.emplace_back(sp.hi_key, std::move(hi));
   return sp;

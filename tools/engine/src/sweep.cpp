@@ -65,7 +65,8 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
     // Common random numbers: repeat r uses seed r at every point, so points differ by their settings only.
     if (spec.repeats > 1) rq.sets.push_back("variability.seed=" + std::to_string(r));
     rq.policies = spec.policies;
-    rq.break_even = false;  // r_max "auto" still finds it; otherwise a sweep point needs no break-even
+    rq.break_even = false;      // r_max "auto" still finds it; otherwise a sweep point needs no break-even
+    rq.configurations = false;  // not in results.jsonl
     rq.jobs = 1;
     rq.cache_dir = cache_dir;
     SimulateOutcome o = run_simulation(rq);
