@@ -1,5 +1,10 @@
 #include "cache_entry.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -35,6 +40,57 @@ std::string trace_identity(const std::string& dir) {
   const auto written = fs::last_write_time(manifest, ec).time_since_epoch().count();
   const std::uintmax_t size = fs::file_size(manifest, ec);
   return abs + '@' + std::to_string(written) + ':' + std::to_string(ec ? 0 : size);
+}
+
+namespace {
+
+// The lock file of `entry`, opened (created when absent); -1 where it cannot be (then nothing is claimed).
+int open_lock(const std::filesystem::path& entry) {
+  const std::string path = entry.string() + ".lock";
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+}  // namespace
+
+EntryClaims::EntryClaims(const std::vector<std::filesystem::path>& entries) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const int fd = open_lock(entries[i]);
+    if (fd < 0) {  // no lock file (a read-only directory, say): compute it here, as without claims
+      mine_.push_back(i);
+      continue;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      others_.push_back(i);
+      continue;
+    }
+    if (std::filesystem::exists(entries[i])) {  // written since it was looked for
+      ::close(fd);
+      others_.push_back(i);
+      continue;
+    }
+    fds_.push_back(fd);
+    mine_.push_back(i);
+  }
+}
+
+EntryClaims::~EntryClaims() { release(); }
+
+void EntryClaims::release() {
+  for (const int fd : fds_) ::close(fd);
+  fds_.clear();
+}
+
+void EntryClaims::wait_for(const std::filesystem::path& entry) {
+  const int fd = open_lock(entry);
+  if (fd < 0) return;
+  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  }
+  ::close(fd);
 }
 
 std::shared_ptr<const nlohmann::json> read_json_if_present(const std::filesystem::path& p, bool keep) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace edgc::engine {
 
@@ -15,6 +16,29 @@ std::string hex_digest(const std::string& text);
 /// A trace directory's identity for keys: its absolute path and its manifest's (trace.json's) size and modification
 /// time, so that a trace rewritten in place keys anew.
 std::string trace_identity(const std::string& dir);
+
+/// Claims on cache entries about to be computed, so that processes sharing a cache directory (a sweep's workers, all
+/// starting on points that need the same simulations) compute each entry once: an entry's claim is an exclusive
+/// flock() of "<entry>.lock", released when this object goes (or its process dies, however it dies).
+class EntryClaims {
+ public:
+  /// Claims each of `entries` that is absent and not claimed by another process: mine(). The others, claimed
+  /// elsewhere or written meanwhile, are others(): wait_for() each, then read it.
+  explicit EntryClaims(const std::vector<std::filesystem::path>& entries);
+  ~EntryClaims();
+  EntryClaims(const EntryClaims&) = delete;
+  EntryClaims& operator=(const EntryClaims&) = delete;
+  const std::vector<std::size_t>& mine() const noexcept { return mine_; }
+  const std::vector<std::size_t>& others() const noexcept { return others_; }
+  /// Releases this object's claims (after writing their entries).
+  void release();
+  /// Blocks until no process claims `entry`.
+  static void wait_for(const std::filesystem::path& entry);
+
+ private:
+  std::vector<int> fds_;
+  std::vector<std::size_t> mine_, others_;
+};
 
 /// A cache entry, or null when absent. An entry that does not parse (it cannot be half-written: entries are
 /// renamed into place) is treated as absent and rewritten. With `keep` (and core::memo_enabled) the parsed entry

@@ -389,11 +389,33 @@ struct PlanCache {
       missing.push_back(p);
     }
     if (missing.empty()) return;
-    std::vector<sim::IterationResult> r = simulate_plans(setup, missing, timeline, jobs);
-    simulated += static_cast<int>(missing.size());
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      if (stored) write_file_atomic(entry(missing[i]), iteration_to_json(r[i], false).dump() + "\n");
-      simulated_plans.push_back(missing[i]);
+    // Other processes sharing the cache (sweep workers) may be simulating some of them: those are read once done.
+    std::vector<fs::path> entries;
+    for (const auto& p : missing) entries.push_back(entry(p));
+    EntryClaims claims(stored ? entries : std::vector<fs::path>{});
+    std::vector<sim::DpSyncPlan> mine = stored ? std::vector<sim::DpSyncPlan>{} : missing;
+    for (const std::size_t i : claims.mine()) mine.push_back(missing[i]);
+    run_and_store(setup, mine, timeline, jobs, stored);
+    claims.release();
+    for (const std::size_t i : claims.others()) {
+      EntryClaims::wait_for(entries[i]);
+      if (const auto j = read_json_if_present(entries[i], true)) {
+        simulated_plans.push_back(missing[i]);
+        simulated_results.push_back(iteration_from_json(*j));
+      } else {
+        run_and_store(setup, {missing[i]}, false, jobs, stored);  // its simulator gave up: simulated here
+      }
+    }
+  }
+
+  void run_and_store(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& plans, bool timeline, int jobs,
+                     bool stored) {
+    if (plans.empty()) return;
+    std::vector<sim::IterationResult> r = simulate_plans(setup, plans, timeline, jobs);
+    simulated += static_cast<int>(plans.size());
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (stored) write_file_atomic(entry(plans[i]), iteration_to_json(r[i], false).dump() + "\n");
+      simulated_plans.push_back(plans[i]);
       simulated_results.push_back(std::move(r[i]));
     }
   }

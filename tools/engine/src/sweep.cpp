@@ -369,18 +369,23 @@ void serve_points(const scenario::SweepSpec& spec, const std::vector<scenario::S
   // (ranks on other machines without a shared file system).
   const std::string cache = (fs::path(o.out) / "cache").string();
   PointRunner pool(spec, points, cache, o.jobs, true);
-  for (int i = 0; i < o.jobs; ++i) mpi.send(0, kTagReady, "");
+  int asked = 0;  // kTagReady sent and not yet answered
+  for (int i = 0; i < o.jobs; ++i, ++asked) mpi.send(0, kTagReady, "");
   for (;;) {
     while (std::optional<MpiSession::Message> m = mpi.poll()) {
       if (m->tag == kTagStop) return;
       if (m->tag == kTagPoint) {
+        --asked;
         const auto idx = static_cast<std::size_t>(std::stoll(m->payload));
         if (idx >= points.size()) throw InternalError("distributed sweep: point " + m->payload + " out of range");
         pool.start(idx);
       }
-      // kTagNone: that slot stays idle
+      if (m->tag == kTagNone) --asked;  // that slot stays idle
     }
-    if (std::optional<core::ChildPool::Finished> f = pool.wait_any(pool.running() > 0 ? 0.002 : 0.0)) {
+    // Every request answered and points running: only a worker can have news (rank 0 answers requests and stops this
+    // rank only after its last result), so block on the workers instead of polling MPI.
+    const double wait = pool.running() == 0 ? 0.0 : asked == 0 ? -1.0 : 0.002;
+    if (std::optional<core::ChildPool::Finished> f = pool.wait_any(wait)) {
       try {
         mpi.send(0, kTagResult, line_of(*f, points.at(f->id)));
       } catch (const std::exception& e) {
@@ -388,6 +393,7 @@ void serve_points(const scenario::SweepSpec& spec, const std::vector<scenario::S
         continue;
       }
       mpi.send(0, kTagReady, "");
+      ++asked;
     } else if (pool.running() == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
