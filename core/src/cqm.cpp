@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <numbers>
 #include <string>
 #include <vector>
 
 #include "edgc/core/error.hpp"
+#include "edgc/core/memo.hpp"
 
 namespace edgc::core {
 namespace {
@@ -126,24 +130,50 @@ void require_positive(std::int64_t v, const char* field) {
 RankErrorModel::RankErrorModel(std::int64_t m, std::int64_t n) : m_(m), n_(n) {
   require_positive(m, "m");
   require_positive(n, "n");
-  const Spectrum spectrum(static_cast<double>(std::min(m, n)) / static_cast<double>(std::max(m, n)));
+  t_ = table_of(std::min(m, n), std::max(m, n));
+}
+
+std::shared_ptr<const RankErrorModel::Table> RankErrorModel::table_of(std::int64_t p, std::int64_t q) {
+  // Keyed by γ's exact value: shapes of one aspect ratio share a table, and a table is what integrate_table(γ)
+  // returns for that γ, so sharing changes no figure. Bounded: past the cap a table is built and not kept.
+  constexpr std::size_t kMaxTables = 4096;
+  static std::mutex mutex;
+  static std::map<double, std::shared_ptr<const Table>> tables;
+  const double gamma = static_cast<double>(p) / static_cast<double>(q);
+  if (!memo_enabled()) return std::make_shared<const Table>(integrate_table(gamma));
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = tables.find(gamma); it != tables.end()) return it->second;
+  }
+  auto t = std::make_shared<const Table>(integrate_table(gamma));
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (tables.size() < kMaxTables) tables.emplace(gamma, t);
+  return t;
+}
+
+RankErrorModel::Table RankErrorModel::integrate_table(double gamma) {
+  const Spectrum spectrum(gamma);
+  Table t;
+  std::vector<double>& nodes = t.theta;
+  std::vector<double>& cdf = t.cdf;
+  std::vector<double>& slope = t.slope;
 
   // Adaptive table: a panel is kept when splitting it changes neither its integral nor the Hermite prediction
   // at its midpoint by more than the tolerance. Smooth stretches end up with few nodes, the sharp 1/x region
   // of nearly square shapes with many.
-  theta_ = {0.0};
-  cdf_ = {0.0};
+  nodes = {0.0};
+  cdf = {0.0};
   const auto refine = [&](const auto& self, double a, double b, double integral, int depth) -> void {
     const double mid = 0.5 * (a + b);
     const double left = spectrum.integrate(a, mid);
     const double right = spectrum.integrate(mid, b);
-    const double fa = cdf_.back();
+    const double fa = cdf.back();
     const double hermite_mid =
         fa + 0.5 * integral + (b - a) / 8.0 * (spectrum.fraction_density(a) - spectrum.fraction_density(b));
     if (depth >= kMaxDepth || (std::abs(left + right - integral) <= kTableTolerance &&
                                std::abs(fa + left - hermite_mid) <= kTableTolerance)) {
-      theta_.push_back(b);
-      cdf_.push_back(fa + left + right);
+      nodes.push_back(b);
+      cdf.push_back(fa + left + right);
       return;
     }
     self(self, a, mid, left, depth + 1);
@@ -157,43 +187,46 @@ RankErrorModel::RankErrorModel(std::int64_t m, std::int64_t n) : m_(m), n_(n) {
 
   // The whole spectrum integrates to 1 analytically; normalising removes the quadrature residue so that the
   // fraction reaches exactly 1 at θ = π and g(p) = 0 is continuous with g just below p.
-  const double total = cdf_.back();
-  slope_.reserve(theta_.size());
-  for (std::size_t i = 0; i < theta_.size(); ++i) {
-    cdf_[i] /= total;
-    slope_.push_back(spectrum.fraction_density(theta_[i]) / total);
+  const double total = cdf.back();
+  slope.reserve(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    cdf[i] /= total;
+    slope.push_back(spectrum.fraction_density(nodes[i]) / total);
   }
-  cdf_.back() = 1.0;
+  cdf.back() = 1.0;
   // Fritsch–Carlson: shrink end slopes where they would make a panel's cubic overshoot. With the tolerance
   // above this never triggers in practice; it is what guarantees g is strictly decreasing regardless.
-  for (std::size_t i = 0; i + 1 < theta_.size(); ++i) {
-    const double secant = (cdf_[i + 1] - cdf_[i]) / (theta_[i + 1] - theta_[i]);
-    const double alpha = slope_[i] / secant;
-    const double beta = slope_[i + 1] / secant;
+  for (std::size_t i = 0; i + 1 < nodes.size(); ++i) {
+    const double secant = (cdf[i + 1] - cdf[i]) / (nodes[i + 1] - nodes[i]);
+    const double alpha = slope[i] / secant;
+    const double beta = slope[i + 1] / secant;
     if (alpha * alpha + beta * beta > 9.0) {
       const double tau = 3.0 / std::sqrt(alpha * alpha + beta * beta);
-      slope_[i] = tau * alpha * secant;
-      slope_[i + 1] = tau * beta * secant;
+      slope[i] = tau * alpha * secant;
+      slope[i + 1] = tau * beta * secant;
     }
   }
+  return t;
 }
 
 double RankErrorModel::fraction_at(double theta) const {
-  const auto it = std::upper_bound(theta_.begin(), theta_.end(), theta);
-  const std::size_t i = std::min<std::size_t>(it == theta_.begin() ? 0 : it - theta_.begin() - 1, theta_.size() - 2);
-  const double h = theta_[i + 1] - theta_[i];
-  const Hermite cubic{cdf_[i], cdf_[i + 1] - cdf_[i], slope_[i] * h, slope_[i + 1] * h};
-  return cubic.value(std::clamp((theta - theta_[i]) / h, 0.0, 1.0));
+  const Table& t = *t_;
+  const auto it = std::upper_bound(t.theta.begin(), t.theta.end(), theta);
+  const std::size_t i = std::min<std::size_t>(it == t.theta.begin() ? 0 : it - t.theta.begin() - 1, t.theta.size() - 2);
+  const double h = t.theta[i + 1] - t.theta[i];
+  const Hermite cubic{t.cdf[i], t.cdf[i + 1] - t.cdf[i], t.slope[i] * h, t.slope[i + 1] * h};
+  return cubic.value(std::clamp((theta - t.theta[i]) / h, 0.0, 1.0));
 }
 
 double RankErrorModel::angle_of_fraction(double fraction) const {
-  const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), fraction);
-  const std::size_t i = std::min<std::size_t>(it == cdf_.begin() ? 0 : it - cdf_.begin() - 1, cdf_.size() - 2);
-  const double h = theta_[i + 1] - theta_[i];
-  const Hermite cubic{cdf_[i], cdf_[i + 1] - cdf_[i], slope_[i] * h, slope_[i + 1] * h};
-  const double t = solve_increasing([&](double s) { return cubic.value(s) - fraction; },
-                                    [&](double s) { return cubic.slope(s); }, 0.0, 1.0);
-  return theta_[i] + t * h;
+  const Table& t = *t_;
+  const auto it = std::upper_bound(t.cdf.begin(), t.cdf.end(), fraction);
+  const std::size_t i = std::min<std::size_t>(it == t.cdf.begin() ? 0 : it - t.cdf.begin() - 1, t.cdf.size() - 2);
+  const double h = t.theta[i + 1] - t.theta[i];
+  const Hermite cubic{t.cdf[i], t.cdf[i + 1] - t.cdf[i], t.slope[i] * h, t.slope[i + 1] * h};
+  const double local = solve_increasing([&](double s) { return cubic.value(s) - fraction; },
+                                        [&](double s) { return cubic.slope(s); }, 0.0, 1.0);
+  return t.theta[i] + local * h;
 }
 
 double RankErrorModel::g(double r) const {

@@ -22,8 +22,8 @@
 namespace edgc::core {
 namespace {
 
-constexpr int kInputFailure = 3;
-constexpr int kOtherFailure = 4;
+constexpr int kInputFailure = ChildPool::kInputFailure;
+constexpr int kOtherFailure = ChildPool::kOtherFailure;
 
 void write_all(int fd, const std::string& text) {
   const char* p = text.data();
@@ -41,24 +41,10 @@ void write_all(int fd, const std::string& text) {
 
 // In the child: run the job, write its outcome to `fd`, and leave without running the parent's destructors.
 [[noreturn]] void child_main(const std::function<std::string()>& job, int fd) {
-  int code = 0;
-  std::string out;
-  try {
-    out = job();
-  } catch (const InputError& e) {
-    // where \n field \n message: the parent rebuilds the error.
-    out = e.where() + '\n' + e.field() + '\n' + e.what();
-    code = kInputFailure;
-  } catch (const std::exception& e) {
-    out = e.what();
-    code = kOtherFailure;
-  } catch (...) {
-    out = "unknown exception";
-    code = kOtherFailure;
-  }
-  write_all(fd, out);
+  const ChildPool::Finished f = ChildPool::run_here(0, job);
+  write_all(fd, f.output);
   ::close(fd);
-  std::_Exit(code);
+  std::_Exit(f.code);
 }
 
 // Everything written to `fd` (shared with the exited child), from the start.
@@ -85,6 +71,25 @@ std::string detail_of(const std::string& where, const std::string& field, const 
 }
 
 }  // namespace
+
+ChildPool::Finished ChildPool::run_here(std::size_t id, const std::function<std::string()>& job) {
+  Finished f;
+  f.id = id;
+  try {
+    f.output = job();
+  } catch (const InputError& e) {
+    // where \n field \n message: the parent rebuilds the error.
+    f.output = e.where() + '\n' + e.field() + '\n' + e.what();
+    f.code = kInputFailure;
+  } catch (const std::exception& e) {
+    f.output = e.what();
+    f.code = kOtherFailure;
+  } catch (...) {
+    f.output = "unknown exception";
+    f.code = kOtherFailure;
+  }
+  return f;
+}
 
 ChildPool::~ChildPool() {
   for (const auto& [pid, child] : running_) {

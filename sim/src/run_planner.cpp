@@ -8,36 +8,34 @@
 
 namespace edgc::sim {
 
-PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& gds, std::int64_t iterations,
-                      const EntropyCurve& source, const std::string& where) {
-  if (iterations < 1) throw ConfigError(where, "run.iterations", "must be >= 1");
-  const auto controller = core::make_controller(cc, where.c_str());
+namespace {
+
+// The bounds of what planning visits, checked before any window is.
+void check_plannable(int stages, const core::GdsConfig& gds, std::int64_t iterations, const std::string& where) {
   const core::GradientDataSampler sampler(gds);
-  // The planner visits every window and every sampled iteration of the run: bound both before starting.
   const std::int64_t windows = (iterations + gds.window_iters - 1) / gds.window_iters;
   if (windows > kMaxPlannedWindows)
     throw ConfigError(where, "run.iterations",
                       std::to_string(iterations) + " iterations in windows of " + std::to_string(gds.window_iters) +
                           " make " + std::to_string(windows) + " controller windows, more than " +
                           std::to_string(kMaxPlannedWindows) + ": shorten the run or lengthen compression.window");
-  const std::int64_t samples = iterations / std::max<std::int64_t>(1, sampler.period()) * std::max(1, cc.stages);
+  const std::int64_t samples = iterations / std::max<std::int64_t>(1, sampler.period()) * std::max(1, stages);
   if (samples > kMaxPlannedSamples)
     throw ConfigError(where, "run.iterations",
                       std::to_string(iterations) + " iterations sampled every " + std::to_string(sampler.period()) +
-                          " over " + std::to_string(cc.stages) + " stages make " + std::to_string(samples) +
+                          " over " + std::to_string(stages) + " stages make " + std::to_string(samples) +
                           " entropy samples, more than " + std::to_string(kMaxPlannedSamples) +
                           ": shorten the run or lower compression.alpha");
+}
+
+// The controller over the observed windows: each decision holds for the next window.
+PolicyRun decide_windows(core::Controller& controller, const core::ControllerConfig& cc,
+                         const std::vector<core::WindowObservation>& observed) {
   PolicyRun run;
   run.policy = cc.policy;
   const auto stages = static_cast<std::size_t>(cc.stages);
   core::WindowDecision in_force;  // before any decision: everything uncompressed
-  core::WindowAccumulator window(cc.stages);
-  core::WindowAccumulator boundary_window(cc.stages);
-  const bool boundaries = source.has_boundaries();
-  const std::int64_t w_iters = gds.window_iters;
-  const auto n = static_cast<double>(iterations);
-  for (std::int64_t first = 0, w = 0; first < iterations; first += w_iters, ++w) {
-    const std::int64_t end = std::min(iterations, first + w_iters);
+  for (const core::WindowObservation& obs : observed) {
     DpSyncPlan plan(stages);
     if (!in_force.warmup) {
       for (std::size_t s = 0; s < stages && s < in_force.stages.size(); ++s)
@@ -48,9 +46,35 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
     }
     const bool compressed =
         std::any_of(plan.begin(), plan.end(), [](const StageSync& x) { return x.powersgd_rank > 0 || x.pp_rank > 0; });
-    if (compressed && !run.warmup_end) run.warmup_end = first;
-    run.schedule.append(first, end, plan);
+    if (compressed && !run.warmup_end) run.warmup_end = obs.first_iteration;
+    run.schedule.append(obs.first_iteration, obs.end_iteration, plan);
+    run.sampled_iterations += obs.sampled_iterations;
+    if (dp_compressed(plan)) run.sampled_compressed_iterations += obs.sampled_iterations;
+    in_force = controller.decide(obs);
+    ++run.windows;
+    if (!in_force.warmup)
+      for (const auto& d : in_force.stages) ++run.bindings[std::string(core::rank_binding_name(d.binding))];
+  }
+  return run;
+}
 
+}  // namespace
+
+std::vector<core::WindowObservation> observe_windows(const core::GdsConfig& gds, int stage_count,
+                                                     std::int64_t iterations, const EntropyCurve& source,
+                                                     const std::string& where) {
+  if (iterations < 1) throw ConfigError(where, "run.iterations", "must be >= 1");
+  check_plannable(stage_count, gds, iterations, where);
+  const core::GradientDataSampler sampler(gds);
+  const auto stages = static_cast<std::size_t>(stage_count);
+  std::vector<core::WindowObservation> out;
+  core::WindowAccumulator window(stage_count);
+  core::WindowAccumulator boundary_window(stage_count);
+  const bool boundaries = source.has_boundaries();
+  const std::int64_t w_iters = gds.window_iters;
+  const auto n = static_cast<double>(iterations);
+  for (std::int64_t first = 0, w = 0; first < iterations; first += w_iters, ++w) {
+    const std::int64_t end = std::min(iterations, first + w_iters);
     core::WindowObservation obs;
     obs.window = w;
     obs.first_iteration = first;
@@ -58,12 +82,9 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
     double loss_sum = 0.0;
     int loss_n = 0;
     const std::int64_t period = sampler.period();
-    const bool sync_compressed = dp_compressed(plan);
     for (std::int64_t it = (first + period - 1) / period * period; it < end; it += period) {
       const double f = static_cast<double>(it) / n;
       ++obs.sampled_iterations;
-      ++run.sampled_iterations;
-      if (sync_compressed) ++run.sampled_compressed_iterations;
       for (std::size_t s = 0; s < stages; ++s) window.add(s, source.at(static_cast<int>(s), f));
       for (std::size_t s = 1; boundaries && s < stages; ++s)
         if (const auto b = source.boundary(static_cast<int>(s), f)) boundary_window.add(s, *b);
@@ -79,12 +100,22 @@ PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& g
       boundary_window.reset();
     }
     if (loss_n > 0) obs.mean_loss = loss_sum / loss_n;
-    in_force = controller->decide(obs);
-    ++run.windows;
-    if (!in_force.warmup)
-      for (const auto& d : in_force.stages) ++run.bindings[std::string(core::rank_binding_name(d.binding))];
+    out.push_back(std::move(obs));
   }
-  return run;
+  return out;
+}
+
+PolicyRun plan_policy(const core::ControllerConfig& cc, const core::GdsConfig& gds, std::int64_t iterations,
+                      const EntropyCurve& source, const std::string& where) {
+  if (iterations < 1) throw ConfigError(where, "run.iterations", "must be >= 1");
+  const auto controller = core::make_controller(cc, where.c_str());
+  return decide_windows(*controller, cc, observe_windows(gds, cc.stages, iterations, source, where));
+}
+
+PolicyRun plan_policy(const core::ControllerConfig& cc, const std::vector<core::WindowObservation>& observed,
+                      const std::string& where) {
+  const auto controller = core::make_controller(cc, where.c_str());
+  return decide_windows(*controller, cc, observed);
 }
 
 std::vector<int> map_stages(const std::vector<std::int64_t>& trace_elements,

@@ -3,6 +3,7 @@
 // are refused, and 2 MPI ranks give the same result set as one process.
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -108,6 +110,40 @@ TEST(SweepCli, PointsAgreeWithSimulateAndSummaryHasEveryPoint) {
   EXPECT_EQ(meta["schema"], "edgc.sweep/1");
   EXPECT_EQ(meta["points"], 12);
   EXPECT_EQ(meta["axes"][0]["values"], json::parse("[10, 20, 30]"));
+}
+
+// results.jsonl's lines by point, as written, less the wall-clock field.
+std::map<std::int64_t, std::string> raw_lines(const fs::path& dir) {
+  std::map<std::int64_t, std::string> out;
+  std::istringstream in(read_file(dir / "results.jsonl"));
+  const std::regex wall(R"(,"wall_s":[-+0-9.eE]+)");
+  for (std::string line; std::getline(in, line);)
+    out[json::parse(line).at("point").get<std::int64_t>()] = std::regex_replace(line, wall, "");
+  return out;
+}
+
+// Long-lived workers keep the trace, replays, cache entries and rank-error tables of one point in memory for the
+// next: the 64 x H100 paper scenario (bundled trace, gradient error measured) swept memoised gives byte for byte the
+// lines of every point run in a fresh process without any memo or cache (EDGC_NO_MEMO=1).
+TEST(SweepCli, MemoisedPointsGiveTheBytesOfUnmemoisedOnes) {
+  TempDir tmp;
+  const fs::path spec = tmp / "spec.json";
+  std::ofstream(spec) << R"({"base": ")" << EDGC_SOURCE_DIR << R"(/scenarios/paper/gpt2-12.1b-64xh100.json",
+    "policies": "none,edgc", "axes": [{"key": "compression.window", "values": [500, 1000]},
+    {"key": "compression.beta", "values": [0.1, 0.25]}, {"key": "compression.r_min", "values": [16, 64]}]})";
+  const auto memo =
+      edgc("sweep --spec " + spec.string() + " --out " + (tmp / "memo").string() + " --jobs 2 --quiet", tmp);
+  ASSERT_EQ(memo.code, 0) << memo.err;
+  ASSERT_EQ(::setenv("EDGC_NO_MEMO", "1", 1), 0);
+  const auto fresh =
+      edgc("sweep --spec " + spec.string() + " --out " + (tmp / "fresh").string() + " --jobs 2 --quiet", tmp);
+  ::unsetenv("EDGC_NO_MEMO");
+  ASSERT_EQ(fresh.code, 0) << fresh.err;
+  const auto a = raw_lines(tmp / "memo");
+  ASSERT_EQ(a.size(), 8U);
+  EXPECT_EQ(a, raw_lines(tmp / "fresh"));
+  EXPECT_NE(a.at(0).find("\"gradient_error\""), std::string::npos);
+  EXPECT_FALSE(fs::exists(tmp / "fresh" / "cache") && !fs::is_empty(tmp / "fresh" / "cache"));
 }
 
 // Starts `edgc args...` (stdout/stderr to files in `tmp`) and returns its pid.

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <span>
@@ -255,6 +258,60 @@ TEST(Fidelity, ReplaysAreMemoisedAndCachedAcrossMeters) {
     EXPECT_DOUBLE_EQ(*f2[i].relative_error, *f1[i].relative_error);
     EXPECT_DOUBLE_EQ(*f2[i].residual, *f1[i].residual);
   }
+}
+
+// The process-wide memo (a sweep worker's next points) is keyed by everything a replay depends on: the same setup and
+// schedule hit it without a cache directory; another seed, another rank, or the trace rewritten in place miss it; and
+// with the memos off (EDGC_NO_MEMO) the replay runs again with the same figures.
+TEST(Fidelity, TheProcessMemoHitsOnlyWhatItWasKeyedBy) {
+  TempDir tmp;
+  const fs::path trace = small_trace(tmp);
+  const FidelitySetup setup = setup_for(trace, {48, 32});
+  const sim::RunSchedule a = schedule({{0, {0, 0}}, {9'000, {4, 2}}}, 36'000);
+  FidelityMeter first(setup);
+  const Fidelity f1 = first.measure({&a}).front();
+  EXPECT_EQ(first.replays(), 2);
+  FidelityMeter same(setup);
+  const Fidelity f2 = same.measure({&a}).front();
+  EXPECT_EQ(same.replays(), 0);
+  EXPECT_EQ(*f2.relative_error, *f1.relative_error);
+  EXPECT_EQ(*f2.residual, *f1.residual);
+  EXPECT_EQ(*f2.captured_energy, *f1.captured_energy);
+
+  FidelitySetup seeded = setup;
+  seeded.seed = 99;
+  FidelityMeter other_seed(seeded);
+  other_seed.measure({&a});
+  EXPECT_EQ(other_seed.replays(), 2);
+  const sim::RunSchedule b = schedule({{0, {0, 0}}, {9'000, {5, 2}}}, 36'000);
+  FidelityMeter other_rank(setup);
+  other_rank.measure({&b});
+  EXPECT_EQ(other_rank.replays(), 1);  // stage 1's replay is a's
+
+  ASSERT_EQ(::setenv("EDGC_NO_MEMO", "1", 1), 0);
+  FidelityMeter unmemoised(setup);
+  const Fidelity f3 = unmemoised.measure({&a}).front();
+  ::unsetenv("EDGC_NO_MEMO");
+  EXPECT_EQ(unmemoised.replays(), 2);
+  EXPECT_EQ(*f3.relative_error, *f1.relative_error);
+  EXPECT_EQ(*f3.residual, *f1.residual);
+
+  // The trace rewritten in place (other gradients, a later manifest): its replays are new.
+  traces::SynthOptions o;
+  o.layer_shapes = {{48, 32}, {32}};
+  o.layers = 4;
+  o.stages = 2;
+  o.iterations = 12;
+  o.iteration_stride = 3;
+  o.rank = 3;
+  o.seed = 8;
+  fs::remove_all(trace);
+  traces::synthesize_trace(o, trace);
+  fs::last_write_time(trace / "trace.json", fs::last_write_time(trace / "trace.json") + std::chrono::seconds(5));
+  FidelityMeter rewritten(setup);
+  const Fidelity f4 = rewritten.measure({&a}).front();
+  EXPECT_EQ(rewritten.replays(), 2);
+  EXPECT_NE(*f4.relative_error, *f1.relative_error);
 }
 
 TEST(Fidelity, WithoutATraceOnlyTheCqmFigure) {

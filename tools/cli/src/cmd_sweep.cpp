@@ -91,6 +91,25 @@ int run_sweep_point_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `edgc sweep-worker --spec F --cache DIR [--set k=v]...`: the long-lived worker of MPI sweeps; point indices on
+// stdin, their results.jsonl lines on stdout (engine::serve_sweep_worker).
+int run_sweep_worker_command(const std::vector<std::string>& args) {
+  std::string spec_path;
+  std::string cache;
+  std::vector<std::string> sets;
+  po::options_description opts;
+  opts.add_options()("spec", po::value(&spec_path)->required(), "sweep spec JSON")(
+      "cache", po::value(&cache)->required(), "cache directory")("set", po::value(&sets)->composing(),
+                                                                 "the sweep's command-line overrides");
+  po::variables_map vm;
+  if (!parse("sweep-worker", "--spec F --cache DIR [--set k=v]...", opts, {}, args, vm)) return 0;
+  scenario::SweepSpec spec = scenario::read_sweep_spec(spec_path);
+  spec.sets.insert(spec.sets.end(), sets.begin(), sets.end());
+  spec.command_line_sets = sets;
+  engine::serve_sweep_worker(spec, cache);
+  return 0;
+}
+
 }  // namespace
 
 void add_sweep_command(std::vector<Command>& commands) {
@@ -99,6 +118,10 @@ void add_sweep_command(std::vector<Command>& commands) {
   commands.push_back({"sweep-point",
                       "(internal) one point of a sweep as a results.jsonl line: the worker of MPI sweeps",
                       run_sweep_point_command});
+  commands.push_back({"sweep-worker",
+                      "(internal) serves sweep points read on stdin with their results.jsonl lines: the long-lived "
+                      "worker of MPI sweeps",
+                      run_sweep_worker_command});
 }
 
 }  // namespace edgc::cli

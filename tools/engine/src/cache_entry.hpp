@@ -3,17 +3,47 @@
 // digest of what determines it, written atomically (renamed into place), so that concurrent sweep workers can share
 // the directory.
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
+#include <vector>
 
 namespace edgc::engine {
 
 /// 128-bit digest (two independently seeded 64-bit mixes over the bytes) as 32 hex digits: a cache file name.
 std::string hex_digest(const std::string& text);
 
-/// A cache entry, or nullopt when absent. An entry that does not parse (it cannot be half-written: entries are
-/// renamed into place) is treated as absent and rewritten.
-std::optional<nlohmann::json> read_json_if_present(const std::filesystem::path& p);
+/// A trace directory's identity for keys: its absolute path and its manifest's (trace.json's) size and modification
+/// time, so that a trace rewritten in place keys anew.
+std::string trace_identity(const std::string& dir);
+
+/// Claims on cache entries about to be computed, so that processes sharing a cache directory (a sweep's workers, all
+/// starting on points that need the same simulations) compute each entry once: an entry's claim is an exclusive
+/// flock() of "<entry>.lock", released when this object goes (or its process dies, however it dies).
+class EntryClaims {
+ public:
+  /// Claims each of `entries` that is absent and not claimed by another process: mine(). The others, claimed
+  /// elsewhere or written meanwhile, are others(): wait_for() each, then read it.
+  explicit EntryClaims(const std::vector<std::filesystem::path>& entries);
+  ~EntryClaims();
+  EntryClaims(const EntryClaims&) = delete;
+  EntryClaims& operator=(const EntryClaims&) = delete;
+  const std::vector<std::size_t>& mine() const noexcept { return mine_; }
+  const std::vector<std::size_t>& others() const noexcept { return others_; }
+  /// Releases this object's claims (after writing their entries).
+  void release();
+  /// Blocks until no process claims `entry`.
+  static void wait_for(const std::filesystem::path& entry);
+
+ private:
+  std::vector<int> fds_;
+  std::vector<std::size_t> mine_, others_;
+};
+
+/// A cache entry, or null when absent. An entry that does not parse (it cannot be half-written: entries are
+/// renamed into place) is treated as absent and rewritten. With `keep` (and core::memo_enabled) the parsed entry
+/// stays in memory for the process, up to a budget, and is not read again: an entry never changes once written
+/// (its name is the digest of what determines it), so a sweep worker parses each entry its points share once.
+std::shared_ptr<const nlohmann::json> read_json_if_present(const std::filesystem::path& p, bool keep = false);
 
 }  // namespace edgc::engine

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <sstream>
 
@@ -14,6 +16,7 @@
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/cqm.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/core/memo.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/buffer.hpp"
 #include "edgc/kernels/communicator.hpp"
@@ -100,11 +103,34 @@ std::optional<double> mean_of(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
+// What the replays read of a trace, kept in memory for the process (a sweep worker's next points replay other rank
+// sequences on the same trace): per captured point, each trace stage's ‖G‖² and the values of every fully captured
+// matrix (indexed like the manifest's tensors; empty for the others). Loaded once, only when it fits the budget.
+struct TraceMatrices {
+  std::vector<std::vector<double>> stage_g2;            // [point][trace stage]
+  std::vector<std::vector<std::vector<float>>> values;  // [point][tensor]
+};
+constexpr std::uint64_t kTraceMatricesBudget = 256ULL << 20;  // bytes of matrix values held in memory at most
+constexpr std::size_t kMaxMemoReplays = 8192;                 // replays held in memory at most (a few kB each)
+
+// The process's memos (core::memo_enabled): replays by key, and the matrices of the last trace replayed.
+struct ProcessMemo {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const std::vector<ReplayPoint>>> replays;
+  std::string trace_key;
+  std::shared_ptr<const TraceMatrices> trace;
+};
+ProcessMemo& process_memo() {
+  static ProcessMemo memo;
+  return memo;
+}
+
 }  // namespace
 
 struct FidelityMeter::State {
   FidelitySetup setup;
   std::string trace_abs;
+  std::string trace_id;  // trace_abs and its manifest's size and time: a trace rewritten in place is another trace
   std::optional<traces::Manifest> manifest;
   std::int64_t steps = 0;
   std::vector<std::int64_t> sim_iteration;                       // per captured point
@@ -112,7 +138,7 @@ struct FidelityMeter::State {
   std::vector<std::vector<std::size_t>> stage_matrices;          // per trace stage: its fully captured ≥2-D tensors
   std::vector<std::vector<core::RankErrorModel>> matrix_models;  // per trace stage, per matrix
   std::vector<std::optional<core::RankErrorModel>> sim_models;   // per simulated stage
-  std::map<std::string, std::vector<ReplayPoint>> memo;
+  std::map<std::string, std::shared_ptr<const std::vector<ReplayPoint>>> memo;
   std::map<std::pair<int, int>, std::vector<double>> equal_energy;  // (simulated stage, rank) → r' per matrix
   int replays = 0;
 
@@ -134,6 +160,8 @@ struct FidelityMeter::State {
   }
 
   void run_missing(const std::vector<std::pair<std::string, ReplaySpec>>& wanted);
+  std::shared_ptr<const TraceMatrices> trace_matrices() const;
+  void remember(const std::string& key, std::shared_ptr<const std::vector<ReplayPoint>> points);
 
   // Pieces of measure(), in its order.
   struct StagePlan;
@@ -185,6 +213,7 @@ FidelityMeter::FidelityMeter(FidelitySetup setup) : s_(std::make_unique<State>()
         std::min<std::int64_t>(s.setup.run_iterations - 1, static_cast<std::int64_t>(f * s.setup.run_iterations)));
   }
   s.trace_abs = fs::absolute(s.setup.trace_dir).lexically_normal().string();
+  s.trace_id = trace_identity(s.trace_abs);
   s.manifest = std::move(man);
 }
 
@@ -221,11 +250,19 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
     const ReplaySpec& spec = want.second;
     if (memo.count(key) > 0 || std::any_of(todo.begin(), todo.end(), [&](const Replay& r) { return r.key == key; }))
       continue;
+    if (core::memo_enabled()) {
+      ProcessMemo& pm = process_memo();
+      const std::lock_guard<std::mutex> lock(pm.mutex);
+      if (const auto it = pm.replays.find(key); it != pm.replays.end()) {
+        memo.emplace(key, it->second);
+        continue;
+      }
+    }
     if (!setup.cache_dir.empty()) {
-      if (std::optional<json> j = read_json_if_present(entry(key))) {
+      if (const std::shared_ptr<const json> j = read_json_if_present(entry(key))) {
         const std::size_t matrices = stage_matrices[static_cast<std::size_t>(spec.trace_stage)].size();
         if (auto pts = points_from_json(*j, points(), matrices)) {
-          memo.emplace(key, std::move(*pts));
+          remember(key, std::make_shared<const std::vector<ReplayPoint>>(std::move(*pts)));
           continue;
         }
       }
@@ -249,15 +286,25 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
     for (std::size_t i = 0; i < r.host.size(); ++i)
       r.spans.push_back(backend->device_memory() ? r.device[i].span() : std::span<float>(r.host[i]));
   }
-  traces::TraceReader reader(setup.trace_dir);
+  // The trace from memory when the process holds it, else read point by point.
+  const std::shared_ptr<const TraceMatrices> held = trace_matrices();
+  std::optional<traces::TraceReader> reader;
+  if (!held) reader.emplace(setup.trace_dir);
   traces::IterationData data;
   std::vector<double> stage_g2(stage_full.size());
   for (std::size_t p = 0; p < points(); ++p) {
-    reader.read(p, data);
-    for (std::size_t ts = 0; ts < stage_full.size(); ++ts) {
-      stage_g2[ts] = 0.0;
-      for (const std::size_t k : stage_full[ts]) stage_g2[ts] += squared_distance(data.tensors[k].values);
+    if (held) {
+      stage_g2 = held->stage_g2[p];
+    } else {
+      reader->read(p, data);
+      for (std::size_t ts = 0; ts < stage_full.size(); ++ts) {
+        stage_g2[ts] = 0.0;
+        for (const std::size_t k : stage_full[ts]) stage_g2[ts] += squared_distance(data.tensors[k].values);
+      }
     }
+    const auto values = [&](std::size_t k) -> const std::vector<float>& {
+      return held ? held->values[p][k] : data.tensors[k].values;
+    };
     for (Replay& r : todo) {
       const auto ts = static_cast<std::size_t>(r.spec->trace_stage);
       const std::vector<std::size_t>& mats = stage_matrices[ts];
@@ -266,7 +313,7 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
       for (std::size_t i = 0; i < mats.size(); ++i) {
         const int rank = r.spec->ranks[p][i];
         if (rank != r.psgd->rank(i)) r.psgd->set_rank(i, rank);
-        const std::vector<float>& g = data.tensors[mats[i]].values;
+        const std::vector<float>& g = values(mats[i]);
         if (backend->device_memory())
           r.device[i].upload(g);
         else
@@ -275,7 +322,7 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
       r.psgd->step(std::span<const std::span<float>>(r.spans), solo);
       for (std::size_t i = 0; i < mats.size(); ++i) {
         if (backend->device_memory()) r.device[i].download(r.host[i]);
-        const std::vector<float>& g = data.tensors[mats[i]].values;
+        const std::vector<float>& g = values(mats[i]);
         pt.err2.push_back(squared_distance(r.host[i], g));
         pt.ghat2.push_back(squared_distance(r.host[i]));
         pt.e2.push_back(squared_distance(backend->device_memory() ? r.psgd->error_copy(i) : r.psgd->error(i)));
@@ -287,8 +334,47 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
     ++replays;
     if (!setup.cache_dir.empty())
       write_file_atomic(entry(r.key), json{{"points", points_to_json(r.points)}}.dump() + "\n");
-    memo.emplace(r.key, std::move(r.points));
+    remember(r.key, std::make_shared<const std::vector<ReplayPoint>>(std::move(r.points)));
   }
+}
+
+void FidelityMeter::State::remember(const std::string& key, std::shared_ptr<const std::vector<ReplayPoint>> points) {
+  if (core::memo_enabled()) {
+    ProcessMemo& pm = process_memo();
+    const std::lock_guard<std::mutex> lock(pm.mutex);
+    if (pm.replays.size() < kMaxMemoReplays) pm.replays.emplace(key, points);
+  }
+  memo.emplace(key, std::move(points));
+}
+
+// The replays' view of the trace held in memory (loaded on first use), or null: memos off, or over the budget.
+std::shared_ptr<const TraceMatrices> FidelityMeter::State::trace_matrices() const {
+  if (!core::memo_enabled()) return nullptr;
+  std::uint64_t bytes = 0;
+  for (const std::vector<std::size_t>& mats : stage_matrices)
+    for (const std::size_t k : mats) bytes += static_cast<std::uint64_t>(manifest->tensors[k].numel()) * sizeof(float);
+  if (bytes * points() > kTraceMatricesBudget) return nullptr;
+  const std::string key = trace_id + '|' + std::to_string(points()) + '|' + std::to_string(manifest->tensors.size());
+  ProcessMemo& pm = process_memo();
+  const std::lock_guard<std::mutex> lock(pm.mutex);
+  if (pm.trace && pm.trace_key == key) return pm.trace;
+  auto t = std::make_shared<TraceMatrices>();
+  traces::TraceReader reader(setup.trace_dir);
+  traces::IterationData data;
+  for (std::size_t p = 0; p < points(); ++p) {
+    reader.read(p, data);
+    std::vector<double> g2(stage_full.size(), 0.0);
+    for (std::size_t ts = 0; ts < stage_full.size(); ++ts)
+      for (const std::size_t k : stage_full[ts]) g2[ts] += squared_distance(data.tensors[k].values);
+    t->stage_g2.push_back(std::move(g2));
+    std::vector<std::vector<float>> v(manifest->tensors.size());
+    for (const std::vector<std::size_t>& mats : stage_matrices)
+      for (const std::size_t k : mats) v[k] = std::move(data.tensors[k].values);
+    t->values.push_back(std::move(v));
+  }
+  pm.trace_key = key;
+  pm.trace = std::move(t);  // one trace at a time: the previous one's memory goes
+  return pm.trace;
 }
 
 // One simulated stage of one schedule: the rank at every captured point, and the two replays around each
@@ -341,8 +427,8 @@ FidelityMeter::State::StagePlan FidelityMeter::State::plan_stage(
     sp.w.push_back(std::move(w));
   }
   if (!any) return sp;  // never compressed: exact, no replay
-  sp.lo_key = replay_key(trace_abs, setup.backend, setup.seed, lo);
-  sp.hi_key = replay_key(trace_abs, setup.backend, setup.seed, hi);
+  sp.lo_key = replay_key(trace_id, setup.backend, setup.seed, lo);
+  sp.hi_key = replay_key(trace_id, setup.backend, setup.seed, hi);
   wanted.emplace_back(sp.lo_key, std::move(lo));
   wanted.emplace_back(sp.hi_key, std::move(hi));
   return sp;
@@ -358,8 +444,8 @@ StageFidelity FidelityMeter::State::measured_stage(std::size_t st, const StagePl
   fig.cap.assign(npoints, std::nan(""));
   fig.res.assign(npoints, 0.0);
   if (sp.lo_key.empty()) return sf;
-  const std::vector<ReplayPoint>& lo = memo.at(sp.lo_key);
-  const std::vector<ReplayPoint>& hi = memo.at(sp.hi_key);
+  const std::vector<ReplayPoint>& lo = *memo.at(sp.lo_key);
+  const std::vector<ReplayPoint>& hi = *memo.at(sp.hi_key);
   std::vector<double> r_c, c_c, e_c;
   for (std::size_t p = 0; p < npoints; ++p) {
     double err2 = 0.0, ghat2 = 0.0, e2 = 0.0;

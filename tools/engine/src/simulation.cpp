@@ -6,6 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -14,6 +17,8 @@
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/controller.hpp"
 #include "edgc/core/error.hpp"
+#include "edgc/core/gds.hpp"
+#include "edgc/core/memo.hpp"
 #include "edgc/engine/fidelity.hpp"
 #include "edgc/engine/replay.hpp"
 #include "edgc/engine/trace_health.hpp"
@@ -33,93 +38,16 @@
 #include "edgc/sim/kernel_model.hpp"
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/memory.hpp"
+#include "edgc/sim/run_planner.hpp"
 #include "edgc/sim/whole_run.hpp"
 #include "simulation_result.hpp"
+#include "trace_entropy_cache.hpp"
 
 namespace edgc::engine {
 namespace {
 
 using nlohmann::ordered_json;
 namespace fs = std::filesystem;
-
-ordered_json optional_json(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
-std::optional<double> optional_from(const nlohmann::json& j) {
-  return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
-}
-
-ordered_json observations_to_json(const std::vector<core::StageObservation>& v) {
-  ordered_json out = ordered_json::array();
-  for (const core::StageObservation& s : v)
-    out.push_back({optional_json(s.entropy_gaussian), optional_json(s.entropy_histogram),
-                   optional_json(s.excess_kurtosis), s.elements});
-  return out;
-}
-
-std::vector<core::StageObservation> observations_from_json(const nlohmann::json& j) {
-  std::vector<core::StageObservation> out;
-  for (const auto& s : j)
-    out.push_back(
-        {optional_from(s.at(0)), optional_from(s.at(1)), optional_from(s.at(2)), s.at(3).get<std::int64_t>()});
-  return out;
-}
-
-// The cache entry's layout; an entry of an older layout (without "boundary_stages") is measured again.
-ordered_json trace_entropy_to_json(const TraceEntropy& t) {
-  ordered_json points = ordered_json::array();
-  for (const TraceEntropyPoint& p : t.points) {
-    points.push_back({{"iteration", p.iteration},
-                      {"loss", optional_json(p.loss)},
-                      {"stages", observations_to_json(p.stages)},
-                      {"boundaries", observations_to_json(p.boundaries)}});
-  }
-  return {{"path", t.path},
-          {"steps", t.steps},
-          {"stage_elements", t.stage_elements},
-          {"boundary_stages", t.boundary_stages},
-          {"points", points}};
-}
-
-TraceEntropy trace_entropy_from_json(const nlohmann::json& j) {
-  TraceEntropy t;
-  t.path = j.at("path").get<std::string>();
-  t.steps = j.at("steps").get<std::int64_t>();
-  t.stage_elements = j.at("stage_elements").get<std::vector<std::int64_t>>();
-  t.boundary_stages = j.at("boundary_stages").get<std::vector<int>>();
-  for (const auto& p : j.at("points")) {
-    TraceEntropyPoint q;
-    q.iteration = p.at("iteration").get<std::int64_t>();
-    q.loss = optional_from(p.at("loss"));
-    q.stages = observations_from_json(p.at("stages"));
-    q.boundaries = observations_from_json(p.at("boundaries"));
-    if (q.boundaries.size() != t.boundary_stages.size())
-      throw nlohmann::json::other_error::create(0, "layout", nullptr);
-    t.points.push_back(std::move(q));
-  }
-  return t;
-}
-
-// measure_trace_entropy(), or its stored result for the same trace and sampling settings in `cache_dir`.
-TraceEntropy cached_trace_entropy(const std::string& dir, const core::GdsConfig& gds, double bins,
-                                  const std::string& backend, const std::string& cache_dir) {
-  if (cache_dir.empty()) return measure_trace_entropy(dir, gds, bins, backend);
-  std::ostringstream key;
-  key.precision(17);
-  key << fs::absolute(dir).lexically_normal().string() << '|' << gds.beta << '|' << gds.block_bytes << '|' << gds.seed
-      << '|' << bins << '|' << backend;
-  const fs::path entry = fs::path(cache_dir) / ("entropy-" + hex_digest(key.str()) + ".json");
-  if (std::optional<nlohmann::json> j = read_json_if_present(entry)) {
-    try {
-      TraceEntropy t = trace_entropy_from_json(*j);
-      t.path = dir;
-      return t;
-    } catch (const nlohmann::json::exception&) {
-      // an entry of another layout: measure again and replace it
-    }
-  }
-  TraceEntropy t = measure_trace_entropy(dir, gds, bins, backend);
-  write_file_atomic(entry, trace_entropy_to_json(t).dump() + "\n");
-  return t;
-}
 
 // The CQM's matrix per stage: the largest per-layer weight gradient of one GPU (fc1, h × 4h/tp). Embeddings are
 // left out so that every stage reasons about the same kind of matrix.
@@ -189,6 +117,7 @@ struct Inputs {
   std::optional<double> max_error;    ///< fidelity.max_error: the gradient-error budget, when given
   std::vector<std::string> warnings;  ///< found while reading: what the run goes on with but the user should know
   std::optional<results::TcomFit> dac_measured;  ///< compression.dac.measured's stage-0 fit, read up front
+  std::string source_key;                        ///< everything `source` depends on (the memo of observed windows)
 };
 
 // Before anything is simulated: the actors of one simulation fit this machine's vm.max_map_count (ActorStacks).
@@ -328,6 +257,11 @@ void read_trace(const std::string& dir, bool from_trace, Inputs& in) {
 
 void set_synthetic_source(const SyntheticEntropy& curve, Inputs& in) {
   in.source = std::make_unique<SyntheticCurve>(curve, in.setup.where);
+  std::ostringstream key;
+  key.precision(17);
+  key << "synthetic|" << curve.start_nats << '|' << curve.end_nats << '|' << curve.decay_fraction << '|'
+      << curve.stage_step_nats << '|' << curve.noise_nats << '|' << curve.seed;
+  in.source_key = key.str();
   in.source_description = {{"source", "synthetic"},
                            {"start_nats", curve.start_nats},
                            {"end_nats", curve.end_nats},
@@ -352,6 +286,12 @@ void set_trace_source(const std::string& dir, const scenario::EntropySourceSetti
     in.fidelity.trace_dir = dir;
     in.fidelity.stage_map = trace->stage_map();
   }
+  std::ostringstream key;  // the entropy cache's key, and the stage map
+  key.precision(17);
+  key << "trace|" << trace_identity(dir) << '|' << in.compression.gds.beta << '|' << in.compression.gds.block_bytes
+      << '|' << in.compression.gds.seed << '|' << entropy.bins_per_sigma << '|' << entropy.backend << '|';
+  for (const int s : trace->stage_map()) key << s << ',';
+  in.source_key = key.str();
   in.source_description = {{"source", "trace"},
                            {"path", trace->trace().path},
                            {"trace_iterations", trace->trace().steps},
@@ -435,7 +375,7 @@ struct PlanCache {
           std::find(missing.begin(), missing.end(), p) != missing.end())
         continue;
       if (stored) {
-        if (std::optional<nlohmann::json> j = read_json_if_present(entry(p))) {
+        if (const auto j = read_json_if_present(entry(p), true)) {
           simulated_plans.push_back(p);
           simulated_results.push_back(iteration_from_json(*j));
           continue;
@@ -444,11 +384,33 @@ struct PlanCache {
       missing.push_back(p);
     }
     if (missing.empty()) return;
-    std::vector<sim::IterationResult> r = simulate_plans(setup, missing, timeline, jobs);
-    simulated += static_cast<int>(missing.size());
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      if (stored) write_file_atomic(entry(missing[i]), iteration_to_json(r[i], false).dump() + "\n");
-      simulated_plans.push_back(missing[i]);
+    // Other processes sharing the cache (sweep workers) may be simulating some of them: those are read once done.
+    std::vector<fs::path> entries;
+    for (const auto& p : missing) entries.push_back(entry(p));
+    EntryClaims claims(stored ? entries : std::vector<fs::path>{});
+    std::vector<sim::DpSyncPlan> mine = stored ? std::vector<sim::DpSyncPlan>{} : missing;
+    for (const std::size_t i : claims.mine()) mine.push_back(missing[i]);
+    run_and_store(setup, mine, timeline, jobs, stored);
+    claims.release();
+    for (const std::size_t i : claims.others()) {
+      EntryClaims::wait_for(entries[i]);
+      if (const auto j = read_json_if_present(entries[i], true)) {
+        simulated_plans.push_back(missing[i]);
+        simulated_results.push_back(iteration_from_json(*j));
+      } else {
+        run_and_store(setup, {missing[i]}, false, jobs, stored);  // its simulator gave up: simulated here
+      }
+    }
+  }
+
+  void run_and_store(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& plans, bool timeline, int jobs,
+                     bool stored) {
+    if (plans.empty()) return;
+    std::vector<sim::IterationResult> r = simulate_plans(setup, plans, timeline, jobs);
+    simulated += static_cast<int>(plans.size());
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (stored) write_file_atomic(entry(plans[i]), iteration_to_json(r[i], false).dump() + "\n");
+      simulated_plans.push_back(plans[i]);
       simulated_results.push_back(std::move(r[i]));
     }
   }
@@ -701,6 +663,32 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
   result.sections["fidelity"] = section;
 }
 
+// What the controllers observe of the run's entropy source (sim::observe_windows), shared by the run's policies and,
+// within a process, by every run with the same source, length, window and sampling rate (a sweep's points).
+std::shared_ptr<const std::vector<core::WindowObservation>> observed_windows(const Inputs& in) {
+  const core::GdsConfig& gds = in.compression.gds;
+  const int stages = in.compression.controller.stages;
+  if (!core::memo_enabled() || in.source_key.empty())
+    return std::make_shared<const std::vector<core::WindowObservation>>(
+        sim::observe_windows(gds, stages, in.iterations, *in.source, in.scenario_path));
+  constexpr std::size_t kMaxKept = 256;  // a few hundred kB each at most
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const std::vector<core::WindowObservation>>> kept;
+  std::ostringstream key;
+  key.precision(17);
+  key << in.source_key << '|' << in.iterations << '|' << gds.window_iters << '|' << gds.alpha << '|'
+      << core::GradientDataSampler(gds).period() << '|' << stages;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = kept.find(key.str()); it != kept.end()) return it->second;
+  }
+  auto observed = std::make_shared<const std::vector<core::WindowObservation>>(
+      sim::observe_windows(gds, stages, in.iterations, *in.source, in.scenario_path));
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (kept.size() < kMaxKept) kept.emplace(key.str(), observed);
+  return observed;
+}
+
 }  // namespace
 
 const std::vector<std::string>& simulate_sections() {
@@ -723,10 +711,11 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   const ordered_json dac = fit_dac(in, cache, request.timeline, request.jobs);
 
   std::vector<PolicyRun> runs;
+  const std::shared_ptr<const std::vector<core::WindowObservation>> observed = observed_windows(in);
   for (const std::string& p : in.policies) {
     core::ControllerConfig cc = in.compression.controller;
     cc.policy = p;
-    runs.push_back(plan_policy(cc, in.compression.gds, in.iterations, *in.source, in.scenario_path));
+    runs.push_back(sim::plan_policy(cc, *observed, in.scenario_path));
     runs.back().schedule = sim::restrict_compression(runs.back().schedule, in.compression.apply_to);  // MoE
     const core::PolicyInfo* info = core::find_policy(p);
     if (info != nullptr && info->reads_signal && cc.megatron_signal == core::MegatronSignal::kLoss &&
@@ -763,9 +752,11 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   result.sections["entropy"] = in.source_description;
   result.sections["dac"] = dac;
   result.sections["memory"] = in.memory;
-  result.sections["configurations"] = ordered_json::array();
-  for (std::size_t p = 0; p < cache.plans.size(); ++p)
-    result.sections["configurations"].push_back(configuration_json(cache.plans[p], cache.results[p]));
+  if (request.configurations) {
+    result.sections["configurations"] = ordered_json::array();
+    for (std::size_t p = 0; p < cache.plans.size(); ++p)
+      result.sections["configurations"].push_back(configuration_json(cache.plans[p], cache.results[p]));
+  }
   if (even) {
     ordered_json b = break_even_json(*even, in.compression.controller.cqm.quantum);
     b["r_max"] = in.compression.controller.cqm.r_max;

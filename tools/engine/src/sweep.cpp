@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -21,6 +22,8 @@
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/isolated.hpp"
+#include "edgc/core/memo.hpp"
+#include "edgc/core/worker_pool.hpp"
 #include "edgc/engine/mpi_session.hpp"
 #include "edgc/engine/simulation.hpp"
 #include "edgc/results/figure_table.hpp"
@@ -62,7 +65,8 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
     // Common random numbers: repeat r uses seed r at every point, so points differ by their settings only.
     if (spec.repeats > 1) rq.sets.push_back("variability.seed=" + std::to_string(r));
     rq.policies = spec.policies;
-    rq.break_even = false;  // r_max "auto" still finds it; otherwise a sweep point needs no break-even
+    rq.break_even = false;      // r_max "auto" still finds it; otherwise a sweep point needs no break-even
+    rq.configurations = false;  // not in results.jsonl
     rq.jobs = 1;
     rq.cache_dir = cache_dir;
     SimulateOutcome o = run_simulation(rq);
@@ -287,25 +291,75 @@ std::string self_executable() {
   return p.string();
 }
 
-// Starts point `idx`: forked in-process, or (with MPI initialised in this process, where fork() is unsafe:
-// Open MPI's threads and memory hooks) as an exec'd `edgc sweep-point`.
-void start_point(core::ChildPool& pool, const scenario::SweepSpec& spec,
-                 const std::vector<scenario::SweepPoint>& points, std::size_t idx, const std::string& cache,
-                 bool exec) {
-  if (!exec) {
-    const scenario::SweepPoint& p = points[idx];
-    pool.start(idx, [&spec, &p, &cache]() { return evaluate_point(spec, p, cache); });
-    return;
+// Runs points on this process's workers. By default (core::memo_enabled) they are `jobs` long-lived workers, so
+// what one point reads, measures or simulates stays warm in memory for the next (worker_pool.hpp): forked copies of
+// this process, or with MPI initialised here (where fork() is unsafe: Open MPI's threads and memory hooks) exec'd
+// `edgc sweep-worker`s. With the memos off every point runs in a fresh child without the cache directory, as a
+// reference the memoised results are checked against.
+class PointRunner {
+ public:
+  PointRunner(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points, std::string cache,
+              int jobs, bool exec)
+      : spec_(spec),
+        points_(points),
+        cache_(core::memo_enabled() ? std::move(cache) : std::string()),
+        jobs_(jobs),
+        exec_(exec),
+        reuse_(core::memo_enabled()) {}
+
+  std::size_t running() const { return workers_ ? workers_->running() : children_.running(); }
+  bool can_start() const { return workers_ ? workers_->idle() > 0 : static_cast<int>(children_.running()) < jobs_; }
+
+  void start(std::size_t idx) {
+    if (reuse_ && !workers_) start_workers();  // on the first point: a finished sweep starts none
+    if (workers_) {
+      workers_->submit(idx, std::to_string(idx));
+      return;
+    }
+    if (!exec_) {
+      const scenario::SweepPoint& p = points_[idx];
+      children_.start(idx, [this, &p]() { return evaluate_point(spec_, p, cache_); });
+      return;
+    }
+    std::vector<std::string> argv = {self_executable(), "sweep-point", "--spec",
+                                     spec_.path,        "--point",     std::to_string(points_[idx].index),
+                                     "--cache",         cache_};
+    for (const std::string& s : spec_.command_line_sets) {
+      argv.emplace_back("--set");
+      argv.push_back(s);
+    }
+    children_.start_command(idx, argv);
   }
-  std::vector<std::string> argv = {self_executable(), "sweep-point", "--spec",
-                                   spec.path,         "--point",     std::to_string(points[idx].index),
-                                   "--cache",         cache};
-  for (const std::string& s : spec.command_line_sets) {
-    argv.emplace_back("--set");
-    argv.push_back(s);
+
+  std::optional<core::ChildPool::Finished> wait_any(double timeout_s) {
+    return workers_ ? workers_->wait_any(timeout_s) : children_.wait_any(timeout_s);
   }
-  pool.start_command(idx, argv);
-}
+
+ private:
+  void start_workers() {
+    if (!exec_) {
+      workers_ = std::make_unique<core::WorkerPool>(jobs_, [this](const std::string& request) {
+        return evaluate_point(spec_, points_.at(std::stoull(request)), cache_);
+      });
+      return;
+    }
+    std::vector<std::string> argv = {self_executable(), "sweep-worker", "--spec", spec_.path, "--cache", cache_};
+    for (const std::string& s : spec_.command_line_sets) {
+      argv.emplace_back("--set");
+      argv.push_back(s);
+    }
+    workers_ = std::make_unique<core::WorkerPool>(jobs_, argv);
+  }
+
+  const scenario::SweepSpec& spec_;
+  const std::vector<scenario::SweepPoint>& points_;
+  std::string cache_;
+  int jobs_;
+  bool exec_;
+  bool reuse_;  // long-lived workers (memos on)
+  std::unique_ptr<core::WorkerPool> workers_;
+  core::ChildPool children_;
+};
 
 // Rank ≥ 1 of a distributed sweep: ask for points, run them, send the lines back, until told to stop.
 void serve_points(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points,
@@ -314,19 +368,24 @@ void serve_points(const scenario::SweepSpec& spec, const std::vector<scenario::S
   // rank first would look like a foreign one to rank 0), and the workers create DIR/cache where it is missing
   // (ranks on other machines without a shared file system).
   const std::string cache = (fs::path(o.out) / "cache").string();
-  core::ChildPool pool;
-  for (int i = 0; i < o.jobs; ++i) mpi.send(0, kTagReady, "");
+  PointRunner pool(spec, points, cache, o.jobs, true);
+  int asked = 0;  // kTagReady sent and not yet answered
+  for (int i = 0; i < o.jobs; ++i, ++asked) mpi.send(0, kTagReady, "");
   for (;;) {
     while (std::optional<MpiSession::Message> m = mpi.poll()) {
       if (m->tag == kTagStop) return;
       if (m->tag == kTagPoint) {
+        --asked;
         const auto idx = static_cast<std::size_t>(std::stoll(m->payload));
         if (idx >= points.size()) throw InternalError("distributed sweep: point " + m->payload + " out of range");
-        start_point(pool, spec, points, idx, cache, true);
+        pool.start(idx);
       }
-      // kTagNone: that slot stays idle
+      if (m->tag == kTagNone) --asked;  // that slot stays idle
     }
-    if (std::optional<core::ChildPool::Finished> f = pool.wait_any(pool.running() > 0 ? 0.002 : 0.0)) {
+    // Every request answered and points running: only a worker can have news (rank 0 answers requests and stops this
+    // rank only after its last result), so block on the workers instead of polling MPI.
+    const double wait = pool.running() == 0 ? 0.0 : asked == 0 ? -1.0 : 0.002;
+    if (std::optional<core::ChildPool::Finished> f = pool.wait_any(wait)) {
       try {
         mpi.send(0, kTagResult, line_of(*f, points.at(f->id)));
       } catch (const std::exception& e) {
@@ -334,6 +393,7 @@ void serve_points(const scenario::SweepSpec& spec, const std::vector<scenario::S
         continue;
       }
       mpi.send(0, kTagReady, "");
+      ++asked;
     } else if (pool.running() == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -371,6 +431,26 @@ std::string sweep_point_line(const scenario::SweepSpec& spec, std::int64_t index
   } catch (const InputError& e) {
     return error_line(p, e.what()).dump();
   }
+}
+
+void serve_sweep_worker(const scenario::SweepSpec& spec, const std::string& cache_dir) {
+  const std::vector<scenario::SweepPoint> points = scenario::expand_points(spec);
+  // The replies own stdout: anything else printed there goes to stderr instead.
+  std::cout.flush();
+  const int replies = ::dup(STDOUT_FILENO);
+  if (replies < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+    throw IoError("stdout", std::string("cannot set up the worker's reply channel: ") + std::strerror(errno));
+  core::serve_requests(STDIN_FILENO, replies, [&](const std::string& request) {
+    const std::size_t index = std::stoull(request);
+    if (index >= points.size()) throw InternalError("sweep worker: point " + request + " out of range");
+    const scenario::SweepPoint& p = points[index];
+    try {  // as sweep_point_line: a rejected scenario is the point's error line
+      return evaluate_point(spec, p, cache_dir);
+    } catch (const InputError& e) {
+      return error_line(p, e.what()).dump();
+    }
+  });
+  ::close(replies);
 }
 
 std::vector<results::SweepRecord> read_results(const std::string& dir) {
@@ -416,8 +496,7 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
 
   Appender out(results);
   Progress progress(outcome.points, outcome.already_done, o.quiet);
-  const std::string cache = (dir / "cache").string();
-  core::ChildPool pool;
+  PointRunner pool(spec, points, (dir / "cache").string(), o.jobs, mpi != nullptr);
   std::int64_t remote_busy = 0;
   const auto record = [&](const std::string& line) {
     if (json::parse(line).contains("error")) ++outcome.failed;
@@ -427,10 +506,10 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   };
   progress.update(0, outcome.failed);
   while (!pending.empty() || pool.running() > 0 || remote_busy > 0) {
-    while (!pending.empty() && static_cast<int>(pool.running()) < o.jobs) {
+    while (!pending.empty() && pool.can_start()) {
       const std::size_t idx = pending.front();
       pending.pop_front();
-      start_point(pool, spec, points, idx, cache, mpi != nullptr);
+      pool.start(idx);
     }
     bool busy = false;
     if (mpi != nullptr) {

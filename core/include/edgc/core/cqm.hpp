@@ -6,6 +6,7 @@
 // so their error at a given rank is lower: the model is the pessimistic, structure-free baseline.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace edgc::core {
@@ -16,9 +17,9 @@ namespace edgc::core {
 /// m, n ≥ 256 agrees with finite matrices to within 2 % of g.
 ///
 /// The shape enters only through the aspect ratio γ = p / max(m, n) and through p, so g(r; m, n) == g(r; n, m).
-/// The constructor integrates the spectrum once into a small table (well under a millisecond); g() and
-/// inverse() then cost a table search and a few Newton steps. Immutable after construction: safe to share
-/// between threads.
+/// The constructor integrates the spectrum once into a small table (well under a millisecond; once per aspect
+/// ratio and process, then shared); g() and inverse() then cost a table search and a few Newton steps. Immutable
+/// after construction: safe to share between threads, and construction is thread-safe.
 class RankErrorModel {
  public:
   /// m, n: the matrix shape (rows, columns; either order), both ≥ 1. Throws ConfigError otherwise.
@@ -38,14 +39,22 @@ class RankErrorModel {
   std::int64_t max_rank() const noexcept { return std::min(m_, n_); }
 
  private:
+  // The spectrum is parametrised by an angle θ ∈ [0, π] (eigenvalue x(θ) runs from the top edge b down to the
+  // bottom edge a). cdf[i] is the fraction of eigenvalues above x(theta[i]) and slope[i] its derivative in θ;
+  // between nodes the fraction is the cubic Hermite interpolant, kept monotone so g is strictly decreasing.
+  struct Table {
+    std::vector<double> theta;
+    std::vector<double> cdf;
+    std::vector<double> slope;
+  };
+  /// The table of aspect ratio γ: integrated once per process and shared by every model of that γ (a sweep
+  /// builds the same few shapes' models at every point), so a model is cheap to construct again.
+  static std::shared_ptr<const Table> table_of(std::int64_t p, std::int64_t q);
+  static Table integrate_table(double gamma);
+
   std::int64_t m_;
   std::int64_t n_;
-  // The spectrum is parametrised by an angle θ ∈ [0, π] (eigenvalue x(θ) runs from the top edge b down to the
-  // bottom edge a). cdf_[i] is the fraction of eigenvalues above x(theta_[i]) and slope_[i] its derivative in θ;
-  // between nodes the fraction is the cubic Hermite interpolant, kept monotone so g is strictly decreasing.
-  std::vector<double> theta_;
-  std::vector<double> cdf_;
-  std::vector<double> slope_;
+  std::shared_ptr<const Table> t_;
 
   double fraction_at(double theta) const;
   double angle_of_fraction(double fraction) const;

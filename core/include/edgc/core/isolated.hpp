@@ -23,6 +23,12 @@ class ChildPool {
     int code = 0;        ///< 0 = success
     std::string output;  ///< the job's result, or the failure's text (see rethrow())
   };
+  /// Finished::code of a job that threw an InputError (output: where, field and message on three lines) and of
+  /// any other failure (output: its text).
+  static constexpr int kInputFailure = 3;
+  static constexpr int kOtherFailure = 4;
+  /// Runs job() as a child does: its result and code 0, or the failure's output and code (the two above).
+  static Finished run_here(std::size_t id, const std::function<std::string()>& job);
 
   ChildPool() = default;
   ChildPool(const ChildPool&) = delete;

@@ -52,6 +52,17 @@ inline constexpr std::int64_t kMaxPlannedSamples = 200'000'000;
 PolicyRun plan_policy(const core::ControllerConfig& controller, const core::GdsConfig& gds, std::int64_t iterations,
                       const EntropyCurve& curve, const std::string& where = "simulate");
 
+/// What the controller observes of `curve` window by window over `iterations` iterations of `stages` stages (the
+/// means at the GDS's sampled iterations, as plan_policy() takes them). It does not depend on the controller's
+/// decisions, so one observation serves every policy, and every run with the same curve, length, window and α.
+/// Throws ConfigError (naming `where`) beyond the planning bounds above.
+std::vector<core::WindowObservation> observe_windows(const core::GdsConfig& gds, int stages, std::int64_t iterations,
+                                                     const EntropyCurve& curve, const std::string& where = "simulate");
+
+/// plan_policy() over windows already observed (observe_windows() with the controller's stage count): the same run.
+PolicyRun plan_policy(const core::ControllerConfig& controller, const std::vector<core::WindowObservation>& observed,
+                      const std::string& where = "simulate");
+
 /// The trace stage each simulated stage reads: the one that holds the middle of the simulated stage's share of
 /// the parameters (both sides split by parameter count). `trace_elements`: gradient elements per trace stage;
 /// `stage_parameters`: parameters per simulated stage.

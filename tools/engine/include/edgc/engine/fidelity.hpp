@@ -21,8 +21,11 @@
 // tensors; 1-D ones travel exact), captured energy ‖Ĝ‖²/‖G + E‖² of its compressed matrices, and the error-feedback
 // residual ‖E‖/‖G‖ after the step.
 //
-// Replays are memoised per (trace stage, whole-rank sequence): in memory across the policies of one run, and in the
-// cache directory across the runs of a sweep or plan.
+// Replays are memoised per (trace, backend, seed, trace stage, whole-rank sequence per matrix), the trace named by its
+// path and its manifest's size and time: in memory across the policies of one run and across the runs of one process
+// (a sweep worker's points), and in the cache directory across the runs of a sweep or plan. A process also keeps the
+// trace's fully captured matrices in memory (up to 256 MiB) instead of reading them again for each run's replays.
+// EDGC_NO_MEMO=1 turns the in-memory memos off (core/memo.hpp).
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>

@@ -32,6 +32,9 @@ struct SimulateRequest {
   /// The verdict threshold (results/verdict.hpp): a policy pays when it saves more than this share of the
   /// uncompressed training time; result.json's "verdict".
   double min_saving = 0.02;
+  /// result.json's "configurations" (every simulated rank vector's iteration in detail). Sweeps, which keep only
+  /// the run figures, leave it out: building it was a twelfth of a sweep point's time.
+  bool configurations = true;
 };
 
 struct SimulateOutcome {

@@ -7,7 +7,8 @@
 //                     "gpus", "gpu", "repeats", "simulations", "runs": [{policy, iteration_time_s, …, *_ci95}]}
 //                     or {"point", "params", "error"} for a point whose scenario is invalid
 // DIR/summary.csv     the same, one row per point (rewritten at the end of every run)
-// DIR/cache/          simulated iterations and trace entropy shared by all points (simulation.hpp)
+// DIR/cache/          simulated iterations, trace entropy and gradient-fidelity replays shared by all points
+//                     (simulation.hpp, fidelity.hpp)
 //
 // Crash safety: a point is recorded only once it finished; a SIGKILL at any moment leaves at most one
 // partial last line, which the next --resume cuts off before appending, so points are neither lost nor
@@ -61,6 +62,11 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& opti
 /// Point `index` of `spec` run in this process (all its repeats): its results.jsonl line without the newline;
 /// a point whose scenario is rejected gives a line with "error".
 std::string sweep_point_line(const scenario::SweepSpec& spec, std::int64_t index, const std::string& cache_dir);
+
+/// The long-lived worker of MPI sweeps (`edgc sweep-worker`, core::WorkerPool): answers point indices read from
+/// stdin with their results.jsonl lines (as sweep_point_line) on stdout, until stdin ends; what it keeps in memory
+/// (scenario files, trace data, memoised replays and iterations) serves the next point.
+void serve_sweep_worker(const scenario::SweepSpec& spec, const std::string& cache_dir);
 
 /// Reads DIR/results.jsonl: the complete lines, keyed by point. A last line without its newline (a killed
 /// writer) is ignored; any other line that is not a JSON object with an integer "point" is a ConfigError.
