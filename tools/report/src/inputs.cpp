@@ -87,9 +87,14 @@ SimulateResult read_simulate_result(const fs::path& file) {
   results::ResultDocument doc = results::read_result_document(file);
   std::vector<std::string> verdicts = verdict_lines(doc);
   std::vector<std::string> settings = settings_lines(doc);
-  return {describe_setup(doc),           std::move(doc.runs),
-          std::move(doc.entropy_series), doc.warnings.value_or(std::vector<std::string>{}),
-          std::move(verdicts),           std::move(settings)};
+  const auto bandwidth = doc.sections.find("bandwidth");
+  return {describe_setup(doc),
+          std::move(doc.runs),
+          std::move(doc.entropy_series),
+          doc.warnings.value_or(std::vector<std::string>{}),
+          std::move(verdicts),
+          std::move(settings),
+          bandwidth == doc.sections.end() ? ordered_json() : *bandwidth};
 }
 
 Sweep read_sweep(const fs::path& dir) {

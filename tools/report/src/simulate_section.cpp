@@ -7,6 +7,7 @@
 
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/report/charts.hpp"
+#include "edgc/report/saving_curve.hpp"
 #include "edgc/report/sections.hpp"
 #include "edgc/report/svg.hpp"
 
@@ -148,6 +149,25 @@ void add_time_error(Section& s, const SimulateResult& r) {
         "trace (filled), and the CQM's prediction for the simulated model's shapes (rings)."}}});
 }
 
+// The saving against the inter-node NIC bandwidth (result.json's "bandwidth"): where the policies would pay.
+void add_bandwidth(Section& s, const SimulateResult& r) {
+  if (!r.bandwidth.is_object()) {
+    s.blocks.emplace_back(
+        Note{"No bandwidth curve: simulate ran with --no-bandwidth-curve, or the run has no "
+             "data-parallel sync across nodes (or was written by an older edgc)."});
+    return;
+  }
+  const double here = r.bandwidth.value("scenario_value", 0.0);
+  s.blocks.emplace_back(FigureGroup{
+      {{"simulate-bandwidth", render_saving_curve(bandwidth_saving_curve(r.bandwidth), "simulate-bandwidth"),
+        "Each policy's training-time saving against no compression as the inter-node NIC bandwidth varies (this "
+        "cluster: " +
+            fmt_compact(here, 3) +
+            " GB/s per NIC). Filled: whole simulate runs (the scenario's own and the search for the bandwidth at "
+            "which a policy that does not pay would); rings: a linear model of this run's breakdown (exposed "
+            "data-parallel sync proportional to 1 / bandwidth), a guide between them."}}});
+}
+
 void add_entropy(Section& s, const SimulateResult& r) {
   if (!r.entropy) {
     s.blocks.emplace_back(Note{"No entropy chart: result.json has no entropy_series (written by an older edgc)."});
@@ -250,6 +270,7 @@ Section simulate_section(const SimulateResult& result, const std::string& source
   s.blocks.emplace_back(summary_table(result));
   add_time_error(s, result);
   add_breakdown(s, result);
+  add_bandwidth(s, result);
   add_entropy(s, result);
   add_rank_schedules(s, result);
   return s;

@@ -32,6 +32,7 @@ struct SimulateResult {
   std::vector<std::string> warnings;     ///< result.json's warnings[] (absent in older results: none)
   std::vector<std::string> verdicts;     ///< one line per compressing policy: does it pay, by how much, at what error
   std::vector<std::string> settings;     ///< the settings that produced the result (compression, network, trace)
+  nlohmann::ordered_json bandwidth;      ///< result.json's "bandwidth" section (engine/bandwidth.hpp); null if absent
 };
 
 /// Per policy other than `none`, the verdict of results::judge (verdict.hpp) at the threshold the result was written
