@@ -281,6 +281,7 @@ void read_fidelity(scenario::Scenario& sc, const std::string& cache_dir, Inputs&
   in.fidelity.seed = in.compression.gds.seed;
   in.fidelity.cache_dir = cache_dir;
   in.fidelity.where = sc.where();
+  for (const auto& f : settings.convergence) in.fidelity.convergence.push_back(results::read_convergence_record(f));
   const SimulationSetup& st = in.setup;
   for (int s = 0; s < st.parallel.pp; ++s) {
     const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
@@ -701,6 +702,7 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
           "so the measured gradient error is understated there (a trace of larger matrices resolves it)");
   }
   result.sections["fidelity"] = section;
+  results::add_convergence(in.fidelity.convergence, result);  // the measured loss where a record matches
 }
 
 }  // namespace

@@ -168,6 +168,42 @@ void add_bandwidth(Section& s, const SimulateResult& r) {
             "data-parallel sync proportional to 1 / bandwidth), a guide between them."}}});
 }
 
+// The measured validation loss where a convergence record matches (results/convergence.hpp): the change per policy
+// and each matching record's training-loss curves.
+void add_measured_loss(Section& s, const SimulateResult& r) {
+  if (r.measured_loss.empty() || !r.convergence.is_object()) return;
+  s.blocks.emplace_back(
+      ListBlock{"Measured validation loss against none (convergence records matching the model and "
+                "the compression settings)",
+                r.measured_loss});
+  FigureGroup group;
+  std::size_t index = 0;
+  for (const auto& rec : r.convergence.value("records", nlohmann::ordered_json::array())) {
+    ++index;
+    if (!rec.is_object() || !rec.contains("loss_curves") || !rec["loss_curves"].is_object()) continue;
+    if (!rec.contains("matches") || !rec["matches"].is_object() || rec["matches"].empty()) continue;
+    LineChart c;
+    c.title = "Training loss per step, seed " + std::to_string(rec.value("seed", std::int64_t{0}));
+    c.x_label = "step";
+    c.y_label = "training loss (nats)";
+    c.width = 460;
+    c.height = 280;
+    for (const auto& [policy, curve] : rec["loss_curves"].items()) {
+      Series line{policy, {}, {}, "", false, false, 1.5};
+      for (std::size_t k = 0; k < curve.size(); ++k) {
+        line.x.push_back(static_cast<double>(k));
+        line.y.push_back(curve[k].is_number() ? curve[k].get<double>() : kNoValue);
+      }
+      c.series.push_back(std::move(line));
+    }
+    const std::string name = "simulate-loss-" + std::to_string(index);
+    group.figures.push_back({name, render(c, name),
+                             "Rank 0's training loss per step of each policy in " + rec.value("file", std::string()) +
+                                 " (" + rec.value("model", std::string()) + "); the same seed, data and schedule."});
+  }
+  if (!group.figures.empty()) s.blocks.emplace_back(std::move(group));
+}
+
 void add_entropy(Section& s, const SimulateResult& r) {
   if (!r.entropy) {
     s.blocks.emplace_back(Note{"No entropy chart: result.json has no entropy_series (written by an older edgc)."});
@@ -269,6 +305,7 @@ Section simulate_section(const SimulateResult& result, const std::string& source
     s.blocks.emplace_back(ListBlock{"Warnings (simulate printed them too)", result.warnings});
   s.blocks.emplace_back(summary_table(result));
   add_time_error(s, result);
+  add_measured_loss(s, result);
   add_breakdown(s, result);
   add_bandwidth(s, result);
   add_entropy(s, result);
