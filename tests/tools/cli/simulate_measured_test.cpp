@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_test_util.hpp"
@@ -14,6 +15,7 @@ namespace {
 using edgc::cli::test::edgc;
 using edgc::traces::test::read_file;
 using edgc::traces::test::TempDir;
+using edgc::traces::test::write_file;
 using nlohmann::json;
 
 const std::string kTiny = std::string(EDGC_SOURCE_DIR) + "/scenarios/whatif/tinygpt-2x1-converge.json";
@@ -53,6 +55,32 @@ TEST(SimulateMeasured, TheTinyGptScenarioShowsTheMeasuredLossPerPolicy) {
   const json o = json::parse(read_file(tmp / "other" / "result.json"));
   EXPECT_EQ(o["convergence"]["records"][0]["mismatches"]["edgc"], "compression.window 50, the record's 20");
   for (const json& run : o["runs"]) EXPECT_FALSE(run.contains("measured_loss")) << run["policy"];
+}
+
+// A sweep's rows carry the measured loss per policy where the same rule matches: at window 20 (the records'), not at
+// window 50.
+TEST(SimulateMeasured, SweepRowsCarryTheMeasuredLossWhereTheRuleMatches) {
+  TempDir tmp;
+  write_file(tmp / "spec.json", R"({"base": ")" + kTiny +
+                                    R"(", "policies": "none,edgc", "mode": "grid",
+                                       "axes": [{"key": "compression.window", "values": [20, 50]}]})");
+  const auto r =
+      edgc("sweep --spec " + (tmp / "spec.json").string() + " --jobs 2 --quiet --out " + (tmp / "sweep").string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(read_file(tmp / "sweep" / "results.jsonl"));
+  std::string line;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    const json row = json::parse(line);
+    ++rows;
+    if (row["params"]["compression.window"] == 20) {
+      ASSERT_TRUE(row.contains("measured_val_loss_change")) << line;
+      EXPECT_NEAR(row["measured_val_loss_change"]["edgc"].get<double>(), (0.008062 + 0.017790) / 2, 1e-5);
+    } else {
+      EXPECT_FALSE(row.contains("measured_val_loss_change")) << line;
+    }
+  }
+  EXPECT_EQ(rows, 2);
 }
 
 }  // namespace
