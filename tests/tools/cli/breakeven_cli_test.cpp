@@ -1,5 +1,6 @@
 // `edgc breakeven` end to end on the small whole-run scenario: the found bandwidth's saving, checked by an
 // independent simulate run, the zero crossing's bracket, the curve files, and the refusals (exit 2, no output).
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -85,6 +86,14 @@ TEST(BreakevenCli, FindsTheBandwidthOfATargetSavingAndOfNoSaving) {
   EXPECT_EQ(line, "value,none_training_time_s,edgc_training_time_s,saving_pct");
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, curve.size());
+  // curve.svg: one point per simulated value, the target as the threshold line.
+  const std::string svg = read_file(out / "curve.svg");
+  std::size_t points = 0;
+  for (std::size_t at = svg.find("<circle class=\"mark point\""); at != std::string::npos;
+       at = svg.find("<circle class=\"mark point\"", at + 1))
+    ++points;
+  EXPECT_EQ(points, curve.size());
+  EXPECT_NE(svg.find("target 30 %"), std::string::npos);
   EXPECT_NE(r.out.find("saves 30.0 %: " + kKey + " ≈ "), std::string::npos) << r.out;
 }
 
@@ -116,6 +125,60 @@ TEST(BreakevenCli, RefusesABracketWithoutTheTargetAndBadInputWithoutOutput) {
   r = edgc("breakeven --scenario " + kSmall + " --vary " + kKey + " --target 5 --policy none", tmp);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--policy"), std::string::npos) << r.err;
+}
+
+// simulate's verdict names the bandwidth at which a policy that does not pay would (result.json's bandwidth), and an
+// independent simulate there saves the threshold within the stated tolerance; where every policy pays, the curve has
+// the scenario's bandwidth with its quarter and quadruple and no verdict names a bandwidth.
+TEST(BreakevenCli, SimulateNamesTheBandwidthAtWhichItWouldPay) {
+  TempDir tmp;
+  const auto r = edgc("simulate --scenario " + kSmall + " --set " + kKey + "=100 --policies none,edgc --jobs 2 --out " +
+                          (tmp / "fast").string(),
+                      tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json result = json::parse(read_file(tmp / "fast" / "result.json"));
+  const json& b = result["bandwidth"];
+  EXPECT_EQ(b["key"], kKey);
+  EXPECT_EQ(b["scenario_value"], 100.0);
+  EXPECT_EQ(b["gpus_per_nic"], 4.0);
+  const json& edgc_entry = b["policies"][0];
+  EXPECT_EQ(edgc_entry["policy"], "edgc");
+  EXPECT_FALSE(edgc_entry["pays_at_scenario_value"].get<bool>());
+  ASSERT_TRUE(edgc_entry["found"].get<bool>()) << b;
+  ASSERT_TRUE(edgc_entry["converged"].get<bool>()) << b;
+  const double found = edgc_entry["value"];
+  EXPECT_LT(found, 100.0);
+  const double tol = b["tolerance_pct"];
+  EXPECT_NEAR(simulated_saving(tmp, "check", found), 2.0, tol);
+  // The verdict quotes it, per NIC and per GPU (4 GPUs share the NIC), to 3 significant digits.
+  const std::string text = result["verdict"]["runs"][0]["text"];
+  char figure[64];
+  std::snprintf(figure, sizeof figure, "%.3g GB/s per NIC (%.3g GB/s", found, found / 4.0);
+  EXPECT_NE(text.find(std::string("It would pay (save 2.00 %) at a NIC bandwidth of ") + figure), std::string::npos)
+      << text;
+  EXPECT_NE(r.out.find(figure), std::string::npos) << r.out;
+  EXPECT_EQ(text.find("edgc breakeven"), std::string::npos) << text;
+  // The scenario's own run is the curve's first point: no simulation spent on it.
+  EXPECT_EQ(b["simulations"].get<std::size_t>() + 1, b["curve"].size());
+
+  const auto pays = edgc(
+      "simulate --scenario " + kSmall + " --policies none,edgc --jobs 2 --quiet --out " + (tmp / "slow").string(), tmp);
+  ASSERT_EQ(pays.code, 0) << pays.err;
+  const json paid = json::parse(read_file(tmp / "slow" / "result.json"));
+  ASSERT_EQ(paid["bandwidth"]["curve"].size(), 3U);
+  EXPECT_EQ(paid["bandwidth"]["curve"][0]["value"], 0.25);
+  EXPECT_EQ(paid["bandwidth"]["curve"][2]["value"], 4.0);
+  EXPECT_TRUE(paid["bandwidth"]["policies"][0]["pays_at_scenario_value"].get<bool>());
+  EXPECT_EQ(paid["verdict"]["runs"][0]["text"].get<std::string>().find("NIC bandwidth"), std::string::npos);
+  // --no-bandwidth-curve leaves the section out.
+  const auto off =
+      edgc("simulate --scenario " + kSmall + " --set " + kKey +
+               "=100 --policies none,edgc --jobs 2 --quiet --no-bandwidth-curve --out " + (tmp / "off").string(),
+           tmp);
+  ASSERT_EQ(off.code, 0) << off.err;
+  const json plain = json::parse(read_file(tmp / "off" / "result.json"));
+  EXPECT_FALSE(plain.contains("bandwidth"));
+  EXPECT_NE(plain["verdict"]["runs"][0]["text"].get<std::string>().find("edgc breakeven"), std::string::npos);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ TEST(RunSimulation, SmallScenarioIsTheGoldenResult) {
   SimulateRequest request;
   request.scenario = kSmall;
   request.jobs = 2;
-  request.timeline = true;  // as the golden file was made (`simulate --timeline`: every plan simulated exactly)
+  request.timeline = true;         // as the golden file was made (`simulate --timeline`: every plan simulated exactly)
+  request.bandwidth_curve = true;  // as the simulate command does
   const SimulateOutcome outcome = run_simulation(request);
   json got = json::parse(results::to_json(outcome.result).dump());
   EXPECT_EQ(got.at("scenario"), kSmall);

@@ -297,6 +297,54 @@ TEST(Report, SimulateWarningsAreListedAboveTheSummaryEscaped) {
   EXPECT_NE(f.err.find("result.json: warnings[1]: expected a string"), std::string::npos) << f.err;
 }
 
+// simulate's bandwidth section is drawn: each policy's simulated points (filled) and the linear model's (rings), the
+// threshold line; labels from the file are escaped. Without the section, a note says why there is no chart.
+TEST(Report, SimulateBandwidthCurveIsDrawnEscaped) {
+  TempDir tmp;
+  const fs::path dir = tmp / "bw";
+  fs::create_directories(dir);
+  ordered_json j = ordered_json::parse(read_file(kFixtures / "simulate/result.json"));
+  j["bandwidth"] = {{"key", "cluster.inter_node.nic_bandwidth_GBps"},
+                    {"scenario_value", 1.0},
+                    {"gpus_per_nic", 4.0},
+                    {"target_saving_pct", 2.0},
+                    {"tolerance_pct", 0.1},
+                    {"lo", 1.0 / 64},
+                    {"policies",
+                     {{{"policy", "edgc"}, {"pays_at_scenario_value", true}},
+                      {{"policy", "st<a&b>"}, {"pays_at_scenario_value", false}, {"found", true}, {"value", 0.5}}}},
+                    {"curve",
+                     {{{"value", 0.5}, {"saving_pct", {{"edgc", 30.0}, {"st<a&b>", 2.0}}}},
+                      {{"value", 1.0}, {"saving_pct", {{"edgc", 20.0}, {"st<a&b>", 1.0}}}}}},
+                    {"model_curve",
+                     {{{"value", 0.25}, {"saving_pct", {{"edgc", 40.0}, {"st<a&b>", 3.0}}}},
+                      {{"value", 0.5}, {"saving_pct", {{"edgc", 31.0}, {"st<a&b>", 2.1}}}},
+                      {{"value", 4.0}, {"saving_pct", {{"edgc", 5.0}, {"st<a&b>", 0.1}}}}}}};
+  write_file(dir / "result.json", j.dump());
+  {
+    const auto run = edgc("report " + dir.string(), tmp);
+    ASSERT_EQ(run.code, 0) << run.err;
+  }
+  const std::string svg = read_file(dir / "report/simulate-bandwidth.svg");
+  EXPECT_EQ(count(svg, "<circle class=\"mark point\""), 2U * 2 + 2U * 3);
+  EXPECT_NE(svg.find("st&lt;a&amp;b&gt; (simulated)"), std::string::npos);
+  EXPECT_EQ(svg.find("st<a&b>"), std::string::npos);
+  EXPECT_NE(svg.find("class=\"threshold\""), std::string::npos);
+  EXPECT_NE(svg.find("pays above 2 % (--min-saving)"), std::string::npos);
+  EXPECT_NE(svg.find("log scale"), std::string::npos);  // 0.25 to 4 GB/s: a decade and more
+  const std::string html = read_file(dir / "report.html");
+  EXPECT_NE(html.find("id=\"simulate-bandwidth\""), std::string::npos);
+  EXPECT_EQ(html.find("No bandwidth curve"), std::string::npos);
+  // The fixture itself has no section: a note instead of the chart.
+  const auto plain = edgc("report " + (kFixtures / "simulate").string() + " --out " + (tmp / "p.html").string() +
+                              " --svg-dir " + (tmp / "svg").string(),
+                          tmp);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(read_file(tmp / "p.html").find("No bandwidth curve: simulate ran with --no-bandwidth-curve"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(tmp / "svg/simulate-bandwidth.svg"));
+}
+
 // The planner's question first: a verdict per compressing policy (against none) and the settings, above the warnings
 // and the table. Figures set here so the lines are known exactly.
 TEST(Report, SimulateVerdictAndSettingsComeFirst) {

@@ -200,6 +200,65 @@ TEST(Verdict, AMarginalSimulateVerdictPointsToTheBreakevenSearch) {
   EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[0].text.find("edgc breakeven"), std::string::npos);
 }
 
+// With simulate's "bandwidth" section, a verdict that does not pay quotes the NIC bandwidth at which it would (per NIC
+// and per GPU, 3 significant digits), or says that none down to the searched low end does; a policy the section
+// does not name keeps the breakeven command.
+TEST(Verdict, AMarginalSimulateVerdictNamesTheBandwidthAtWhichItWouldPay) {
+  ResultDocument doc;
+  doc.scenario = "scenarios/x.json";
+  doc.source = "simulate";
+  doc.parallelism = ResultParallelism{};
+  doc.parallelism->dp = 2;
+  ResultRun none;
+  none.policy = "none";
+  none.training_time_s = 100.0;
+  none.iteration_time_s = 1.0;
+  ResultRun edgc = none;
+  edgc.policy = "edgc";
+  edgc.training_time_s = 99.0;
+  ResultRun st = edgc;
+  st.policy = "static";
+  doc.runs = {none, st, edgc};
+  doc.sections["bandwidth"] = {{"key", "cluster.inter_node.nic_bandwidth_GBps"},
+                               {"scenario_value", 12.5},
+                               {"gpus_per_nic", 2.0},
+                               {"target_saving_pct", 2.0},
+                               {"tolerance_pct", 0.1},
+                               {"lo", 0.1953125},
+                               {"policies",
+                                {{{"policy", "edgc"},
+                                  {"pays_at_scenario_value", false},
+                                  {"found", true},
+                                  {"value", 1.8235814},
+                                  {"saving_pct", 1.9897},
+                                  {"converged", true}},
+                                 {{"policy", "static"},
+                                  {"pays_at_scenario_value", false},
+                                  {"found", false},
+                                  {"value", nullptr},
+                                  {"saving_pct_at_lo", 1.5}}}}};
+  std::vector<Verdict> vs = result_verdicts(doc, kDefaultMinSaving);
+  ASSERT_EQ(vs.size(), 2U);
+  EXPECT_NE(vs[1].text.find(" It would pay (save 2.00 %) at a NIC bandwidth of 1.82 GB/s per NIC (0.912 GB/s = 7.29 "
+                            "Gb/s per GPU), against this cluster's 12.5 GB/s per NIC (6.25 GB/s = 50.0 Gb/s per GPU): "
+                            "simulated, it saves 1.99 % there (within 0.100 points)"),
+            std::string::npos)
+      << vs[1].text;
+  EXPECT_EQ(vs[1].text.find("edgc breakeven"), std::string::npos) << vs[1].text;
+  EXPECT_NE(vs[0].text.find(" No NIC bandwidth down to 0.195 GB/s per NIC (0.0977 GB/s = 0.781 Gb/s per GPU), "
+                            "against this cluster's 12.5 GB/s per NIC (6.25 GB/s = 50.0 Gb/s per GPU) makes it pay "
+                            "(it saves 1.50 % there)."),
+            std::string::npos)
+      << vs[0].text;
+  // A verdict at another threshold than the section's, and a policy the section does not name, keep the command.
+  EXPECT_NE(result_verdicts(doc, 0.05)[1].text.find("edgc breakeven --scenario scenarios/x.json"), std::string::npos);
+  doc.sections["bandwidth"]["policies"].erase(1);
+  EXPECT_NE(result_verdicts(doc, kDefaultMinSaving)[0].text.find("edgc breakeven --scenario scenarios/x.json"),
+            std::string::npos);
+  doc.runs[2].training_time_s = 90.0;  // pays: no bandwidth clause
+  EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[1].text.find("NIC bandwidth"), std::string::npos);
+}
+
 // An error measured on a trace of a model more than 100x smaller is not quoted as evidence; at 100x it still is.
 TEST(Verdict, AnErrorMeasuredOnAFarSmallerModelIsNotEvidence) {
   ResultDocument doc;

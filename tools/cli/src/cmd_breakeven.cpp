@@ -1,6 +1,6 @@
 // `edgc breakeven --scenario S --vary KEY --target P [--policy edgc] [--lo X --hi Y] [--step S] [--out DIR]`: the
 // value of one scenario key at which a policy's training-time saving against none reaches P % and where it reaches
-// 0, by a bracketed search over simulate runs (breakeven.hpp); DIR/breakeven.json and DIR/curve.csv.
+// 0, by a bracketed search over simulate runs (breakeven.hpp); DIR/breakeven.json, DIR/curve.csv and DIR/curve.svg.
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -9,9 +9,24 @@
 #include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/engine/breakeven.hpp"
+#include "edgc/report/saving_curve.hpp"
+#include "edgc/report/svg.hpp"
 
 namespace edgc::cli {
 namespace {
+
+// curve.svg: the simulated savings against the varied key, with the target as the threshold line.
+std::string curve_svg(const engine::BreakevenOutcome& o) {
+  report::SavingCurve c;
+  c.title = "Training-time saving of " + o.request.policy + " vs " + o.request.key;
+  c.x_label = o.request.key;
+  c.threshold_pct = o.request.target_pct;
+  c.threshold_label = "target " + report::fmt_compact(o.request.target_pct, 3) + " %";
+  report::SavingCurve::Line line{o.request.policy, {}, {}};
+  for (const engine::BreakevenPoint& p : o.curve) line.simulated.emplace_back(p.value, p.saving_pct);
+  c.lines.push_back(std::move(line));
+  return report::render_saving_curve(c, "breakeven-curve");
+}
 
 int run_breakeven_command(const std::vector<std::string>& args) {
   engine::BreakevenRequest r;
@@ -32,7 +47,8 @@ int run_breakeven_command(const std::vector<std::string>& args) {
       "the smaller)")("max-steps", po::value(&r.max_steps),
                       "simulate runs per crossing beyond the bracket ends (default 8)")(
       "set", po::value(&r.sets)->composing(), "override a scenario key: dotted.key=value (repeatable)")(
-      "out", po::value(&out), "also write DIR/breakeven.json and DIR/curve.csv (DIR must not exist or be empty)")(
+      "out", po::value(&out),
+      "also write DIR/breakeven.json, DIR/curve.csv and the chart DIR/curve.svg (DIR must not exist or be empty)")(
       "jobs", po::value(&r.jobs), "simulations of one run in parallel (default: the CPU count)");
   po::variables_map vm;
   if (!parse("breakeven",
@@ -50,10 +66,12 @@ int run_breakeven_command(const std::vector<std::string>& args) {
   if (staging) {
     write_file_atomic(staging->path() / "breakeven.json", engine::breakeven_json(o));
     write_file_atomic(staging->path() / "curve.csv", engine::breakeven_csv(o));
+    write_file_atomic(staging->path() / "curve.svg", curve_svg(o));
     staging->commit();
   }
   std::cout << engine::breakeven_text(o);
-  if (staging) std::cout << "wrote       " << out << "/breakeven.json, " << out << "/curve.csv\n";
+  if (staging)
+    std::cout << "wrote       " << out << "/breakeven.json, " << out << "/curve.csv, " << out << "/curve.svg\n";
   return 0;
 }
 

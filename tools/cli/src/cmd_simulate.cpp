@@ -40,6 +40,9 @@ int run_simulate_command(const std::vector<std::string>& args) {
                                                 "simulations run in parallel (default: the CPU count)")(
       "report", "also write DIR/report.html (charts: entropy, ranks, breakdown) and DIR/report/*.svg")(
       "quiet", "print only the output paths")(
+      "no-bandwidth-curve",
+      "skip result.json's bandwidth section (the saving against the NIC bandwidth, and the bandwidth at which a "
+      "policy that does not pay would: a few more simulate runs)")(
       "min-saving", po::value(&min_saving),
       "a policy pays when it saves more than this share of the uncompressed training time (default 0.02)")(
       "megatron-args", po::value(&megatron_args),
@@ -47,7 +50,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse("simulate",
              "--scenario F [--set k=v]... [--megatron-args \"ARGS\"] --out DIR [--timeline FILE] [--policies LIST] "
-             "[--jobs N] [--min-saving F] [--report] [--quiet]",
+             "[--jobs N] [--min-saving F] [--no-bandwidth-curve] [--report] [--quiet]",
              opts, {}, args, vm))
     return 0;
   if (jobs < 1) throw UsageError("--jobs", "must be >= 1, got " + std::to_string(jobs));
@@ -65,6 +68,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   request.jobs = jobs;
   request.timeline = !timeline.empty();
   request.min_saving = min_saving;
+  request.bandwidth_curve = vm.count("no-bandwidth-curve") == 0U;
   const engine::SimulateOutcome outcome = engine::run_simulation(request);
   for (const std::string& w : outcome.warnings) std::cerr << "edgc: warning: " << w << "\n";
   write_file_atomic(staging.path() / "result.json", results::to_json(outcome.result).dump(2) + "\n");

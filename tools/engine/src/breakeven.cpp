@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "breakeven_search.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/engine/simulation.hpp"
 #include "edgc/results/result_document.hpp"
@@ -23,114 +24,10 @@ constexpr const char* kAssumption =
     "the saving is monotone in the varied key over [lo, hi]: the target is sought only between the savings at lo and "
     "hi, and each crossing is bracketed by two simulated values";
 
-std::string format_value(double x, double step) {
-  if (step > 0.0 && std::floor(step) == step && std::abs(x) < 9e15) return std::to_string(std::llround(x));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
-  return buf;
-}
+std::string format_value(double x, double step) { return format_search_value(x, step); }
 
 // A saving this close to 0 (percentage points) counts as 0: well below any figure printed at 3 significant digits.
 constexpr double kZeroTolerancePct = 1e-4;
-
-class Search {
- public:
-  explicit Search(BreakevenRequest& r) : r_(r) {}
-
-  const BreakevenPoint& at(double x) {
-    const auto it = points_.find(x);
-    if (it != points_.end()) return it->second;
-    SimulateRequest s;
-    s.scenario = r_.scenario;
-    s.sets = r_.sets;
-    const std::string value = format_value(x, r_.step);
-    s.sets.push_back(r_.key + "=" + value);
-    s.policies = "none," + r_.policy;
-    s.jobs = r_.jobs;
-    s.break_even = false;  // the per-stage break-even rank is not part of the saving (r_max "auto" still finds it)
-    SimulateOutcome o;
-    try {
-      o = run_simulation(s);
-    } catch (const InputError& e) {
-      throw ConfigError(r_.scenario, r_.key,
-                        "at " + value + " (a value breakeven tried in [" + format_value(*r_.lo, r_.step) + ", " +
-                            format_value(*r_.hi, r_.step) + "]): " + e.what() +
-                            (r_.step > 0.0 ? "" : "; a key that takes integers or multiples needs --step"));
-    }
-    for (const std::string& w : o.warnings)
-      if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(w);
-    const results::RunFigures* none = o.result.find_run("none");
-    const results::RunFigures* run = o.result.find_run(r_.policy);
-    if (none == nullptr || run == nullptr || !(none->training_time_s > 0.0))
-      throw Error("breakeven: the simulation at " + r_.key + "=" + value + " gave no training time for none and " +
-                  r_.policy);
-    BreakevenPoint p;
-    p.value = x;
-    p.none_training_time_s = none->training_time_s;
-    p.policy_training_time_s = run->training_time_s;
-    p.saving_pct = 100.0 * (1.0 - run->training_time_s / none->training_time_s);
-    return points_.emplace(x, p).first->second;
-  }
-
-  // The crossing of `sought` between the simulated bracket ends lo and hi.
-  BreakevenCrossing crossing(double sought, double tolerance) {
-    BreakevenCrossing c;
-    c.sought_pct = sought;
-    BreakevenPoint a = at(*r_.lo);
-    BreakevenPoint b = at(*r_.hi);
-    if ((a.saving_pct - sought) * (b.saving_pct - sought) > 0.0) return c;
-    c.found = true;
-    const bool log_space = *r_.lo > 0.0;
-    const auto u = [&](double x) { return log_space ? std::log(x) : x; };
-    int last_end = -1;
-    int same_end = 0;
-    const auto closest = [&] { return std::abs(a.saving_pct - sought) <= std::abs(b.saving_pct - sought) ? a : b; };
-    for (;;) {
-      const BreakevenPoint& best = closest();
-      if (std::abs(best.saving_pct - sought) <= tolerance ||
-          std::abs(b.value - a.value) <= r_.value_tolerance * std::max(std::abs(a.value), std::abs(b.value))) {
-        c.converged = true;
-        break;
-      }
-      if (c.simulations >= r_.max_steps) break;
-      // Secant in (log value, saving), kept in the middle 80 % of the bracket; after two steps that moved the same
-      // end (a bent curve that the secant keeps undershooting), the midpoint.
-      double t = (sought - a.saving_pct) / (b.saving_pct - a.saving_pct);
-      t = same_end >= 2 ? 0.5 : std::clamp(std::isfinite(t) ? t : 0.5, 0.1, 0.9);
-      const double ux = u(a.value) + t * (u(b.value) - u(a.value));
-      double x = log_space ? std::exp(ux) : ux;
-      if (r_.step > 0.0) x = std::round(x / r_.step) * r_.step;
-      if (x == a.value || x == b.value) {  // the bracket is one granule wide: no value between its ends
-        c.converged = true;
-        break;
-      }
-      const BreakevenPoint p = at(x);
-      ++c.simulations;
-      const int end = (p.saving_pct - sought) * (a.saving_pct - sought) > 0.0 ? 0 : 1;
-      same_end = end == last_end ? same_end + 1 : 1;
-      last_end = end;
-      (end == 0 ? a : b) = p;
-    }
-    const BreakevenPoint& best = closest();
-    c.value = best.value;
-    c.saving_pct = best.saving_pct;
-    c.bracket_lo = std::min(a.value, b.value);
-    c.bracket_hi = std::max(a.value, b.value);
-    return c;
-  }
-
-  std::vector<BreakevenPoint> curve() const {
-    std::vector<BreakevenPoint> out;
-    for (const auto& [x, p] : points_) out.push_back(p);
-    return out;
-  }
-  const std::vector<std::string>& warnings() const { return warnings_; }
-
- private:
-  BreakevenRequest& r_;
-  std::map<double, BreakevenPoint> points_;
-  std::vector<std::string> warnings_;
-};
 
 // The key's numeric value in the scenario after the overrides, when it has one.
 std::optional<double> scenario_value(const BreakevenRequest& r) {
@@ -184,9 +81,9 @@ BreakevenOutcome run_breakeven(const BreakevenRequest& request) {
     throw UsageError("--lo", "must be below --hi, got [" + format_value(*r.lo, r.step) + ", " +
                                  format_value(*r.hi, r.step) + "]" + (r.step > 0.0 ? " after rounding to --step" : ""));
 
-  Search search(r);
-  const BreakevenPoint lo = search.at(*r.lo);
-  const BreakevenPoint hi = search.at(*r.hi);
+  BreakevenSearch search(r, {r.policy});
+  const BreakevenPoint lo = BreakevenSearch::point(search.at(*r.lo), r.policy);
+  const BreakevenPoint hi = BreakevenSearch::point(search.at(*r.hi), r.policy);
   if ((lo.saving_pct - r.target_pct) * (hi.saving_pct - r.target_pct) > 0.0)
     throw UsageError("--target",
                      "the bracket does not contain a " + results::fmt_sig3(r.target_pct) + " % saving: " + r.policy +
@@ -194,12 +91,12 @@ BreakevenOutcome run_breakeven(const BreakevenRequest& request) {
                          format_value(*r.lo, r.step) + " and " + results::fmt_sig3(hi.saving_pct) + " % at " +
                          format_value(*r.hi, r.step) +
                          " (assuming the saving is monotone in the key, widen --lo/--hi or lower --target)");
-  out.target = search.crossing(r.target_pct, r.tolerance_pct);
+  out.target = search.crossing(r.policy, r.target_pct, r.tolerance_pct, lo, hi);
   out.target_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Savings flatten towards 0 on the far side (a fast network leaves little to save or lose), so a saving near 0 says
   // little about where it crosses: the zero is bracketed on sign down to value_tolerance (or max_steps).
-  out.zero = search.crossing(0.0, kZeroTolerancePct);
-  out.curve = search.curve();
+  out.zero = search.crossing(r.policy, 0.0, kZeroTolerancePct, lo, hi);
+  out.curve = search.curve(r.policy);
   int sign = 0;
   for (std::size_t i = 1; i < out.curve.size(); ++i) {
     const double d = out.curve[i].saving_pct - out.curve[i - 1].saving_pct;

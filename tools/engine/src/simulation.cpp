@@ -19,6 +19,7 @@
 #include "edgc/core/error.hpp"
 #include "edgc/core/gds.hpp"
 #include "edgc/core/memo.hpp"
+#include "edgc/engine/bandwidth.hpp"
 #include "edgc/engine/fidelity.hpp"
 #include "edgc/engine/replay.hpp"
 #include "edgc/engine/trace_health.hpp"
@@ -98,8 +99,6 @@ ordered_json memory_section(const SimulationSetup& st, const std::optional<doubl
   out["stages"] = list;
   return out;
 }
-
-SyntheticEntropy read_synthetic_curve(scenario::Scenario& sc) { return scenario::read_synthetic_entropy(sc); }
 
 struct Inputs {
   std::string scenario_path;
@@ -195,9 +194,8 @@ void read_controller(scenario::Scenario& sc, Inputs& in) {
 
 // The fidelity section and what the meter needs of the run (its length, shapes, seed and each stage's weight).
 void read_fidelity(scenario::Scenario& sc, const std::string& cache_dir, Inputs& in) {
-  const std::string w = sc.where();
   const scenario::FidelitySettings settings = scenario::read_fidelity_settings(
-      sc, [&w](const std::string& backend, const std::string& key) { require_backend(backend, w, key); });
+      sc, [w = sc.where()](const std::string& backend, const std::string& key) { require_backend(backend, w, key); });
   in.measure_fidelity = settings.measure;
   in.fidelity.backend = settings.backend;
   in.max_error = settings.max_error;
@@ -205,7 +203,8 @@ void read_fidelity(scenario::Scenario& sc, const std::string& cache_dir, Inputs&
   in.fidelity.shapes = in.compression.controller.stage_shapes;
   in.fidelity.seed = in.compression.gds.seed;
   in.fidelity.cache_dir = cache_dir;
-  in.fidelity.where = w;
+  in.fidelity.where = sc.where();
+  for (const auto& f : settings.convergence) in.fidelity.convergence.push_back(results::read_convergence_record(f));
   const SimulationSetup& st = in.setup;
   for (int s = 0; s < st.parallel.pp; ++s) {
     const sim::StageParams sp = sim::stage_params(st.model, st.parallel, s);
@@ -221,8 +220,7 @@ void check_policies(const Inputs& in) {
     core::ControllerConfig probe = in.compression.controller;
     probe.policy = p;
     if (probe.dac.enabled && probe.dac.eta_s_per_rank <= 0.0) {
-      // DAC's η, c, t_bwd, t_uncompressed and the p2p hop times are fitted from the simulation (fit_dac): probe with
-      // stand-ins so that the other settings are checked now.
+      // DAC's fitted figures (fit_dac: η, c, t_bwd, t_uncompressed, p2p hops) get stand-ins: the rest is checked now.
       probe.dac.eta_s_per_rank = 1.0;
       probe.dac.t_uncompressed_s = 1.0;
     }
@@ -322,7 +320,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
 
   const scenario::EntropySourceSettings entropy = scenario::read_entropy_source(sc);
   const bool from_trace = entropy.from_trace;
-  const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : read_synthetic_curve(sc);
+  const SyntheticEntropy curve = from_trace ? SyntheticEntropy{} : scenario::read_synthetic_entropy(sc);
   const bool pp_entropy =
       cc.pipeline_rank_mode == core::PipelineRankMode::kEntropy && core::any_compresses_pipeline(in.policies);
   if (pp_entropy && !from_trace)
@@ -661,6 +659,7 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
           "so the measured gradient error is understated there (a trace of larger matrices resolves it)");
   }
   result.sections["fidelity"] = section;
+  results::add_convergence(in.fidelity.convergence, result);  // the measured loss where a record matches
 }
 
 // What the controllers observe of the run's entropy source (sim::observe_windows), shared by the run's policies and,
@@ -779,6 +778,7 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   out.warnings.insert(out.warnings.end(), out_warnings.begin(), out_warnings.end());
   for (std::string& w : trace_warnings(result)) out.warnings.push_back(std::move(w));
   result.warnings = out.warnings;
+  if (request.bandwidth_curve) add_bandwidth_section(request, result);  // the run's own figures are its first point
   result.sections["verdict"] =
       results::verdict_section(results::result_verdicts(result, request.min_saving), request.min_saving);
   return out;

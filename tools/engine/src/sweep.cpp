@@ -84,6 +84,9 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
       line.memory_capacity_GiB = (*m)["capacity_GiB"].get<double>();
   }
   line.runs = results::average_runs(reps);
+  for (const results::ResultRun& run : reps.front().runs)  // the measured loss where a convergence record matches
+    if (const auto m = run.detail.find("measured_loss"); m != run.detail.end() && m->is_object())
+      line.measured_val_loss_change[run.policy] = m->value("change", 0.0);
   line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return results::to_json(line).dump();
 }

@@ -4,6 +4,7 @@
 
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/report/svg.hpp"
+#include "edgc/results/convergence.hpp"
 #include "edgc/results/verdict.hpp"
 
 namespace edgc::report {
@@ -87,9 +88,18 @@ SimulateResult read_simulate_result(const fs::path& file) {
   results::ResultDocument doc = results::read_result_document(file);
   std::vector<std::string> verdicts = verdict_lines(doc);
   std::vector<std::string> settings = settings_lines(doc);
-  return {describe_setup(doc),           std::move(doc.runs),
-          std::move(doc.entropy_series), doc.warnings.value_or(std::vector<std::string>{}),
-          std::move(verdicts),           std::move(settings)};
+  const auto bandwidth = doc.sections.find("bandwidth");
+  const auto convergence = doc.sections.find("convergence");
+  std::vector<std::string> loss = results::convergence_lines(doc);
+  return {describe_setup(doc),
+          std::move(doc.runs),
+          std::move(doc.entropy_series),
+          doc.warnings.value_or(std::vector<std::string>{}),
+          std::move(verdicts),
+          std::move(settings),
+          bandwidth == doc.sections.end() ? ordered_json() : *bandwidth,
+          std::move(loss),
+          convergence == doc.sections.end() ? ordered_json() : *convergence};
 }
 
 Sweep read_sweep(const fs::path& dir) {

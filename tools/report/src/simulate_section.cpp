@@ -7,6 +7,7 @@
 
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/report/charts.hpp"
+#include "edgc/report/saving_curve.hpp"
 #include "edgc/report/sections.hpp"
 #include "edgc/report/svg.hpp"
 
@@ -157,6 +158,61 @@ void add_time_error(Section& s, const SimulateResult& r) {
         "trace (filled), and the CQM's prediction for the simulated model's shapes (rings)."}}});
 }
 
+// The saving against the inter-node NIC bandwidth (result.json's "bandwidth"): where the policies would pay.
+void add_bandwidth(Section& s, const SimulateResult& r) {
+  if (!r.bandwidth.is_object()) {
+    s.blocks.emplace_back(
+        Note{"No bandwidth curve: simulate ran with --no-bandwidth-curve, or the run has no "
+             "data-parallel sync across nodes (or was written by an older edgc)."});
+    return;
+  }
+  const double here = r.bandwidth.value("scenario_value", 0.0);
+  s.blocks.emplace_back(FigureGroup{
+      {{"simulate-bandwidth", render_saving_curve(bandwidth_saving_curve(r.bandwidth), "simulate-bandwidth"),
+        "Each policy's training-time saving against no compression as the inter-node NIC bandwidth varies (this "
+        "cluster: " +
+            fmt_compact(here, 3) +
+            " GB/s per NIC). Filled: whole simulate runs (the scenario's own and the search for the bandwidth at "
+            "which a policy that does not pay would); rings: a linear model of this run's breakdown (exposed "
+            "data-parallel sync proportional to 1 / bandwidth), a guide between them."}}});
+}
+
+// The measured validation loss where a convergence record matches (results/convergence.hpp): the change per policy
+// and each matching record's training-loss curves.
+void add_measured_loss(Section& s, const SimulateResult& r) {
+  if (r.measured_loss.empty() || !r.convergence.is_object()) return;
+  s.blocks.emplace_back(
+      ListBlock{"Measured validation loss against none (convergence records matching the model and "
+                "the compression settings)",
+                r.measured_loss});
+  FigureGroup group;
+  std::size_t index = 0;
+  for (const auto& rec : r.convergence.value("records", nlohmann::ordered_json::array())) {
+    ++index;
+    if (!rec.is_object() || !rec.contains("loss_curves") || !rec["loss_curves"].is_object()) continue;
+    if (!rec.contains("matches") || !rec["matches"].is_object() || rec["matches"].empty()) continue;
+    LineChart c;
+    c.title = "Training loss per step, seed " + std::to_string(rec.value("seed", std::int64_t{0}));
+    c.x_label = "step";
+    c.y_label = "training loss (nats)";
+    c.width = 460;
+    c.height = 280;
+    for (const auto& [policy, curve] : rec["loss_curves"].items()) {
+      Series line{policy, {}, {}, "", false, false, 1.5};
+      for (std::size_t k = 0; k < curve.size(); ++k) {
+        line.x.push_back(static_cast<double>(k));
+        line.y.push_back(curve[k].is_number() ? curve[k].get<double>() : kNoValue);
+      }
+      c.series.push_back(std::move(line));
+    }
+    const std::string name = "simulate-loss-" + std::to_string(index);
+    group.figures.push_back({name, render(c, name),
+                             "Rank 0's training loss per step of each policy in " + rec.value("file", std::string()) +
+                                 " (" + rec.value("model", std::string()) + "); the same seed, data and schedule."});
+  }
+  if (!group.figures.empty()) s.blocks.emplace_back(std::move(group));
+}
+
 void add_entropy(Section& s, const SimulateResult& r) {
   if (!r.entropy) {
     s.blocks.emplace_back(Note{"No entropy chart: result.json has no entropy_series (written by an older edgc)."});
@@ -258,7 +314,9 @@ Section simulate_section(const SimulateResult& result, const std::string& source
     s.blocks.emplace_back(ListBlock{"Warnings (simulate printed them too)", result.warnings});
   s.blocks.emplace_back(summary_table(result));
   add_time_error(s, result);
+  add_measured_loss(s, result);
   add_breakdown(s, result);
+  add_bandwidth(s, result);
   add_entropy(s, result);
   add_rank_schedules(s, result);
   return s;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/results/convergence.hpp"
 #include "edgc/results/table.hpp"
 #include "edgc/results/verdict.hpp"
 
@@ -126,6 +127,9 @@ void print_result_summary(std::ostream& os, const ResultDocument& r) {
   const std::vector<Verdict> verdicts = result_verdicts(r, result_min_saving(r));
   if (!verdicts.empty()) os << "\nverdict against no compression\n";
   for (const Verdict& v : verdicts) os << "- " << v.text << "\n";
+  const std::vector<std::string> loss = convergence_lines(r);
+  if (!loss.empty()) os << "\nmeasured loss (convergence records matching model and settings; tools/README.md)\n";
+  for (const std::string& l : loss) os << "- " << l << "\n";
 }
 
 }  // namespace edgc::results

@@ -68,6 +68,7 @@ ordered_json to_json(const SweepRecord& r) {
   if (std::isfinite(r.wall_s)) j["wall_s"] = r.wall_s;
   if (std::isfinite(r.peak_memory_GiB)) j["peak_memory_GiB"] = r.peak_memory_GiB;
   if (std::isfinite(r.memory_capacity_GiB)) j["memory_capacity_GiB"] = r.memory_capacity_GiB;
+  if (!r.measured_val_loss_change.empty()) j["measured_val_loss_change"] = r.measured_val_loss_change;
   return j;
 }
 
@@ -89,6 +90,8 @@ SweepRecord parse_sweep_record(const JsonNode& line) {
   out.wall_s = line.optional_number("wall_s");
   out.peak_memory_GiB = line.optional_number("peak_memory_GiB");
   out.memory_capacity_GiB = line.optional_number("memory_capacity_GiB");
+  if (const auto m = line.find("measured_val_loss_change"))
+    for (const std::string& policy : m->member_keys()) out.measured_val_loss_change[policy] = m->at(policy).number();
   const JsonNode runs = line.at("runs");
   if (runs.size() == 0) runs.fail("is empty");
   for (std::size_t i = 0; i < runs.size(); ++i) out.runs.push_back(read_run(runs[i]));

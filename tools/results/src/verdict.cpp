@@ -197,9 +197,8 @@ MemoryWithCompression memory_with_error_feedback(const ResultDocument& doc) {
 
 namespace {
 
-// Where a simulated run does not pay and has a data-parallel sync across nodes to compress, the command that finds
-// the NIC bandwidth at which it would. Not the figure itself: that search is several whole simulate runs (about 35 s
-// on the V100 paper scenario, 5 runs on 2 cores, where one simulate takes about 7 s), too slow for every simulate.
+// Where a simulated run does not pay and has a data-parallel sync across nodes, the command that finds the NIC
+// bandwidth at which it would: for results without simulate's "bandwidth" section (--no-bandwidth-curve, older ones).
 std::string breakeven_pointer(const ResultDocument& doc, const Verdict& v) {
   if (v.payoff == Payoff::kPays || doc.source != "simulate" || doc.scenario.empty() || !doc.parallelism ||
       doc.parallelism->dp < 2 || (doc.cluster && doc.cluster->nodes < 2))
@@ -209,7 +208,54 @@ std::string breakeven_pointer(const ResultDocument& doc, const Verdict& v) {
          v.policy + " (with this run's --set).";
 }
 
+// "1.83 GB/s per NIC (0.915 GB/s = 7.32 Gb/s per GPU)": a NIC's bandwidth and its share per GPU that uses it.
+std::string nic_and_gpu(double per_nic_GBps, double gpus_per_nic) {
+  std::string s = fmt_sig3(per_nic_GBps) + " GB/s per NIC";
+  if (gpus_per_nic > 0.0)
+    s += " (" + fmt_sig3(per_nic_GBps / gpus_per_nic) + " GB/s = " + fmt_sig3(8.0 * per_nic_GBps / gpus_per_nic) +
+         " Gb/s per GPU)";
+  return s;
+}
+
 }  // namespace
+
+std::string bandwidth_clause(const ResultDocument& doc, const Verdict& v) {
+  if (v.payoff == Payoff::kPays) return "";
+  const auto b = doc.sections.find("bandwidth");
+  if (b == doc.sections.end() || !b->is_object() || !b->contains("policies") || !(*b)["policies"].is_array())
+    return breakeven_pointer(doc, v);
+  const nlohmann::ordered_json* entry = nullptr;
+  for (const auto& p : (*b)["policies"])
+    if (p.is_object() && p.value("policy", "") == v.policy) entry = &p;
+  const auto number = [](const nlohmann::ordered_json& j, const char* key) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : RunFigures::kAbsent;
+  };
+  const double target = number(*b, "target_saving_pct");
+  // The section answers for its own threshold only: a verdict at another keeps the command.
+  if (entry == nullptr || entry->value("pays_at_scenario_value", false) ||
+      !(std::abs(target - 100.0 * v.min_saving) < 1e-9))
+    return breakeven_pointer(doc, v);
+  const double per_gpu = number(*b, "gpus_per_nic");
+  const double here = number(*b, "scenario_value");
+  const std::string against = std::isfinite(here) ? ", against this cluster's " + nic_and_gpu(here, per_gpu) : "";
+  if (entry->value("found", false) && entry->value("converged", false)) {
+    const double value = number(*entry, "value");
+    return " It would pay (save " + fmt_sig3(target) + " %) at a NIC bandwidth of " + nic_and_gpu(value, per_gpu) +
+           against + ": simulated, it saves " + fmt_sig3(number(*entry, "saving_pct")) + " % there (within " +
+           fmt_sig3(number(*b, "tolerance_pct")) + " points); the curve is result.json's bandwidth.";
+  }
+  if (entry->value("found", false) && entry->contains("bracket") && (*entry)["bracket"].is_array() &&
+      (*entry)["bracket"].size() == 2)
+    return " It would pay (save " + fmt_sig3(target) + " %) at a NIC bandwidth between " +
+           fmt_sig3((*entry)["bracket"][0].get<double>()) + " and " +
+           nic_and_gpu((*entry)["bracket"][1].get<double>(), per_gpu) + against +
+           " (the search stopped before it settled: edgc breakeven refines it); the curve is result.json's "
+           "bandwidth.";
+  const double lo = number(*b, "lo");
+  const double at_lo = number(*entry, "saving_pct_at_lo");
+  return " No NIC bandwidth down to " + nic_and_gpu(lo, per_gpu) + against + " makes it pay" +
+         (std::isfinite(at_lo) ? " (it saves " + fmt_sig3(at_lo) + " % there)" : std::string()) + ".";
+}
 
 std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving) {
   std::vector<const RunFigures*> runs;
@@ -224,7 +270,7 @@ std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_savin
   for (Verdict& v : out) {
     v.peak_memory_GiB = memory.peak_GiB;
     if (!memory.text.empty()) v.text += " " + memory.text;
-    v.text += breakeven_pointer(doc, v);
+    v.text += bandwidth_clause(doc, v);
   }
   return out;
 }

@@ -72,6 +72,14 @@ FidelitySettings read_fidelity_settings(
           sc.where(), "fidelity.max_error",
           "must be > 0 (a relative error of the averaged gradient, e.g. 0.2), got " + std::to_string(*s.max_error));
   }
+  if (const nlohmann::json* c = sc.raw("fidelity.convergence")) {
+    const auto bad = [&sc](const std::string& why) { throw ConfigError(sc.where(), "fidelity.convergence", why); };
+    if (!c->is_array()) bad("must be a list of convergence record files (edgc.converge/1)");
+    for (const nlohmann::json& f : *c) {
+      if (!f.is_string() || f.get<std::string>().empty()) bad("every entry must be a file name, got " + f.dump());
+      s.convergence.push_back(sc.resolve(f.get<std::string>()));
+    }
+  }
   return s;
 }
 

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "edgc/results/convergence.hpp"
 #include "edgc/sim/whole_run.hpp"
 #include "edgc/traces/manifest.hpp"
 
@@ -52,6 +53,9 @@ struct FidelitySetup {
   std::uint64_t seed = 0;                    ///< PowerSGD's initial Q
   std::string cache_dir;                     ///< where replays are stored across runs (empty: not stored)
   std::string where = "simulate";
+  /// fidelity.convergence's records, read with the scenario: the measured loss shown beside the error where one
+  /// matches (results/convergence.hpp).
+  std::vector<results::ConvergenceRecord> convergence;
 };
 
 /// How one simulated rank maps onto the trace stage's matrices.

@@ -29,6 +29,10 @@ struct SimulateRequest {
   /// Also find the break-even rank per stage (a few more simulated iterations: ranks 2, 4, 8, …); result.json's
   /// "break_even". Always done when compression.r_max is "auto". Sweeps leave it off.
   bool break_even = true;
+  /// Also find result.json's "bandwidth" (bandwidth.hpp): the saving against the inter-node NIC bandwidth and the
+  /// bandwidth at which each policy that does not pay would, from a few more whole simulate runs. The simulate
+  /// command sets it; sweeps, plans and breakeven's own runs leave it off.
+  bool bandwidth_curve = false;
   /// The verdict threshold (results/verdict.hpp): a policy pays when it saves more than this share of the
   /// uncompressed training time; result.json's "verdict".
   double min_saving = 0.02;

@@ -28,10 +28,13 @@ using SimulatedRun = results::ResultRun;
 struct SimulateResult {
   std::string setup;  ///< one line on cluster, layout, model and run length; empty when the file lacks them
   std::vector<SimulatedRun> runs;
-  std::optional<EntropySeries> entropy;  ///< absent in results written before entropy_series existed
-  std::vector<std::string> warnings;     ///< result.json's warnings[] (absent in older results: none)
-  std::vector<std::string> verdicts;     ///< one line per compressing policy: does it pay, by how much, at what error
-  std::vector<std::string> settings;     ///< the settings that produced the result (compression, network, trace)
+  std::optional<EntropySeries> entropy;    ///< absent in results written before entropy_series existed
+  std::vector<std::string> warnings;       ///< result.json's warnings[] (absent in older results: none)
+  std::vector<std::string> verdicts;       ///< one line per compressing policy: does it pay, by how much, at what error
+  std::vector<std::string> settings;       ///< the settings that produced the result (compression, network, trace)
+  nlohmann::ordered_json bandwidth;        ///< result.json's "bandwidth" section (engine/bandwidth.hpp); null if absent
+  std::vector<std::string> measured_loss;  ///< results::convergence_lines: the measured loss change per policy
+  nlohmann::ordered_json convergence;      ///< result.json's "convergence" section; null if absent
 };
 
 /// Per policy other than `none`, the verdict of results::judge (verdict.hpp) at the threshold the result was written

@@ -4,6 +4,7 @@
 // sweep's CSV reporter (summary.csv).
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -34,6 +35,9 @@ struct SweepRecord {
   /// capacity also when the cluster gives none). The same for every policy of the point.
   double peak_memory_GiB = RunFigures::kAbsent;
   double memory_capacity_GiB = RunFigures::kAbsent;
+  /// Per policy, the validation-loss change against none that matching convergence records measured (result.json's
+  /// runs[].measured_loss.change of the first repeat, results/convergence.hpp); empty when no record matched.
+  std::map<std::string, double> measured_val_loss_change;
 
   bool failed() const { return !error.empty(); }
   const SweepRun* find_run(const std::string& policy) const;

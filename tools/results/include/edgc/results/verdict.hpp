@@ -107,6 +107,12 @@ struct MemoryWithCompression {
 };
 MemoryWithCompression memory_with_error_feedback(const ResultDocument& doc);
 
+/// Where verdict `v` does not pay: the NIC bandwidth at which it would, from simulate's "bandwidth" section ("It would
+/// pay (save 2.00 %) at a NIC bandwidth of 1.83 GB/s per NIC (0.915 GB/s = 7.32 Gb/s per GPU), against this
+/// cluster's …"), or that none down to the searched low end does; without the section (or the policy in it), the
+/// `edgc breakeven` command that finds it. Empty when `v` pays or the run has no data-parallel sync across nodes.
+std::string bandwidth_clause(const ResultDocument& doc, const Verdict& v);
+
 /// judge_runs over a result document's runs, each text ending in memory_with_error_feedback's sentence.
 std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving);
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "edgc/scenario/config.hpp"
 #include "edgc/sim/entropy_curves.hpp"
@@ -51,6 +52,9 @@ struct FidelitySettings {
   bool measure = true;              ///< fidelity.measure: replay the ranks on the trace's gradients when there is one
   std::string backend = "cpu";      ///< fidelity.backend: where the replays run
   std::optional<double> max_error;  ///< fidelity.max_error: the gradient-error budget (a relative error, > 0)
+  /// fidelity.convergence: convergence records (results/convergence.hpp) to show beside the gradient error where
+  /// they match, as paths resolved against the scenario's directory; empty when absent.
+  std::vector<std::string> convergence;
 };
 /// `check_backend(backend, key)` is called as soon as fidelity.backend is read (so an unusable backend is refused
 /// before a bad max_error).
