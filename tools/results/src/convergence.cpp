@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "edgc/core/policy_registry.hpp"
@@ -79,6 +80,10 @@ std::string differ(const char* what, double ours, double theirs) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s %.6g, the record's %.6g", what, ours, theirs);
   return buf;
+}
+
+std::string differ(const char* what, std::int64_t ours, std::int64_t theirs) {
+  return differ(what, static_cast<double>(ours), static_cast<double>(theirs));
 }
 
 bool same(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::max(std::abs(a), std::abs(b))); }
