@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kInputFailure = 3;
 constexpr int kOtherFailure = 4;
+constexpr int kIoFailure = 5;  // the OS refused a read or write (disk full, permissions): not a bug of ours
 
 void write_all(int fd, const std::string& text) {
   const char* p = text.data();
@@ -49,6 +50,12 @@ void write_all(int fd, const std::string& text) {
     // where \n field \n message: the parent rebuilds the error.
     out = e.where() + '\n' + e.field() + '\n' + e.what();
     code = kInputFailure;
+  } catch (const IoError& e) {
+    out = e.what();  // already "<path>: <what failed>: <OS reason>"
+    code = kIoFailure;
+  } catch (const std::filesystem::filesystem_error& e) {
+    out = e.what();  // names the operation, the OS reason and the path(s)
+    code = kIoFailure;
   } catch (const std::exception& e) {
     out = e.what();
     code = kOtherFailure;
@@ -196,6 +203,7 @@ void ChildPool::rethrow(const Finished& f, const std::string& what) {
     std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     throw ConfigError(where, field, detail_of(where, field, message));
   }
+  if (f.code == kIoFailure) throw IoError("", f.output);
   throw InternalError(what + " failed: " + f.output);
 }
 
