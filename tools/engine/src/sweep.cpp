@@ -184,13 +184,14 @@ class DirLock {
   int fd_ = -1;
 };
 
-// Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line.
-void repair_results(const fs::path& file) {
-  if (!fs::exists(file)) return;
+// Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line; returns whether it did.
+bool repair_results(const fs::path& file) {
+  if (!fs::exists(file)) return false;
   const std::string text = read_text(file);
-  if (text.empty() || text.back() == '\n') return;
+  if (text.empty() || text.back() == '\n') return false;
   const auto cut = text.rfind('\n');
   fs::resize_file(file, cut == std::string::npos ? 0 : cut + 1);
+  return true;
 }
 
 class Appender {
@@ -403,7 +404,7 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   prepare_dir(spec, points, o);
   const DirLock lock(dir);  // before results.jsonl is read or appended to
   const fs::path results = dir / "results.jsonl";
-  repair_results(results);
+  const bool torn = repair_results(results);
   std::set<std::int64_t> done;
   for (const results::SweepRecord& l : read_results(o.out)) {
     done.insert(l.point);
@@ -468,6 +469,11 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   const std::optional<double> budget = o.max_error ? o.max_error : spec.max_error;
   write_summary(dir, spec, outcome.results, budget);
   outcome.warnings = results::sweep_warnings(sweep_document(spec, points, o), outcome.results, budget);
+  if (torn)
+    outcome.warnings.insert(outcome.warnings.begin(),
+                            results.string() +
+                                ": its last line was incomplete (a run killed mid-write) and was dropped; that point "
+                                "ran again");
   if (!o.quiet) {
     std::cout << "\n";
     print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by, budget,
