@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kInputFailure = ChildPool::kInputFailure;
 constexpr int kOtherFailure = ChildPool::kOtherFailure;
+constexpr int kIoFailure = ChildPool::kIoFailure;
 
 void write_all(int fd, const std::string& text) {
   const char* p = text.data();
@@ -81,6 +82,12 @@ ChildPool::Finished ChildPool::run_here(std::size_t id, const std::function<std:
     // where \n field \n message: the parent rebuilds the error.
     f.output = e.where() + '\n' + e.field() + '\n' + e.what();
     f.code = kInputFailure;
+  } catch (const IoError& e) {
+    f.output = e.what();  // already "<path>: <what failed>: <OS reason>"
+    f.code = kIoFailure;
+  } catch (const std::filesystem::filesystem_error& e) {
+    f.output = e.what();  // names the operation, the OS reason and the path(s)
+    f.code = kIoFailure;
   } catch (const std::exception& e) {
     f.output = e.what();
     f.code = kOtherFailure;
@@ -201,6 +208,7 @@ void ChildPool::rethrow(const Finished& f, const std::string& what) {
     std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     throw ConfigError(where, field, detail_of(where, field, message));
   }
+  if (f.code == kIoFailure) throw IoError("", f.output);
   throw InternalError(what + " failed: " + f.output);
 }
 

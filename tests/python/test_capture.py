@@ -13,6 +13,7 @@ import struct
 import sys
 import tempfile
 import unittest
+import warnings
 
 import numpy as np
 import torch
@@ -220,6 +221,31 @@ class Recorder(unittest.TestCase):
         self.assertEqual(stage_for(5, 8, 4, False), 2)
         self.assertEqual(parse_layer("blocks.12.attn.qkv.weight"), 12)
         self.assertEqual(parse_layer("lm_head.weight"), -1)
+
+    def test_layerless_parameters_are_placed_with_a_word(self):
+        # A learned position table named just "pos" consumes the input: the first stage, like tok_emb.
+        params = {"tok_emb.weight": torch.nn.Parameter(torch.zeros(4, 4)), "pos": torch.nn.Parameter(torch.zeros(4, 4)),
+                  "layers.0.weight": torch.nn.Parameter(torch.zeros(4, 4)),
+                  "layers.1.weight": torch.nn.Parameter(torch.zeros(4, 4)),
+                  "ln_f.weight": torch.nn.Parameter(torch.zeros(4)), "head.weight": torch.nn.Parameter(torch.zeros(4, 4))}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rec = TraceRecorder(self.out, params, num_stages=2, layer_regex=r"layers\.(\d+)\.")
+        self.assertEqual({t.name: t.stage for t in rec.tensors}["pos"], 0)
+        self.assertEqual([str(w.message) for w in caught], [])  # every placement is the known one: no word
+        # A layer-less name that is neither input nor output goes last, and says so, naming it and the remedies.
+        params["rel_bias"] = torch.nn.Parameter(torch.zeros(4))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rec = TraceRecorder(os.path.join(self.tmp.name, "b"), params, num_stages=2, layer_regex=r"layers\.(\d+)\.")
+        self.assertEqual({t.name: t.stage for t in rec.tensors}["rel_bias"], 1)
+        self.assertEqual(len(caught), 1)
+        text = str(caught[0].message)
+        self.assertIn("'rel_bias'", text)
+        self.assertIn("last pipeline stage (1)", text)
+        self.assertIn("input_regex=", text)
+        self.assertIn("stage_of=", text)
+        self.assertNotIn("'head.weight'", text)
 
     def test_sequential_and_unindexed_models(self):
         # nn.Sequential names its parameters "0.weight", "2.bias", ...: the position is the layer index.

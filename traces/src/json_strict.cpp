@@ -38,7 +38,14 @@ nlohmann::json parse_json_strict(std::string_view text, const std::string& where
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
     throw TraceFormatError(where, field, "invalid JSON: " + msg);
   }
-  if (!duplicate.empty()) throw TraceFormatError(where, field, "duplicate key '" + duplicate + "'");
+  if (!duplicate.empty()) {
+    // The same wording as every other JSON reader's (scenario files, result documents): key and both lines.
+    if (const DuplicateKey d = json_duplicate_key(text); !d.key.empty())
+      throw TraceFormatError(where, field.empty() ? d.key : field + "." + d.key,
+                             "duplicate key '" + duplicate + "' given twice (lines " + std::to_string(d.first_line) +
+                                 " and " + std::to_string(d.second_line) + "): JSON keeps only the last silently");
+    throw TraceFormatError(where, field, "duplicate key '" + duplicate + "'");
+  }
   return j;
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -58,6 +59,21 @@ TEST(Failure, SystemFailuresAreExitOneOnOneLineWithoutTheBugHint) {
   EXPECT_EQ(lines(memory.text), 1) << memory.text;
   EXPECT_EQ(memory.text.rfind("edgc: error: out of memory", 0), 0U) << memory.text;
   EXPECT_EQ(report([] { throw edgc::CudaError("cudaMalloc: out of memory"); }).code, 1);
+}
+
+TEST(Failure, ARefusedDirectoryOperationIsASystemFailureNamingPathAndReason) {
+  // std::filesystem throws its own type (create_directories on a full disk or a read-only mount): the OS's
+  // refusal, exit 1 on one line with the path and the reason, never "a bug in edgc".
+  const Reported fs = report([] {
+    throw std::filesystem::filesystem_error("cannot create directories", std::filesystem::path("/full/sweep/cache"),
+                                            std::make_error_code(std::errc::no_space_on_device));
+  });
+  EXPECT_EQ(fs.code, 1);
+  EXPECT_EQ(lines(fs.text), 1) << fs.text;
+  EXPECT_EQ(fs.text.rfind("edgc: error: ", 0), 0U) << fs.text;
+  EXPECT_NE(fs.text.find("/full/sweep/cache"), std::string::npos) << fs.text;
+  EXPECT_NE(fs.text.find("No space left on device"), std::string::npos) << fs.text;
+  EXPECT_EQ(fs.text.find("bug"), std::string::npos) << fs.text;
 }
 
 TEST(Failure, BugsAndForeignExceptionsAreExitOneWithABugReportHint) {

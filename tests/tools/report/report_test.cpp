@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_test_util.hpp"
@@ -118,6 +120,10 @@ TEST(Report, SweepHeatmapsAverageOverTheOtherAxes) {
   {
     const auto run = edgc("report " + dir.string(), tmp);
     ASSERT_EQ(run.code, 0) << run.err;
+    // The torn last line is left out with a word on the console too, not only on the page.
+    EXPECT_NE(run.err.find("edgc: warning: " + (dir / "results.jsonl").string() + ": the last line is incomplete"),
+              std::string::npos)
+        << run.err;
   }
   const std::string speedup = read_file(dir / "report/sweep-speedup-edgc.svg");
   // window x r_min: 3 x 3 cells, the one whose points both failed is hatched.
@@ -397,6 +403,80 @@ TEST(Report, SimulateVerdictAndSettingsComeFirst) {
   EXPECT_LT(verdict, settings);
   EXPECT_LT(settings, html.find("a warning"));
   EXPECT_LT(html.find("a warning"), html.find("Compared policies"));
+}
+
+// Every string a user controls that reaches a report (scenario and spec paths, descriptions, cluster, GPU, model and
+// option names, axis labels, verdicts, failed points' messages, warnings) is given a script element and quotes that
+// would end an attribute; in the page and in every chart each occurrence comes out escaped, never as markup.
+TEST(Report, UserStringsAreEscapedInThePageAndEveryChart) {
+  TempDir tmp;
+  const fs::path dir = copy_fixtures(tmp, {"simulate", "sweep", "plan"});
+  const std::string payload = "<script>alert(1)</script>\"'><svg onload=x>";
+  const std::string escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&gt;&lt;svg onload=x&gt;";
+  const auto poison = [&](ordered_json& v) { v = v.get<std::string>() + payload; };
+  const auto edit = [&](const fs::path& file, const std::function<void(ordered_json&)>& change) {
+    ordered_json j = ordered_json::parse(read_file(file));
+    change(j);
+    write_file(file, j.dump(1));
+  };
+  edit(dir / "result.json", [&](ordered_json& j) {
+    for (const char* k : {"scenario"}) poison(j[k]);
+    poison(j["cluster"]["gpu"]);
+    poison(j["cluster"]["name"]);
+    poison(j["model"]["name"]);
+    j["verdicts"] = {"verdict " + payload};
+    j["warnings"] = {"warning " + payload};
+  });
+  const std::string axis = "compression.window";
+  edit(dir / "sweep.json", [&](ordered_json& j) {
+    poison(j["base"]);
+    j["description"] = "sweep " + payload;
+    j["spec_file"] = "spec " + payload;
+    poison(j["axes"][0]["key"]);
+  });
+  {  // results.jsonl: the renamed axis in every point's params, the GPU name, failed points' messages
+    std::string lines;
+    std::istringstream in(read_file(dir / "results.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      ordered_json j = ordered_json::parse(line, nullptr, false);
+      if (j.is_discarded()) continue;  // the fixture's torn last line
+      ordered_json params;
+      for (const auto& [k, v] : j["params"].items()) params[k == axis ? axis + payload : k] = v;
+      j["params"] = params;
+      if (j.contains("gpu")) poison(j["gpu"]);
+      if (j.contains("error")) poison(j["error"]);
+      lines += j.dump() + "\n";
+    }
+    write_file(dir / "results.jsonl", lines);
+  }
+  edit(dir / "plan.json", [&](ordered_json& j) {
+    for (ordered_json& o : j["options"]) {
+      poison(o["label"]);
+      poison(o["gpu"]);
+    }
+    for (ordered_json& v : j["verdicts"]) poison(v);
+    for (ordered_json& v : j["infeasible"]) poison(v);
+  });
+  const auto r = edgc("report " + dir.string(), tmp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<fs::path> files = {dir / "report.html"};
+  for (const auto& e : fs::directory_iterator(dir / "report")) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 14U);  // the page and its 13 charts
+  std::size_t reached = 0;
+  for (const fs::path& f : files) {
+    const std::string text = read_file(f);
+    // Every occurrence is the escaped one: no script element, no attribute closed early, no new element.
+    EXPECT_EQ(count(text, "alert(1)"), count(text, escaped)) << f;
+    // The page's one script is its own self-check, after the content; no other script element anywhere.
+    EXPECT_EQ(count(text, "<script"), f.extension() == ".html" ? 1U : 0U) << f;
+    if (f.extension() == ".html") EXPECT_GT(text.find("<script"), text.find("</main>")) << f;
+    EXPECT_EQ(text.find("<svg onload"), std::string::npos) << f;
+    EXPECT_EQ(text.find("\"'>"), std::string::npos) << f;
+    reached += count(text, escaped) > 0 ? 1 : 0;
+  }
+  const std::string html = read_file(dir / "report.html");
+  EXPECT_GE(count(html, escaped), 10U);  // the strings did reach the page
+  EXPECT_GE(reached, 5U);                // and several charts (axis labels, option and GPU names)
 }
 
 TEST(ReportRejects, MissingOrEmptyDirectory) {

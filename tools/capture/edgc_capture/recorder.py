@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 import torch
@@ -39,8 +40,12 @@ DTYPES = {"f32": (torch.float32, "F32"), "f16": (torch.float16, "F16"), "bf16": 
 # A numeric component followed by more of the name: "blocks.3.attn.weight" (3) and, in an nn.Sequential without
 # named layers, "0.weight" (0).
 DEFAULT_LAYER_REGEX = r"(?:^|\.)(\d+)\."
-# Parameters outside the layers that belong to the first stage (they consume the input).
-DEFAULT_INPUT_REGEX = r"(^|[._])(embed\w*|embedding\w*|wte|wpe|tok_emb|pos_emb|token\w*|position\w*)([._]|$)"
+# Parameters outside the layers that belong to the first stage (they consume the input); a learned position table is
+# often named just "pos".
+DEFAULT_INPUT_REGEX = r"(^|[._])(embed\w*|embedding\w*|wte|wpe|tok_emb|pos_emb|pos|token\w*|position\w*)([._]|$)"
+# Parameters outside the layers that the default placement puts on the last stage knowingly (they produce the output).
+# Any other layer-less name lands there too, with a warning: it may belong to the first stage.
+OUTPUT_REGEX = r"(^|[._])(head\w*|lm_head|ln_f|final\w*|norm\w*|out\w*|classifier|logits?|decoder|proj\w*|fc\w*)([._]|$)"
 
 
 def parse_layer(name, layer_regex=DEFAULT_LAYER_REGEX):
@@ -197,6 +202,15 @@ class TraceRecorder:
             self.tensors.append(TensorSpec(index, name, param, layer, stage, blocks))
 
         if stage_of is None and num_stages > 1:
+            output_re = re.compile(OUTPUT_REGEX)
+            unsure = [t.name for t in self.tensors
+                      if t.layer < 0 and t.stage == num_stages - 1 and not output_re.search(t.name)]
+            if unsure:
+                warnings.warn(
+                    f"TraceRecorder: {', '.join(repr(n) for n in unsure)} (outside the layers, not matched by "
+                    f"input_regex) placed on the last pipeline stage ({num_stages - 1}) with the output head; if it "
+                    f"consumes the input (an embedding, a learned position table), pass input_regex= or stage_of= to "
+                    f"place it on the first", stacklevel=2)
             # The default placement needs layer indices in the names; without them every parameter lands in the
             # first or last stage, and the stages between hold nothing to measure: refuse at capture time.
             empty = sorted(set(range(num_stages)) - {t.stage for t in self.tensors})

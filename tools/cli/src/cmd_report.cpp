@@ -30,6 +30,7 @@ int run_report_command(const std::vector<std::string>& args) {
 
   options.dir = dir;
   const report::ReportFiles files = report::build_report(options);
+  for (const std::string& w : files.warnings) std::cerr << "edgc: warning: " << w << "\n";
   const std::filesystem::path html = out.empty() ? options.dir / "report.html" : std::filesystem::path(out);
   report::write_report(files, html, svg_dir.empty() ? options.dir / "report" : std::filesystem::path(svg_dir));
   std::cout << html.string() << "\n";

@@ -1,5 +1,6 @@
 #include "failure.hpp"
 
+#include <filesystem>
 #include <new>
 #include <stdexcept>
 
@@ -21,6 +22,11 @@ int report_failure(const std::exception_ptr& failure, const std::string& command
     err << "edgc: error: " << e.what() << "\n";
     return 2;
   } catch (const IoError& e) {  // the operating system refused: the message names the path and its reason
+    err << "edgc: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The OS refused a directory operation (disk full, permissions, a read-only mount): its message names the
+    // operation, the reason and the path, so it is reported like an IoError, not as a bug.
     err << "edgc: error: " << e.what() << "\n";
     return 1;
   } catch (const CudaError& e) {

@@ -63,8 +63,9 @@ void collect_entries(const PlanSpec& plan, PlanOutcome& out) {
     }
   }
   if (out.entries.empty())
-    throw ConfigError(plan.path, plan.max_error ? "max_error" : "clusters",
-                      "no option could be simulated within the plan's limits: " + out.infeasible.front());
+    throw ConfigError(
+        plan.path, plan.max_error ? "max_error" : "clusters",
+        "no option could be simulated within the plan's limits: " + scenario::reason_list(out.infeasible));
   std::vector<PlanEntry>& entries = out.entries;
   for (PlanEntry& e : entries) {
     // An unknown error (NaN) compares as neither better nor worse: the front is then time and cost only.

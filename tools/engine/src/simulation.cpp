@@ -189,7 +189,7 @@ void read_controller(scenario::Scenario& sc, Inputs& in) {
   cc.pipeline_shapes.assign(static_cast<std::size_t>(st.parallel.pp), {boundary.rows, boundary.cols});
   if (!cc.pipeline_shapes.empty()) cc.pipeline_shapes.front() = {0, 0};
   scenario::apply_warmup_bounds(cc.warmup, in.compression.warmup_floor_fraction, in.compression.warmup_ceiling_fraction,
-                                in.iterations, w);
+                                in.iterations, w, &in.warnings, in.compression.gds.window_iters);
 }
 
 // The fidelity section and what the meter needs of the run (its length, shapes, seed and each stage's weight).

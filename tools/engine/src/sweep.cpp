@@ -173,7 +173,12 @@ class DirLock {
   explicit DirLock(const fs::path& dir) : path_((dir / ".edgc-sweep.lock").string()) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) throw IoError(path_, std::string("cannot create the sweep's lock: ") + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    // The point workers of a run killed by SIGKILL share its lock (fork keeps the open file) until their own
+    // death signal ends them, a few milliseconds later: a run that starts right then waits for them, up to 2 s.
+    int rc = 0;
+    for (int tries = 0; (rc = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK && tries < 200; ++tries)
+      ::usleep(10'000);
+    if (rc != 0) {
       const int e = errno;
       ::close(fd_);
       if (e == EWOULDBLOCK)
@@ -191,13 +196,16 @@ class DirLock {
   int fd_ = -1;
 };
 
-// Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line.
-void repair_results(const fs::path& file) {
-  if (!fs::exists(file)) return;
+// Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line; returns the warning that
+// says so, or "" when the file ended whole.
+std::string repair_results(const fs::path& file) {
+  if (!fs::exists(file)) return "";
   const std::string text = read_text(file);
-  if (text.empty() || text.back() == '\n') return;
+  if (text.empty() || text.back() == '\n') return "";
   const auto cut = text.rfind('\n');
   fs::resize_file(file, cut == std::string::npos ? 0 : cut + 1);
+  return file.string() +
+         ": its last line was incomplete (a run killed mid-write) and was dropped; that point ran again";
 }
 
 class Appender {
@@ -486,7 +494,7 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   prepare_dir(spec, points, o);
   const DirLock lock(dir);  // before results.jsonl is read or appended to
   const fs::path results = dir / "results.jsonl";
-  repair_results(results);
+  const std::string torn = repair_results(results);
   std::set<std::int64_t> done;
   for (const results::SweepRecord& l : read_results(o.out)) {
     done.insert(l.point);
@@ -550,6 +558,7 @@ SweepOutcome run_sweep(const scenario::SweepSpec& spec, const SweepOptions& o, M
   const std::optional<double> budget = o.max_error ? o.max_error : spec.max_error;
   write_summary(dir, spec, outcome.results, budget);
   outcome.warnings = results::sweep_warnings(sweep_document(spec, points, o), outcome.results, budget);
+  if (!torn.empty()) outcome.warnings.insert(outcome.warnings.begin(), torn);
   if (!o.quiet) {
     std::cout << "\n";
     print_best(std::cout, spec, outcome.results, o.best_by.empty() ? "training_time_s" : o.best_by, budget,

@@ -29,9 +29,30 @@ void check_options(const LiveOptions& o) {
   if (o.out_dir.empty()) throw UsageError("--out", "is required");
 }
 
+// The layout: every rank computes it from the same world size, live.pp and trace, so a bad one fails on every rank
+// alike. Rank 0 alone says so (one line, not one per rank interleaved into garbled text) and ends the job; the
+// others wait in a barrier that rank 0's MPI_Abort ends.
+void lay_out(const LiveOptions& o, World& w, int trace_stages) {
+  try {
+    w.split(o.pp > 0 ? o.pp : auto_pp(w.size, trace_stages), trace_stages, o.scenario_path);
+  } catch (const InputError& e) {
+    if (w.size == 1) throw;
+    if (w.rank == 0) {
+      std::cerr << "edgc: error: " << e.what() << std::endl;
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    throw;  // not reached: rank 0's abort ends this rank
+  }
+  // Started without mpirun (or with -np 1): one rank does every stage, and no all-reduce crosses a process.
+  if (w.size == 1)
+    std::cerr << "edgc: warning: live runs on 1 MPI rank (started without mpirun?): data parallelism is 1, so its "
+                 "figures measure no all-reduce between processes; run it as mpirun -np N edgc live ...\n";
+}
+
 // Everything after MPI is up, on every rank: layout, the run, rank 0's outputs and console text.
 void run_rank(const LiveOptions& o, World& w, int trace_stages) {
-  w.split(o.pp > 0 ? o.pp : auto_pp(w.size, trace_stages), trace_stages, o.scenario_path);
+  lay_out(o, w, trace_stages);
   const std::string host = processor_name();
   std::optional<StagingDir> staging;
   if (w.rank == 0) staging.emplace(o.out_dir);  // a busy --out fails before the run

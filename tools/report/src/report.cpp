@@ -29,13 +29,20 @@ ReportFiles build_report(const ReportOptions& options) {
                      "choose sweep axes, but " + dir.string() + " has no sweep.json");
 
   std::vector<Section> sections;
+  std::vector<std::string> warnings;
   if (has_result)
     sections.push_back(simulate_section(read_simulate_result(dir / "result.json"), (dir / "result.json").string()));
   // A plan's directory also holds the sweep of its options: the plan, which answers the question, comes first.
   if (has_plan) sections.push_back(plan_section(read_plan(dir / "plan.json"), (dir / "plan.json").string()));
-  if (has_sweep)
-    sections.push_back(sweep_section(read_sweep(dir), (dir / "sweep.json").string() + " + results.jsonl",
-                                     options.x_axis, options.y_axis));
+  if (has_sweep) {
+    const Sweep sweep = read_sweep(dir);
+    if (sweep.truncated_last_line)
+      warnings.push_back((dir / "results.jsonl").string() +
+                         ": the last line is incomplete (a sweep still running, or one killed mid-write) and was left "
+                         "out of the report");
+    sections.push_back(
+        sweep_section(sweep, (dir / "sweep.json").string() + " + results.jsonl", options.x_axis, options.y_axis));
+  }
 
   // A page title from the directory's own name ("runs/a/" and "runs/a" alike).
   const fs::path normal = dir.lexically_normal();
@@ -47,6 +54,7 @@ ReportFiles build_report(const ReportOptions& options) {
     if (!names.insert(f->name).second) throw InternalError("report: two charts named '" + f->name + "'");
     files.svgs.emplace_back(f->name + ".svg", f->svg);
   }
+  files.warnings = std::move(warnings);
   return files;
 }
 

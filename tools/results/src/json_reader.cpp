@@ -96,9 +96,18 @@ std::string without_exception_id(const std::string& what) {
 }  // namespace
 
 nlohmann::ordered_json read_json_file(const std::filesystem::path& file) {
-  const std::optional<std::string> text = read_file_if_present(file);
+  const std::optional<std::string> text = read_file_bounded(file, "result document");
   if (!text) throw ConfigError(file.string(), "", "cannot be read");
-  return parse_json(*text, file.string());
+  nlohmann::ordered_json j = parse_json(*text, file.string());
+  reject_duplicate_keys(*text, file.string());
+  return j;
+}
+
+void reject_duplicate_keys(const std::string& text, const std::string& file) {
+  if (const DuplicateKey d = json_duplicate_key(text); !d.key.empty())
+    throw ConfigError(file, d.key,
+                      "given twice (lines " + std::to_string(d.first_line) + " and " + std::to_string(d.second_line) +
+                          "): JSON keeps only the last silently; keep one");
 }
 
 std::string line_label(std::size_t line_number) { return "line " + std::to_string(line_number); }

@@ -190,10 +190,11 @@ ordered_json to_json(const Measurements& m) {
 }
 
 Measurements read_measurements(const std::string& path) {
-  const std::optional<std::string> text = read_file_if_present(path);
+  const std::optional<std::string> text = read_file_bounded(path, "measurements file");
   if (!text) throw ConfigError(path, "", "cannot open the measurements file (written by 'edgc live')");
   // "invalid JSON", not the reader's "not valid JSON": the wording `edgc validate` has always printed here.
   const ordered_json doc = parse_json(*text, path, "", "invalid JSON");
+  reject_duplicate_keys(*text, path);
   const JsonNode root(doc, path);
   root.check_schema(kMeasurementsSchema);
   root.keys({"schema", "world_size", "pp", "dp", "comm", "backend", "element_bytes", "cluster_file", "trace",

@@ -289,12 +289,8 @@ sim::NetworkProfile read_network(Scenario& s, const std::string& profile_overrid
 }
 
 sim::NetworkProfile load_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", "cannot open the calibration file");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (const std::string deep = json_depth_error(text); !deep.empty()) throw ConfigError(path, "", deep);
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw ConfigError(path, "", "not a JSON object");
+  // Missing, too large, invalid, nested too deep, not an object, a key given twice: ConfigError naming the file.
+  const nlohmann::json doc = Scenario::load(path, "calibration file").json();
   const auto schema = doc.find("schema");
   if (schema == doc.end() || *schema != "edgc.calibration/1")
     throw ConfigError(path, "schema", "expected \"edgc.calibration/1\"");

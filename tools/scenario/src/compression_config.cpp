@@ -93,9 +93,15 @@ CompressionSettings read_compression(Scenario& sc, bool r_max_auto_allowed) {
 }
 
 void apply_warmup_bounds(core::WarmupConfig& warmup, double floor_fraction, double ceiling_fraction,
-                         std::int64_t run_iterations, const std::string& where) {
+                         std::int64_t run_iterations, const std::string& where, std::vector<std::string>* warnings,
+                         std::int64_t window_iters) {
   if (floor_fraction < 0.0 || ceiling_fraction < floor_fraction)
     throw ConfigError(where, "compression.warmup", "needs 0 <= floor_fraction <= ceiling_fraction");
+  if (warnings != nullptr && window_iters > run_iterations)
+    warnings->push_back(where + ": compression.window: " + std::to_string(window_iters) +
+                        " iterations is longer than the run's " + std::to_string(run_iterations) +
+                        " (run.iterations): the whole run is one partial warm-up window, so no policy compresses "
+                        "anything and every saving reads 0 %");
   const auto n = static_cast<double>(run_iterations);
   warmup.floor_iters = static_cast<std::int64_t>(std::llround(floor_fraction * n));
   warmup.ceiling_iters = static_cast<std::int64_t>(std::llround(ceiling_fraction * n));

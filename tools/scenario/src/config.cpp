@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/json_depth.hpp"
 
@@ -40,12 +41,12 @@ void collect_leaves(const nlohmann::json& j, const std::string& prefix, std::vec
 
 }  // namespace
 
-Scenario Scenario::load(const std::string& path) {
+Scenario Scenario::load(const std::string& path, const std::string& kind) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, "", "is a directory, not a scenario file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", "cannot open the scenario file");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path, "", "is a directory, not a " + kind);
+  const std::optional<std::string> read = read_file_bounded(path, kind);  // a device or a huge file: ConfigError
+  if (!read) throw ConfigError(path, "", "cannot open the " + kind);
+  const std::string& text = *read;
   if (const std::string deep = json_depth_error(text); !deep.empty()) throw ConfigError(path, "", deep);
   Scenario s;
   s.where_ = path;
@@ -56,7 +57,7 @@ Scenario Scenario::load(const std::string& path) {
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
     throw ConfigError(path, "", "invalid JSON: " + msg);
   }
-  if (!s.doc_.is_object()) throw ConfigError(path, "", "a scenario must be a JSON object");
+  if (!s.doc_.is_object()) throw ConfigError(path, "", "a " + kind + " must be a JSON object");
   if (const DuplicateKey d = json_duplicate_key(text); !d.key.empty())
     throw ConfigError(path, d.key,
                       "given twice (lines " + std::to_string(d.first_line) + " and " + std::to_string(d.second_line) +

@@ -168,7 +168,7 @@ void gpt_neox(const HfFields& hf, std::vector<KeySetting>& out) {
 
 std::vector<KeySetting> read_hf_config(const std::string& path) {
   // Scenario::load's checks (missing, unreadable, invalid, nested too deep, not an object), each naming the file.
-  const HfFields hf(Scenario::load(path).json(), path);
+  const HfFields hf(Scenario::load(path, "Hugging Face config.json").json(), path);
   const std::string type = hf.string("model_type", "");
   std::vector<KeySetting> out;
   if (type == "deepseek_v2" || type == "deepseek_v3")

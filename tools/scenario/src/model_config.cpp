@@ -340,7 +340,8 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
 }
 
 KernelProfile read_kernel_profile(const std::string& path) {
-  const nlohmann::json j = Scenario::load(path).json();  // unreadable or invalid JSON: ConfigError naming the file
+  const nlohmann::json j =
+      Scenario::load(path, "kernel profile").json();  // unreadable or invalid JSON: ConfigError naming the file
   const auto schema = j.find("schema");  // not j.value(): a schema of another type would throw nlohmann's type_error
   if (schema == j.end() || *schema != "edgc.kernel_profile/1")
     throw ConfigError(path, "schema", "expected \"edgc.kernel_profile/1\" (edgc_bench_powersgd_cuda --out)");

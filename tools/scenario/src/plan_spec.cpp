@@ -108,7 +108,7 @@ ClusterChoice read_cluster_choice(const Scenario& sc, const std::string& w, cons
     throw ConfigError(w, at, "expected a cluster file path or {\"cluster\": path, ...}");
   }
   choice.path = fs::absolute(sc.resolve(file)).lexically_normal().string();
-  Scenario cl = Scenario::load(choice.path);  // errors name the cluster file
+  Scenario cl = Scenario::load(choice.path, "cluster file");  // errors name the cluster file
   cl.splice_include("cluster");
   if (!cl.has("cluster")) throw ConfigError(choice.path, "cluster", "missing: not a cluster file");
   choice.gpus_per_node = cl.int32("cluster.gpus_per_node", 0);
@@ -213,7 +213,7 @@ void apply_token_target(PlanSpec& spec) {
 }  // namespace
 
 PlanSpec read_plan_spec(const std::string& path) {
-  Scenario sc = Scenario::load(path);
+  Scenario sc = Scenario::load(path, "plan spec");
   const std::string w = sc.where();
   const json& d = sc.json();
   PlanSpec spec;
@@ -255,9 +255,18 @@ PlanSpec read_plan_spec(const std::string& path) {
         else
           spec.skipped.push_back(why_not);
       }
-  if (spec.options.empty()) throw ConfigError(w, "gpus", "no cluster x gpus x layout combination can be laid out");
+  if (spec.options.empty())
+    throw ConfigError(w, "gpus",
+                      "no cluster x gpus x layout combination can be laid out: " + reason_list(spec.skipped));
   if (spec.tokens) apply_token_target(spec);
   return spec;
+}
+
+std::string reason_list(const std::vector<std::string>& reasons, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < reasons.size() && i < shown; ++i) out += (i == 0 ? "" : "; ") + reasons[i];
+  if (reasons.size() > shown) out += "; and " + std::to_string(reasons.size() - shown) + " more";
+  return out;
 }
 
 }  // namespace edgc::scenario

@@ -126,7 +126,7 @@ void apply(const SweepAxis& axis, const json& v, const std::string& label, Sweep
 }  // namespace
 
 SweepSpec read_sweep_spec(const std::string& path) {
-  Scenario sc = Scenario::load(path);  // JSON errors name the file
+  Scenario sc = Scenario::load(path, "sweep spec");  // JSON errors name the file
   const std::string w = sc.where();
   const json& d = sc.json();
   SweepSpec spec;

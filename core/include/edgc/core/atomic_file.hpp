@@ -41,11 +41,25 @@ void check_output_file(const std::filesystem::path& path, const std::string& opt
 /// The whole contents of `path`, or nullopt when it cannot be opened (absent). Throws IoError when a read fails.
 std::optional<std::string> read_file_if_present(const std::filesystem::path& path);
 
+/// Most bytes of a file edgc reads whole to parse it (scenarios, sweep and plan specs, cluster, model, calibration
+/// and kernel-profile files, result documents): real ones are a few kB to a few MB; a path that names a device
+/// (/dev/zero) or a huge file by mistake must be refused before it fills the memory.
+inline constexpr std::size_t kMaxWholeFileBytes = std::size_t{256} << 20;
+
+/// read_file_if_present() that reads at most `max_bytes` + 1 bytes: throws ConfigError(path, "", "larger than
+/// <N> MiB, more than any <kind> holds: check the path") when there are more, so a device or a huge file is refused
+/// without being read. `kind` names what the file should be ("scenario file").
+std::optional<std::string> read_file_bounded(const std::filesystem::path& path, const std::string& kind,
+                                             std::size_t max_bytes = kMaxWholeFileBytes);
+
 /// A directory built under a temporary sibling name and renamed into place by commit(); removed on destruction
 /// when not committed. Gives "no partial output" to commands that write a whole directory. When the final directory
 /// already exists (it must be empty) it cannot be replaced by a rename if it is a mount point (a Docker volume, a
 /// Kubernetes emptyDir, an NFS mount: EBUSY), so then, decided up front, the staging directory is a hidden folder
 /// inside it and commit() moves each finished entry into it by its own rename (each file atomic, the set not).
+/// SIGINT, SIGTERM and SIGHUP (where their action is the default) remove the staging directory before the signal
+/// ends the process; one left by a process that no longer exists (SIGKILL, a crash) is removed by the next
+/// StagingDir for the same output.
 class StagingDir {
  public:
   /// Throws InputError when `final_path` exists and is not an empty directory, or when it cannot be made there
@@ -69,6 +83,7 @@ class StagingDir {
   std::filesystem::path tmp_;
   bool committed_ = false;
   bool in_place_ = false;
+  int cleanup_slot_ = -1;  ///< where tmp_ is registered for removal on a signal; -1: not registered
 };
 
 }  // namespace edgc

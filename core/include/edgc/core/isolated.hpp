@@ -27,6 +27,9 @@ class ChildPool {
   /// any other failure (output: its text).
   static constexpr int kInputFailure = 3;
   static constexpr int kOtherFailure = 4;
+  /// The OS refused a read or write (disk full, permissions): an IoError or filesystem_error, output its text;
+  /// rethrow() raises an IoError (exit 1 with the path and the reason), not an internal error.
+  static constexpr int kIoFailure = 5;
   /// Runs job() as a child does: its result and code 0, or the failure's output and code (the two above).
   static Finished run_here(std::size_t id, const std::function<std::string()>& job);
 
@@ -47,7 +50,9 @@ class ChildPool {
   /// after that many seconds and returns nullopt.
   std::optional<Finished> wait_any(double timeout_s = -1.0);
   /// Throws the failure a Finished with code != 0 carries: an InputError in the child comes back as ConfigError
-  /// with the same where, field and message; anything else as InternalError naming `what`.
+  /// with the same where, field and message; an IoError or std::filesystem::filesystem_error (the OS refused a read
+  /// or write: disk full, permissions) as IoError with the same message; anything else as InternalError naming
+  /// `what`.
   static void rethrow(const Finished& f, const std::string& what);
 
  private:
@@ -63,8 +68,9 @@ class ChildPool {
 
 /// Runs jobs[i]() each in its own forked child, at most `parallel` (≥ 1) at once, and returns their results in
 /// job order. A ConfigError/TraceFormatError/UsageError (any InputError) thrown in a child is rethrown here as
-/// a ConfigError with the same where, field and message; any other failure (exception, crash, signal) as
-/// InternalError naming the job. The first failing job in job order wins; the others still run to completion.
+/// a ConfigError with the same where, field and message, an IoError or filesystem_error as IoError; any other failure
+/// (exception, crash, signal) as InternalError naming the job. The first failing job in job order wins; the others
+/// still run to completion.
 std::vector<std::string> run_isolated(const std::vector<std::function<std::string()>>& jobs, int parallel);
 
 }  // namespace edgc::core

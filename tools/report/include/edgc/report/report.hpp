@@ -17,6 +17,9 @@ struct ReportOptions {
 struct ReportFiles {
   std::string html;                                       ///< the page
   std::vector<std::pair<std::string, std::string>> svgs;  ///< file name ("plan-time-cost.svg"), document
+  /// What the page says of its inputs that the user should also hear on the console (stderr), one line each
+  /// naming the file: an incomplete last line of results.jsonl left out.
+  std::vector<std::string> warnings;
 };
 
 /// Reads every input present in `options.dir` and renders the page and charts in memory. Throws InputError

@@ -31,8 +31,14 @@ extern template nlohmann::json parse_json<nlohmann::json>(const std::string&, co
 extern template nlohmann::ordered_json parse_json<nlohmann::ordered_json>(const std::string&, const std::string&,
                                                                           const std::string&, const std::string&);
 
-/// The whole of `file` parsed (ordered); ConfigError(file, "", "cannot be read") when it cannot be opened.
+/// The whole of `file` parsed (ordered); ConfigError(file, "", "cannot be read") when it cannot be opened, and
+/// ConfigError naming the file when it is larger than kMaxWholeFileBytes (core/atomic_file.hpp) or gives a key twice
+/// in one object (see reject_duplicate_keys).
 nlohmann::ordered_json read_json_file(const std::filesystem::path& file);
+
+/// Throws ConfigError(file, "<dotted.key>", "given twice (lines A and B) ...") when JSON `text` gives a key twice in
+/// one object: nlohmann keeps the last silently, so an edited file would be read as other than it reads.
+void reject_duplicate_keys(const std::string& text, const std::string& file);
 
 /// One JSON value with its file, line label and dotted path ("runs[2].breakdown.compute_s"). Cheap to copy;
 /// it points into the document, which must outlive it. Ordered, so that objects read in the order of the file.

@@ -34,9 +34,12 @@ struct CompressionSettings {
 CompressionSettings read_compression(Scenario& sc, bool r_max_auto_allowed = false);
 
 /// Sets controller.warmup's floor and ceiling in iterations from the fractions, for a run of `run_iterations`
-/// (ConfigError on field compression.warmup unless 0 ≤ floor_fraction ≤ ceiling_fraction).
+/// (ConfigError on field compression.warmup unless 0 ≤ floor_fraction ≤ ceiling_fraction). When `warnings` is given
+/// and `window_iters` (compression.window) exceeds the run, one line is added to it: the whole run is then one
+/// partial warm-up window, no policy compresses anything, and every comparison with "none" reads 0 %.
 void apply_warmup_bounds(core::WarmupConfig& warmup, double floor_fraction, double ceiling_fraction,
-                         std::int64_t run_iterations, const std::string& where);
+                         std::int64_t run_iterations, const std::string& where,
+                         std::vector<std::string>* warnings = nullptr, std::int64_t window_iters = 0);
 
 /// The items of a comma-separated list, empty ones dropped.
 std::vector<std::string> split_list(const std::string& text);

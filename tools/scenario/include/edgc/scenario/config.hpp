@@ -15,9 +15,11 @@ class Scenario {
  public:
   /// Empty scenario (defaults only), named `where` in errors.
   Scenario() = default;
-  /// Reads `path`; throws ConfigError naming the file when it is missing, a directory, unreadable, invalid JSON or
-  /// not a JSON object at the top level.
-  static Scenario load(const std::string& path);
+  /// Reads `path`; throws ConfigError naming the file when it is missing, a directory, unreadable, larger than
+  /// kMaxWholeFileBytes (core/atomic_file.hpp: a device or a wrong path), invalid JSON, nested too deep, not a JSON
+  /// object at the top level, or gives a key twice in one object. `kind` names the file in those messages
+  /// ("cannot open the calibration file"); the same reader serves every JSON file a user writes.
+  static Scenario load(const std::string& path, const std::string& kind = "scenario file");
 
   /// Applies "a.b.c=value" (value parsed as JSON when it is valid JSON, else taken as a string).
   /// Throws UsageError on a malformed override.

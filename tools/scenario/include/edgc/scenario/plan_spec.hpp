@@ -53,7 +53,12 @@ struct PlanSpec {
   nlohmann::ordered_json document;
 };
 
-/// Reads and expands a plan spec; throws ConfigError naming the file and key.
+/// Reads and expands a plan spec; throws ConfigError naming the file and key. When no combination can be laid out,
+/// the message gives each one's reason (reason_list).
 PlanSpec read_plan_spec(const std::string& path);
+
+/// "<reason 1>; <reason 2>; …" for the first `shown` reasons, then "; and N more": why every option of a plan was
+/// left out, in one line.
+std::string reason_list(const std::vector<std::string>& reasons, std::size_t shown = 8);
 
 }  // namespace edgc::scenario
