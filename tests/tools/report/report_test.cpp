@@ -469,7 +469,9 @@ TEST(Report, UserStringsAreEscapedInThePageAndEveryChart) {
     EXPECT_EQ(count(text, "alert(1)"), count(text, escaped)) << f;
     // The page's one script is its own self-check, after the content; no other script element anywhere.
     EXPECT_EQ(count(text, "<script"), f.extension() == ".html" ? 1U : 0U) << f;
-    if (f.extension() == ".html") EXPECT_GT(text.find("<script"), text.find("</main>")) << f;
+    if (f.extension() == ".html") {
+      EXPECT_GT(text.find("<script"), text.find("</main>")) << f;
+    }
     EXPECT_EQ(text.find("<svg onload"), std::string::npos) << f;
     EXPECT_EQ(text.find("\"'>"), std::string::npos) << f;
     reached += count(text, escaped) > 0 ? 1 : 0;

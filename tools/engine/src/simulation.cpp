@@ -401,14 +401,14 @@ struct PlanCache {
     }
   }
 
-  void run_and_store(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& plans, bool timeline, int jobs,
+  void run_and_store(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& todo, bool timeline, int jobs,
                      bool stored) {
-    if (plans.empty()) return;
-    std::vector<sim::IterationResult> r = simulate_plans(setup, plans, timeline, jobs);
-    simulated += static_cast<int>(plans.size());
-    for (std::size_t i = 0; i < plans.size(); ++i) {
-      if (stored) write_file_atomic(entry(plans[i]), iteration_to_json(r[i], false).dump() + "\n");
-      simulated_plans.push_back(plans[i]);
+    if (todo.empty()) return;
+    std::vector<sim::IterationResult> r = simulate_plans(setup, todo, timeline, jobs);
+    simulated += static_cast<int>(todo.size());
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      if (stored) write_file_atomic(entry(todo[i]), iteration_to_json(r[i], false).dump() + "\n");
+      simulated_plans.push_back(todo[i]);
       simulated_results.push_back(std::move(r[i]));
     }
   }
