@@ -241,8 +241,8 @@ TEST(SimulateBundled, EveryScenarioRunsTheAuthorsPortBesideTheOthers) {
   for (const fs::path& scenario : scenarios) {
     TempDir tmp;
     const Result r = edgc("simulate --scenario " + scenario.string() +
-                              " --policies none,static,edgc,edgc-megatron --set fidelity.measure=false --jobs 2 "
-                              "--quiet --out " +
+                              " --policies none,static,edgc,edgc-megatron --set fidelity.measure=false "
+                              "--set run.iterations=20000 --no-bandwidth-curve --jobs 2 --quiet --out " +
                               (tmp / "a").string(),
                           tmp);
     ASSERT_EQ(r.code, 0) << scenario << ": " << r.err;
