@@ -22,9 +22,7 @@
 namespace edgc::core {
 namespace {
 
-constexpr int kInputFailure = ChildPool::kInputFailure;
 constexpr int kOtherFailure = ChildPool::kOtherFailure;
-constexpr int kIoFailure = ChildPool::kIoFailure;
 
 void write_all(int fd, const std::string& text) {
   const char* p = text.data();
