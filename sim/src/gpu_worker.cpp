@@ -281,7 +281,7 @@ class GpuWorker {
     const double start = now();
     const ParallelSpec& par = state_->parallel;
     const int j = stage_position(coord_, par.tp);
-    const std::size_t group = grid_index(coord_.pp, par.tp * par.dp / par.ep, j / par.ep);
+    const std::size_t group = grid_index(coord_.pp, expert_dp_size(par), j / par.ep);
     all_to_all(state_->ep_groups[group], j % par.ep, bytes);
     if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
     record().all_to_all_s += now() - start;

@@ -109,7 +109,7 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   std::vector<int> ranks;
   for (int r = 0; r < layout.world_size(); ++r)
     if (!state.replicas_folded || layout.coord_of(r).dp == 0) ranks.push_back(r);
-  const int ep_groups_per_stage = par.tp * par.dp / par.ep;
+  const int ep_groups_per_stage = expert_dp_size(par);
   for (int s = 0; s < par.pp; ++s)
     state.stages.push_back(impl::stage_work(
         platform, model, par, params, s, plan[static_cast<std::size_t>(s)], state.tp_groups[grid_index(s, par.dp, 0)],

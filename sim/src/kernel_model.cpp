@@ -291,7 +291,7 @@ double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, co
   const StageParams held = stage_params(model, parallel, stage);
   const double local = static_cast<double>(held.per_gpu());
   // The distributed optimizer shards the dense parameters over DP and the routed experts' over expert DP.
-  const double expert_dp = static_cast<double>(parallel.tp) * parallel.dp / parallel.ep;
+  const double expert_dp = expert_dp_size(parallel);
   const double shard = parallel.distributed_optimizer ? static_cast<double>(held.dense()) / parallel.dp +
                                                             static_cast<double>(held.expert) / expert_dp
                                                       : local;

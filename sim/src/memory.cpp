@@ -115,8 +115,7 @@ std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec
     // The distributed optimizer shards a mixture of experts' routed experts over their expert-DP group instead.
     if (held.expert > 0 && parallel.distributed_optimizer)
       m.optimizer_bytes = (master + kMomentBytes) * (static_cast<double>(held.dense()) / parallel.dp +
-                                                     static_cast<double>(held.expert) * parallel.ep /
-                                                         (static_cast<double>(parallel.tp) * parallel.dp));
+                                                     static_cast<double>(held.expert) / expert_dp_size(parallel));
     const auto [peak, passes] = schedule_peak(model, parallel, s);
     m.activations_bytes = peak;
     m.inflight_passes = passes;

@@ -130,8 +130,7 @@ void add_all_to_alls(const ModelSpec& model, const ParallelSpec& par, const Grou
 // MoE: the routed experts' sync over expert DP at sync.expert_rank_or_default().
 void add_expert_sync(const Platform& platform, const ModelSpec& model, const ParallelSpec& par,
                      const CostParams& params, int stage, const StageSync& sync, StageWork& w) {
-  const int edp = par.tp * par.dp / par.ep;
-  if (!model.moe() || edp < 2) return;
+  if (!model.moe() || expert_dp_size(par) < 2) return;
   w.expert_rank = sync.expert_rank_or_default();
   if (w.expert_rank == 0) {
     w.expert_bytes = whole_bytes(expert_gradient_bytes(model, par, stage));

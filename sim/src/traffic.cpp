@@ -9,6 +9,13 @@
 
 namespace edgc::sim::impl {
 
+namespace {
+
+// The global rank at position j of stage s (stage_position).
+int at_position(const Layout& layout, int s, int j) { return layout.rank_of({j % layout.tp(), s, j / layout.tp()}); }
+
+}  // namespace
+
 std::vector<Exchange> sent_by(const Layout& layout, const ParallelSpec& parallel, int rank) {
   std::vector<Exchange> out;
   const RankCoord c = layout.coord_of(rank);
@@ -80,19 +87,11 @@ std::vector<RankGroup> dp_rank_groups(const Layout& layout) {
   return groups;
 }
 
-namespace {
-
-// The global rank at position j of stage s (stage_position).
-int at_position(const Layout& layout, int s, int j) { return layout.rank_of({j % layout.tp(), s, j / layout.tp()}); }
-
-}  // namespace
-
 std::vector<RankGroup> ep_rank_groups(const Layout& layout, const ParallelSpec& parallel) {
   std::vector<RankGroup> groups;
   if (!parallel.expert_groups || parallel.ep < 2) return groups;
-  const int per_stage = layout.tp() * layout.dp();
   for (int s = 0; s < layout.pp(); ++s)
-    for (int g = 0; g < per_stage / parallel.ep; ++g) {
+    for (int g = 0; g < expert_dp_size(parallel); ++g) {
       RankGroup rg{{}, "ep-s" + std::to_string(s) + "g" + std::to_string(g)};
       for (int e = 0; e < parallel.ep; ++e) rg.ranks.push_back(at_position(layout, s, g * parallel.ep + e));
       groups.push_back(std::move(rg));
@@ -103,11 +102,11 @@ std::vector<RankGroup> ep_rank_groups(const Layout& layout, const ParallelSpec& 
 std::vector<RankGroup> edp_rank_groups(const Layout& layout, const ParallelSpec& parallel) {
   std::vector<RankGroup> groups;
   if (!parallel.expert_groups) return groups;
-  const int per_stage = layout.tp() * layout.dp();
   for (int s = 0; s < layout.pp(); ++s)
     for (int e = 0; e < parallel.ep; ++e) {
       RankGroup rg{{}, "edp-s" + std::to_string(s) + "e" + std::to_string(e)};
-      for (int k = 0; k < per_stage / parallel.ep; ++k) rg.ranks.push_back(at_position(layout, s, k * parallel.ep + e));
+      for (int k = 0; k < expert_dp_size(parallel); ++k)
+        rg.ranks.push_back(at_position(layout, s, k * parallel.ep + e));
       groups.push_back(std::move(rg));
     }
   return groups;

@@ -17,7 +17,8 @@ int run_collective_cmd(const std::vector<std::string>& args) {
   add("scenario", po::value(&request.scenario), "scenario JSON with a cluster section (or an included cluster file)");
   add("cluster", po::value(&request.cluster), "cluster file (scenarios/clusters/*.json), instead of --scenario");
   add("set", po::value(&request.sets)->composing(), "override a scenario key: dotted.key=value (repeatable)");
-  add("op", po::value(&request.op), "all_reduce | reduce_scatter | all_gather | sendrecv (default all_reduce)");
+  add("op", po::value(&request.op),
+      "all_reduce | reduce_scatter | all_gather | sendrecv | all_to_all (default all_reduce)");
   add("ranks", po::value(&request.ranks)->required(), "number of GPUs taking part");
   add("minbytes", po::value(&request.min_bytes), "smallest message, e.g. 8, 1K, 1M (default 8)");
   add("maxbytes", po::value(&request.max_bytes), "largest message (default 1G)");

@@ -3,6 +3,7 @@
 #include "edgc/results/run_figures.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
+#include "edgc/sim/layout.hpp"
 #include "edgc/sim/spec_names.hpp"
 
 namespace edgc::engine {
@@ -50,7 +51,7 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
                                                     {"active_parameters", sim::active_parameter_count(m)},
                                                     {"ep", par.ep},
                                                     {"etp", par.etp},
-                                                    {"expert_dp", par.tp * par.dp / par.ep}};
+                                                    {"expert_dp", sim::expert_dp_size(par)}};
   doc.parallelism = results::ResultParallelism{par.tp,
                                                par.pp,
                                                par.dp,

@@ -40,6 +40,10 @@ struct RankCoord {
   friend bool operator==(const RankCoord&, const RankCoord&) = default;
 };
 
+/// Mixture of experts: the GPUs of a stage that hold the same experts, tp·dp/ep (the expert-data-parallel group's
+/// size, and the number of expert-parallel groups per stage). Assumes a validated layout (ep divides tp·dp).
+inline int expert_dp_size(const ParallelSpec& parallel) noexcept { return parallel.tp * parallel.dp / parallel.ep; }
+
 /// The rank ↔ coordinate map of a validated layout. Cheap to copy; holds no GPU list.
 class Layout {
  public:
