@@ -468,6 +468,21 @@ TEST(UserMistakes, BadPipelineCompressionKeysAreRefusedWithoutOutput) {
   }
 }
 
+// compression.apply_to: an unknown value, and dense or experts on a dense model, exit 2 naming the key, no output.
+TEST(UserMistakes, ApplyToIsRefusedWhereItCannotApply) {
+  const std::string scenario = kSrc + "/scenarios/paper/gpt2-2.5b-32xv100.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--set compression.apply_to=expert", "compression.apply_to: must be all, dense or experts, got 'expert'"},
+      {"--set compression.apply_to=experts", "compression.apply_to: dense or experts needs a mixture of experts"}};
+  for (const auto& [set, message] : cases) {
+    TempDir tmp;
+    const CliRun r = edgc("simulate --scenario " + scenario + " " + set + " --out " + (tmp / "out").string(), tmp);
+    EXPECT_EQ(r.code, 2) << set << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(tmp / "out")) << set;
+  }
+}
+
 TEST(UserMistakes, ATimelineCountsEveryReplicasActors) {
   const std::int64_t gpus = 1048576;
   if (edgc::sim::vm_max_map_count() >= edgc::sim::plan_actor_stacks(gpus, 0).maps_unguarded)

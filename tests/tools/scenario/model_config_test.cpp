@@ -607,6 +607,18 @@ TEST_F(ModelConfigFile, FromHfReadsMixturesOfExperts) {
   EXPECT_EQ(s2.bias, sim::LinearBias::kQkv);
 }
 
+// The mixture-of-experts keys' refusals name the key (the layouts' refusals: tests/sim/moe_test.cpp).
+TEST_F(ModelConfigFile, MixtureOfExpertsKeysAreRefusedByName) {
+  const std::string base = R"({"model": {"name": "m", "layers": 4, "hidden": 64, "heads": 4, "seq_len": 32,
+                                          "vocab": 512, "micro_batch_size": 1, "global_batch_size": 8, )";
+  EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2}})"), "");
+  EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2, "moe_layer_freq": 2}})"), "model.moe_layer_freq");
+  EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2, "moe_capacity_factor": 0.5}})"),
+            "model.moe_capacity_factor");
+  EXPECT_EQ(failing_field(base + R"("moe_load_factor": 1.5}})"), "model.moe_load_factor");
+  EXPECT_EQ(failing_field(base + R"("experts": -1}})"), "model.experts");
+}
+
 // A config.json that edgc cannot model faithfully is refused naming the file and the field.
 TEST_F(ModelConfigFile, FromHfRefusesWhatItDoesNotModelByField) {
   const auto refused = [&](const std::string& config) -> std::pair<std::string, std::string> {

@@ -160,6 +160,11 @@ void read_setup(scenario::Scenario& sc, bool timeline, Inputs& in) {
   st.cost = mc.cost;
   st.framework = mc.framework.name;
   st.parallel = sim::validate(mc.model, mc.parallel, st.cluster, w);
+  if (st.model.moe() && st.model.moe_load_factor == 1.0)
+    in.warnings.push_back(w +
+                          ": model.moe_load_factor 1: routing taken as perfectly balanced, so the expert GEMMs and "
+                          "the all-to-alls after them are a lower bound (the MoE model's check against published "
+                          "runs, scenarios/validation/moe-2024, covers two force-balanced runs)");
   st.variability = scenario::read_variability(sc);
   st.guard_pages =
       actor_stacks_fit(st.cluster, st.parallel, st.variability, st.network.algorithm, timeline, w, in.warnings);
