@@ -160,6 +160,8 @@ struct FidelityMeter::State {
   }
 
   void run_missing(const std::vector<std::pair<std::string, ReplaySpec>>& wanted);
+  // True when `key`'s points are known without a replay (this meter, the process memo or the cache directory).
+  bool recall(const std::string& key, const ReplaySpec& spec);
   std::shared_ptr<const TraceMatrices> trace_matrices() const;
   void remember(const std::string& key, std::shared_ptr<const std::vector<ReplayPoint>> points);
 
@@ -229,6 +231,26 @@ double FidelityMeter::trace_parameters() const {
   return sum;
 }
 
+bool FidelityMeter::State::recall(const std::string& key, const ReplaySpec& spec) {
+  if (memo.count(key) > 0) return true;
+  if (core::memo_enabled()) {
+    ProcessMemo& pm = process_memo();
+    const std::lock_guard<std::mutex> lock(pm.mutex);
+    if (const auto it = pm.replays.find(key); it != pm.replays.end()) {
+      memo.emplace(key, it->second);
+      return true;
+    }
+  }
+  if (setup.cache_dir.empty()) return false;
+  const std::shared_ptr<const json> j = read_json_if_present(entry(key));
+  if (!j) return false;
+  const std::size_t matrices = stage_matrices[static_cast<std::size_t>(spec.trace_stage)].size();
+  auto pts = points_from_json(*j, points(), matrices);
+  if (!pts) return false;
+  remember(key, std::make_shared<const std::vector<ReplayPoint>>(std::move(*pts)));
+  return true;
+}
+
 // One pass over the trace for every wanted replay not memoised: per captured iteration, each replay copies its
 // stage's matrices (G) into its own buffers, sets the ranks that changed and runs one PowerSGD step on a group of
 // one (fidelity.hpp: data-parallel averaging does not change the figures).
@@ -248,25 +270,8 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
   for (const auto& want : wanted) {
     const std::string& key = want.first;  // not a structured binding: the lambda below captures it
     const ReplaySpec& spec = want.second;
-    if (memo.count(key) > 0 || std::any_of(todo.begin(), todo.end(), [&](const Replay& r) { return r.key == key; }))
+    if (std::any_of(todo.begin(), todo.end(), [&](const Replay& r) { return r.key == key; }) || recall(key, spec))
       continue;
-    if (core::memo_enabled()) {
-      ProcessMemo& pm = process_memo();
-      const std::lock_guard<std::mutex> lock(pm.mutex);
-      if (const auto it = pm.replays.find(key); it != pm.replays.end()) {
-        memo.emplace(key, it->second);
-        continue;
-      }
-    }
-    if (!setup.cache_dir.empty()) {
-      if (const std::shared_ptr<const json> j = read_json_if_present(entry(key))) {
-        const std::size_t matrices = stage_matrices[static_cast<std::size_t>(spec.trace_stage)].size();
-        if (auto pts = points_from_json(*j, points(), matrices)) {
-          remember(key, std::make_shared<const std::vector<ReplayPoint>>(std::move(*pts)));
-          continue;
-        }
-      }
-    }
     todo.push_back({key, &spec, nullptr, {}, {}, {}, {}});
   }
   if (todo.empty()) return;
