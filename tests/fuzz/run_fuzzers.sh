@@ -2,33 +2,37 @@
 # Runs the libFuzzer targets of a fuzz build one after the other, each on its corpus and dictionary, until it has
 # executed --runs inputs or run --time seconds, whichever comes first (tools/README.md, "Fuzzing").
 #
-#   tests/fuzz/run_fuzzers.sh BUILD_DIR [--runs N] [--time S] [TARGET...]
+#   tests/fuzz/run_fuzzers.sh BUILD_DIR [--runs N] [--time S] [--timeout S] [TARGET...]
 #
 #   BUILD_DIR  configured with -DEDGC_FUZZ=ON and Clang, targets built (cmake --build BUILD_DIR --target edgc_fuzz)
 #   --runs N   executions per target (default 1000000)
 #   --time S   seconds per target at most (default 1200)
+#   --timeout S  seconds one input may take before it counts as a finding (default 10; a long run beside other
+#              work needs more: load, not the input, can make one execution slow)
 #   TARGET     e.g. scenario nccl_log (default: every edgc_fuzz_* binary in BUILD_DIR/tests/fuzz)
 #
 # Each target reads its seeds (BUILD_DIR/tests/fuzz/seeds/T: links to bundled files and test data) and the inputs of
-# past findings (tests/fuzz/regressions/T), and grows its own
-# corpus in BUILD_DIR/tests/fuzz/corpus/T (kept between runs). A finding (crash, sanitizer report, foreign
-# exception, an input over 10 s or 2 GB) stops that target and leaves the input in BUILD_DIR/tests/fuzz/findings/T/.
+# past findings (tests/fuzz/regressions/T), and grows its own corpus in BUILD_DIR/tests/fuzz/corpus/T (kept
+# between runs). A finding (crash, sanitizer report, foreign exception, an input over --timeout seconds or 2 GB)
+# stops that target and leaves the input in BUILD_DIR/tests/fuzz/findings/T/.
 # Prints one line per target: executions, seconds, new corpus size, findings. Exit code 1 when any target found
 # something. Runs under nice: the fuzzers share the machine.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-[ $# -ge 1 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,19p' "$0"; exit 2; }
 build=$(cd "$1" && pwd)
 shift
 runs=1000000
 seconds=1200
+timeout=10
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift ;;
     --time) seconds=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --timeout) timeout=$2; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "run_fuzzers.sh: unknown option '$1'" >&2; exit 2 ;;
     *) targets+=("$1") ;;
   esac
@@ -55,7 +59,7 @@ for t in "${targets[@]}"; do
   touch "$stamp"
   start=$(date +%s)
   rc=0
-  nice -n 10 "$bin" "${dict[@]}" -runs="$runs" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+  nice -n 10 "$bin" "${dict[@]}" -runs="$runs" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout="$timeout" \
     -print_final_stats=1 -artifact_prefix="$fuzz/findings/$t/" "$fuzz/corpus/$t" "$fuzz/seeds/$t" \
     "${regressions[@]}" >"$log" 2>&1 || rc=$?
   elapsed=$(($(date +%s) - start))
