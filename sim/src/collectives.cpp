@@ -127,7 +127,7 @@ void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t 
   if (out) out->wait();
 }
 
-void all_to_all(const Group& group, int my_index, std::uint64_t bytes) {
+PendingAllToAll::PendingAllToAll(const Group& group, int my_index, std::uint64_t bytes) {
   collectives::check_member(group, my_index);
   const int d = group.size();
   if (d == 1 || bytes == 0) return;
@@ -136,15 +136,27 @@ void all_to_all(const Group& group, int my_index, std::uint64_t bytes) {
     return sg4::Mailbox::by_name(group.tag + "/a2a/" + std::to_string(to) + "/" + std::to_string(from));
   };
   // Every receive and send is posted before any is waited for: a transfer starts once both sides are posted.
-  std::vector<sg4::CommPtr> comms;
-  std::vector<int*> got(static_cast<std::size_t>(d));
-  comms.reserve(2 * static_cast<std::size_t>(d));
+  received_.resize(static_cast<std::size_t>(d));
+  comms_.reserve(2 * static_cast<std::size_t>(d));
   for (int k = 1; k < d; ++k) {
     const int to = (my_index + k) % d, from = (my_index + d - k) % d;
-    comms.push_back(pair_box(to, my_index)->put_async(&g_payload, part));
-    comms.push_back(pair_box(my_index, from)->get_async<int>(&got[static_cast<std::size_t>(k)]));
+    comms_.push_back(pair_box(to, my_index)->put_async(&g_payload, part));
+    comms_.push_back(pair_box(my_index, from)->get_async<int>(&received_[static_cast<std::size_t>(k)]));
   }
-  for (const sg4::CommPtr& c : comms) c->wait();
+}
+
+double PendingAllToAll::wait() {
+  double end = comms_.empty() ? sg4::Engine::get_clock() : 0.0;
+  for (const sg4::CommPtr& c : comms_) {
+    c->wait();
+    end = std::max(end, c->get_finish_time());
+  }
+  comms_.clear();
+  return end;
+}
+
+void all_to_all(const Group& group, int my_index, std::uint64_t bytes) {
+  PendingAllToAll(group, my_index, bytes).wait();
 }
 
 void run_collective(CollectiveOp op, const Group& group, int my_index, std::uint64_t bytes) {

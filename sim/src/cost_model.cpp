@@ -57,14 +57,21 @@ std::int64_t padded_vocab(const ModelSpec& model, int tp) {
 
 namespace {
 
+// One whole layer's parameters with `experts` of its routed experts.
+std::int64_t one_layer_parameters(const ModelSpec& model, int experts) {
+  const LayerDescription layer = describe_layer(model, ParallelSpec{});
+  return layer_sharded_per_rank(layer, 1) + layer_replicated_params(layer) + layer_expert_params(layer, experts);
+}
+
 // The whole model's parameters with `experts` routed experts per MoE layer.
 std::int64_t parameters_with(const ModelSpec& model, int experts) {
   const std::int64_t h = model.hidden;
-  const LayerDescription layer = describe_layer(model, ParallelSpec{});
+  const LayerMix mix = model_layer_mix(model);
+  std::int64_t layers = 0;
+  if (mix.moe > 0) layers += mix.moe * one_layer_parameters(model, experts);
+  if (mix.dense > 0) layers += mix.dense * one_layer_parameters(dense_layer_model(model), 0);
   const std::int64_t word = static_cast<std::int64_t>(model.vocab) * h;
-  return model.layers *
-             (layer_sharded_per_rank(layer, 1) + layer_replicated_params(layer) + layer_expert_params(layer, experts)) +
-         word + (model.position == Position::kLearned ? static_cast<std::int64_t>(model.seq_len) * h : 0) +
+  return layers + word + (model.position == Position::kLearned ? static_cast<std::int64_t>(model.seq_len) * h : 0) +
          final_norm_params(model) + (model.tie_embeddings ? 0 : word);
 }
 
@@ -124,14 +131,20 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
                           const CostParams& params, int stage, int chunk) {
   check_stage(parallel, stage);
   check_chunk(parallel, chunk);
-  const double layers = static_cast<double>(layers_per_chunk(model, parallel));
-  const ComputeCost layer = layer_compute(model, parallel, gpu, params);
+  const LayerMix mix = chunk_layer_mix(model, parallel, stage, chunk);
   const bool head = chunk_holds_head(parallel, stage, chunk);
   ComputeCost c;
-  c.forward_flops = layers * layer.forward_flops;
-  c.backward_flops = layers * layer.backward_flops;
-  c.forward_s = layers * layer.forward_s;
-  c.backward_s = layers * layer.backward_s;
+  const auto add_layers = [&](const ModelSpec& m, int count) {
+    const ComputeCost layer = layer_compute(m, parallel, gpu, params);
+    const double layers = static_cast<double>(count);
+    c.forward_flops += layers * layer.forward_flops;
+    c.backward_flops += layers * layer.backward_flops;
+    c.forward_s += layers * layer.forward_s;
+    c.backward_s += layers * layer.backward_s;
+  };
+  // The chunk's MoE layers at the model's layer, its dense layers (a dense model's every layer) at the dense one's.
+  if (mix.moe > 0) add_layers(model, mix.moe);
+  if (mix.dense > 0) add_layers(dense_layer_model(model), mix.dense);
   if (head) {
     const double logits = logits_forward_flops(model, parallel.tp) / parallel.tp;
     c.forward_flops += logits;
@@ -279,18 +292,25 @@ int grad_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
 
 namespace {
 
-// Parameters of `layers` layers on one GPU, with the word and position embeddings when `first` (the first chunk of
+// Parameters of `mix`'s layers on one GPU, with the word and position embeddings when `first` (the first chunk of
 // stage 0) and the final LayerNorm and (pp > 1) the LM head's word-embedding copy when `last`.
-StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, std::int64_t layers, bool first,
+StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, const LayerMix& mix, bool first,
                         bool last) {
   const std::int64_t h = model.hidden;
   const std::int64_t tp = parallel.tp;
   const std::int64_t word_embedding_per_shard = padded_vocab(model, parallel.tp) / tp * h;
-  const LayerDescription layer = describe_layer(model, parallel);
   StageParams p;
-  p.sharded_per_shard = layers * layer_sharded_per_rank(layer, parallel.tp);
-  p.replicated = layers * layer_replicated_params(layer);
-  p.expert = layers * layer_expert_params(layer, model.experts / parallel.ep);
+  if (mix.moe > 0) {
+    const LayerDescription layer = describe_layer(model, parallel);
+    p.sharded_per_shard = mix.moe * layer_sharded_per_rank(layer, parallel.tp);
+    p.replicated = mix.moe * layer_replicated_params(layer);
+    p.expert = mix.moe * layer_expert_params(layer, model.experts / parallel.ep);
+  }
+  if (mix.dense > 0) {
+    const LayerDescription layer = describe_layer(dense_layer_model(model), parallel);
+    p.sharded_per_shard += mix.dense * layer_sharded_per_rank(layer, parallel.tp);
+    p.replicated += mix.dense * layer_replicated_params(layer);
+  }
   if (first) {
     p.sharded_per_shard += word_embedding_per_shard;
     if (model.position == Position::kLearned) p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
@@ -307,18 +327,18 @@ StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, st
 
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
   check_stage(parallel, stage);
-  return held_params(model, parallel, layers_per_stage(model, parallel), stage == 0, stage == parallel.pp - 1);
+  return held_params(model, parallel, stage_layer_mix(model, parallel, stage), stage == 0, stage == parallel.pp - 1);
 }
 
 StageParams layer_params(const ModelSpec& model, const ParallelSpec& parallel) {
-  return held_params(model, parallel, 1, false, false);
+  return held_params(model, parallel, model.moe() ? LayerMix{1, 0} : LayerMix{0, 1}, false, false);
 }
 
 StageParams chunk_params(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
   check_stage(parallel, stage);
   check_chunk(parallel, chunk);
-  return held_params(model, parallel, layers_per_chunk(model, parallel), chunk_holds_embedding(stage, chunk),
-                     chunk_holds_head(parallel, stage, chunk));
+  return held_params(model, parallel, chunk_layer_mix(model, parallel, stage, chunk),
+                     chunk_holds_embedding(stage, chunk), chunk_holds_head(parallel, stage, chunk));
 }
 
 bool fused_embedding_sync_applies(const ParallelSpec& parallel) {
@@ -397,15 +417,29 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
   check_stage(parallel, stage);
   const std::int64_t h = model.hidden;
   const std::int64_t tp = parallel.tp;
-  const int layers = model.layers / parallel.pp;
+  const LayerMix mix = stage_layer_mix(model, parallel, stage);
   std::vector<WeightMatrix> out;
-  for (const LayerWeight& w : describe_layer(model, parallel).weights)
-    if (w.matrix)
-      out.push_back({.name = w.name,
-                     .rows = w.shard_rows(parallel.tp),
-                     .cols = w.shard_cols(parallel.tp),
-                     .count = w.expert ? layers * static_cast<int>(w.count / parallel.ep) : layers,
-                     .expert = w.expert});
+  // The MoE layers' matrices, then the dense layers' (a dense model's every layer); a dense layer's matrix of the
+  // same name and shape as an MoE layer's (QKV, projection) adds to its count.
+  const auto add_layers = [&](const ModelSpec& m, int layers) {
+    for (const LayerWeight& w : describe_layer(m, parallel).weights) {
+      if (!w.matrix) continue;
+      const WeightMatrix x{.name = w.name,
+                           .rows = w.shard_rows(parallel.tp),
+                           .cols = w.shard_cols(parallel.tp),
+                           .count = w.expert ? layers * static_cast<int>(w.count / parallel.ep) : layers,
+                           .expert = w.expert};
+      const auto same = std::find_if(out.begin(), out.end(), [&](const WeightMatrix& y) {
+        return y.name == x.name && y.rows == x.rows && y.cols == x.cols && y.expert == x.expert;
+      });
+      if (same != out.end())
+        same->count += x.count;
+      else
+        out.push_back(x);
+    }
+  };
+  if (mix.moe > 0) add_layers(model, mix.moe);
+  if (mix.dense > 0) add_layers(dense_layer_model(model), mix.dense);
   const std::int64_t vocab_rows = padded_vocab(model, parallel.tp) / tp;
   const bool last = stage == parallel.pp - 1;
   const int embedding_copies = (stage == 0 ? 1 : 0) + (model.tie_embeddings && last && parallel.pp > 1 ? 1 : 0) -

@@ -43,7 +43,11 @@ class GpuWorker {
     if (!work().param_buckets.empty()) gather = start_param_gather();
     for (std::size_t i = 0; i < passes.size(); ++i) {
       const Pass& pass = passes[i];
-      if (pass.kind == PassKind::kForward) {
+      if (combines(passes, i)) {
+        const Pass& next = passes[i + 1];
+        combined_step(pass.kind == PassKind::kForward ? pass : next, pass.kind == PassKind::kForward ? next : pass);
+        ++i;
+      } else if (pass.kind == PassKind::kForward) {
         forward(pass.microbatch, pass.chunk);
       } else {
         const bool overlap = i + 1 == passes.size() && !work().buckets.empty();
@@ -232,10 +236,62 @@ class GpuWorker {
     }
   }
 
+  // Whether passes i and i + 1 run as one combined 1F1B step (combined_step): the option is on, this GPU's stage
+  // has expert-parallel groups, and the two are a forward and a backward pass of different micro-batches, neither
+  // the first forward pass (it waits on the overlapped parameter all-gather) nor the last backward pass beside the
+  // overlapped gradient sync. Every GPU of a stage runs the same passes, so its expert-parallel group pairs alike.
+  bool combines(const std::vector<Pass>& passes, std::size_t i) const {
+    if (!state_->parallel.moe_a2a_overlap || state_->ep_groups.empty() || i + 1 >= passes.size()) return false;
+    const Pass& a = passes[i];
+    const Pass& b = passes[i + 1];
+    if (a.kind == b.kind || a.microbatch == b.microbatch || param_gather_pending_) return false;
+    return !(i + 2 == passes.size() && !work().buckets.empty());
+  }
+
   // Chunk c of stage p is virtual stage c·pp + p: activations flow p → p + 1 within a chunk and from the last
-  // stage to stage 0 of the next chunk; gradients flow back the same way.
+  // stage to stage 0 of the next chunk; gradients flow back the same way. A pass is: receive its input, compute
+  // (with its TP collectives), its MoE token all-to-alls, send its output.
   void forward(int mb, int chunk) {
+    forward_receive(mb, chunk);
+    forward_compute(mb, chunk);
+    const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
+    finish_all_to_all(start_all_to_all(w.a2a_forward_bytes), w.a2a_forward_extra_latency_s, "a2a F", mb, chunk);
+    forward_send(chunk);
+  }
+
+  void backward(int mb, int chunk, bool overlapped_sync) {
+    backward_receive(mb, chunk);
+    backward_compute(mb, chunk, overlapped_sync);
+    const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
+    finish_all_to_all(start_all_to_all(w.a2a_backward_bytes), w.a2a_backward_extra_latency_s, "a2a B", mb, chunk);
+    backward_send(mb, chunk);
+  }
+
+  // Megatron-Core's combined 1F1B (parallelism.moe_a2a_overlap): a forward and a backward pass of two different
+  // micro-batches run as one step, each pass's token all-to-alls beside the other pass's compute (its layers'
+  // dispatch and combine interleaved with the other's attention and experts): the backward pass's all-to-alls
+  // beside the forward compute, then the forward pass's beside the backward compute. What a pass's all-to-alls
+  // take beyond the other's compute stays exposed.
+  void combined_step(const Pass& f, const Pass& b) {
+    forward_receive(f.microbatch, f.chunk);
+    backward_receive(b.microbatch, b.chunk);
+    const ChunkWork& fw = work().chunks[static_cast<std::size_t>(f.chunk)];
+    const ChunkWork& bw = work().chunks[static_cast<std::size_t>(b.chunk)];
+    PendingAllToAll backward_a2a = start_all_to_all(bw.a2a_backward_bytes);
+    forward_compute(f.microbatch, f.chunk);
+    finish_all_to_all(std::move(backward_a2a), bw.a2a_backward_extra_latency_s, "a2a B", b.microbatch, b.chunk, true);
+    PendingAllToAll forward_a2a = start_all_to_all(fw.a2a_forward_bytes);
+    backward_compute(b.microbatch, b.chunk, false);
+    finish_all_to_all(std::move(forward_a2a), fw.a2a_forward_extra_latency_s, "a2a F", f.microbatch, f.chunk, true);
+    forward_send(f.chunk);
+    backward_send(b.microbatch, b.chunk);
+  }
+
+  void forward_receive(int mb, int chunk) {
     if (coord_.pp > 0 || chunk > 0) receive(P2p::kActivation, mb, chunk);
+  }
+
+  void forward_compute(int mb, int chunk) {
     const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
     const std::string name = "F" + pass_name(mb, chunk);
     if (param_gather_pending_) {
@@ -246,16 +302,21 @@ class GpuWorker {
     }
     tp_all_reduce(w.tp_forward_bytes, w.tp_forward_ring_s, w.tp_forward_extra_latency_s, w.tp_forward_overlap_s,
                   "tp " + name);
-    token_all_to_all(w.a2a_forward_bytes, w.a2a_forward_extra_latency_s, "a2a " + name);
+  }
+
+  void forward_send(int chunk) {
     ++state_->progress.passes_done;
     if (const std::optional<ChunkAt> to = activation_receiver(state_->parallel, coord_.pp, chunk))
       send(P2p::kActivation, to->stage, to->chunk);
   }
 
-  void backward(int mb, int chunk, bool overlapped_sync) {
+  void backward_receive(int mb, int chunk) {
     const int p = state_->parallel.pp;
     const int v = state_->parallel.virtual_stages;
     if (coord_.pp < p - 1 || chunk < v - 1) receive(P2p::kGradient, mb, chunk);
+  }
+
+  void backward_compute(int mb, int chunk, bool overlapped_sync) {
     const ChunkWork& w = work().chunks[static_cast<std::size_t>(chunk)];
     const std::string name = "B" + pass_name(mb, chunk);
     if (overlapped_sync) {
@@ -265,7 +326,9 @@ class GpuWorker {
     }
     tp_all_reduce(w.tp_backward_bytes, w.tp_backward_ring_s, w.tp_backward_extra_latency_s, w.tp_backward_overlap_s,
                   "tp " + name);
-    token_all_to_all(w.a2a_backward_bytes, w.a2a_backward_extra_latency_s, "a2a " + name);
+  }
+
+  void backward_send(int mb, int chunk) {
     ++state_->progress.passes_done;
     if (const std::optional<ChunkAt> to = gradient_receiver(state_->parallel, coord_.pp, chunk)) {
       pp_codec(work().grad_compress_s, "compress grad", mb, chunk);
@@ -273,19 +336,33 @@ class GpuWorker {
     }
   }
 
-  // MoE: the pass's token all-to-alls over this GPU's expert-parallel group, folded into one of all their bytes,
-  // then the latency of the others. Exposed: they sit between the router and the experts and after the experts
-  // (Megatron-Core's all-to-all overlap is not modelled).
-  void token_all_to_all(std::uint64_t bytes, double extra_latency_s, const std::string& name) const {
-    if (bytes == 0 || state_->ep_groups.empty()) return;
-    const double start = now();
+  // MoE: a pass's token all-to-alls over this GPU's expert-parallel group, folded into one of all their bytes
+  // (posted here), then the latency of the others (finish_all_to_all). Without the combined 1F1B schedule they are
+  // exposed: they sit between the router and the experts and after the experts.
+  PendingAllToAll start_all_to_all(std::uint64_t bytes) const {
+    if (bytes == 0 || state_->ep_groups.empty()) return {};
     const ParallelSpec& par = state_->parallel;
     const int j = stage_position(coord_, par.tp);
     const std::size_t group = grid_index(coord_.pp, expert_dp_size(par), j / par.ep);
-    all_to_all(state_->ep_groups[group], j % par.ep, bytes);
-    if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);
+    return PendingAllToAll(state_->ep_groups[group], j % par.ep, bytes);
+  }
+
+  // Waits for `a2a` and the latency of the all-to-alls folded into it, and records that time. `hidden`: work ran
+  // since it was posted (combined_step), so only what ends after that work is waited for, the folded latency
+  // counted from the transfers' end.
+  void finish_all_to_all(PendingAllToAll a2a, double extra_latency_s, const char* kind, int mb, int chunk,
+                         bool hidden = false) const {
+    if (!a2a.posted()) return;
+    const double start = now();
+    const double transfers_end = a2a.wait();
+    if (hidden) {
+      const double end = transfers_end + extra_latency_s;
+      if (end > now()) sg4::this_actor::sleep_for(end - now());
+    } else if (extra_latency_s > 0) {
+      sg4::this_actor::sleep_for(extra_latency_s);
+    }
     record().all_to_all_s += now() - start;
-    note(name, "a2a", start);
+    note(std::string(kind) + pass_name(mb, chunk), "a2a", start);
   }
 
   // MoE: one collective over this GPU's expert-data-parallel group.

@@ -301,6 +301,15 @@ double optimizer_step_s(const ModelSpec& model, const ParallelSpec& parallel, co
 
 namespace {
 
+// The parameter tensors of `mix`'s layers (one gradient hook and one optimizer tensor each).
+double layer_tensors(const ModelSpec& model, const ParallelSpec& parallel, const LayerMix& mix) {
+  double tensors = 0.0;
+  if (mix.moe > 0) tensors += static_cast<double>(describe_layer(model, parallel).tensors) * mix.moe;
+  if (mix.dense > 0)
+    tensors += static_cast<double>(describe_layer(dense_layer_model(model), parallel).tensors) * mix.dense;
+  return tensors;
+}
+
 // Adding one micro-batch's fresh gradients of `held` parameters to the gradient buffer, one kernel per tensor.
 double accumulation_s(const ModelSpec& model, const ParallelSpec& parallel, const GpuSpec& gpu,
                       const CostParams& params, const StageParams& held, double tensors) {
@@ -316,8 +325,7 @@ double grad_accumulation_s(const ModelSpec& model, const ParallelSpec& parallel,
   constexpr double kEdgeTensors = 4.0;  // word + position embedding, or the head's word-embedding copy + final LN
   const bool edge = chunk_holds_embedding(stage, chunk) || chunk_holds_head(parallel, stage, chunk);
   const double tensors =
-      static_cast<double>(describe_layer(model, parallel).tensors) * layers_per_chunk(model, parallel) +
-      (edge ? kEdgeTensors : 0.0);
+      layer_tensors(model, parallel, chunk_layer_mix(model, parallel, stage, chunk)) + (edge ? kEdgeTensors : 0.0);
   return accumulation_s(model, parallel, gpu, params, chunk_params(model, parallel, stage, chunk), tensors);
 }
 
@@ -333,8 +341,7 @@ double entropy_pass_s(const ModelSpec& model, const ParallelSpec& parallel, cons
   const double bytes = std::clamp(beta, 0.0, 1.0) *
                        static_cast<double>(stage_params(model, parallel, stage).per_gpu()) *
                        grad_bytes(model, parallel);
-  const int stage_layers = model.layers / std::max(1, parallel.pp);
-  const double tensors = static_cast<double>(describe_layer(model, parallel).tensors) * stage_layers;
+  const double tensors = layer_tensors(model, parallel, stage_layer_mix(model, parallel, stage));
   return kPasses * (bytes / hbm_Bps(gpu, params) + std::max(1.0, tensors) * overhead_s(gpu));
 }
 

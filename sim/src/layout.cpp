@@ -1,5 +1,6 @@
 #include "edgc/sim/layout.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,17 +41,36 @@ void check_layer_shape(const ModelSpec& model, const ParallelSpec& parallel, con
                           " with sequence parallelism");
 }
 
+// model.moe_layer_pattern: one 0/1 entry per layer (Megatron-Core asserts the pattern's length), at least one MoE
+// layer (a model of dense layers only is experts = 0).
+void check_moe_pattern(const ModelSpec& model, const std::string& where) {
+  const auto& pattern = model.moe_layer_pattern;
+  if (pattern.empty()) return;
+  if (pattern.size() != static_cast<std::size_t>(model.layers))
+    throw ConfigError(where, "model.moe_layer_freq",
+                      "the pattern has " + std::to_string(pattern.size()) + " entries, the model " +
+                          std::to_string(model.layers) + " layers (model.layers)");
+  if (std::any_of(pattern.begin(), pattern.end(), [](std::uint8_t x) { return x > 1; }))
+    throw ConfigError(where, "model.moe_layer_freq", "pattern entries must be 1 (MoE layer) or 0 (dense layer)");
+  if (std::none_of(pattern.begin(), pattern.end(), [](std::uint8_t x) { return x == 1; }))
+    throw ConfigError(where, "model.moe_layer_freq", "no layer is an MoE layer: a dense model has model.experts = 0");
+}
+
 // Mixture of experts as Megatron-Core accepts it (its MoE argument checks), within what is modelled: experts that
 // split over the expert-parallel group, expert-parallel groups inside a stage's tp·dp GPUs, sequence parallelism
 // with TP, whole experts (expert tensor parallelism 1).
 void check_moe(const ModelSpec& model, const ParallelSpec& parallel, const std::string& where) {
   if (!model.moe()) {
+    if (parallel.moe_a2a_overlap)
+      throw ConfigError(where, "parallelism.moe_a2a_overlap",
+                        "overlaps a mixture of experts' token all-to-alls: needs model.experts > 0");
     if (parallel.ep != 1)
       throw ConfigError(where, "parallelism.ep",
                         "expert parallelism needs a mixture-of-experts model (model.experts > 0), got ep = " +
                             std::to_string(parallel.ep));
-    if (model.top_k != 0 || model.moe_ffn_hidden != 0 || model.shared_experts != 0)
-      throw ConfigError(where, "model.experts", "top_k, moe_ffn_hidden and shared_experts need model.experts > 0");
+    if (model.top_k != 0 || model.moe_ffn_hidden != 0 || model.shared_experts != 0 || !model.moe_layer_pattern.empty())
+      throw ConfigError(where, "model.experts",
+                        "top_k, moe_ffn_hidden, shared_experts and moe_layer_freq need model.experts > 0");
     return;
   }
   if (model.experts < 2) throw ConfigError(where, "model.experts", "a mixture of experts needs at least 2 experts");
@@ -74,6 +94,18 @@ void check_moe(const ModelSpec& model, const ParallelSpec& parallel, const std::
                       "ep = " + std::to_string(parallel.ep) +
                           " does not divide the tp·dp = " + std::to_string(stage_gpus) +
                           " GPUs of a pipeline stage (Megatron-Core forms expert-parallel groups inside them)");
+  if (parallel.moe_a2a_overlap) {  // combined_1f1b.py: without pipelining, or the interleaved pipeline
+    if (parallel.ep < 2)
+      throw ConfigError(where, "parallelism.moe_a2a_overlap",
+                        "hides the token all-to-alls of ep > 1: set parallelism.ep");
+    if (parallel.pp > 1)
+      throw ConfigError(where, "parallelism.moe_a2a_overlap",
+                        "edgc models Megatron-Core's combined 1F1B without pipelining (pp = 1) only: its "
+                        "interleaved-pipeline variant, which also moves the pipeline transfers, is not modelled");
+    if (model.recompute == Recompute::kFull)
+      throw ConfigError(where, "parallelism.moe_a2a_overlap",
+                        "Megatron-Core's combined 1F1B does not support full activation recomputation");
+  }
   if (parallel.etp != 1)
     throw ConfigError(where, "parallelism.etp",
                       "only expert tensor parallelism 1 (whole experts, Megatron-Core's recommended setting with "
@@ -82,6 +114,7 @@ void check_moe(const ModelSpec& model, const ParallelSpec& parallel, const std::
   if (parallel.tp > 1 && !parallel.sequence_parallel)
     throw ConfigError(where, "parallelism.sequence_parallel",
                       "Megatron-Core needs sequence parallelism for a mixture of experts with tp > 1");
+  check_moe_pattern(model, where);
   const std::int64_t fe = model.moe_ffn_or_default();
   if (model.shared_experts > 0 && (static_cast<std::int64_t>(model.shared_experts) * fe) % parallel.tp != 0)
     throw ConfigError(where, "model.shared_experts",
@@ -235,6 +268,44 @@ bool chunk_holds_head(const ParallelSpec& parallel, int stage, int chunk) {
 
 int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel) {
   return model.layers / (parallel.pp * model_chunks(parallel));
+}
+
+namespace {
+
+LayerMix mix_of(const ModelSpec& model, int first, int count) {
+  LayerMix mix;
+  for (int layer = first; layer < first + count; ++layer) ++(model.moe_layer(layer) ? mix.moe : mix.dense);
+  return mix;
+}
+
+}  // namespace
+
+LayerMix chunk_layer_mix(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk) {
+  const int n = layers_per_chunk(model, parallel);
+  return mix_of(model, (chunk * parallel.pp + stage) * n, n);
+}
+
+LayerMix stage_layer_mix(const ModelSpec& model, const ParallelSpec& parallel, int stage) {
+  LayerMix mix;
+  for (int chunk = 0; chunk < model_chunks(parallel); ++chunk) {
+    const LayerMix c = chunk_layer_mix(model, parallel, stage, chunk);
+    mix.moe += c.moe;
+    mix.dense += c.dense;
+  }
+  return mix;
+}
+
+LayerMix model_layer_mix(const ModelSpec& model) { return mix_of(model, 0, model.layers); }
+
+ModelSpec dense_layer_model(const ModelSpec& model) {
+  ModelSpec dense = model;
+  dense.experts = 0;
+  dense.top_k = 0;
+  dense.moe_ffn_hidden = 0;
+  dense.shared_experts = 0;
+  dense.moe_load_factor = 1.0;
+  dense.moe_layer_pattern.clear();
+  return dense;
 }
 
 }  // namespace edgc::sim

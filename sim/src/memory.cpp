@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgc/core/error.hpp"
@@ -40,8 +41,18 @@ std::pair<double, int> schedule_peak(const ModelSpec& model, const ParallelSpec&
     per_chunk.push_back(pass_activation_bytes(model, parallel, stage, c));
   double held = 0.0, peak = 0.0;
   int passes = 0, peak_passes = 0;
-  for (const Pass& p :
-       pass_order(parallel.schedule, parallel.pp, stage, parallel.microbatches, model_chunks(parallel))) {
+  std::vector<Pass> order =
+      pass_order(parallel.schedule, parallel.pp, stage, parallel.microbatches, model_chunks(parallel));
+  // Combined 1F1B (parallelism.moe_a2a_overlap) runs neighbouring forward and backward passes of two micro-batches
+  // as one step, paired from the start as the GPU pairs them (gpu_worker.cpp): a backward pass's activations are
+  // freed only after its partner forward pass has stored its own.
+  if (parallel.moe_a2a_overlap)
+    for (std::size_t i = 0; i + 1 < order.size(); ++i)
+      if (order[i].kind != order[i + 1].kind && order[i].microbatch != order[i + 1].microbatch) {
+        if (order[i].kind == PassKind::kBackward) std::swap(order[i], order[i + 1]);
+        ++i;
+      }
+  for (const Pass& p : order) {
     const double bytes = per_chunk[static_cast<std::size_t>(p.chunk)];
     if (p.kind == PassKind::kForward) {
       held += bytes;
@@ -86,8 +97,14 @@ double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& paralle
                         " out of range");
   const double e = bytes_per_element(model.dtype);
   const double input = parallel.sequence_parallel ? sbh(model) * e / parallel.tp : sbh(model) * e;
-  const double per_layer = model.recompute == Recompute::kFull ? input : layer_activation_bytes(model, parallel);
-  double bytes = layers_per_chunk(model, parallel) * per_layer;
+  const LayerMix mix = chunk_layer_mix(model, parallel, stage, chunk);
+  double bytes = 0.0;
+  if (model.recompute == Recompute::kFull) {
+    bytes = (mix.moe + mix.dense) * input;
+  } else {  // an MoE layer keeps its experts' activations too (layer.hpp)
+    if (mix.moe > 0) bytes += mix.moe * layer_activation_bytes(model, parallel);
+    if (mix.dense > 0) bytes += mix.dense * layer_activation_bytes(dense_layer_model(model), parallel);
+  }
   if (chunk_holds_embedding(stage, chunk))
     bytes +=
         sbh(model) * kDropoutMaskBytes + static_cast<double>(model.seq_len) * model.micro_batch_size * kTokenIdBytes;
@@ -119,7 +136,11 @@ std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec
     const auto [peak, passes] = schedule_peak(model, parallel, s);
     m.activations_bytes = peak;
     m.inflight_passes = passes;
-    m.recompute_bytes = model.recompute == Recompute::kFull ? layer_activation_bytes(model, parallel) : 0.0;
+    if (model.recompute == Recompute::kFull) {  // one layer's activations, the larger kind's with dense layers
+      m.recompute_bytes = layer_activation_bytes(model, parallel);
+      if (model.moe() && stage_layer_mix(model, parallel, s).dense > 0)
+        m.recompute_bytes = std::max(m.recompute_bytes, layer_activation_bytes(dense_layer_model(model), parallel));
+    }
     out.push_back(m);
   }
   return out;

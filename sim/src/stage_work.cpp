@@ -156,13 +156,20 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
   const ClusterSpec& cluster = platform.spec();
   StageWork w;
   const int chunks = model_chunks(par);
+  // An MoE model's layers and, where it has dense layers among them, a dense layer's (a dense model: the same).
   const LayerTp tp = layer_tp(platform, tp_group, model, par, params);
-  const int layers = layers_per_chunk(model, par);
-  const double n_fwd = layers * tp.forward_units;
-  const double n_bwd = layers * tp.backward_units;
+  const LayerTp dense_tp = model.moe() && model_layer_mix(model).dense > 0
+                               ? layer_tp(platform, tp_group, dense_layer_model(model), par, params)
+                               : tp;
   const double lat = par.tp > 1 ? ring_latency_s(tp_group) : 0.0;
   for (int c = 0; c < chunks; ++c) {
     ChunkWork cw;
+    const LayerMix mix = chunk_layer_mix(model, par, stage, c);
+    const auto both = [&](double LayerTp::*per_layer) {
+      return model.moe() ? mix.moe * (tp.*per_layer) + mix.dense * (dense_tp.*per_layer) : mix.dense * (tp.*per_layer);
+    };
+    const double n_fwd = both(&LayerTp::forward_units);
+    const double n_bwd = both(&LayerTp::backward_units);
     const ComputeCost cost = chunk_compute(model, par, cluster.gpu, params, stage, c);
     if (params.compute_model == ComputeModel::kEfficiency) {
       cw.forward_flops = cost.forward_flops / params.compute_efficiency;
@@ -176,13 +183,13 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
     cw.tp_backward_bytes = whole_bytes(n_bwd * tp.tensor_bytes);
     cw.tp_forward_extra_latency_s = std::max(0.0, n_fwd - 1.0) * lat;
     cw.tp_backward_extra_latency_s = std::max(0.0, n_bwd - 1.0) * lat;
-    cw.tp_backward_overlap_s = layers * tp.backward_overlap_s;
-    cw.tp_forward_overlap_s = layers * tp.forward_overlap_s;
+    cw.tp_backward_overlap_s = both(&LayerTp::backward_overlap_s);
+    cw.tp_forward_overlap_s = both(&LayerTp::forward_overlap_s);
     if (par.tp > 1) {
       cw.tp_forward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_forward_bytes);
       cw.tp_backward_ring_s = contention_free_ring_s(platform, tp_group, cw.tp_backward_bytes);
     }
-    add_all_to_alls(model, par, ep_group, layers, cw);
+    add_all_to_alls(model, par, ep_group, mix.moe, cw);
     w.chunks.push_back(cw);
   }
   w.powersgd_rank = sync.powersgd_rank;

@@ -19,6 +19,31 @@ inline ModelSpec small_model() {
   return m;
 }
 
+/// mistralai/Mixtral-8x7B-v0.1's config.json (scenarios/models/hf/mixtral-8x7b-config.json).
+inline ModelSpec mixtral_8x7b() {
+  ModelSpec m;
+  m.name = "Mixtral-8x7B";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.seq_len = 4096;
+  m.vocab = 32000;
+  m.micro_batch_size = 1;
+  m.global_batch_size = 256;
+  m.dtype = "bf16";
+  m.mlp = Mlp::kSwiglu;
+  m.norm = Norm::kRmsNorm;
+  m.position = Position::kRope;
+  m.bias = LinearBias::kNone;
+  m.tie_embeddings = false;
+  m.dropout = false;
+  m.experts = 8;
+  m.top_k = 2;
+  m.moe_ffn_hidden = 14336;
+  return m;
+}
+
 /// tp × pp × dp with microbatches left to validate() to fill in.
 inline ParallelSpec layout(int tp, int pp, int dp) {
   ParallelSpec p;

@@ -67,5 +67,43 @@ TEST(MoeIteration, ExpertSyncRunsOverExpertDataParallelGroupsAndCompressesAtItsR
   EXPECT_GE(r.stages[0].dp_sync_s, r.stages[0].expert_sync_s);
 }
 
+// Megatron-Core's combined 1F1B without pipelining: passes F0 B0 F1 B1 F2 B2 F3 B3 run as F0, (B0 F1), (B1 F2),
+// (B2 F3), B3. With compute far longer than a pass's all-to-alls, those of the combined steps hide entirely: only
+// F0's and B3's stay exposed, 2 of the 8 passes' all-to-alls.
+TEST(MoeIteration, CombinedOneFOneBHidesTheAllToAllsOfItsSteps) {
+  const Platform platform = Platform::build(engine(), test::h100_like(1), NetworkProfile{});
+  const ModelSpec m = small_moe(32);
+  CostParams slow = flops_only();
+  slow.compute_efficiency = 1e-4;  // about 0.1 ms of compute per pass, hundreds of times the all-to-alls
+  ParallelSpec par;
+  par.dp = 8;
+  par.ep = 8;
+  par.microbatches = 0;
+  par.moe_a2a_overlap = true;
+  const IterationResult r = simulate_iteration(engine(), platform, m, par, slow, uncompressed_plan(1), {});
+  const Route route = route_between(platform.gpu(0), platform.gpu(1));
+  const double per_pass = 4 * route.latency_s +
+                          moe_all_to_all_bytes(m, validate(m, par, test::h100_like(1), "t")) * 4 / route.bottleneck_Bps;
+  ASSERT_EQ(r.stages.size(), 1U);
+  EXPECT_NEAR(r.stages[0].all_to_all_s / (2 * per_pass), 1.0, 1e-3) << r.stages[0].all_to_all_s;
+}
+
+TEST(MoeIteration, ADenseStageRunsNoAllToAllAndNoExpertSync) {
+  const Platform platform = Platform::build(engine(), test::h100_like(1), NetworkProfile{});
+  ModelSpec m = small_moe(8);
+  m.moe_layer_pattern = {0, 1};  // stage 0 holds the dense layer 0, stage 1 the MoE layer 1
+  ParallelSpec par;
+  par.pp = 2;
+  par.dp = 4;
+  par.ep = 2;            // expert-DP groups of 2: an expert sync where there are experts
+  par.microbatches = 0;  // derived: 8 sequences over dp 4
+  const IterationResult r = simulate_iteration(engine(), platform, m, par, flops_only(), uncompressed_plan(2), {});
+  ASSERT_EQ(r.stages.size(), 2U);
+  EXPECT_EQ(r.stages[0].all_to_all_s, 0.0);
+  EXPECT_EQ(r.stages[0].expert_sync_s, 0.0);
+  EXPECT_GT(r.stages[1].all_to_all_s, 0.0);
+  EXPECT_GT(r.stages[1].expert_sync_s, 0.0);
+}
+
 }  // namespace
 }  // namespace edgc::sim

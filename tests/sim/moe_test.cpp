@@ -11,6 +11,7 @@
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/layer.hpp"
 #include "edgc/sim/layout.hpp"
+#include "edgc/sim/memory.hpp"
 #include "edgc/sim/whole_run.hpp"
 #include "impl/traffic.hpp"
 #include "model_test_util.hpp"
@@ -19,30 +20,7 @@
 namespace edgc::sim {
 namespace {
 
-// mistralai/Mixtral-8x7B-v0.1's config.json (scenarios/models/hf/mixtral-8x7b-config.json).
-ModelSpec mixtral() {
-  ModelSpec m;
-  m.name = "Mixtral-8x7B";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.seq_len = 4096;
-  m.vocab = 32000;
-  m.micro_batch_size = 1;
-  m.global_batch_size = 256;
-  m.dtype = "bf16";
-  m.mlp = Mlp::kSwiglu;
-  m.norm = Norm::kRmsNorm;
-  m.position = Position::kRope;
-  m.bias = LinearBias::kNone;
-  m.tie_embeddings = false;
-  m.dropout = false;
-  m.experts = 8;
-  m.top_k = 2;
-  m.moe_ffn_hidden = 14336;
-  return m;
-}
+ModelSpec mixtral() { return test::mixtral_8x7b(); }
 
 // Qwen/Qwen3-30B-A3B's config.json (scenarios/models/hf/qwen3-30b-a3b-config.json): 128 experts of width 768.
 ModelSpec qwen3_30b() {
@@ -216,6 +194,46 @@ TEST(Moe, ImpossibleLayoutsAreRefused) {
   ModelSpec dense = test::small_model();
   dense.global_batch_size = 16;
   expect_refused(dense, dense_ep, 1, "parallelism.ep");
+}
+
+TEST(Moe, CombinedOneFOneBHoldsOneMoreMicroBatchWithoutPipelining) {
+  ModelSpec m = mixtral();
+  m.global_batch_size = 32;  // 4 micro-batches over dp 8: F0 B0 F1 B1 … run as F0, (B0 F1), (B1 F2), (B2 F3), B3
+  ParallelSpec p = test::layout(1, 1, 8);
+  p.ep = 8;
+  p = validate(m, p, test::h100_like(1), "moe.json");
+  const StageMemory plain = stage_memory(m, p)[0];
+  p.moe_a2a_overlap = true;
+  const StageMemory combined = stage_memory(m, p)[0];
+  EXPECT_EQ(plain.inflight_passes, 1);
+  EXPECT_EQ(combined.inflight_passes, 2);
+  EXPECT_DOUBLE_EQ(combined.activations_bytes, 2 * plain.activations_bytes);
+}
+
+TEST(Moe, CombinedOneFOneBOnlyWhereMegatronCoreRunsIt) {
+  // Without pipelining (combined_1f1b.py's interleaved variant is not modelled); ep > 1; no full recomputation; an
+  // MoE model.
+  ParallelSpec flat = test::layout(1, 1, 64);
+  flat.ep = 8;
+  flat.moe_a2a_overlap = true;
+  EXPECT_NO_THROW(validate(mixtral(), flat, test::h100_like(8), "moe.json"));
+  ParallelSpec interleaved = test::layout(1, 4, 16);
+  interleaved.ep = 8;
+  interleaved.schedule = PipelineSchedule::kInterleaved;
+  interleaved.virtual_stages = 2;
+  interleaved.moe_a2a_overlap = true;
+  expect_refused(mixtral(), interleaved, 8, "parallelism.moe_a2a_overlap");
+  ParallelSpec no_ep = flat;
+  no_ep.ep = 1;
+  expect_refused(mixtral(), no_ep, 8, "parallelism.moe_a2a_overlap");
+  ModelSpec full = mixtral();
+  full.recompute = Recompute::kFull;
+  expect_refused(full, flat, 8, "parallelism.moe_a2a_overlap");
+  ParallelSpec dense_overlap = test::layout(1, 1, 8);
+  dense_overlap.moe_a2a_overlap = true;
+  ModelSpec dense = test::small_model();
+  dense.global_batch_size = 16;
+  expect_refused(dense, dense_overlap, 1, "parallelism.moe_a2a_overlap");
 }
 
 }  // namespace

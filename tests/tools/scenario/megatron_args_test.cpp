@@ -79,6 +79,27 @@ TEST(MegatronArgs, MegatronCoreStackArgumentsBecomeTheirKeys) {
   EXPECT_EQ(keys("--attention-backend unfused").at("model.attention"), "materialised");
 }
 
+// A Qwen3-30B-A3B-style and a GLM-4.5-style MoE recipe (Megatron-Core's MoE arguments).
+TEST(MegatronArgs, MixtureOfExpertsArgumentsBecomeTheirKeys) {
+  const auto k = keys(
+      "--num-layers 48 --num-experts 128 --moe-router-topk 8 --moe-ffn-hidden-size 768 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type alltoall --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3 "
+      "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --overlap-moe-expert-parallel-comm "
+      "--moe-shared-expert-intermediate-size 1536 --moe-expert-capacity-factor 1.25 --moe-layer-freq '([1]*48)'");
+  EXPECT_EQ(k.at("model.experts"), 128);
+  EXPECT_EQ(k.at("model.top_k"), 8);
+  EXPECT_EQ(k.at("model.moe_ffn_hidden"), 768);
+  EXPECT_EQ(k.at("model.shared_experts"), 2);
+  EXPECT_EQ(k.at("model.moe_capacity_factor"), 1.25);
+  EXPECT_EQ(k.at("parallelism.ep"), 8);
+  EXPECT_EQ(k.at("parallelism.etp"), 1);
+  EXPECT_EQ(k.at("parallelism.moe_a2a_overlap"), true);
+  EXPECT_EQ(k.at("model.moe_layer_freq"), nlohmann::json(std::vector<int>(48, 1)));
+  EXPECT_EQ(keys("--moe-layer-freq [0]*3+[1]*2").at("model.moe_layer_freq"), nlohmann::json({0, 0, 0, 1, 1}));
+  EXPECT_EQ(keys("--moe-layer-freq \"([1,1,0])*2\"").at("model.moe_layer_freq"), nlohmann::json({1, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(keys("--moe-layer-freq 2").at("model.moe_layer_freq"), 2);
+}
+
 TEST(MegatronArgs, RefusalsNameTheArgument) {
   EXPECT_NE(refusal("--foo 3").find("unknown argument --foo"), std::string::npos);
   EXPECT_NE(refusal("32").find("'32' is not an argument"), std::string::npos);
@@ -89,7 +110,13 @@ TEST(MegatronArgs, RefusalsNameTheArgument) {
   EXPECT_NE(refusal("--fp8-format e5m2").find("--fp8-format e5m2: expected e4m3 or hybrid"), std::string::npos);
   EXPECT_NE(refusal("--attention-backend magic").find("expected flash, fused"), std::string::npos);
   EXPECT_NE(refusal("--context-parallel-size 2").find("context parallelism"), std::string::npos);
-  EXPECT_NE(refusal("--num-experts 8").find("mixture-of-experts"), std::string::npos);
+  EXPECT_NE(refusal("--moe-token-dispatcher-type flex").find("only the all-to-all dispatcher"), std::string::npos);
+  EXPECT_NE(refusal("--moe-shared-expert-overlap").find("not modelled"), std::string::npos);
+  EXPECT_NE(refusal("--moe-expert-capacity-factor 0.5").find("expected a factor ≥ 1"), std::string::npos);
+  EXPECT_NE(refusal("--moe-shared-expert-intermediate-size 100 --moe-ffn-hidden-size 64").find("whole number"),
+            std::string::npos);
+  for (const char* freq : {"[2]*4", "[1,0", "([1]*4", "[10]", "[1]*x", "[1]+", "1.5", "[1]*99999"})
+    EXPECT_NE(refusal(std::string("--moe-layer-freq ") + freq).find("--moe-layer-freq"), std::string::npos) << freq;
   EXPECT_NE(refusal("--normalization BatchNorm").find("expected LayerNorm or RMSNorm"), std::string::npos);
   EXPECT_NE(refusal("--hidden-dropout 2").find("expected a number in [0, 1]"), std::string::npos);
   EXPECT_NE(refusal("--num-query-groups 8").find("needs --group-query-attention"), std::string::npos);

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/cluster_config.hpp"
@@ -607,12 +609,39 @@ TEST_F(ModelConfigFile, FromHfReadsMixturesOfExperts) {
   EXPECT_EQ(s2.bias, sim::LinearBias::kQkv);
 }
 
+// Qwen-MoE's dense layers among its MoE layers: layer i is an MoE layer when (i + 1) % decoder_sparse_step == 0 and
+// mlp_only_layers does not list it (transformers' Qwen2MoeDecoderLayer); the dense ones have intermediate_size.
+TEST_F(ModelConfigFile, FromHfQwenMoeDenseLayersBecomeThePattern) {
+  write("config.json", R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 6,
+                          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 512, "num_experts": 8,
+                          "num_experts_per_tok": 2, "moe_intermediate_size": 32, "decoder_sparse_step": 2,
+                          "mlp_only_layers": [3]})");
+  write("s.json", R"({"model": {"from_hf": "config.json", "seq_len": 64}})");
+  Scenario sc = Scenario::load(path("s.json"));
+  const sim::ModelSpec m = read_model_config(sc, sim::GpuSpec{}).model;
+  EXPECT_EQ(m.moe_layer_pattern, (std::vector<std::uint8_t>{0, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(m.ffn_hidden, 128);
+  EXPECT_EQ(m.moe_ffn_hidden, 32);
+  // Megatron-Core's integer form: layer i is an MoE layer when i % N == 0.
+  write("n.json", R"({"model": {"name": "m", "layers": 5, "hidden": 64, "heads": 4, "seq_len": 32, "vocab": 512,
+                                "micro_batch_size": 1, "global_batch_size": 8, "experts": 8, "top_k": 2,
+                                "moe_layer_freq": 2}})");
+  Scenario n = Scenario::load(path("n.json"));
+  EXPECT_EQ(read_model_config(n, sim::GpuSpec{}).model.moe_layer_pattern, (std::vector<std::uint8_t>{1, 0, 1, 0, 1}));
+}
+
 // The mixture-of-experts keys' refusals name the key (the layouts' refusals: tests/sim/moe_test.cpp).
 TEST_F(ModelConfigFile, MixtureOfExpertsKeysAreRefusedByName) {
   const std::string base = R"({"model": {"name": "m", "layers": 4, "hidden": 64, "heads": 4, "seq_len": 32,
                                           "vocab": 512, "micro_batch_size": 1, "global_batch_size": 8, )";
   EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2}})"), "");
-  EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2, "moe_layer_freq": 2}})"), "model.moe_layer_freq");
+  EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2, "moe_layer_freq": 2}})"), "");
+  EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2, "moe_layer_freq": [0, 1, 1, 1]}})"), "");
+  for (const char* freq : {"0", "-1", "1.5", "\"2\"", "[]", "[1, 0, 2, 1]", "[1, 0.5, 1, 1]"})
+    EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2, "moe_layer_freq": )" + freq + "}}"),
+              "model.moe_layer_freq")
+        << freq;
+  EXPECT_EQ(failing_field(base + R"("moe_layer_freq": 2}})"), "model.moe_layer_freq");  // a dense model
   EXPECT_EQ(failing_field(base + R"("experts": 8, "top_k": 2, "moe_capacity_factor": 0.5}})"),
             "model.moe_capacity_factor");
   EXPECT_EQ(failing_field(base + R"("moe_load_factor": 1.5}})"), "model.moe_load_factor");
@@ -641,10 +670,21 @@ TEST_F(ModelConfigFile, FromHfRefusesWhatItDoesNotModelByField) {
             std::make_pair(path("config.json"), std::string("model_type")));
   const std::string moe = R"("num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32, )";
   EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", )" + moe + llama + "}").second, "");
-  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", "decoder_sparse_step": 2, )" + moe + llama + "}").second,
+  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", "decoder_sparse_step": 2, )" + moe + llama + "}").second, "");
+  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", "decoder_sparse_step": 0, )" + moe + llama + "}").second,
             "decoder_sparse_step");
-  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", "mlp_only_layers": [0], )" + moe + llama + "}").second,
-            "mlp_only_layers");
+  EXPECT_EQ(refused(R"({"model_type": "mixtral", "decoder_sparse_step": 2, "num_local_experts": 8,
+                        "num_experts_per_tok": 2, )" +
+                    llama + "}")
+                .second,
+            "decoder_sparse_step");
+  EXPECT_EQ(refused(R"({"model_type": "qwen3_moe", "mlp_only_layers": [0], )" + moe + llama + "}").second, "");
+  for (const char* dense : {"[2]", "[-1]", "[0.5]", "0", "[0, 1]"})
+    EXPECT_EQ(
+        refused(R"({"model_type": "qwen3_moe", "mlp_only_layers": )" + std::string(dense) + ", " + moe + llama + "}")
+            .second,
+        "mlp_only_layers")
+        << dense;
   EXPECT_EQ(
       refused(R"({"model_type": "qwen2_moe", "shared_expert_intermediate_size": 48, )" + moe + llama + "}").second,
       "shared_expert_intermediate_size");

@@ -41,7 +41,8 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
                             {"dtype", m.dtype},
                             {"attention", std::string(sim::attention_name(m.attention))},
                             {"precision", m.fp8 ? std::string("fp8") : m.dtype}};
-  if (m.moe()) doc.model_architecture.erase("ffn_hidden");  // no dense MLP: the experts' width is below
+  // No dense MLP where every layer is an MoE layer: the experts' width is below.
+  if (m.moe() && m.moe_layer_pattern.empty()) doc.model_architecture.erase("ffn_hidden");
   if (m.moe())
     doc.model_architecture["mixture_of_experts"] = {{"experts", m.experts},
                                                     {"top_k", m.top_k},
@@ -52,6 +53,9 @@ void set_setup(results::ResultDocument& doc, const SimulationSetup& setup, std::
                                                     {"ep", par.ep},
                                                     {"etp", par.etp},
                                                     {"expert_dp", sim::expert_dp_size(par)}};
+  if (m.moe() && !m.moe_layer_pattern.empty())  // dense layers among the MoE ones (model.moe_layer_freq)
+    doc.model_architecture["mixture_of_experts"]["moe_layers"] = sim::model_layer_mix(m).moe;
+  if (m.moe() && par.moe_a2a_overlap) doc.model_architecture["mixture_of_experts"]["a2a_overlap"] = true;
   doc.parallelism = results::ResultParallelism{par.tp,
                                                par.pp,
                                                par.dp,

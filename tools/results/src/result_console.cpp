@@ -26,7 +26,9 @@ void print_model(std::ostream& os, const ResultDocument& r) {
     const auto& moe = r.model_architecture["mixture_of_experts"];
     os << " (" << fmt_g(moe.value("active_parameters", 0.0) / 1e9, 4) << " B active; " << moe.value("experts", 0)
        << " experts, top " << moe.value("top_k", 0) << ", ep " << moe.value("ep", 1) << ", expert DP "
-       << moe.value("expert_dp", 1) << ")";
+       << moe.value("expert_dp", 1);
+    if (moe.contains("moe_layers")) os << ", " << moe.value("moe_layers", 0) << " MoE layers";
+    os << ")";
   }
   const auto memory = r.sections.find("memory");
   if (memory == r.sections.end() || !memory->is_object() || !memory->contains("stages")) {

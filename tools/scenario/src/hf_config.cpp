@@ -1,5 +1,7 @@
 #include "edgc/scenario/hf_config.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -81,20 +83,49 @@ void refuse_unmodelled(const HfFields& hf) {
 
 void add(std::vector<KeySetting>& out, const char* key, Json value) { out.push_back({key, std::move(value)}); }
 
-// Mixtral, Qwen2-MoE and Qwen3-MoE: every layer's MLP a set of routed SwiGLU experts (Qwen2-MoE: plus a shared
-// expert, whose width is a whole number of routed experts' widths; its one-output sigmoid gate, h parameters per
-// layer, is not counted).
+// Qwen2-MoE and Qwen3-MoE: layer i is an MoE layer unless mlp_only_layers lists it, and only when
+// (i + 1) % decoder_sparse_step == 0 (transformers' Qwen2MoeDecoderLayer and Qwen3MoeDecoderLayer); the others have a
+// dense MLP of width intermediate_size. Released checkpoints make every layer an MoE layer (step 1, no list).
+void qwen_moe_layers(const HfFields& hf, std::vector<KeySetting>& out) {
+  const std::int64_t layers = hf.integer("num_hidden_layers");
+  if (layers < 1 || layers > (1 << 16))
+    hf.fail("num_hidden_layers", "expected an integer in [1, 2^16], got " + std::to_string(layers));
+  const std::int64_t step = hf.optional_integer("decoder_sparse_step").value_or(1);
+  if (step < 1 || step > layers)
+    hf.fail("decoder_sparse_step", "expected an integer in [1, num_hidden_layers], got " + std::to_string(step));
+  std::vector<int> pattern(static_cast<std::size_t>(layers));
+  for (std::int64_t i = 0; i < layers; ++i) pattern[static_cast<std::size_t>(i)] = (i + 1) % step == 0 ? 1 : 0;
+  if (hf.has("mlp_only_layers")) {
+    const Json& dense = hf.raw("mlp_only_layers");
+    if (!dense.is_array()) hf.fail("mlp_only_layers", "expected a list of layer indices, got " + dense.dump());
+    for (const Json& i : dense) {
+      if (!i.is_number_integer() || i.get<std::int64_t>() < 0 || i.get<std::int64_t>() >= layers)
+        hf.fail("mlp_only_layers", i.dump() + " is not a layer index in [0, num_hidden_layers)");
+      pattern[i.get<std::size_t>()] = 0;
+    }
+  }
+  if (std::all_of(pattern.begin(), pattern.end(), [](int x) { return x == 1; })) return;
+  if (std::none_of(pattern.begin(), pattern.end(), [](int x) { return x == 1; }))
+    hf.fail("mlp_only_layers", "no layer is left a mixture-of-experts layer");
+  add(out, "model.moe_layer_freq", pattern);
+  add(out, "model.ffn_hidden", hf.integer("intermediate_size"));
+}
+
+// Mixtral, Qwen2-MoE and Qwen3-MoE: every (Qwen: every MoE) layer's MLP a set of routed SwiGLU experts (Qwen2-MoE: plus
+// a shared expert, whose width is a whole number of routed experts' widths; its one-output sigmoid gate, h parameters
+// per layer, is not counted).
 void moe_fields(const HfFields& hf, const std::string& type, std::vector<KeySetting>& out) {
   const bool mixtral = type == "mixtral";
   const std::int64_t width = mixtral ? hf.integer("intermediate_size") : hf.integer("moe_intermediate_size");
   add(out, "model.experts", hf.integer(mixtral ? "num_local_experts" : "num_experts"));
   add(out, "model.top_k", hf.integer("num_experts_per_tok"));
   add(out, "model.moe_ffn_hidden", width);
-  if (const auto step = hf.optional_integer("decoder_sparse_step"); step && *step != 1)
-    hf.fail("decoder_sparse_step", std::to_string(*step) + ": only every layer a mixture-of-experts layer is modelled");
-  if (hf.has("mlp_only_layers") && !(hf.raw("mlp_only_layers").is_array() && hf.raw("mlp_only_layers").empty()))
-    hf.fail("mlp_only_layers",
-            hf.raw("mlp_only_layers").dump() + ": dense layers among the MoE layers are not modelled");
+  if (mixtral) {
+    if (const auto step = hf.optional_integer("decoder_sparse_step"); step && *step != 1)
+      hf.fail("decoder_sparse_step", std::to_string(*step) + ": every Mixtral layer is a mixture-of-experts layer");
+  } else {
+    qwen_moe_layers(hf, out);
+  }
   if (const auto shared = hf.optional_integer("shared_expert_intermediate_size")) {
     if (*shared % width != 0)
       hf.fail("shared_expert_intermediate_size",

@@ -30,6 +30,11 @@ const std::map<std::string, std::string>& integer_arguments() {
       {"--make-vocab-size-divisible-by", "model.vocab_divisor"},
       {"--tensor-model-parallel-size", "parallelism.tp"},
       {"--pipeline-model-parallel-size", "parallelism.pp"},
+      {"--num-experts", "model.experts"},
+      {"--moe-router-topk", "model.top_k"},
+      {"--moe-ffn-hidden-size", "model.moe_ffn_hidden"},
+      {"--expert-model-parallel-size", "parallelism.ep"},
+      {"--expert-tensor-parallel-size", "parallelism.etp"},
   };
   return m;
 }
@@ -51,6 +56,7 @@ const std::map<std::string, std::pair<std::string, nlohmann::json>>& switch_argu
       {"--no-gradient-accumulation-fusion", {"parallelism.grad_accumulation_fusion", false}},
       {"--bf16", {"model.dtype", "bf16"}},
       {"--fp16", {"model.dtype", "fp16"}},
+      {"--overlap-moe-expert-parallel-comm", {"parallelism.moe_a2a_overlap", true}},
   };
   return m;
 }
@@ -104,6 +110,20 @@ const std::map<std::string, int>& ignored_arguments() {
       {"--log-throughput", 0},
       {"--no-load-optim", 0},
       {"--no-load-rng", 0},
+      // Mixture of experts: the router's loss terms and numerics, and fusions of what edgc already times as fused
+      // (the experts as one grouped GEMM, the permutation as one pass).
+      {"--moe-grouped-gemm", 0},
+      {"--moe-permute-fusion", 0},
+      {"--moe-router-pre-softmax", 0},
+      {"--moe-router-enable-expert-bias", 0},
+      {"--moe-router-load-balancing-type", 1},
+      {"--moe-aux-loss-coeff", 1},
+      {"--moe-z-loss-coeff", 1},
+      {"--moe-router-dtype", 1},
+      {"--moe-router-score-function", 1},
+      {"--moe-router-topk-scaling-factor", 1},
+      {"--moe-router-bias-update-rate", 1},
+      {"--moe-token-drop-policy", 1},
   };
   return m;
 }
@@ -112,8 +132,8 @@ const std::map<std::string, int>& ignored_arguments() {
 const std::map<std::string, std::string>& refused_arguments() {
   static const std::map<std::string, std::string> m = {
       {"--context-parallel-size", "context parallelism is not modelled"},
-      {"--expert-model-parallel-size", "mixture-of-experts layers are not modelled yet"},
-      {"--num-experts", "mixture-of-experts layers are not modelled yet"},
+      {"--moe-shared-expert-overlap", "overlapping the shared experts with the token all-to-alls is not modelled"},
+      {"--delay-wgrad-compute", "delaying the weight-gradient GEMMs is not modelled"},
       {"--apply-residual-connection-post-layernorm", "post-LayerNorm residuals are not modelled"},
   };
   return m;
@@ -216,6 +236,24 @@ class Reader {
       recompute_layers_ = integer(arg);
     } else if (arg == "--num-layers-per-virtual-pipeline-stage") {
       layers_per_virtual_ = integer(arg);
+    } else if (arg == "--moe-shared-expert-intermediate-size") {
+      shared_width_ = integer(arg);
+    } else if (arg == "--moe-token-dispatcher-type") {
+      const std::string v = value(arg);
+      if (v != "alltoall") refuse(where_, arg + " " + v + ": only the all-to-all dispatcher (alltoall) is modelled");
+    } else if (arg == "--moe-expert-capacity-factor") {
+      const std::string v = value(arg);
+      std::size_t used = 0;
+      double x = 0.0;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || !(x >= 1.0 && x <= 1e6)) refuse(where_, arg + " " + v + ": expected a factor ≥ 1");
+      set("model.moe_capacity_factor", x);
+    } else if (arg == "--moe-layer-freq") {
+      set("model.moe_layer_freq", moe_layer_freq(arg, value(arg)));
     } else {
       refuse(where_, "unknown argument " + arg + " (scenarios/README.md lists the arguments edgc reads and ignores)");
     }
@@ -239,6 +277,13 @@ class Reader {
       refuse(where_, "--recompute-method " + recompute_method_ + " --recompute-num-layers " +
                          std::to_string(recompute_layers_) +
                          ": only full recomputation of every layer (uniform, 1) is modelled");
+    if (shared_width_ > 0) {  // edgc counts shared experts in experts' widths
+      const std::int64_t width = given("model.moe_ffn_hidden");
+      if (width == 0 || shared_width_ % width != 0)
+        refuse(where_, "--moe-shared-expert-intermediate-size " + std::to_string(shared_width_) +
+                           " needs --moe-ffn-hidden-size and a whole number of experts' widths");
+      set("model.shared_experts", shared_width_ / width);
+    }
     if (layers_per_virtual_ > 0) {
       const std::int64_t layers = given("model.layers"), pp = given("parallelism.pp");
       if (layers == 0 || pp == 0 || layers % (pp * layers_per_virtual_) != 0)
@@ -258,7 +303,67 @@ class Reader {
   bool gqa_ = false, no_bias_ = false, qkv_bias_ = false;
   double attention_dropout_ = 0.1, hidden_dropout_ = 0.1;
   std::string recompute_method_;
-  std::int64_t recompute_layers_ = 0, layers_per_virtual_ = 0;
+  std::int64_t recompute_layers_ = 0, layers_per_virtual_ = 0, shared_width_ = 0;
+
+  // --moe-layer-freq: an integer, or Megatron-Core's Python list expression of 0/1 ("[1]*3+[0]", "([1,0])*24",
+  // quoted or not, written without spaces): lists, parentheses, + (concatenation) and * (repetition by an integer).
+  nlohmann::json moe_layer_freq(const std::string& arg, std::string text) {
+    while (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') && text.back() == text.front())
+      text = text.substr(1, text.size() - 2);
+    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return integer_text(arg, text);
+    std::size_t at = 0;
+    std::vector<int> pattern = pattern_sum(arg, text, at);
+    if (at != text.size()) refuse(where_, arg + " " + text + ": cannot read it as a list expression");
+    return pattern;
+  }
+  std::int64_t integer_text(const std::string& arg, const std::string& text) {
+    if (text.size() > 6 || std::stoll(text) < 1)
+      refuse(where_, arg + " " + text + ": expected an integer in [1, 2^16]");
+    return std::stoll(text);
+  }
+  std::vector<int> pattern_sum(const std::string& arg, const std::string& text, std::size_t& at) {
+    std::vector<int> out = pattern_product(arg, text, at);
+    while (at < text.size() && text[at] == '+') {
+      const std::vector<int> more = pattern_product(arg, text, ++at);
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  }
+  std::vector<int> pattern_product(const std::string& arg, const std::string& text, std::size_t& at) {
+    std::vector<int> list = pattern_atom(arg, text, at);
+    while (at < text.size() && text[at] == '*') {
+      const std::size_t end = text.find_first_not_of("0123456789", ++at);
+      const std::string n = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      if (n.empty() || n.size() > 5 || list.size() * std::stoull(n) > (1U << 16))
+        refuse(where_, arg + " " + text + ": a repetition must be a small positive integer");
+      at += n.size();
+      const std::vector<int> once = list;
+      for (unsigned long long k = 1; k < std::stoull(n); ++k) list.insert(list.end(), once.begin(), once.end());
+      if (std::stoull(n) == 0) list.clear();
+    }
+    return list;
+  }
+  std::vector<int> pattern_atom(const std::string& arg, const std::string& text, std::size_t& at) {
+    if (at < text.size() && text[at] == '(') {
+      std::vector<int> inner = pattern_sum(arg, text, ++at);
+      if (at >= text.size() || text[at] != ')') refuse(where_, arg + " " + text + ": unbalanced parentheses");
+      ++at;
+      return inner;
+    }
+    if (at >= text.size() || text[at] != '[') refuse(where_, arg + " " + text + ": expected a list such as [1]*4");
+    std::vector<int> list;
+    for (++at; at < text.size() && text[at] != ']'; ++at) {  // 0 or 1, then a comma or the closing bracket
+      if (text[at] != '0' && text[at] != '1') refuse(where_, arg + " " + text + ": list entries must be 0 or 1");
+      list.push_back(text[at] - '0');
+      if (at + 1 < text.size() && text[at + 1] == ',')
+        ++at;
+      else if (at + 1 < text.size() && text[at + 1] != ']')
+        refuse(where_, arg + " " + text + ": list entries must be 0 or 1, separated by commas");
+    }
+    if (at >= text.size()) refuse(where_, arg + " " + text + ": unclosed list");
+    ++at;
+    return list;
+  }
 };
 
 }  // namespace

@@ -95,6 +95,34 @@ void read_architecture(Scenario& sc, const Framework& fw, sim::ModelSpec& m) {
                            "materialised or flash");
 }
 
+// model.moe_layer_freq, Megatron-Core's --moe-layer-freq: an integer N (layer i is an MoE layer when i % N == 0)
+// or one 0/1 entry per layer. Absent or 1: every layer (the empty pattern); layers not yet read: 0.
+std::vector<std::uint8_t> read_moe_layer_freq(Scenario& sc, int layers) {
+  const nlohmann::json* freq = sc.raw("model.moe_layer_freq");
+  if (freq == nullptr) return {};
+  const std::string key = "model.moe_layer_freq";
+  if (freq->is_number_integer()) {
+    const std::int64_t n = freq->get<std::int64_t>();
+    if (n < 1 || n > (1 << 16))
+      throw ConfigError(sc.where(), key, "expected an integer in [1, 2^16] or a list of 0/1, got " + freq->dump());
+    if (n == 1) return {};
+    std::vector<std::uint8_t> pattern(static_cast<std::size_t>(std::max(layers, 0)));
+    for (std::size_t i = 0; i < pattern.size(); ++i) pattern[i] = i % static_cast<std::size_t>(n) == 0 ? 1 : 0;
+    return pattern;
+  }
+  if (!freq->is_array() || freq->empty() || freq->size() > (1U << 16))
+    throw ConfigError(sc.where(), key, "expected an integer ≥ 1 or a list of 0/1, one per layer, got " + freq->dump());
+  std::vector<std::uint8_t> pattern;
+  for (const nlohmann::json& x : *freq) {
+    if (!x.is_number_integer() || (x.get<std::int64_t>() != 0 && x.get<std::int64_t>() != 1))
+      throw ConfigError(
+          sc.where(), key,
+          "entry " + std::to_string(pattern.size()) + " is " + x.dump() + ": expected 1 (MoE) or 0 (dense)");
+    pattern.push_back(static_cast<std::uint8_t>(x.get<std::int64_t>()));
+  }
+  return pattern;
+}
+
 // The mixture-of-experts keys (scenarios/README.md, "Mixture of experts"); absent = a dense model.
 void read_moe(Scenario& sc, sim::ModelSpec& m) {
   for (const auto& [key, field] :
@@ -104,10 +132,9 @@ void read_moe(Scenario& sc, sim::ModelSpec& m) {
     if (*field < 0 || *field > (1 << 20))
       throw ConfigError(sc.where(), key, "expected an integer in [0, 2^20], got " + std::to_string(*field));
   }
-  // Megatron-Core's --moe-layer-freq: only every layer an MoE layer is modelled (Mixtral, Qwen-MoE).
-  if (const int freq = sc.int32("model.moe_layer_freq", 1); freq != 1)
-    throw ConfigError(sc.where(), "model.moe_layer_freq",
-                      "only 1 (every layer a mixture-of-experts layer) is modelled, got " + std::to_string(freq));
+  m.moe_layer_pattern = read_moe_layer_freq(sc, m.layers);
+  if (!m.moe_layer_pattern.empty() && m.experts == 0)
+    throw ConfigError(sc.where(), "model.moe_layer_freq", "needs a mixture-of-experts model (model.experts > 0)");
   const double load = sc.number("model.moe_load_factor", 1.0);
   const double capacity = sc.number("model.moe_capacity_factor", 0.0);
   if (!(capacity == 0.0 || capacity >= 1.0) || !std::isfinite(capacity))
@@ -311,7 +338,8 @@ ModelConfig read_model_config(Scenario& sc, const sim::GpuSpec& gpu) {
   p.order = parse_order(sc, sc.string("parallelism.order", "tp-dp-pp"));
   p.ep = sc.int32("parallelism.ep", 1);
   p.etp = sc.int32("parallelism.etp", p.tp);  // Megatron-Core: --expert-tensor-parallel-size defaults to tp
-  check_parallel_sizes(sc, m, p);             // before any product of them is formed
+  p.moe_a2a_overlap = sc.boolean("parallelism.moe_a2a_overlap", false);
+  check_parallel_sizes(sc, m, p);  // before any product of them is formed
   read_megatron_features(sc, fw, m, p);
 
   const sim::CostParams defaults;

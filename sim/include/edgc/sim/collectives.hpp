@@ -118,6 +118,21 @@ void ring_all_gather(const Group& group, int my_index, std::uint64_t bytes);
 /// other's messages.
 void all_to_all(const Group& group, int my_index, std::uint64_t bytes);
 
+/// all_to_all's transfers posted and not yet waited for, so that the caller can compute meanwhile (Megatron-Core's
+/// combined 1F1B schedule): wait() ends the collective. Must be waited for before it is destroyed.
+class PendingAllToAll {
+ public:
+  PendingAllToAll() = default;
+  PendingAllToAll(const Group& group, int my_index, std::uint64_t bytes);  ///< posts every send and receive
+  /// Waits for every transfer; returns the simulated time the last one ended (now when none was posted).
+  double wait();
+  bool posted() const noexcept { return !comms_.empty(); }
+
+ private:
+  std::vector<simgrid::s4u::CommPtr> comms_;
+  std::vector<int*> received_;  // where the receives store their payload pointers
+};
+
 /// Point-to-point: sends `bytes` to member `to` while receiving one message from member `from` (as nccl-tests'
 /// sendrecv does with to = next, from = previous). Either may be -1 to only receive or only send.
 void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t bytes);

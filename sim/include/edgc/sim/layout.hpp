@@ -89,4 +89,21 @@ bool chunk_holds_head(const ParallelSpec& parallel, int stage, int chunk);
 /// Transformer layers of one model chunk: layers / (pp · virtual_stages) for interleaved, else layers / pp.
 int layers_per_chunk(const ModelSpec& model, const ParallelSpec& parallel);
 
+/// Mixture of experts with dense layers among the MoE ones (ModelSpec::moe_layer_pattern): how many of a span of
+/// transformer layers are MoE layers and how many dense. A dense model's layers are all dense.
+struct LayerMix {
+  int moe = 0;
+  int dense = 0;
+};
+/// The layers of model chunk `chunk` of pipeline stage `stage`: virtual stage chunk·pp + stage holds layers
+/// [v·n, (v + 1)·n) with n = layers_per_chunk (Megatron-Core's layer offsets). Assumes a validated layout.
+LayerMix chunk_layer_mix(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk);
+/// The layers of every chunk of `stage`.
+LayerMix stage_layer_mix(const ModelSpec& model, const ParallelSpec& parallel, int stage);
+/// The layers of the whole model.
+LayerMix model_layer_mix(const ModelSpec& model);
+/// What a dense layer of `model` is: the model without experts (its dense MLP of width ffn_hidden). `model` itself
+/// when it has no experts.
+ModelSpec dense_layer_model(const ModelSpec& model);
+
 }  // namespace edgc::sim

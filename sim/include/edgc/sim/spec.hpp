@@ -179,8 +179,15 @@ struct ModelSpec {
   /// capacity are dropped); dropless routing (Megatron-Core's default) runs at the imbalance itself. 1 = perfectly
   /// balanced routing, a stated assumption that flatters the MoE layer's time.
   double moe_load_factor = 1.0;
+  /// Which transformer layers are MoE layers (Megatron-Core's --moe-layer-freq, as its pattern): one entry per
+  /// layer, 1 = MoE, 0 = a dense layer (attention and the dense MLP of width ffn_hidden); empty = every layer.
+  std::vector<std::uint8_t> moe_layer_pattern;
 
   bool moe() const noexcept { return experts > 0; }
+  /// Whether transformer layer `layer` (0-based, in model order) is an MoE layer.
+  bool moe_layer(int layer) const {
+    return moe() && (moe_layer_pattern.empty() || moe_layer_pattern.at(static_cast<std::size_t>(layer)) != 0);
+  }
   std::int64_t moe_ffn_or_default() const { return moe_ffn_hidden > 0 ? moe_ffn_hidden : ffn_or_default(); }
 
   int kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -232,6 +239,9 @@ struct ParallelSpec {
   /// tp·dp/ep GPUs that hold the same experts; layout.hpp).
   int ep = 1;
   int etp = 1;
+  /// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm): in the steady state a forward and a
+  /// backward pass of two micro-batches run as one step, each one's token all-to-alls beside the other's compute.
+  bool moe_a2a_overlap = false;
   bool expert_groups = false;    ///< the model is a mixture of experts (set by validate(), layout.hpp): the stage's
                                  ///< expert-parallel and expert-data-parallel groups exist
   bool tp_comm_overlap = false;  ///< --tp-comm-overlap (Transformer Engine userbuffers; needs sequence parallelism):
