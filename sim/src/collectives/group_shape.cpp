@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <limits>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -44,6 +46,9 @@ namespace {
 constexpr int kMaxCycles = 4;
 constexpr int kMaxCubeMembers = 8;
 
+std::string wiring_key(const std::vector<std::vector<Route>>& route);
+std::vector<std::vector<int>> search_direct_link_rings(const std::vector<std::vector<Route>>& route);
+
 std::vector<std::vector<int>> direct_link_rings(const Group& group) {
   const int d = group.size();
   if (d < 3 || d > kMaxCubeMembers) return {};
@@ -56,6 +61,35 @@ std::vector<std::vector<int>> direct_link_rings(const Group& group) {
         wired = wired || route[a][b].links.size() == 1;
       }
   if (!wired) return {};
+  // Every node of a cluster is wired alike: the search below depends only on the routes' links (which pairs share
+  // which link, and each link's bandwidth), so its result is kept per wiring and reused by every such group.
+  static std::unordered_map<std::string, std::vector<std::vector<int>>> by_wiring;
+  const std::string wiring = wiring_key(route);
+  if (const auto it = by_wiring.find(wiring); it != by_wiring.end()) return it->second;
+  std::vector<std::vector<int>> rings = search_direct_link_rings(route);
+  by_wiring.emplace(wiring, rings);
+  return rings;
+}
+
+// The routes' links as a key: per ordered pair, each link's first-seen index and its bandwidth (exact, hex).
+std::string wiring_key(const std::vector<std::vector<Route>>& route) {
+  std::unordered_map<const sg4::Link*, std::size_t> id;
+  std::string key;
+  char buf[64];
+  for (const std::vector<Route>& from : route)
+    for (const Route& r : from) {
+      key += '|';
+      for (const sg4::Link* l : r.links) {
+        const std::size_t n = id.emplace(l, id.size()).first->second;
+        std::snprintf(buf, sizeof buf, "%zu:%a,", n, l->get_bandwidth());
+        key += buf;
+      }
+    }
+  return key;
+}
+
+std::vector<std::vector<int>> search_direct_link_rings(const std::vector<std::vector<Route>>& route) {
+  const int d = static_cast<int>(route.size());
   // Undirected cycles (member 0 first, second member below the last), each as its two directed successor arrays.
   std::vector<std::array<std::vector<int>, 2>> cycles;
   std::vector<int> order(static_cast<std::size_t>(d));
