@@ -109,6 +109,17 @@ TEST(CheckedInteger, IntegralDoublesOnlyWhenAsked) {
             "must be in [0, 2147483647], got 3000000000");
 }
 
+// The non-throwing form for optional fields: the value within bounds, else nothing.
+TEST(CheckedInteger, JsonIntegerIf) {
+  EXPECT_EQ(json_integer_if<int>(json(3), 0, 10), 3);
+  EXPECT_EQ(json_integer_if<std::int64_t>(json::parse("-1"), -1, 10), -1);
+  EXPECT_FALSE(json_integer_if<int>(json::parse("18446744073709551615"), 0, kIntMax));
+  EXPECT_FALSE(json_integer_if<std::int64_t>(json::parse("9223372036854775808"), 0, kI64Max));
+  EXPECT_FALSE(json_integer_if<int>(json::parse("-1"), 0, kIntMax));
+  EXPECT_FALSE(json_integer_if<int>(json(1.0), 0, kIntMax));
+  EXPECT_FALSE(json_integer_if<int>(json("1"), 0, kIntMax));
+}
+
 // One-sided wording names the bound that was crossed.
 TEST(CheckedInteger, OneSidedWording) {
   const IntegerRule one_sided{.one_sided = true};

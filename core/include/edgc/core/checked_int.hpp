@@ -90,6 +90,21 @@ Int json_integer(const Json& v, std::type_identity_t<Int> min, std::type_identit
   throw IntegerError(IntegerError::Kind::kNotInteger, "expected an integer, got " + v.dump());
 }
 
+/// json_integer() for optional, free-form fields: the value when `v` is an integer (never a double) within
+/// [min, max], nullopt otherwise.
+template <std::integral Int, class Json>
+std::optional<Int> json_integer_if(const Json& v, std::type_identity_t<Int> min, std::type_identity_t<Int> max) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.template get<std::uint64_t>();
+    if (std::cmp_less(u, min) || std::cmp_greater(u, max)) return std::nullopt;
+    return static_cast<Int>(u);
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const auto i = v.template get<std::int64_t>();
+  if (std::cmp_less(i, min) || std::cmp_greater(i, max)) return std::nullopt;
+  return static_cast<Int>(i);
+}
+
 /// Decimal `text` (an optional '-', then digits, nothing else: no sign '+', no spaces, no "1e3", no "0x") as an Int
 /// in [min, max]. Throws IntegerError: kNotInteger ("expected an integer, got 'TEXT'") when the text is not one,
 /// kAbove / kBelow when it is out of bounds (digits past 64 bits included).
