@@ -23,9 +23,9 @@ using nlohmann::json;
 // (per-stage tables are allocated), layer indices, elements of one tensor or boundary message (4 Ti elements, far
 // past any GPU's memory) and of all tensors (1 Pi: per-stage sums cannot wrap), iteration numbers (exact in a double),
 // and the manifest's own size.
-constexpr int kMaxStages = 1 << 16;
+constexpr int kMaxStages = kMaxTraceStages;
 constexpr int kMaxLayer = 1 << 24;
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 42;
+constexpr std::int64_t kMaxElements = kMaxTensorElements;
 constexpr std::int64_t kMaxTraceElements = std::int64_t{1} << 50;  // all tensors together: sums stay exact in int64
 constexpr std::int64_t kMaxIteration = std::int64_t{1} << 53;
 constexpr std::size_t kMaxManifestBytes = std::size_t{256} << 20;
