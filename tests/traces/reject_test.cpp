@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "edgc/core/error.hpp"
 #include "edgc/traces/traces.hpp"
@@ -238,6 +240,43 @@ TEST_F(Reject, IntegersThatWouldWrapOrOverflowAreRefusedByField) {
         << shape;
     EXPECT_NE(with("[2, 3]", shape).find("more than 2^42 elements"), std::string::npos) << shape;
   }
+}
+
+// Tensors each within 2^42 elements but more than 2^50 together are refused: per-stage sums of elements cannot wrap.
+TEST_F(Reject, TensorsPastTheTotalElementBoundAreRefused) {
+  std::string tensors;
+  for (int i = 0; i <= 256; ++i) {  // 257 tensors of 2^42 elements: 2^50 + 2^42
+    tensors += std::string(i > 0 ? ", " : "") + R"({"name": "w)" + std::to_string(i) +
+               R"(", "shape": [4194304, 1048576], "dtype": "f32", "stage": 0})";
+  }
+  const std::string one = R"({"name": "w", "shape": [2, 3], "dtype": "f32", "stage": 0, "layer": 0, "mode": "full"})";
+  const std::string e = with(one, tensors);
+  EXPECT_NE(e.find("tensors[256].shape: the tensors hold more than 2^50 elements in all"), std::string::npos) << e;
+}
+
+// Safetensors headers: dimensions and offsets past int64 or not integers are refused naming the field, and a shape
+// whose partial products overflow is refused even where a later dimension is 0.
+TEST_F(Reject, SafetensorsIntegersAreChecked) {
+  write_file(tmp_ / "trace.json", kManifest);
+  const auto header_error = [&](const std::string& header) {
+    write_raw_safetensors(iter_file(), header, f32_bytes(6));
+    return read_error(tmp_.path());
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"w": {"dtype": "F32", "shape": [18446744073709551615], "data_offsets": [0, 24]}})",
+       "header.w.shape: dimensions must be non-negative integers"},
+      {R"({"w": {"dtype": "F32", "shape": [2, 3.0], "data_offsets": [0, 24]}})",
+       "header.w.shape: dimensions must be non-negative integers"},
+      {R"({"w": {"dtype": "F32", "shape": [9223372036854775807, 2, 0], "data_offsets": [0, 0]}})",
+       "header.w.shape: shape [9223372036854775807, 2, 0] is too large"},
+      {R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 24]}})",
+       "header.w.shape: shape [4294967296, 4294967296] is too large"},
+      {R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [-1, 24]}})",
+       "header.w.data_offsets: must be two non-negative integers"},
+      {R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, "24"]}})",
+       "header.w.data_offsets: must be two non-negative integers"},
+  };
+  for (const auto& [header, says] : cases) EXPECT_NE(header_error(header).find(says), std::string::npos) << header;
 }
 
 // A manifest that is a device or a huge file is refused after 256 MiB, not read to exhaustion.

@@ -2,11 +2,14 @@
 
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "json_strict.hpp"
 
@@ -18,10 +21,12 @@ using nlohmann::json;
 // What a trace may claim: bounds that follow from what edgc can hold, so that no later allocation, product or
 // narrowing to int can overflow (a crafted manifest is refused naming the field, never a crash): pipeline stages
 // (per-stage tables are allocated), layer indices, elements of one tensor or boundary message (4 Ti elements, far
-// past any GPU's memory), iteration numbers (exact in a double), and the manifest's own size.
-constexpr std::int64_t kMaxStages = std::int64_t{1} << 16;
-constexpr std::int64_t kMaxLayer = std::int64_t{1} << 24;
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 42;
+// past any GPU's memory) and of all tensors (1 Pi: per-stage sums cannot wrap), iteration numbers (exact in a double),
+// and the manifest's own size.
+constexpr int kMaxStages = kMaxTraceStages;
+constexpr int kMaxLayer = 1 << 24;
+constexpr std::int64_t kMaxElements = kMaxTensorElements;
+constexpr std::int64_t kMaxTraceElements = std::int64_t{1} << 50;  // all tensors together: sums stay exact in int64
 constexpr std::int64_t kMaxIteration = std::int64_t{1} << 53;
 constexpr std::size_t kMaxManifestBytes = std::size_t{256} << 20;
 
@@ -59,38 +64,35 @@ class Fields {
     if (!v.is_string()) fail(key, "expected a string, got " + detail::json_type_name(v));
     return v.get<std::string>();
   }
+  /// An integer >= min (up to 2^63 - 1).
   std::int64_t integer(const std::string& key, std::int64_t min) const {
-    const json& v = required(key);
-    if (!v.is_number_integer()) fail(key, "expected an integer, got " + v.dump());
-    const auto x = v.get<std::int64_t>();
-    if (x < min) fail(key, "must be >= " + std::to_string(min) + ", got " + std::to_string(x));
-    return x;
+    return checked<std::int64_t>(key, required(key), min, std::numeric_limits<std::int64_t>::max(),
+                                 {.one_sided = true});
   }
-  /// An integer in [lo, hi]; a value past int64 (a large unsigned) is out of range too.
-  std::int64_t ranged(const std::string& key, std::int64_t lo, std::int64_t hi) const {
-    const json& v = required(key);
-    if (!v.is_number_integer()) fail(key, "expected an integer, got " + v.dump());
-    const bool huge = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi);
-    const auto x = huge ? hi : v.get<std::int64_t>();
-    if (huge || x < lo || x > hi)
-      fail(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
-    return x;
+  /// An integer in [lo, hi], as the type it is kept in; a value past int64 (a large unsigned) is out of range too.
+  template <typename Int = std::int64_t>
+  Int ranged(const std::string& key, std::type_identity_t<Int> lo, std::type_identity_t<Int> hi) const {
+    return checked<Int>(key, required(key), lo, hi, {});
   }
   /// A list of positive dimensions whose product stays within kMaxElements (checked before each multiplication).
   std::vector<std::int64_t> dims(const std::string& key, const char* expected) const {
     const json& shape = required(key);
     if (!shape.is_array()) fail(key, std::string("expected ") + expected + ", got " + shape.dump());
+    const auto too_large = [&] {
+      return shape.dump() + " has more than 2^42 elements: larger than any tensor edgc can hold";
+    };
     std::vector<std::int64_t> out;
     std::int64_t product = 1;
     for (const auto& d : shape) {
-      if (!d.is_number_integer() || (!d.is_number_unsigned() && d.get<std::int64_t>() < 1) ||
-          (d.is_number_unsigned() && d.get<std::uint64_t>() < 1))
-        fail(key, "dimensions must be positive integers, got " + shape.dump());
-      // Here d >= 1, so product stays >= 1 and the division below is safe.
-      if (d.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxElements / product))
-        fail(key, shape.dump() + " has more than 2^42 elements: larger than any tensor edgc can hold");
-      product *= d.get<std::int64_t>();
-      out.push_back(d.get<std::int64_t>());
+      try {
+        out.push_back(json_integer<std::int64_t>(d, 1, kMaxElements));
+      } catch (const IntegerError& e) {
+        fail(key, e.kind() == IntegerError::Kind::kAbove ? too_large()
+                                                         : "dimensions must be positive integers, got " + shape.dump());
+      }
+      const auto next = checked_multiply(product, out.back(), kMaxElements);  // the product so far, never wrapped
+      if (!next) fail(key, too_large());
+      product = *next;
     }
     return out;
   }
@@ -101,6 +103,15 @@ class Fields {
   }
 
  private:
+  template <typename Int>
+  Int checked(const std::string& key, const json& v, Int lo, Int hi, const IntegerRule& rule) const {
+    try {
+      return json_integer<Int>(v, lo, hi, rule);
+    } catch (const IntegerError& e) {
+      fail(key, e.what());
+    }
+  }
+
   const json& j_;
   std::string where_;
   std::string prefix_;
@@ -131,8 +142,8 @@ TensorInfo parse_tensor(const json& j, const std::string& where, std::size_t ind
   t.name = f.string("name");
   t.shape = f.dims("shape", "an array of positive integers");
   t.dtype = storage_dtype(f);
-  t.stage = static_cast<int>(f.ranged("stage", 0, kMaxStages - 1));  // below num_stages: validate_manifest
-  t.layer = f.has("layer") ? static_cast<int>(f.ranged("layer", -1, kMaxLayer)) : -1;
+  t.stage = f.ranged<int>("stage", 0, kMaxStages - 1);  // below num_stages: validate_manifest
+  t.layer = f.has("layer") ? f.ranged<int>("layer", -1, kMaxLayer) : -1;
   const std::string mode = f.has("mode") ? f.string("mode") : "full";
   if (mode == "full") {
     t.mode = CaptureMode::kFull;
@@ -149,7 +160,7 @@ BoundaryInfo parse_boundary(const json& j, const std::string& where, std::size_t
   f.only({"name", "stage", "shape", "dtype", "micro_batch"});
   BoundaryInfo b;
   b.name = f.string("name");
-  b.stage = static_cast<int>(f.ranged("stage", 1, kMaxStages - 1));
+  b.stage = f.ranged<int>("stage", 1, kMaxStages - 1);
   const std::vector<std::int64_t> shape = f.dims("shape", "[tokens, hidden], two positive integers");
   if (shape.size() != 2)
     f.fail("shape", "expected [tokens, hidden], two positive integers, got " + f.required("shape").dump());
@@ -257,7 +268,7 @@ Manifest read_manifest(const std::filesystem::path& dir) {
   const json& model = top.required("model");
   const Fields mf(model, where, "model");
   m.model_name = mf.string("name");
-  m.num_stages = static_cast<int>(mf.ranged("num_stages", 1, kMaxStages));
+  m.num_stages = mf.ranged<int>("num_stages", 1, kMaxStages);
   m.model_json = model.dump();
   if (top.has("provenance")) {
     if (!top.required("provenance").is_object()) top.fail("provenance", "expected an object");
@@ -295,6 +306,7 @@ void validate_manifest(const Manifest& m, const std::string& where) {
   if (m.iterations.empty()) throw TraceFormatError(where, "iterations", "a trace needs at least one iteration");
   std::set<std::string> names;
   bool any_blocks = false;
+  std::int64_t elements = 0;
   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
     const TensorInfo& t = m.tensors[i];
     const std::string f = "tensors[" + std::to_string(i) + "]";
@@ -306,6 +318,9 @@ void validate_manifest(const Manifest& m, const std::string& where) {
           std::to_string(t.stage) + " is not below model.num_stages = " + std::to_string(m.num_stages));
     }
     any_blocks = any_blocks || t.mode == CaptureMode::kBlocks;
+    const auto sum = checked_add(elements, t.numel(), kMaxTraceElements);
+    if (!sum) throw TraceFormatError(where, f + ".shape", "the tensors hold more than 2^50 elements in all");
+    elements = *sum;
   }
   if (!m.boundaries.empty() && m.minor < 1)
     throw TraceFormatError(where, "boundaries", "stage-boundary gradients need format version 1.1");

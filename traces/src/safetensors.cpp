@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "json_strict.hpp"
 
@@ -32,24 +33,29 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, c
   const auto sh = v.find("shape");
   if (sh == v.end() || !sh->is_array()) throw TraceFormatError(path, f + ".shape", "missing or not an array");
   for (const auto& d : *sh) {
-    if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
+    try {
+      e.shape.push_back(json_integer<std::int64_t>(d, 0, std::numeric_limits<std::int64_t>::max()));
+    } catch (const IntegerError&) {
       throw TraceFormatError(path, f + ".shape", "dimensions must be non-negative integers, got " + sh->dump());
-    e.shape.push_back(d.get<std::int64_t>());
+    }
   }
   const auto off = v.find("data_offsets");
-  if (off == v.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
-      !(*off)[1].is_number_unsigned())
-    throw TraceFormatError(path, f + ".data_offsets", "must be two non-negative integers [begin, end]");
-  e.begin = (*off)[0].get<std::uint64_t>();
-  e.end = (*off)[1].get<std::uint64_t>();
-  if (e.end < e.begin) throw TraceFormatError(path, f + ".data_offsets", "end is before begin");
-  // Byte count must match the shape; guard the multiplication against overflow.
-  std::uint64_t need = element_size(e.dtype);
-  for (std::int64_t d : e.shape) {
-    if (d != 0 && need > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d))
-      throw TraceFormatError(path, f + ".shape", "shape " + shape_to_string(e.shape) + " is too large");
-    need *= static_cast<std::uint64_t>(d);
+  const std::string offsets = "must be two non-negative integers [begin, end]";
+  if (off == v.end() || !off->is_array() || off->size() != 2)
+    throw TraceFormatError(path, f + ".data_offsets", offsets);
+  try {  // within the file: read_safetensors_header
+    e.begin = json_integer<std::uint64_t>((*off)[0], 0, std::numeric_limits<std::uint64_t>::max());
+    e.end = json_integer<std::uint64_t>((*off)[1], 0, std::numeric_limits<std::uint64_t>::max());
+  } catch (const IntegerError&) {
+    throw TraceFormatError(path, f + ".data_offsets", offsets);
   }
+  if (e.end < e.begin) throw TraceFormatError(path, f + ".data_offsets", "end is before begin");
+  // Elements and bytes must fit int64 at every partial product (numel() multiplies in order); that the bytes match
+  // data_offsets, which lie within the file, then bounds them by the file's size.
+  const auto size = static_cast<std::int64_t>(element_size(e.dtype));
+  const auto elements = checked_product(e.shape, std::numeric_limits<std::int64_t>::max() / size);
+  if (!elements) throw TraceFormatError(path, f + ".shape", "shape " + shape_to_string(e.shape) + " is too large");
+  const auto need = static_cast<std::uint64_t>(*elements * size);
   if (e.end - e.begin != need) {
     throw TraceFormatError(path, f + ".data_offsets",
                            std::to_string(e.end - e.begin) + " bytes do not match shape " + shape_to_string(e.shape) +

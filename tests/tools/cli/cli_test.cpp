@@ -34,7 +34,10 @@ TEST(Cli, BadUsageExitsTwoWithOneLine) {
   TempDir tmp;
   for (const char* c : {"", "frobnicate", "trace frob", "trace inspect", "trace inspect x --no-such-flag",
                         "trace synth --out x --dtype f64", "trace synth --out x --shapes 3xq",
-                        "trace synth --out x --iterations 0", "trace synth --out x --layers notanumber"}) {
+                        "trace synth --out x --iterations 0", "trace synth --out x --layers notanumber",
+                        // shapes past what a trace may hold (2^42 elements), past 64 bits, or negative
+                        "trace synth --out x --shapes 4294967296x4294967296",
+                        "trace synth --out x --shapes 18446744073709551616x1", "trace synth --out x --shapes 8x-8"}) {
     const CliRun r = edgc(c, tmp);
     EXPECT_EQ(r.code, 2) << c;
     if (std::string(c).empty()) continue;  // bare `edgc` prints usage
@@ -43,6 +46,9 @@ TEST(Cli, BadUsageExitsTwoWithOneLine) {
     EXPECT_TRUE(r.out.empty()) << c;
   }
   EXPECT_FALSE(std::filesystem::exists("x"));
+  const CliRun big = edgc("trace synth --out x --shapes 4294967296x4294967296", tmp);
+  EXPECT_NE(big.err.find("--shapes: '4294967296x4294967296' has more than 2^42 elements"), std::string::npos)
+      << big.err;
 }
 
 TEST(Cli, SynthThenInspectJsonIsKeyedByIterationAndTensor) {

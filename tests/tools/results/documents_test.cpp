@@ -8,6 +8,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "edgc/core/error.hpp"
 #include "edgc/results/caveats.hpp"
@@ -281,6 +282,24 @@ TEST(ResultDocument, NestingDeeperThanTheLimitIsRefusedNamingTheFile) {
   edgc::test::expect_config_error([&] { (void)read_sweep_records(dir.path() / "results.jsonl"); }, std::nullopt,
                                   std::nullopt,
                                   {"results.jsonl: line 2: arrays and objects nested deeper than 64 levels"});
+}
+
+// A point number is an integer in [0, 2^63 - 1], compared exactly: 2^64 - 1 wrapped to -1 before (and two such lines
+// read as the same point), 1.0 is not a point number.
+TEST(SweepRecord, PointNumbersAreCheckedIntegers) {
+  TempDir dir;
+  const std::string tail = R"(, "params": {}, "error": "x"})";
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\"point\": 18446744073709551615" + tail, "line 1: point: must be in [0, 9223372036854775807]"},
+      {"{\"point\": -1" + tail, "line 1: point: must be in [0, 9223372036854775807], got -1"},
+      {"{\"point\": 1.0" + tail, "line 1: point: missing or not an integer"},
+      {"{\"point\": 3" + tail + "\n{\"point\": 3" + tail, "line 2: point: point 3 appears twice"},
+  };
+  for (const auto& [text, says] : cases) {
+    write_file(dir.path() / "results.jsonl", text + "\n");
+    edgc::test::expect_config_error([&] { (void)read_sweep_records(dir.path() / "results.jsonl"); }, std::nullopt,
+                                    std::nullopt, {says});
+  }
 }
 
 // Fuzz finding: a results.jsonl whose folder name is too long for the OS threw std::filesystem's filesystem_error

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "edgc/core/error.hpp"
@@ -59,6 +60,13 @@ TEST(NcclTestsLog, RefusesMalformedRowsNamingTheLineAndColumn) {
                                     {message});
   }
   EXPECT_THROW(read_nccl_tests_log((tmp / "missing.log").string()), ConfigError);
+}
+
+// A log path that names a device (one endless line) is refused after kMaxWholeFileBytes, not read to exhaustion.
+TEST(NcclTestsLog, ALogPastTheSizeLimitIsRefused) {
+  if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  edgc::test::expect_config_error([] { read_nccl_tests_log("/dev/zero"); }, "/dev/zero", "",
+                                  {"larger than 256 MiB, more than any nccl-tests log holds"});
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // live_config.hpp) and read_trace_path: their defaults, the values a scenario gives, and the key each refusal names.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -156,6 +158,31 @@ TEST(TracePath, ResolvedAgainstTheScenarioOrEmpty) {
   EXPECT_EQ(read_trace_path(empty), "");
   Scenario given = with({"trace.path=/traces/a/../b"});
   EXPECT_EQ(read_trace_path(given), "/traces/b");
+}
+
+// Every integer of a scenario is read through core/checked_int.hpp: values past the type are refused naming the key
+// and the range, never wrapped (2^64 - 1 read as -1 before), and seeds take the whole of uint64 but no sign.
+TEST(ScenarioIntegers, ReadCheckedNeverWrapped) {
+  const auto message = [](auto&& read) {
+    try {
+      read();
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  Scenario sc = with({"a=18446744073709551615", "b=2147483648", "c=-2147483648", "d=1.5", "e=\"7\"",
+                      "f=9223372036854775807", "s=18446744073709551615", "t=-1"});
+  EXPECT_EQ(message([&] { sc.integer("a", 0); }),
+            "(defaults): a: must be in [-9223372036854775808, 9223372036854775807], got 18446744073709551615");
+  EXPECT_EQ(sc.integer("f", 0), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(message([&] { sc.int32("b", 0); }), "(defaults): b: must be in [-2147483648, 2147483647], got 2147483648");
+  EXPECT_EQ(sc.int32("c", 0), std::numeric_limits<int>::min());
+  EXPECT_EQ(message([&] { sc.int32("d", 0); }), "(defaults): d: expected an integer, got 1.5");
+  EXPECT_EQ(message([&] { sc.integer("e", 0); }), "(defaults): e: expected an integer, got \"7\"");
+  EXPECT_EQ(sc.seed("s", 0), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(message([&] { sc.seed("t", 0); }), "(defaults): t: must be in [0, 18446744073709551615], got -1");
+  EXPECT_EQ(sc.seed("absent", 42), 42U);
 }
 
 }  // namespace

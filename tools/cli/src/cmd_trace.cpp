@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/engine/trace_inspection.hpp"
 #include "edgc/results/trace_inspection.hpp"
@@ -37,22 +38,21 @@ int run_inspect(const std::vector<std::string>& args) {
 }
 
 std::vector<std::int64_t> parse_shape(const std::string& text, const std::string& option = "--shapes") {
+  const UsageError too_large(option,
+                             "'" + text + "' has more than 2^42 elements: larger than any tensor edgc can hold");
   std::vector<std::int64_t> shape;
   std::stringstream ss(text);
   std::string dim;
   while (std::getline(ss, dim, 'x')) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(dim, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != dim.size() || dim.empty() || v < 1)
+    try {  // what a trace may hold: read_manifest refuses more
+      shape.push_back(parse_integer<std::int64_t>(dim, 1, traces::kMaxTensorElements));
+    } catch (const IntegerError& e) {
+      if (e.kind() == IntegerError::Kind::kAbove) throw too_large;
       throw UsageError(option, "'" + text + "' is not a shape like 256x768 (positive dimensions)");
-    shape.push_back(v);
+    }
   }
   if (shape.empty()) throw UsageError(option, "empty shape");
+  if (!checked_product(shape, traces::kMaxTensorElements)) throw too_large;
   return shape;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <simgrid/s4u.hpp>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/cluster_config.hpp"
 #include "edgc/sim/collectives.hpp"
@@ -17,7 +18,8 @@
 namespace edgc::engine {
 namespace {
 
-/// "8", "64K", "1M", "1G" (binary multiples, as nccl-tests reads -b/-e) → bytes.
+/// "8", "64K", "1M", "1G" (binary multiples, as nccl-tests reads -b/-e) → bytes, at most kMaxBytes.
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 62;
 std::uint64_t parse_size(const std::string& text, const std::string& option) {
   std::size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) ++digits;
@@ -32,7 +34,11 @@ std::uint64_t parse_size(const std::string& text, const std::string& option) {
   else if (!suffix.empty())
     digits = 0;
   if (digits == 0 || digits > 12) throw UsageError(option, "expected a size like 8, 64K, 1M or 1G, got '" + text + "'");
-  return std::stoull(text.substr(0, digits)) * mult;
+  // 12 digits fit int64; times 1G they may not (999999999999G wrapped before): the product is checked.
+  const auto bytes = checked_multiply(parse_integer<std::int64_t>(text.substr(0, digits), 0, kMaxBytes),
+                                      static_cast<std::int64_t>(mult), kMaxBytes);
+  if (!bytes) throw UsageError(option, "'" + text + "' is more than 2^62 bytes");
+  return static_cast<std::uint64_t>(*bytes);
 }
 
 /// GPU ranks of the collective's members: spread = one GPU per node before the second GPU of any node (every ring

@@ -153,7 +153,7 @@ void prepare_dir(const scenario::SweepSpec& spec, const std::vector<scenario::Sw
   const bool spec_in_dir = fs::exists(dir) && fs::equivalent(spec_dir, dir);
   check_sweep_out(o.out, o.resume, spec_in_dir ? fs::path(spec.path).filename().string() : std::string());
   if (fs::exists(meta)) {
-    const json old = json::parse(read_text(meta), nullptr, false);
+    const json old = json::parse(read_file_bounded(meta, "sweep.json").value_or(std::string()), nullptr, false);
     if (old.is_discarded() || !old.is_object() || !old.contains("spec"))
       throw ConfigError(meta.string(), "spec", "not a sweep.json written by edgc sweep");
     if (old["spec"] != json::parse(spec.document.dump()))

@@ -16,7 +16,9 @@ ParamValue param_value(const ordered_json& j) {
   if (j.is_string()) return {std::nullopt, j.get<std::string>()};
   if (!j.is_number()) return {std::nullopt, j.dump()};
   const double v = j.get<double>();
-  const bool integral = j.is_number_integer() || (v == std::floor(v) && std::abs(v) < 1e15);
+  // An integer is shown as written (through a double, 2^64 - 1 would overflow the cast and 2^53 + 1 lose its digit).
+  if (j.is_number_integer()) return {v, j.dump()};
+  const bool integral = v == std::floor(v) && std::abs(v) < 1e15;
   return {v, integral ? std::to_string(static_cast<std::int64_t>(v)) : fmt_compact(v, 4)};
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/json_depth.hpp"
 
@@ -226,29 +227,27 @@ double JsonNode::non_negative() const {
 
 double JsonNode::number_or_nan() const { return is_null() ? std::numeric_limits<double>::quiet_NaN() : number(); }
 
-std::int64_t JsonNode::integer(std::int64_t min, std::int64_t max) const {
-  const auto too_large = [&](const std::string& got) { fail("must be <= " + std::to_string(max) + ", got " + got); };
-  std::int64_t v = 0;
-  if (j_->is_number_unsigned()) {
-    if (j_->get<std::uint64_t>() > static_cast<std::uint64_t>(std::max<std::int64_t>(max, 0)))
-      too_large(std::to_string(j_->get<std::uint64_t>()));
-    v = static_cast<std::int64_t>(j_->get<std::uint64_t>());
-  } else if (j_->is_number_integer()) {
-    v = j_->get<std::int64_t>();
-  } else if (j_->is_number_float()) {
-    const double d = j_->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::abs(d) > kJsonExactIntegerLimit)
-      fail("expected an integer, got " + describe());
-    v = static_cast<std::int64_t>(d);
-  } else {
-    fail("expected an integer, got " + describe());
+namespace {
+
+// One reading rule for every integer of a typed document: doubles with an exact integral value count (writers that
+// keep every number a double), and a value out of bounds names the bound it crossed.
+constexpr IntegerRule kDocumentIntegers{.integral_doubles = true, .one_sided = true};
+
+}  // namespace
+
+template <typename Int>
+Int JsonNode::checked(Int min, Int max) const {
+  try {
+    return json_integer<Int>(*j_, min, max, kDocumentIntegers);
+  } catch (const IntegerError& e) {
+    if (e.kind() == IntegerError::Kind::kNotInteger) fail("expected an integer, got " + describe());
+    fail(e.what());
   }
-  if (v < min) fail("must be >= " + std::to_string(min) + ", got " + std::to_string(v));
-  if (v > max) too_large(std::to_string(v));
-  return v;
 }
 
-int JsonNode::int32(int min, int max) const { return static_cast<int>(integer(min, max)); }
+std::int64_t JsonNode::integer(std::int64_t min, std::int64_t max) const { return checked<std::int64_t>(min, max); }
+
+int JsonNode::int32(int min, int max) const { return checked<int>(min, max); }
 
 double JsonNode::optional_number(const std::string& key) const {
   const auto n = find(key);

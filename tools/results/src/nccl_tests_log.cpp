@@ -1,9 +1,10 @@
 #include "edgc/results/nccl_tests_log.hpp"
 
 #include <cmath>
-#include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "edgc/core/atomic_file.hpp"
 #include "edgc/core/error.hpp"
 
 namespace edgc::results {
@@ -23,8 +24,10 @@ bool number(const std::string& s, double& out) {
 }  // namespace
 
 NcclTestsLog read_nccl_tests_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, "", "cannot open the nccl-tests log");
+  // Bounded: a path naming a device or a huge file is refused (kMaxWholeFileBytes), not read line by endless line.
+  const std::optional<std::string> text = read_file_bounded(path, "nccl-tests log");
+  if (!text) throw ConfigError(path, "", "cannot open the nccl-tests log");
+  std::istringstream in(*text);
   NcclTestsLog log;
   log.path = path;
   std::string line;

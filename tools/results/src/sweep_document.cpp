@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/results/caveats.hpp"
@@ -74,7 +75,7 @@ ordered_json to_json(const SweepRecord& r) {
 
 SweepRecord parse_sweep_record(const JsonNode& line) {
   SweepRecord out;
-  out.point = line.at("point").integer();
+  out.point = line.at("point").integer(0);
   const JsonNode params = line.at("params");
   for (const std::string& key : params.member_keys()) out.params[key] = params.at(key).raw();
   if (const auto e = line.find("error")) {
@@ -122,8 +123,9 @@ std::vector<SweepRun> average_runs(const std::vector<ResultDocument>& reps) {
     r.warmup_end_iteration = first.warmup_end_iteration;
     r.compressed_iterations = first.compressed_iterations;
     if (const auto b = first.detail.find("rank_bindings"); b != first.detail.end() && b->is_object())
-      for (const auto& [key, count] : b->items())
-        if (count.is_number_integer()) r.rank_bindings[key] = count.get<std::int64_t>();
+      for (const auto& [key, count] : b->items())  // counts; other values of this free-form detail are left out
+        if (const auto n = json_integer_if<std::int64_t>(count, 0, std::numeric_limits<std::int64_t>::max()))
+          r.rank_bindings[key] = *n;
     out.push_back(std::move(r));
   }
   return out;

@@ -1,10 +1,12 @@
 #include "edgc/results/sweep_lines.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/results/json_reader.hpp"
 
@@ -35,14 +37,20 @@ SweepLines read_sweep_lines(const std::filesystem::path& file) {
     const std::string at = line_label(static_cast<std::size_t>(line_no));
     json j = parse_json<json>(line, where, at);
     if (!j.is_object()) throw ConfigError(where, at, "not a JSON object");
-    if (!j.contains("point") || !j["point"].is_number_integer())
-      throw ConfigError(where, at + ": point", "missing or not an integer");
+    if (!j.contains("point")) throw ConfigError(where, at + ": point", "missing or not an integer");
+    std::int64_t point = 0;
+    try {
+      point = json_integer<std::int64_t>(j["point"], 0, std::numeric_limits<std::int64_t>::max());
+    } catch (const IntegerError& e) {
+      throw ConfigError(where, at + ": point",
+                        e.kind() == IntegerError::Kind::kNotInteger ? "missing or not an integer" : e.what());
+    }
     if (!j.contains("params") || !j["params"].is_object())
       throw ConfigError(where, at + ": params", "missing or not an object");
     if (!j.contains("runs") && !j.contains("error")) throw ConfigError(where, at + ": runs", "missing (and no error)");
-    if (!seen.insert(j["point"].get<std::int64_t>()).second)
+    if (!seen.insert(point).second)
       throw ConfigError(where, at + ": point", "point " + j["point"].dump() + " appears twice");
-    order.emplace_back(j["point"].get<std::int64_t>(), out.lines.size());
+    order.emplace_back(point, out.lines.size());
     out.line_numbers.push_back(line_no);
     out.lines.push_back(std::move(j));
   }

@@ -312,11 +312,11 @@ std::string break_even_line(const ResultDocument& doc) {
       "uncompressed one; \"skip rule\": faster at every rank that compresses): " +
       ranks;
   if (b.contains("r_max") && b["r_max"].is_number_integer()) {
-    line += "; r_max " + std::to_string(b["r_max"].get<std::int64_t>()) + " from " +
+    line += "; r_max " + b["r_max"].dump() + " from " +
             (b.value("r_max_from", "") == "break_even" ? std::string("the break-even (compression.r_max auto)")
                                                        : std::string("compression.r_max"));
     if (b.value("r_max_from", "") != "break_even" && b.contains("r_max_auto") && b["r_max_auto"].is_number_integer())
-      line += " (auto would give " + std::to_string(b["r_max_auto"].get<std::int64_t>()) + ")";
+      line += " (auto would give " + b["r_max_auto"].dump() + ")";
   }
   return line;
 }

@@ -1,5 +1,6 @@
 #include "edgc/scenario/cluster_config.hpp"
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -11,6 +12,7 @@
 #include <string>
 #include <tuple>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/json_depth.hpp"
 #include "edgc/scenario/limits.hpp"
@@ -140,11 +142,13 @@ void read_gpu_attention(Scenario& s, sim::GpuSpec& gpu) {
     for (const nlohmann::json& v : r)
       if (!v.is_number() || !(v.get<double>() > 0.0) || !(v.get<double>() <= 1e7))
         throw ConfigError(s.where(), at, "every entry must be a positive number, got " + r.dump());
-    for (int k = 0; k < 4; ++k)
-      if (!r[static_cast<std::size_t>(k)].is_number_integer())
-        throw ConfigError(s.where(), at, "head_dim, seq, heads and group must be integers, got " + r.dump());
-    gpu.attention_rates.push_back(
-        {r[0].get<int>(), r[1].get<int>(), r[2].get<int>(), r[3].get<int>(), r[4].get<double>(), r[5].get<double>()});
+    std::array<int, 4> whole{};  // within (0, 1e7] by the check above
+    for (std::size_t k = 0; k < 4; ++k) {
+      const auto n = json_integer_if<int>(r[k], 1, 10'000'000);
+      if (!n) throw ConfigError(s.where(), at, "head_dim, seq, heads and group must be integers, got " + r.dump());
+      whole[k] = *n;
+    }
+    gpu.attention_rates.push_back({whole[0], whole[1], whole[2], whole[3], r[4].get<double>(), r[5].get<double>()});
   }
   // Every group's rows must be a full grid (the interpolation reads every corner), each point once.
   for (const sim::AttentionRate& a : gpu.attention_rates) {

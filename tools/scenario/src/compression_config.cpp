@@ -35,7 +35,7 @@ CompressionSettings read_compression(Scenario& sc, bool r_max_auto_allowed) {
   o.gds.alpha = sc.number("compression.alpha", 0.1);
   o.gds.beta = sc.number("compression.beta", 0.25);
   o.gds.block_bytes = sc.integer("compression.block_bytes", 4096);
-  o.gds.seed = static_cast<std::uint64_t>(sc.integer("compression.seed", 0));
+  o.gds.seed = sc.seed("compression.seed", 0);
   core::validate(o.gds, w.c_str());
   c.cqm.r_min = sc.int32("compression.r_min", 32);
   o.r_max_given = sc.has("compression.r_max");

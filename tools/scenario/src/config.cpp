@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "edgc/core/atomic_file.hpp"
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/json_depth.hpp"
 
@@ -160,19 +161,26 @@ double Scenario::number(const std::string& key, double fallback) {
   return v->get<double>();
 }
 
-std::int64_t Scenario::integer(const std::string& key, std::int64_t fallback) {
+template <typename Int>
+Int Scenario::checked(const std::string& key, Int fallback) {
   read_.insert(key);
   const auto* v = find(key);
   if (v == nullptr) return fallback;
-  if (!v->is_number_integer()) throw ConfigError(where_, key, "expected an integer, got " + v->dump());
-  return v->get<std::int64_t>();
+  try {
+    return json_integer<Int>(*v, std::numeric_limits<Int>::min(), std::numeric_limits<Int>::max());
+  } catch (const IntegerError& e) {
+    throw ConfigError(where_, key, e.what());
+  }
 }
 
-int Scenario::int32(const std::string& key, int fallback) {
-  const std::int64_t v = integer(key, fallback);
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
-    throw ConfigError(where_, key, std::to_string(v) + " is out of range");
-  return static_cast<int>(v);
+std::int64_t Scenario::integer(const std::string& key, std::int64_t fallback) {
+  return checked<std::int64_t>(key, fallback);
+}
+
+int Scenario::int32(const std::string& key, int fallback) { return checked<int>(key, fallback); }
+
+std::uint64_t Scenario::seed(const std::string& key, std::uint64_t fallback) {
+  return checked<std::uint64_t>(key, fallback);
 }
 
 bool Scenario::boolean(const std::string& key, bool fallback) {

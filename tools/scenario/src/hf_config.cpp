@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/config.hpp"
 
@@ -54,9 +55,11 @@ class HfFields {
  private:
   std::int64_t positive(const char* key) const {
     const Json& v = j_[key];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > (1LL << 30))
+    try {  // 2^30 bounds every width, count and vocabulary of a real model, and keeps their products in int64
+      return json_integer<std::int64_t>(v, 1, std::int64_t{1} << 30);
+    } catch (const IntegerError&) {
       fail(key, "expected a positive integer, got " + v.dump());
-    return v.get<std::int64_t>();
+    }
   }
 
   Json j_;

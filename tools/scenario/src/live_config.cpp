@@ -1,9 +1,12 @@
 #include "edgc/scenario/live_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <exception>
+#include <limits>
+#include <string_view>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/compression_config.hpp"
 
@@ -14,16 +17,14 @@ namespace {
 std::vector<int> parse_rank_list(const std::string& text, const std::string& where, const std::string& key) {
   std::vector<int> out;
   for (const std::string& item : split_list(text)) {
-    std::size_t used = 0;
-    int r = -1;
+    std::string_view digits = item;  // "4, 8": spaces after a comma, and a '+', read as before
+    while (!digits.empty() && std::isspace(static_cast<unsigned char>(digits.front())) != 0) digits.remove_prefix(1);
+    if (digits.size() > 1 && digits.front() == '+' && digits[1] != '-') digits.remove_prefix(1);
     try {
-      r = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || r < 1)
+      out.push_back(parse_integer<int>(digits, 1, std::numeric_limits<int>::max()));
+    } catch (const IntegerError&) {
       throw ConfigError(where, key, "expected a comma-separated list of ranks >= 1, got '" + text + "'");
-    out.push_back(r);
+    }
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -65,7 +66,7 @@ LiveSettings read_live_settings(Scenario& sc,
   o.perturbation = sc.number("live.perturbation", 0.1);
   if (!(o.perturbation >= 0.0) || !std::isfinite(o.perturbation))
     throw ConfigError(w, "live.perturbation", "must be finite and >= 0");
-  o.seed = static_cast<std::uint64_t>(sc.integer("live.seed", 0));
+  o.seed = sc.seed("live.seed", 0);
   o.backend = sc.string("live.backend", "cpu");
   o.comm = sc.string("live.comm", "mpi");
   o.bins_per_sigma = sc.number("live.bins_per_sigma", 8.0);

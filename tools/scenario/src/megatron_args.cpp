@@ -5,8 +5,10 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 
 namespace edgc::scenario {
@@ -160,15 +162,13 @@ class Reader {
   }
   std::int64_t integer(const std::string& arg) {
     const std::string v = value(arg);
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
+    std::string_view digits = v;
+    if (digits.size() > 1 && digits.front() == '+' && digits[1] != '-') digits.remove_prefix(1);  // as Python's int()
+    try {  // 2^30 bounds every width and count of a real model, and keeps their products in int64
+      return parse_integer<std::int64_t>(digits, 1, std::int64_t{1} << 30);
+    } catch (const IntegerError&) {
+      refuse(where_, arg + " " + v + ": expected a positive integer");
     }
-    if (used != v.size() || n < 1 || n > (1LL << 30)) refuse(where_, arg + " " + v + ": expected a positive integer");
-    return n;
   }
   double number(const std::string& arg) {
     const std::string v = value(arg);

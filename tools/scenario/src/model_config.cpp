@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/config.hpp"
 #include "edgc/scenario/hf_config.hpp"
@@ -380,20 +382,25 @@ KernelProfile read_kernel_profile(const std::string& path) {
     const std::string at = "entries[" + std::to_string(i) + "]";
     if (!e.is_object()) throw ConfigError(path, at, "expected an object");
     if (e.contains("ok") && e["ok"] == false) continue;  // a measurement that failed its own check
-    const auto positive_int = [&](const char* key) {
-      if (!e.contains(key) || !e[key].is_number_integer() || e[key].get<std::int64_t>() < 1)
-        throw ConfigError(path, at + "." + key, "expected a positive integer");
-      return e[key].get<std::int64_t>();
+    const auto positive = [&]<typename Int>(const char* key, Int max) {
+      try {
+        if (e.contains(key)) return json_integer<Int>(e[key], 1, max);
+      } catch (const IntegerError& x) {
+        if (x.kind() == IntegerError::Kind::kAbove)
+          throw ConfigError(path, at + "." + key, std::string("expected a positive integer, ") + x.what());
+      }
+      throw ConfigError(path, at + "." + key, "expected a positive integer");
     };
+    constexpr std::int64_t kMaxDim = std::int64_t{1} << 31;  // a matrix side: m·n·r stays in int64
     sim::KernelTime k;
-    k.rows = positive_int("m");
-    k.cols = positive_int("n");
-    k.rank = static_cast<int>(positive_int("r"));
+    k.rows = positive("m", kMaxDim);
+    k.cols = positive("n", kMaxDim);
+    k.rank = positive("r", std::numeric_limits<int>::max());
     if (!e.contains("step_s") || !e["step_s"].is_number() || !(e["step_s"].get<double>() > 0.0) ||
         !std::isfinite(e["step_s"].get<double>()))
       throw ConfigError(path, at + ".step_s", "expected seconds > 0");
     k.step_s = e["step_s"].get<double>();
-    if (e.contains("count")) k.count = static_cast<int>(positive_int("count"));
+    if (e.contains("count")) k.count = positive("count", std::numeric_limits<int>::max());
     out.entries.push_back(k);
   }
   if (out.entries.empty()) throw ConfigError(path, "entries", "no usable measurement");
@@ -403,13 +410,15 @@ KernelProfile read_kernel_profile(const std::string& path) {
     const nlohmann::json& e = j["copies"][i];
     const std::string at = "copies[" + std::to_string(i) + "]";
     if (!e.is_object()) throw ConfigError(path, at, "expected an object");
-    if (!e.contains("bytes") || !e["bytes"].is_number_integer() || e["bytes"].get<std::int64_t>() < 1 ||
-        (!out.copies.empty() && e["bytes"].get<std::int64_t>() <= out.copies.back().bytes))
+    const std::optional<std::int64_t> bytes =
+        e.contains("bytes") ? json_integer_if<std::int64_t>(e["bytes"], 1, std::numeric_limits<std::int64_t>::max())
+                            : std::nullopt;
+    if (!bytes || (!out.copies.empty() && *bytes <= out.copies.back().bytes))
       throw ConfigError(path, at + ".bytes", "expected a positive integer, larger than the previous entry's");
     if (!e.contains("step_s") || !e["step_s"].is_number() || !(e["step_s"].get<double>() > 0.0) ||
         !std::isfinite(e["step_s"].get<double>()))
       throw ConfigError(path, at + ".step_s", "expected seconds > 0");
-    out.copies.push_back({e["bytes"].get<std::int64_t>(), e["step_s"].get<double>()});
+    out.copies.push_back({*bytes, e["step_s"].get<double>()});
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/scenario/config.hpp"
 
@@ -26,9 +27,11 @@ struct ClusterChoice {
 };
 
 int positive_int(const std::string& where, const std::string& field, const json& v) {
-  if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1'000'000)
+  try {
+    return json_integer<int>(v, 1, 1'000'000);
+  } catch (const IntegerError&) {
     throw ConfigError(where, field, "expected a positive integer, got " + v.dump());
-  return v.get<int>();
+  }
 }
 
 void read_target(const json& d, const std::string& w, PlanSpec& spec) {

@@ -13,7 +13,7 @@ ReplaySettings read_replay_settings(
   s.bins_per_sigma = sc.number("replay.bins_per_sigma", s.bins_per_sigma);
   check_bins(s.bins_per_sigma, "replay.bins_per_sigma");
   s.compare_full = sc.boolean("replay.compare_full", s.compare_full);
-  s.seed = static_cast<std::uint64_t>(sc.integer("replay.seed", 0));
+  s.seed = sc.seed("replay.seed", 0);
   s.stages = sc.int32("replay.stages", s.stages);
   if (s.stages < 0) throw ConfigError(sc.where(), "replay.stages", "must be >= 0 (0 = the trace's pipeline stages)");
   return s;

@@ -9,7 +9,7 @@ sim::ComputeVariability read_variability(Scenario& sc) {
   v.compute_jitter_cv = sc.number("variability.compute_jitter_cv", 0.0);
   v.straggler_probability = sc.number("variability.straggler_probability", 0.0);
   v.straggler_slowdown = sc.number("variability.straggler_slowdown", 1.0);
-  v.seed = static_cast<std::uint64_t>(sc.integer("variability.seed", 0));
+  v.seed = sc.seed("variability.seed", 0);
   sim::validate(v, sc.where());
   return v;
 }
@@ -55,7 +55,7 @@ sim::SyntheticEntropy read_synthetic_entropy(Scenario& sc) {
   curve.decay_fraction = sc.number("entropy.synthetic.decay_fraction", curve.decay_fraction);
   curve.stage_step_nats = sc.number("entropy.synthetic.stage_step_nats", curve.stage_step_nats);
   curve.noise_nats = sc.number("entropy.synthetic.noise_nats", curve.noise_nats);
-  curve.seed = static_cast<std::uint64_t>(sc.integer("entropy.synthetic.seed", 0));
+  curve.seed = sc.seed("entropy.synthetic.seed", 0);
   return curve;
 }
 

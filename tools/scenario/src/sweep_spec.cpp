@@ -175,7 +175,7 @@ SweepSpec read_sweep_spec(const std::string& path) {
     spec.samples = sc.integer("samples", 0);
     if (spec.samples < 1 || spec.samples > kMaxPoints)
       throw ConfigError(w, "samples", "mode random needs 1 <= samples <= " + std::to_string(kMaxPoints));
-    spec.seed = static_cast<std::uint64_t>(sc.integer("seed", 0));
+    spec.seed = sc.seed("seed", 0);
   } else if (d.contains("samples") || d.contains("seed")) {
     throw ConfigError(w, d.contains("samples") ? "samples" : "seed", "only for mode random");
   }

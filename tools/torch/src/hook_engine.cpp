@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
+#include "edgc/core/checked_int.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/policy_registry.hpp"
 #include "edgc/kernels/stage_entropy.hpp"
@@ -13,6 +15,9 @@ namespace edgc::torch_ext {
 namespace {
 
 constexpr std::size_t kPerStage = 4;  // gaussian, histogram, kurtosis, elements
+// Elements of one tensor: the bound of a trace's tensors (traces/manifest.hpp kMaxTensorElements), so that sums
+// and byte counts of the gradients stay in int64.
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 42;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double or_nan(const std::optional<double>& v) { return v ? *v : kNaN; }
@@ -53,11 +58,11 @@ HookEngine::HookEngine(HookSettings settings, std::vector<HookTensor> tensors)
     if (t.stage < 0 || t.stage >= cc.stages)
       throw ConfigError("", field,
                         "stage " + std::to_string(t.stage) + " outside [0, " + std::to_string(cc.stages) + ")");
-    std::int64_t numel = 1;
-    for (const std::int64_t d : t.shape) {
+    for (const std::int64_t d : t.shape)
       if (d < 1) throw ConfigError("", field, "has a dimension < 1");
-      numel *= d;
-    }
+    const std::optional<std::int64_t> elements = checked_product(t.shape, kMaxElements);
+    if (!elements) throw ConfigError("", field, "has more than 2^42 elements: larger than any tensor edgc can hold");
+    const std::int64_t numel = *elements;
     numel_.push_back(numel);
     q_id_.push_back(t.shape.size() >= 2 ? matrices++ : 0);
     const auto s = static_cast<std::size_t>(t.stage);

@@ -15,6 +15,12 @@ inline constexpr int kTraceFormatVersion = 1;  ///< major version this edgc read
 inline constexpr int kTraceFormatMinor = 1;    ///< newest minor version: 1.1 adds stage-boundary gradients
 inline constexpr const char* kManifestFileName = "trace.json";
 
+/// What a trace may claim, bounded by what edgc can hold (read_manifest refuses more, naming the field): pipeline
+/// stages (per-stage tables are allocated from the count) and elements of one tensor or boundary message (4 Ti
+/// elements, far past any GPU's memory, so that byte counts and products stay in int64).
+inline constexpr int kMaxTraceStages = 1 << 16;
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 42;
+
 enum class CaptureMode { kFull, kBlocks };
 
 /// One captured parameter gradient.

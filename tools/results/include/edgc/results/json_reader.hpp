@@ -86,10 +86,11 @@ class JsonNode {
   double non_negative() const;
   /// A number, or NaN for null (arrays with gaps).
   double number_or_nan() const;
-  /// An integer in [min, max]; a double with an exact integral value (1e6 from writers that keep every number
-  /// a double) counts as one.
+  /// An integer in [min, max] (core/checked_int.hpp: compared exactly, a value past 64 bits included); a double with
+  /// an exact integral value up to 2^53 (1e6 from writers that keep every number a double) counts as one.
   std::int64_t integer(std::int64_t min = std::numeric_limits<std::int64_t>::min(),
                        std::int64_t max = std::numeric_limits<std::int64_t>::max()) const;
+  /// integer() read straight into an int within [min, max].
   int int32(int min, int max = std::numeric_limits<int>::max()) const;
 
   // ---- members of this object, required or optional (absent or null) ----
@@ -105,6 +106,9 @@ class JsonNode {
   void require_object() const;
   void require_array() const;
   JsonNode child(const std::string& key, const Json& j) const;
+  /// This value as an Int in [min, max] (core/checked_int.hpp), failing with the reader's wording.
+  template <typename Int>
+  Int checked(Int min, Int max) const;
   /// The value for messages: its type and JSON text, cut to 40 characters.
   std::string describe() const;
 

@@ -43,9 +43,12 @@ class Scenario {
   static constexpr int kMaxIncludeDepth = 8;
 
   double number(const std::string& key, double fallback);
+  /// An integer (core/checked_int.hpp: never a double, never wrapped); a value past int64 is a ConfigError.
   std::int64_t integer(const std::string& key, std::int64_t fallback);
-  /// integer() narrowed to int; out-of-range values are a ConfigError.
+  /// integer() read straight into an int; values past int's range are a ConfigError naming the range.
   int int32(const std::string& key, int fallback);
+  /// A random seed: an integer in [0, 2^64 - 1] (a negative seed is a ConfigError, not wrapped).
+  std::uint64_t seed(const std::string& key, std::uint64_t fallback);
   bool boolean(const std::string& key, bool fallback);
   std::string string(const std::string& key, const std::string& fallback);
   /// The JSON value at `key` as it is (an array or object the typed readers do not cover), marked as read; nullptr
@@ -65,6 +68,8 @@ class Scenario {
 
  private:
   const nlohmann::json* find(const std::string& key) const;
+  template <typename Int>
+  Int checked(const std::string& key, Int fallback);
   void splice_include(const std::string& key, std::vector<std::string>& chain);
   std::string where_ = "(defaults)";
   nlohmann::json doc_ = nlohmann::json::object();
