@@ -102,9 +102,11 @@ void qwen_moe_layers(const HfFields& hf, std::vector<KeySetting>& out) {
     const Json& dense = hf.raw("mlp_only_layers");
     if (!dense.is_array()) hf.fail("mlp_only_layers", "expected a list of layer indices, got " + dense.dump());
     for (const Json& i : dense) {
-      if (!i.is_number_integer() || i.get<std::int64_t>() < 0 || i.get<std::int64_t>() >= layers)
+      try {
+        pattern[json_integer<std::size_t>(i, 0, static_cast<std::size_t>(layers - 1))] = 0;
+      } catch (const IntegerError&) {
         hf.fail("mlp_only_layers", i.dump() + " is not a layer index in [0, num_hidden_layers)");
-      pattern[i.get<std::size_t>()] = 0;
+      }
     }
   }
   if (std::all_of(pattern.begin(), pattern.end(), [](int x) { return x == 1; })) return;

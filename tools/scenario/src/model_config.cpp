@@ -104,9 +104,12 @@ std::vector<std::uint8_t> read_moe_layer_freq(Scenario& sc, int layers) {
   if (freq == nullptr) return {};
   const std::string key = "model.moe_layer_freq";
   if (freq->is_number_integer()) {
-    const std::int64_t n = freq->get<std::int64_t>();
-    if (n < 1 || n > (1 << 16))
-      throw ConfigError(sc.where(), key, "expected an integer in [1, 2^16] or a list of 0/1, got " + freq->dump());
+    int n = 0;
+    try {
+      n = json_integer<int>(*freq, 1, 1 << 16);
+    } catch (const IntegerError& e) {
+      throw ConfigError(sc.where(), key, std::string(e.what()) + " (an integer N or a list of 0/1)");
+    }
     if (n == 1) return {};
     std::vector<std::uint8_t> pattern(static_cast<std::size_t>(std::max(layers, 0)));
     for (std::size_t i = 0; i < pattern.size(); ++i) pattern[i] = i % static_cast<std::size_t>(n) == 0 ? 1 : 0;
@@ -116,11 +119,13 @@ std::vector<std::uint8_t> read_moe_layer_freq(Scenario& sc, int layers) {
     throw ConfigError(sc.where(), key, "expected an integer ≥ 1 or a list of 0/1, one per layer, got " + freq->dump());
   std::vector<std::uint8_t> pattern;
   for (const nlohmann::json& x : *freq) {
-    if (!x.is_number_integer() || (x.get<std::int64_t>() != 0 && x.get<std::int64_t>() != 1))
+    try {
+      pattern.push_back(json_integer<std::uint8_t>(x, 0, 1));
+    } catch (const IntegerError&) {
       throw ConfigError(
           sc.where(), key,
           "entry " + std::to_string(pattern.size()) + " is " + x.dump() + ": expected 1 (MoE) or 0 (dense)");
-    pattern.push_back(static_cast<std::uint8_t>(x.get<std::int64_t>()));
+    }
   }
   return pattern;
 }
