@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -258,18 +259,26 @@ std::optional<std::string> read_file_if_present(const fs::path& path) {
 }
 
 std::optional<std::string> read_file_bounded(const fs::path& path, const std::string& kind, std::size_t max_bytes) {
+  const auto too_large = [&] {
+    return ConfigError(
+        path.string(), "",
+        "larger than " + std::to_string(max_bytes >> 20) + " MiB, more than any " + kind + " holds: check the path");
+  };
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
+  // A regular file's size says it up front; a device or pipe is read up to the bound.
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    const std::uintmax_t size = fs::file_size(path, ec);
+    if (!ec && size > max_bytes) throw too_large();
+  }
   std::string text;
   std::vector<char> chunk(std::size_t{1} << 16);
   while (text.size() <= max_bytes && in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())).gcount() > 0)
     text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
   if (in.bad())
     throw IoError(path.string(), "read failed: " + std::generic_category().message(errno != 0 ? errno : EIO));
-  if (text.size() > max_bytes)
-    throw ConfigError(
-        path.string(), "",
-        "larger than " + std::to_string(max_bytes >> 20) + " MiB, more than any " + kind + " holds: check the path");
+  if (text.size() > max_bytes) throw too_large();
   return text;
 }
 

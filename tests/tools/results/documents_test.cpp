@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "edgc/results/result_console.hpp"
 #include "edgc/results/result_document.hpp"
 #include "edgc/results/sweep_document.hpp"
+#include "edgc/results/sweep_lines.hpp"
 #include "expect_error.hpp"
 #include "trace_test_util.hpp"
 
@@ -300,6 +302,17 @@ TEST(SweepRecord, PointNumbersAreCheckedIntegers) {
     edgc::test::expect_config_error([&] { (void)read_sweep_records(dir.path() / "results.jsonl"); }, std::nullopt,
                                     std::nullopt, {says});
   }
+}
+
+// results.jsonl is bounded like every file read whole: a (sparse) file past kMaxSweepResultsBytes is refused from
+// its size, before any of it is read.
+TEST(SweepRecord, AResultsFilePastTheBoundIsRefusedUnread) {
+  TempDir dir;
+  const auto file = dir.path() / "results.jsonl";
+  write_file(file, to_json(sample_record()).dump() + "\n");
+  std::filesystem::resize_file(file, edgc::results::kMaxSweepResultsBytes + 1);
+  edgc::test::expect_config_error([&] { (void)read_sweep_records(file); }, file.string(), std::nullopt,
+                                  {"larger than 1024 MiB, more than any sweep's results.jsonl holds"});
 }
 
 // Fuzz finding: a results.jsonl whose folder name is too long for the OS threw std::filesystem's filesystem_error

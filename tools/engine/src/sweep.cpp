@@ -9,9 +9,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -112,9 +114,6 @@ std::string line_of(const core::ChildPool::Finished& f, const scenario::SweepPoi
 
 // ---- DIR ----
 
-// A file's text; empty when it does not exist.
-std::string read_text(const fs::path& p) { return read_file_if_present(p).value_or(std::string()); }
-
 results::SweepDocument sweep_document(const scenario::SweepSpec& spec, const std::vector<scenario::SweepPoint>& points,
                                       const SweepOptions& o) {
   results::SweepDocument doc;
@@ -196,14 +195,34 @@ class DirLock {
   int fd_ = -1;
 };
 
+// Where the file's last complete line ends (its size when it ends with a newline, 0 when it has none), read from
+// the end backwards in blocks: a sweep's results may be larger than anything read whole.
+std::uint64_t complete_lines_end(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw IoError(file.string(), "cannot be opened to check its last line");
+  std::uint64_t end = fs::file_size(file);
+  constexpr std::uint64_t kBlock = 1 << 16;
+  std::string block;
+  while (end > 0) {
+    const std::uint64_t n = std::min(kBlock, end);
+    block.resize(static_cast<std::size_t>(n));
+    in.seekg(static_cast<std::streamoff>(end - n));
+    if (!in.read(block.data(), static_cast<std::streamsize>(n)))
+      throw IoError(file.string(), "read failed while checking its last line");
+    const auto nl = block.rfind('\n');
+    if (nl != std::string::npos) return end - n + nl + 1;
+    end -= n;
+  }
+  return 0;
+}
+
 // Cuts a partial last line (a writer killed mid-write) so appends start on a fresh line; returns the warning that
 // says so, or "" when the file ended whole.
 std::string repair_results(const fs::path& file) {
   if (!fs::exists(file)) return "";
-  const std::string text = read_text(file);
-  if (text.empty() || text.back() == '\n') return "";
-  const auto cut = text.rfind('\n');
-  fs::resize_file(file, cut == std::string::npos ? 0 : cut + 1);
+  const std::uint64_t cut = complete_lines_end(file);
+  if (cut == fs::file_size(file)) return "";
+  fs::resize_file(file, cut);
   return file.string() +
          ": its last line was incomplete (a run killed mid-write) and was dropped; that point ran again";
 }

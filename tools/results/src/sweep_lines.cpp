@@ -21,7 +21,8 @@ SweepLines read_sweep_lines(const std::filesystem::path& file) {
     if (!ec) return out;
     throw ConfigError(file.string(), "", "cannot be read: " + ec.message());
   }
-  const std::string text = read_file_if_present(file).value_or(std::string());
+  const std::string text =
+      read_file_bounded(file, "sweep's results.jsonl", kMaxSweepResultsBytes).value_or(std::string());
   std::set<std::int64_t> seen;
   std::vector<std::pair<std::int64_t, std::size_t>> order;  // (point, index in out.lines)
   std::size_t pos = 0;

@@ -2,6 +2,7 @@
 // results.jsonl, the sweep's one line per finished point, and its one reader (for `sweep --resume`, `plan` and
 // `report`). A line is {"point": i, "params": {...}, "gpus", "gpu", "repeats", "simulations", "runs": [...],
 // "wall_s"} or, for a point that failed on its input, {"point": i, "params": {...}, "error": "..."}.
+#include <cstddef>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,9 +18,13 @@ struct SweepLines {
   bool truncated_last_line = false;
 };
 
+/// Most bytes of a sweep's results.jsonl that the readers take: a point's line is about 1 kB, so about a million
+/// points; a larger file (or a device named by mistake) is refused before it is read, as every file read whole is.
+inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t{1} << 30;
+
 /// Reads `file` strictly: every complete line is a JSON object with an integer "point", an object "params" and
 /// "runs" or "error", no point twice, no blank lines; throws ConfigError naming the file, "line N" and the
-/// field.
+/// field, or the file when it holds more than kMaxSweepResultsBytes.
 /// A missing file is an empty result.
 SweepLines read_sweep_lines(const std::filesystem::path& file);
 
