@@ -63,6 +63,12 @@ TEST(PlanCli, RanksOptionsMarksTheParetoFrontAndSaysWhereCompressionPays) {
   EXPECT_NE(verdicts.find("8xslow-net-gpu tp2 pp2 dp2 (edgc saves"), std::string::npos) << verdicts;
   EXPECT_NE(verdicts.find("does not pay"), std::string::npos) << verdicts;
   EXPECT_NE(verdicts.find("8xslow-net-gpu tp4 pp2 dp1 (edgc"), std::string::npos) << verdicts;
+  // small.json has no trace: the only error is the CQM's, which the verdicts do not quote (results/verdict.hpp).
+  EXPECT_NE(verdicts.find("; its gradient error is not known (no trace was replayed, and the CQM's structure-free "
+                          "prediction is not evidence)"),
+            std::string::npos)
+      << verdicts;
+  EXPECT_EQ(verdicts.find("% gradient error"), std::string::npos) << verdicts;
   EXPECT_NE(r.out.find("Fastest: "), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::exists(out / "report.html"));
   // The plan is also a sweep: resuming it runs nothing new and gives the same plan.

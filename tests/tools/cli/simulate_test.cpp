@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_test_util.hpp"
@@ -419,9 +420,11 @@ TEST(SimulateFidelity, AnAllNanTraceMeasuresNoErrorInsteadOfAPerfectOne) {
     }
     std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << bytes;
   }
+  // The paper scenario measures its error on trace.error_path: both sides are pointed at the NaN copy.
   const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/scenarios/paper/gpt2-2.5b-32xv100.json";
   const Result r = edgc("simulate --scenario " + scenario + " --set trace.path=" + trace.string() +
-                            " --set run.iterations=20000 --out " + (tmp / "o").string(),
+                            " --set trace.error_path=" + trace.string() + " --set run.iterations=20000 --out " +
+                            (tmp / "o").string(),
                         tmp);
   ASSERT_EQ(r.code, 0) << r.err;
   const json res = json::parse(read_file(tmp / "o" / "result.json"));
@@ -510,6 +513,82 @@ TEST(SimulateFidelity, EveryRunCarriesItsErrorAndThinEvidenceIsWarned) {
   EXPECT_EQ(e.at("fidelity").at("source"), "trace");
   EXPECT_EQ(e.at("fidelity").at("entropy_source"), "synthetic");
   EXPECT_GT(e.at("runs")[2].at("gradient_error").get<double>(), 0.0);
+}
+
+// trace.error_path gives the error side a trace of its own: the entropy (and so every rank schedule) still comes
+// from trace.path, the replays read the other trace, and result.json and the console name both. Without the key the
+// fidelity section is today's.
+TEST(SimulateFidelity, TraceErrorPathReplaysOnItsOwnTraceWhileTheEntropyStays) {
+  TempDir tmp;
+  const std::string src = EDGC_SOURCE_DIR;
+  const std::string scenario = src + "/tests/data/simulate/small-trace.json";
+  const Result one = edgc("simulate --scenario " + scenario + " --out " + (tmp / "one").string(), tmp);
+  ASSERT_EQ(one.code, 0) << one.err;
+  const Result two = edgc("simulate --scenario " + scenario + " --out " + (tmp / "two").string() +
+                              " --set trace.error_path=" + src + "/traces/bundled/gpt2s-docs-full",
+                          tmp);
+  ASSERT_EQ(two.code, 0) << two.err;
+  const json a = json::parse(read_file(tmp / "one" / "result.json"));
+  const json b = json::parse(read_file(tmp / "two" / "result.json"));
+  EXPECT_FALSE(a.at("fidelity").contains("trace_key"));
+  EXPECT_EQ(a.at("fidelity").at("trace"), src + "/traces/bundled/tinygpt-licenses");
+  // The entropy side: the same trace, the same ranks.
+  EXPECT_EQ(b.at("entropy"), a.at("entropy"));
+  EXPECT_EQ(b.at("entropy").at("path"), src + "/traces/bundled/tinygpt-licenses");
+  // The error side: the other trace, its three captured steps and its model's size.
+  const json& f = b.at("fidelity");
+  EXPECT_EQ(f.at("source"), "trace");
+  EXPECT_EQ(f.at("trace"), src + "/traces/bundled/gpt2s-docs-full");
+  EXPECT_EQ(f.at("trace_key"), "trace.error_path");
+  EXPECT_EQ(f.at("trace_steps"), 2001);
+  EXPECT_EQ(f.at("captured_iterations"), 3);
+  EXPECT_EQ(f.at("trace_parameters"), 124439808.0);  // model.parameters, not the four matrices it captures
+  // sim::map_stages over its own four equal stages: the middles of the two simulated stages' shares of the
+  // parameters lie just past a quarter (stage 0 holds the embeddings) and three quarters, in trace stages 1 and 3.
+  EXPECT_EQ(f.at("stage_map"), json::array({1, 3}));
+  ASSERT_EQ(b.at("runs").size(), a.at("runs").size());
+  for (std::size_t i = 0; i < a.at("runs").size(); ++i) {
+    const json& x = a.at("runs")[i];
+    const json& y = b.at("runs")[i];
+    EXPECT_EQ(y.at("rank_schedule"), x.at("rank_schedule")) << x.at("policy");
+    EXPECT_EQ(y.at("training_time_s"), x.at("training_time_s")) << x.at("policy");
+    EXPECT_EQ(y.at("cqm_error"), x.at("cqm_error")) << x.at("policy");
+    if (x.at("policy") == "none") continue;
+    EXPECT_NE(y.at("gradient_error"), x.at("gradient_error")) << x.at("policy");
+    EXPECT_GT(y.at("gradient_error").get<double>(), 0.0) << x.at("policy");
+  }
+  EXPECT_NE(two.out.find("replayed on " + src + "/traces/bundled/gpt2s-docs-full"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("the entropy came from " + src + "/traces/bundled/tinygpt-licenses"), std::string::npos)
+      << two.out;
+  EXPECT_EQ(one.out.find("the entropy came from"), std::string::npos) << one.out;
+  // Each trace's length is judged for its own side: the error trace's 2001 steps cover 120 iterations.
+  EXPECT_EQ(two.err.find("stretched"), std::string::npos) << two.err;
+}
+
+// A bad trace.error_path is refused like a bad trace.path, naming the scenario file and the key, with no output; so
+// is an empty one. The key is checked whatever the entropy source and whether or not fidelity is measured.
+TEST(SimulateFidelity, ABadTraceErrorPathIsRefusedNamingTheKey) {
+  TempDir tmp;
+  const fs::path broken = tmp / "broken";
+  fs::create_directories(broken);
+  std::ofstream(broken / "trace.json") << "{\"format\": \"edgc.trace\"";
+  const std::string scenario = std::string(EDGC_SOURCE_DIR) + "/tests/data/simulate/small-trace.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {" --set trace.error_path=nowhere", "nowhere: not a trace directory"},
+      {" --set trace.error_path=" + broken.string(), "trace.json"},
+      {" --set trace.error_path=" + broken.string() + " --set fidelity.measure=false", "trace.json"},
+      {" --set trace.error_path=" + broken.string() + " --set entropy.source=synthetic", "trace.json"},
+      {" --set trace.error_path=", "must name a trace directory"},
+  };
+  int n = 0;
+  for (const auto& [set, why] : cases) {
+    const fs::path out = tmp / ("o" + std::to_string(n++));
+    const Result r = edgc("simulate --scenario " + scenario + set + " --out " + out.string(), tmp);
+    EXPECT_EQ(r.code, 2) << set << ": " << r.err;
+    EXPECT_NE(r.err.find("small-trace.json: trace.error_path"), std::string::npos) << set << ": " << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << set << ": " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << set;
+  }
 }
 
 // The kernel-level compute model's error bar (sim::kKernelModelValidation) with every prediction it makes, on stderr

@@ -252,6 +252,11 @@ TEST(SweepRecord, FinishedAndFailedPointsSurviveWriterAndReader) {
   EXPECT_EQ(run_figure(back.runs[0], "training_time_s_ci95"), 12.5);
   EXPECT_EQ(run_figure(back.runs[0], "compressed_iterations"), 90.0);
   EXPECT_FALSE(run_figure(back.runs[0], "nonsense"));
+  EXPECT_TRUE(std::isnan(back.trace_smaller_by));  // unknown: not written
+  EXPECT_FALSE(to_json(r).contains("trace_smaller_by"));
+  SweepRecord traced = r;
+  traced.trace_smaller_by = 97.2;  // the verdict's test of the error's evidence (results/verdict.hpp)
+  EXPECT_EQ(record_round_trip(traced).trace_smaller_by, 97.2);
 
   SweepRecord failed;
   failed.point = 7;

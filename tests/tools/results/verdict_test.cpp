@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -280,9 +281,23 @@ TEST(Verdict, AnErrorMeasuredOnAFarSmallerModelIsNotEvidence) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("48.5"), std::string::npos) << text;
+  EXPECT_DOUBLE_EQ(trace_smaller_by(doc), 1e4);
+  // The clause alone, for callers that word their own sentence (plan): the same words.
+  EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[0].error_clause,
+            "; its gradient error is not known (the trace is of a model 10000x smaller, so the error measured on it "
+            "is not evidence)");
+  // judge_runs (sweep and plan) applies the same rule when given the ratio.
+  std::vector<const RunFigures*> runs = {&doc.runs[0], &doc.runs[1]};
+  EXPECT_EQ(judge_runs(runs, kDefaultMinSaving, 1e4)[0].text.find("48.5"), std::string::npos);
+  EXPECT_NE(judge_runs(runs, kDefaultMinSaving)[0].text.find("at 48.5 % gradient error"), std::string::npos);
   doc.sections["fidelity"]["trace_parameters"] = 2.4e7;  // 100x: the limit is exclusive
   text = result_verdicts(doc, kDefaultMinSaving)[0].text;
   EXPECT_NE(text.find("at 48.5 % gradient error (measured on the trace; CQM 89.7 %)"), std::string::npos) << text;
+  EXPECT_EQ(result_verdicts(doc, kDefaultMinSaving)[0].error_clause,
+            " at 48.5 % gradient error (measured on the trace; CQM 89.7 %)");
+  // Unknown without the traced model's size, or the simulated model's.
+  doc.sections["fidelity"].erase("trace_parameters");
+  EXPECT_TRUE(std::isnan(trace_smaller_by(doc)));
 }
 
 }  // namespace

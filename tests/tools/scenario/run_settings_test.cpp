@@ -185,5 +185,21 @@ TEST(ScenarioIntegers, ReadCheckedNeverWrapped) {
   EXPECT_EQ(sc.seed("absent", 42), 42U);
 }
 
+// trace.error_path is read with the fidelity settings, resolved and normalised like trace.path, and independent of it;
+// an empty string is refused (it would silently mean "the entropy's trace").
+TEST(TracePath, TheErrorSidesTraceIsResolvedLikeTracePathAndAnEmptyOneRefused) {
+  Scenario empty;
+  EXPECT_EQ(read_fidelity_settings(empty, kNoCheck).trace_path, "");
+  Scenario given = with({"trace.path=/traces/blocks", "trace.error_path=/traces/a/../full"});
+  EXPECT_EQ(read_fidelity_settings(given, kNoCheck).trace_path, "/traces/full");
+  EXPECT_EQ(read_trace_path(given), "/traces/blocks");
+  EXPECT_EQ(read_entropy_source(given).trace_path, "/traces/blocks");
+  EXPECT_EQ(refused_key([] {
+              Scenario sc = with({"trace.error_path="});
+              read_fidelity_settings(sc, kNoCheck);
+            }),
+            "trace.error_path");
+}
+
 }  // namespace
 }  // namespace edgc::scenario

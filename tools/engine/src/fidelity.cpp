@@ -17,6 +17,7 @@
 #include "edgc/core/cqm.hpp"
 #include "edgc/core/error.hpp"
 #include "edgc/core/memo.hpp"
+#include "edgc/engine/trace_health.hpp"
 #include "edgc/kernels/backend.hpp"
 #include "edgc/kernels/buffer.hpp"
 #include "edgc/kernels/communicator.hpp"
@@ -224,12 +225,7 @@ FidelityMeter::~FidelityMeter() = default;
 int FidelityMeter::replays() const noexcept { return s_->replays; }
 std::int64_t FidelityMeter::trace_steps() const noexcept { return s_->steps; }
 std::int64_t FidelityMeter::trace_points() const noexcept { return static_cast<std::int64_t>(s_->points()); }
-double FidelityMeter::trace_parameters() const {
-  double sum = 0.0;
-  if (s_->manifest)
-    for (const std::int64_t n : traces::stage_elements(*s_->manifest)) sum += static_cast<double>(n);
-  return sum;
-}
+double FidelityMeter::trace_parameters() const { return s_->manifest ? traced_model_parameters(*s_->manifest) : 0.0; }
 
 bool FidelityMeter::State::recall(const std::string& key, const ReplaySpec& spec) {
   if (memo.count(key) > 0) return true;

@@ -91,14 +91,14 @@ bool admitted(const std::vector<PlanEntry>& entries, const PlanOption* o, const 
                      [&](const PlanEntry& e) { return e.option == o && e.policy == policy; });
 }
 
-// "gpus-8 (edgc saves 3.1 % at 48.5 % gradient error; DP sync 12.3 % of the iteration)".
-std::string option_clause(const PlanOption& o, const results::Verdict& v, const std::vector<PlanEntry>& entries) {
+// "gpus-8 (edgc saves 3.1 % at 48.5 % gradient error (measured on the trace; CQM 89.7 %); DP sync 12.3 % of the
+// iteration)". The error as the verdict words it: an error that is not evidence (the CQM's alone, or measured on a
+// trace of a model over 100x smaller) is said to be unknown rather than quoted.
+std::string option_clause(const PlanOption& o, const results::Verdict& v) {
   std::string s = o.label + " (" + v.policy + " " +
                   (v.saving > 0.0 ? "saves " + results::fmt_sig3(100.0 * v.saving) + " %"
                                   : "costs " + results::fmt_sig3(-100.0 * v.saving) + " % more");
-  for (const PlanEntry& e : entries)
-    if (e.option == &o && e.policy == v.policy && std::isfinite(e.error))
-      s += " at " + results::fmt_sig3(100.0 * e.error) + " % gradient error";
+  s += v.error_clause;
   if (std::isfinite(v.dp_sync_share))
     s += "; DP sync " + results::fmt_sig3(100.0 * v.dp_sync_share) + " % of the iteration";
   return s + ")";
@@ -114,12 +114,12 @@ std::vector<std::string> verdicts(const PlanSpec& plan, const PlanOutcome& out) 
     std::vector<const results::RunFigures*> runs;
     for (const results::SweepRun& r : line.runs)
       if (admitted(out.entries, &o, r.policy)) runs.push_back(&r);
-    const std::vector<results::Verdict> vs = results::judge_runs(runs, plan.pays_threshold);
+    const std::vector<results::Verdict> vs = results::judge_runs(runs, plan.pays_threshold, line.trace_smaller_by);
     const auto best = std::max_element(vs.begin(), vs.end(), [](const results::Verdict& a, const results::Verdict& b) {
       return a.saving < b.saving || (std::isnan(a.saving) && !std::isnan(b.saving));
     });
     if (best == vs.end()) continue;
-    by_payoff[static_cast<int>(best->payoff)].push_back(option_clause(o, *best, out.entries));
+    by_payoff[static_cast<int>(best->payoff)].push_back(option_clause(o, *best));
   }
   const std::string threshold = results::fmt_sig3(100.0 * plan.pays_threshold) + " %";
   std::vector<std::string> v;

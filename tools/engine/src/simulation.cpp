@@ -41,6 +41,7 @@
 #include "edgc/sim/memory.hpp"
 #include "edgc/sim/run_planner.hpp"
 #include "edgc/sim/whole_run.hpp"
+#include "plan_cache.hpp"
 #include "simulation_result.hpp"
 #include "trace_entropy_cache.hpp"
 
@@ -113,6 +114,7 @@ struct Inputs {
   bool compose = false;               ///< simulate.composition allows it and the layout is stage-separable
   FidelitySetup fidelity;             ///< how the rank schedules' gradient error is measured (trace_dir empty: CQM)
   bool measure_fidelity = true;       ///< fidelity.measure
+  std::string error_trace;            ///< trace.error_path, resolved; "" = trace.path's trace serves the error side
   std::optional<double> max_error;    ///< fidelity.max_error: the gradient-error budget, when given
   std::vector<std::string> warnings;  ///< found while reading: what the run goes on with but the user should know
   std::optional<results::TcomFit> dac_measured;  ///< compression.dac.measured's stage-0 fit, read up front
@@ -202,6 +204,7 @@ void read_fidelity(scenario::Scenario& sc, const std::string& cache_dir, Inputs&
   const scenario::FidelitySettings settings = scenario::read_fidelity_settings(
       sc, [w = sc.where()](const std::string& backend, const std::string& key) { require_backend(backend, w, key); });
   in.measure_fidelity = settings.measure;
+  in.error_trace = settings.trace_path;
   in.fidelity.backend = settings.backend;
   in.max_error = settings.max_error;
   in.fidelity.run_iterations = in.iterations;
@@ -241,21 +244,47 @@ std::string setup_key(const scenario::Scenario& sc) {
   return key.dump();
 }
 
-// The trace in `dir` (trace.path): a warning when it was recorded from another model; when fidelity is measured its
-// manifest is kept for the meter (and, with a synthetic entropy source, its stage map).
+// The trace in `dir` (trace.path): a warning when it was recorded from another model; when fidelity is measured on
+// it (no trace.error_path) its manifest is kept for the meter (and, with a synthetic entropy source, its stage map).
 void read_trace(const std::string& dir, bool from_trace, Inputs& in) {
   const SimulationSetup& st = in.setup;
   // The trace's own model: one recorded from another family or size class stands in thinly for this one.
   traces::Manifest manifest = traces::read_manifest(dir);
   const std::string mismatch =
-      trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)));
+      in.error_trace.empty()
+          ? trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)))
+          : trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)),
+                                 "entropy trend stands");
   if (!mismatch.empty()) in.warnings.push_back(st.where + ": " + mismatch);
+  if (!in.error_trace.empty()) return;  // the error side has a trace of its own (read_error_trace)
   if (!from_trace && in.measure_fidelity) {
     // A synthetic entropy curve decides the ranks; the trace's real gradients still measure what they cost.
     in.fidelity.trace_dir = dir;
     in.fidelity.stage_map = sim::map_stages(traces::stage_elements(manifest), in.fidelity.stage_parameters);
   }
   if (in.measure_fidelity) in.fidelity.manifest = std::move(manifest);  // read once: the meter takes it
+}
+
+// The trace of trace.error_path, read up front whether or not fidelity is measured (a bad one is refused naming the
+// key, before any output), warned about like trace.path's when recorded from another model, and given to the meter.
+// Its stages map onto the simulated ones by its own tensors' elements (sim::map_stages), as a trace.path trace does
+// under a synthetic entropy curve.
+void read_error_trace(Inputs& in) {
+  const SimulationSetup& st = in.setup;
+  const std::string& dir = in.error_trace;
+  traces::Manifest manifest;
+  try {
+    manifest = traces::read_manifest(dir);
+  } catch (const TraceFormatError& e) {
+    throw ConfigError(st.where, "trace.error_path", e.what());
+  }
+  const std::string mismatch = trace_model_mismatch(
+      manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)), "gradient spectra stand");
+  if (!mismatch.empty()) in.warnings.push_back(st.where + ": trace.error_path " + mismatch);
+  if (!in.measure_fidelity) return;
+  in.fidelity.trace_dir = dir;
+  in.fidelity.stage_map = sim::map_stages(traces::stage_elements(manifest), in.fidelity.stage_parameters);
+  in.fidelity.manifest = std::move(manifest);
 }
 
 void set_synthetic_source(const SyntheticEntropy& curve, Inputs& in) {
@@ -285,7 +314,7 @@ void set_trace_source(const std::string& dir, const scenario::EntropySourceSetti
     throw ConfigError(in.setup.where, "compression.pp_rank_mode",
                       "entropy needs the trace's stage-boundary gradients (format 1.1), and " + dir +
                           " records none: use static, or a trace captured with boundaries");
-  if (in.measure_fidelity) {
+  if (in.measure_fidelity && in.error_trace.empty()) {
     in.fidelity.trace_dir = dir;
     in.fidelity.stage_map = trace->stage_map();
   }
@@ -343,6 +372,7 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   in.setup_key = setup_key(sc);
   const std::string& dir = entropy.trace_path;
   if (!dir.empty()) read_trace(dir, from_trace, in);
+  if (!in.error_trace.empty()) read_error_trace(in);
   if (!from_trace) {
     set_synthetic_source(curve, in);
     return in;
@@ -350,115 +380,6 @@ Inputs read_inputs(const std::string& path, const std::vector<std::string>& sets
   set_trace_source(dir, entropy, pp_entropy, cache_dir, in);
   return in;
 }
-
-// Iterations of plans, in order of first request. simulate() adds the ones not seen before: with `compose`
-// (stages_separable) each is composed from uniform plans, which are simulated once; otherwise each is simulated.
-// With a cache directory, a simulation some earlier run stored there is read instead of run.
-struct PlanCache {
-  std::vector<sim::DpSyncPlan> plans;
-  std::vector<sim::IterationResult> results;
-  std::string dir;        ///< SimulateRequest::cache_dir
-  std::string setup_key;  ///< Inputs::setup_key
-  bool compose = false;
-  std::vector<sim::DpSyncPlan> simulated_plans;  ///< what was actually simulated (or read from the cache)
-  std::vector<sim::IterationResult> simulated_results;
-  int simulated = 0;  ///< simulations run by this process (cache misses)
-
-  fs::path entry(const sim::DpSyncPlan& p) const {
-    return fs::path(dir) / ("iteration-" + hex_digest(setup_key + "|" + plan_label(p)) + ".json");
-  }
-
-  // Simulates (or reads) each of `wanted` not yet in simulated_plans.
-  void simulate_exact(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline,
-                      int jobs) {
-    const bool stored = !dir.empty() && !timeline;  // timelines are large and wanted fresh: not cached
-    std::vector<sim::DpSyncPlan> missing;
-    for (const auto& p : wanted) {
-      if (std::find(simulated_plans.begin(), simulated_plans.end(), p) != simulated_plans.end() ||
-          std::find(missing.begin(), missing.end(), p) != missing.end())
-        continue;
-      if (stored) {
-        if (const auto j = read_json_if_present(entry(p), true)) {
-          simulated_plans.push_back(p);
-          simulated_results.push_back(iteration_from_json(*j));
-          continue;
-        }
-      }
-      missing.push_back(p);
-    }
-    if (missing.empty()) return;
-    // Other processes sharing the cache (sweep workers) may be simulating some of them: those are read once done.
-    std::vector<fs::path> entries;
-    for (const auto& p : missing) entries.push_back(entry(p));
-    EntryClaims claims(stored ? entries : std::vector<fs::path>{});
-    std::vector<sim::DpSyncPlan> mine = stored ? std::vector<sim::DpSyncPlan>{} : missing;
-    for (const std::size_t i : claims.mine()) mine.push_back(missing[i]);
-    run_and_store(setup, mine, timeline, jobs, stored);
-    claims.release();
-    for (const std::size_t i : claims.others()) {
-      EntryClaims::wait_for(entries[i]);
-      if (const auto j = read_json_if_present(entries[i], true)) {
-        simulated_plans.push_back(missing[i]);
-        simulated_results.push_back(iteration_from_json(*j));
-      } else {
-        run_and_store(setup, {missing[i]}, false, jobs, stored);  // its simulator gave up: simulated here
-      }
-    }
-  }
-
-  void run_and_store(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& todo, bool timeline, int jobs,
-                     bool stored) {
-    if (todo.empty()) return;
-    std::vector<sim::IterationResult> r = simulate_plans(setup, todo, timeline, jobs);
-    simulated += static_cast<int>(todo.size());
-    for (std::size_t i = 0; i < todo.size(); ++i) {
-      if (stored) write_file_atomic(entry(todo[i]), iteration_to_json(r[i], false).dump() + "\n");
-      simulated_plans.push_back(todo[i]);
-      simulated_results.push_back(std::move(r[i]));
-    }
-  }
-
-  void simulate(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline, int jobs) {
-    std::vector<sim::DpSyncPlan> fresh;
-    for (const auto& p : wanted)
-      if (std::find(plans.begin(), plans.end(), p) == plans.end() &&
-          std::find(fresh.begin(), fresh.end(), p) == fresh.end())
-        fresh.push_back(p);
-    if (fresh.empty()) return;
-    if (!compose || timeline) {
-      simulate_exact(setup, fresh, timeline, jobs);
-      for (const auto& p : fresh) {
-        plans.push_back(p);
-        results.push_back(simulated_results[index_of(simulated_plans, p)]);
-      }
-      return;
-    }
-    // Plans whose boundaries differ in pipeline rank (edgc-pp with entropy-driven ranks) have their own pipeline
-    // part: simulated as they are; the others composed.
-    std::vector<sim::DpSyncPlan> composable;
-    std::vector<sim::DpSyncPlan> own;
-    for (const auto& p : fresh) {
-      const bool uniform_pp =
-          std::all_of(p.begin(), p.end(), [&](const sim::StageSync& x) { return x.pp_rank == p.front().pp_rank; });
-      (uniform_pp ? composable : own).push_back(p);
-    }
-    if (!own.empty()) simulate_exact(setup, own, false, jobs);
-    const std::vector<sim::DpSyncPlan> basis = sim::separable_basis(composable);
-    simulate_exact(setup, basis, false, jobs);
-    std::vector<sim::IterationResult> basis_results;
-    for (const auto& b : basis) basis_results.push_back(simulated_results[index_of(simulated_plans, b)]);
-    for (const auto& p : fresh) {
-      plans.push_back(p);
-      results.push_back(std::find(own.begin(), own.end(), p) != own.end()
-                            ? simulated_results[index_of(simulated_plans, p)]
-                            : sim::compose_separable(p, basis, basis_results));
-    }
-  }
-  static std::size_t index_of(const std::vector<sim::DpSyncPlan>& v, const sim::DpSyncPlan& p) {
-    return static_cast<std::size_t>(std::find(v.begin(), v.end(), p) - v.begin());
-  }
-  const sim::IterationResult& at(const sim::DpSyncPlan& p) const { return results[index_of(plans, p)]; }
-};
 
 // The largest rank the break-even probe tries: the smallest side of any stage's CQM matrix (no rank above it exists).
 int break_even_cap(const Inputs& in) {
@@ -585,17 +506,44 @@ constexpr std::int64_t kMinTraceWindows = 3;
 // deferred to later steps by error feedback (a threshold of this project's choosing, not a published bound).
 constexpr double kHighError = 0.5;
 
+// Thin evidence: a trace stretched far beyond its own length (`steps` its last captured step + 1; `sides` what it
+// stands for), or, for the entropy's trace, too short for a few of its windows.
+void thin_trace_warnings(const Inputs& in, const std::string& whose, std::int64_t steps, const std::string& sides,
+                         bool entropy_side, std::vector<std::string>& warnings) {
+  if (steps <= 0) return;
+  const double stretch = static_cast<double>(in.iterations) / static_cast<double>(steps);
+  if (stretch > kMaxStretch)
+    warnings.push_back(in.setup.where + ": " + whose + " " + std::to_string(steps) + " steps are stretched " +
+                       results::fmt_f(stretch, 1) + "x over " + std::to_string(in.iterations) +
+                       " iterations (more than " + results::fmt_f(kMaxStretch, 0) + "x): its " + sides +
+                       " for a much longer run than was recorded");
+  const std::int64_t window = in.compression.gds.window_iters;
+  if (entropy_side && steps < kMinTraceWindows * window)
+    warnings.push_back(in.setup.where + ": " + whose + " " + std::to_string(steps) + " steps span fewer than " +
+                       std::to_string(kMinTraceWindows) + " windows of " + std::to_string(window) +
+                       " iterations: the entropy trend EDGC decides from is thin");
+}
+
 // The accuracy side of every run (fidelity.hpp): the measured and predicted gradient error as run figures, the
 // per-stage detail in runs[].fidelity, how it was obtained in "fidelity", and warnings where it rests on little.
 void set_fidelity(results::ResultDocument& result, const Inputs& in,
                   const std::vector<const sim::RunSchedule*>& schedules, std::vector<std::string>& warnings) {
   FidelityMeter meter(in.fidelity);
   const bool from_trace = in.source_description.value("source", "") == "trace";
+  // One trace serves both sides unless trace.error_path gives the error side its own.
+  const bool own_error_trace = !in.error_trace.empty();
   const std::vector<Fidelity> fid = meter.measure(schedules);
   const bool measured = meter.trace_points() > 0;
   ordered_json section = {{"source", measured ? "trace" : "cqm"}};
+  if (from_trace && own_error_trace)
+    thin_trace_warnings(in, "trace.path's", in.source_description.value("trace_iterations", std::int64_t{0}),
+                        "entropy trend stands", true, warnings);
   if (measured) {
     section["trace"] = in.fidelity.trace_dir;
+    if (own_error_trace) {  // which key named it, and how its stages map (the entropy's map is in "entropy")
+      section["trace_key"] = "trace.error_path";
+      section["stage_map"] = in.fidelity.stage_map;
+    }
     section["trace_steps"] = meter.trace_steps();
     section["trace_parameters"] = meter.trace_parameters();  // the verdict's test of the trace's size class
     section["captured_iterations"] = meter.trace_points();
@@ -607,20 +555,9 @@ void set_fidelity(results::ResultDocument& result, const Inputs& in,
     section["entropy_source"] = in.source_description.value("source", "");
     section["backend"] = in.fidelity.backend;
     section["replays_run"] = meter.replays();
-    // Thin evidence: a trace stretched far beyond its own length, or too short for a few of its windows.
-    const double stretch = static_cast<double>(in.iterations) / static_cast<double>(meter.trace_steps());
-    if (stretch > kMaxStretch)
-      warnings.push_back(in.setup.where + ": the trace's " + std::to_string(meter.trace_steps()) +
-                         " steps are stretched " + results::fmt_f(stretch, 1) + "x over " +
-                         std::to_string(in.iterations) + " iterations (more than " + results::fmt_f(kMaxStretch, 0) +
-                         "x): its " +
-                         (from_trace ? "entropy trend and gradient error stand" : "gradient error stands") +
-                         " for a much longer run than was recorded");
-    const std::int64_t window = in.compression.gds.window_iters;
-    if (from_trace && meter.trace_steps() < kMinTraceWindows * window)
-      warnings.push_back(in.setup.where + ": the trace's " + std::to_string(meter.trace_steps()) +
-                         " steps span fewer than " + std::to_string(kMinTraceWindows) + " windows of " +
-                         std::to_string(window) + " iterations: the entropy trend EDGC decides from is thin");
+    const bool both = from_trace && !own_error_trace;
+    thin_trace_warnings(in, own_error_trace ? "trace.error_path's" : "the trace's", meter.trace_steps(),
+                        both ? "entropy trend and gradient error stand" : "gradient error stands", both, warnings);
   } else {
     section["note"] = in.fidelity.trace_dir.empty() && in.measure_fidelity
                           ? "no trace.path to replay the ranks on: CQM prediction only"

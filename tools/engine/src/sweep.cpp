@@ -31,6 +31,7 @@
 #include "edgc/results/figure_table.hpp"
 #include "edgc/results/sweep_document.hpp"
 #include "edgc/results/table.hpp"
+#include "edgc/results/verdict.hpp"
 #include "edgc/scenario/compression_config.hpp"
 #include "sweep_keys.hpp"
 #include "sweep_summary.hpp"
@@ -86,6 +87,7 @@ std::string evaluate_point(const scenario::SweepSpec& spec, const scenario::Swee
       line.memory_capacity_GiB = (*m)["capacity_GiB"].get<double>();
   }
   line.runs = results::average_runs(reps);
+  line.trace_smaller_by = results::trace_smaller_by(reps.front());  // the verdicts' test of the error's evidence
   for (const results::ResultRun& run : reps.front().runs)  // the measured loss where a convergence record matches
     if (const auto m = run.detail.find("measured_loss"); m != run.detail.end() && m->is_object())
       line.measured_val_loss_change[run.policy] = m->value("change", 0.0);

@@ -27,6 +27,7 @@ using nlohmann::json;
 // scans the readers' sources for them).
 const std::set<std::string> kSimulateOwnKeys = {"run.iterations",
                                                 "trace.path",
+                                                "trace.error_path",
                                                 "entropy.source",
                                                 "entropy.bins_per_sigma",
                                                 "entropy.backend",

@@ -57,7 +57,7 @@ void print_rows(std::ostream& os, const scenario::SweepSpec& spec, const std::ve
 void print_verdict(std::ostream& os, const results::SweepRecord& line, const std::string& policy, double min_saving) {
   std::vector<const results::RunFigures*> runs;
   for (const results::SweepRun& r : line.runs) runs.push_back(&r);
-  for (const results::Verdict& v : results::judge_runs(runs, min_saving))
+  for (const results::Verdict& v : results::judge_runs(runs, min_saving, line.trace_smaller_by))
     if (v.policy == policy) os << "verdict at point " << line.point << ": " << v.text << "\n";
 }
 

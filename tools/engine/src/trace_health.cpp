@@ -112,14 +112,19 @@ std::string model_family(const std::string& name) {
   return out;
 }
 
-std::string trace_model_mismatch(const traces::Manifest& trace, const std::string& trace_dir, const std::string& name,
-                                 double parameters) {
+double traced_model_parameters(const traces::Manifest& trace) {
   const nlohmann::json model = nlohmann::json::parse(trace.model_json, nullptr, false);
-  double trace_parameters = 0.0;
+  double parameters = 0.0;
   if (model.is_object() && model.contains("parameters") && model["parameters"].is_number())
-    trace_parameters = model["parameters"].get<double>();
-  if (!(trace_parameters > 0.0))
-    for (const std::int64_t n : traces::stage_elements(trace)) trace_parameters += static_cast<double>(n);
+    parameters = model["parameters"].get<double>();
+  if (!(parameters > 0.0))
+    for (const std::int64_t n : traces::stage_elements(trace)) parameters += static_cast<double>(n);
+  return parameters;
+}
+
+std::string trace_model_mismatch(const traces::Manifest& trace, const std::string& trace_dir, const std::string& name,
+                                 double parameters, const std::string& stands_for) {
+  const double trace_parameters = traced_model_parameters(trace);
   std::vector<std::string> why;
   const std::string from = model_family(trace.model_name);
   const std::string to = model_family(name);
@@ -134,8 +139,8 @@ std::string trace_model_mismatch(const traces::Manifest& trace, const std::strin
   if (why.empty()) return {};
   std::string joined;
   for (const std::string& w : why) joined += (joined.empty() ? "" : " and ") + w;
-  return trace_dir + ": recorded from " + joined +
-         ": its entropy trend and gradient spectra stand in for the simulated model's, which may differ (a trace of "
+  return trace_dir + ": recorded from " + joined + ": its " + stands_for +
+         " in for the simulated model's, which may differ (a trace of "
          "the simulated model, or one of its size, is stronger evidence)";
 }
 

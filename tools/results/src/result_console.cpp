@@ -106,10 +106,16 @@ void print_result_summary(std::ostream& os, const ResultDocument& r) {
                error_pct(x.gradient_error), error_pct(x.cqm_error)});
   t.print(os);
   if (const auto f = r.sections.find("fidelity"); f != r.sections.end() && f->is_object()) {
+    // With trace.error_path the two sides read different traces: both are named.
+    const auto e = r.sections.find("entropy");
+    const std::string entropy_trace = f->value("trace_key", "") == "trace.error_path" && e != r.sections.end() &&
+                                              e->is_object() && e->value("source", "") == "trace"
+                                          ? "; the entropy came from " + e->value("path", std::string("?"))
+                                          : std::string();
     if (f->value("source", "") == "trace")
       os << "grad err: relative error of the averaged gradient, PowerSGD with error feedback replayed on "
-         << f->value("trace", "") << " (mean over compressed iterations; ranks mapped by equal CQM energy). "
-         << "CQM err: the structure-free prediction for the simulated shapes.\n";
+         << f->value("trace", "") << " (mean over compressed iterations; ranks mapped by equal CQM energy"
+         << entropy_trace << "). CQM err: the structure-free prediction for the simulated shapes.\n";
     else
       os << "CQM err: the structure-free prediction for the simulated shapes (" << f->value("note", "") << ").\n";
   }

@@ -70,6 +70,7 @@ ordered_json to_json(const SweepRecord& r) {
   if (std::isfinite(r.peak_memory_GiB)) j["peak_memory_GiB"] = r.peak_memory_GiB;
   if (std::isfinite(r.memory_capacity_GiB)) j["memory_capacity_GiB"] = r.memory_capacity_GiB;
   if (!r.measured_val_loss_change.empty()) j["measured_val_loss_change"] = r.measured_val_loss_change;
+  if (std::isfinite(r.trace_smaller_by)) j["trace_smaller_by"] = r.trace_smaller_by;
   return j;
 }
 
@@ -91,6 +92,7 @@ SweepRecord parse_sweep_record(const JsonNode& line) {
   out.wall_s = line.optional_number("wall_s");
   out.peak_memory_GiB = line.optional_number("peak_memory_GiB");
   out.memory_capacity_GiB = line.optional_number("memory_capacity_GiB");
+  out.trace_smaller_by = line.optional_number("trace_smaller_by");
   if (const auto m = line.find("measured_val_loss_change"))
     for (const std::string& policy : m->member_keys()) out.measured_val_loss_change[policy] = m->at(policy).number();
   const JsonNode runs = line.at("runs");

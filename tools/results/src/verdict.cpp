@@ -135,7 +135,8 @@ Verdict judge(const VerdictInput& in, double min_saving) {
   v.min_saving = min_saving;
   v.dp_sync_share = in.dp_sync_share;
   v.payoff = judge_saving(in.run.saving, min_saving);
-  v.text = in.run.policy + " " + payoff_name(v.payoff) + ": " + saving_clause(in.run) + error_clause(in.run) + "; " +
+  v.error_clause = error_clause(in.run);
+  v.text = in.run.policy + " " + payoff_name(v.payoff) + ": " + saving_clause(in.run) + v.error_clause + "; " +
            (v.payoff == Payoff::kPays ? "above" : "pays only above") + " " + pct(min_saving) + " (--min-saving).";
   if (std::isfinite(in.dp_sync_share))
     v.text += " The data-parallel sync is " + pct(in.dp_sync_share) + " of the uncompressed iteration.";
@@ -257,15 +258,18 @@ std::string bandwidth_clause(const ResultDocument& doc, const Verdict& v) {
          (std::isfinite(at_lo) ? " (it saves " + fmt_sig3(at_lo) + " % there)" : std::string()) + ".";
 }
 
-std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving) {
-  std::vector<const RunFigures*> runs;
-  for (const ResultRun& r : doc.runs) runs.push_back(&r);
-  double smaller_by = RunFigures::kAbsent;
+double trace_smaller_by(const ResultDocument& doc) {
   const auto f = doc.sections.find("fidelity");
   if (f != doc.sections.end() && f->is_object() && f->contains("trace_parameters") &&
       (*f)["trace_parameters"].is_number() && (*f)["trace_parameters"].get<double>() > 0.0 && doc.model_parameters)
-    smaller_by = *doc.model_parameters / (*f)["trace_parameters"].get<double>();
-  std::vector<Verdict> out = judge_runs(runs, min_saving, smaller_by);
+    return *doc.model_parameters / (*f)["trace_parameters"].get<double>();
+  return RunFigures::kAbsent;
+}
+
+std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving) {
+  std::vector<const RunFigures*> runs;
+  for (const ResultRun& r : doc.runs) runs.push_back(&r);
+  std::vector<Verdict> out = judge_runs(runs, min_saving, trace_smaller_by(doc));
   const MemoryWithCompression memory = memory_with_error_feedback(doc);
   for (Verdict& v : out) {
     v.peak_memory_GiB = memory.peak_GiB;

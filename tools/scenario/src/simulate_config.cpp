@@ -1,5 +1,7 @@
 #include "edgc/scenario/simulate_config.hpp"
 
+#include <filesystem>
+
 #include "edgc/core/error.hpp"
 
 namespace edgc::scenario {
@@ -79,6 +81,14 @@ FidelitySettings read_fidelity_settings(
       if (!f.is_string() || f.get<std::string>().empty()) bad("every entry must be a file name, got " + f.dump());
       s.convergence.push_back(sc.resolve(f.get<std::string>()));
     }
+  }
+  // Read like trace.path (config.cpp, read_trace_path); an empty string would silently mean "the entropy's trace".
+  if (sc.has("trace.error_path")) {
+    const std::string dir = sc.string("trace.error_path", "");
+    if (dir.empty())
+      throw ConfigError(sc.where(), "trace.error_path",
+                        "must name a trace directory (leave the key out to replay on trace.path's trace)");
+    s.trace_path = std::filesystem::path(sc.resolve(dir)).lexically_normal().string();
   }
   return s;
 }

@@ -111,7 +111,8 @@ class FidelityMeter {
   /// Trace steps T (last captured iteration + 1) and captured iterations; 0 without a trace.
   std::int64_t trace_steps() const noexcept;
   std::int64_t trace_points() const noexcept;
-  /// The traced model's parameters: its stages' elements summed; 0 without a trace.
+  /// The traced model's parameters (traced_model_parameters: the manifest's model.parameters, else its stages'
+  /// elements summed); 0 without a trace.
   double trace_parameters() const;
 
  private:

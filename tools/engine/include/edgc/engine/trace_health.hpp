@@ -50,10 +50,17 @@ std::string model_family(const std::string& name);
 /// Parameter counts differing by more than this factor are of different size classes (one order of magnitude).
 inline constexpr double kSizeClassFactor = 10.0;
 
+/// The traced model's parameters: the manifest's model.parameters, else the sum of its tensors' elements (a trace
+/// that captures only a few matrices of its model lists only those, so the sum alone would make the model look small).
+double traced_model_parameters(const traces::Manifest& trace);
+
 /// Why a trace recorded from another model stands in thinly for the simulated one: a different family (by
 /// model_family, when both names have one), or a parameter count (the manifest's model.parameters, else the sum of
 /// its tensors' elements) more than kSizeClassFactor away from `parameters`. Empty when neither; names the trace.
+/// `stands_for`: what of the trace stands in, with its verb ("entropy trend and gradient spectra stand", or one of
+/// them).
 std::string trace_model_mismatch(const traces::Manifest& trace, const std::string& trace_dir, const std::string& name,
-                                 double parameters);
+                                 double parameters,
+                                 const std::string& stands_for = "entropy trend and gradient spectra stand");
 
 }  // namespace edgc::engine

@@ -38,6 +38,10 @@ struct SweepRecord {
   /// Per policy, the validation-loss change against none that matching convergence records measured (result.json's
   /// runs[].measured_loss.change of the first repeat, results/convergence.hpp); empty when no record matched.
   std::map<std::string, double> measured_val_loss_change;
+  /// The simulated model's parameters over those of the model whose trace measured the gradient error
+  /// (results::trace_smaller_by of the first repeat); NaN when unknown. Above kTraceScaleLimit the point's verdict
+  /// does not quote the measured error.
+  double trace_smaller_by = RunFigures::kAbsent;
 
   bool failed() const { return !error.empty(); }
   const SweepRun* find_run(const std::string& policy) const;

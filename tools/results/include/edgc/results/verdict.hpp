@@ -82,6 +82,10 @@ struct Verdict {
   /// Peak memory per GPU with compression (result_verdicts only): the simulated peak plus the error-feedback buffer
   /// (memory_with_error_feedback); NaN when the result has no memory section.
   double peak_memory_GiB = RunFigures::kAbsent;
+  /// The gradient error as `text` words it: " at 48.5 % gradient error (measured on the trace; CQM 89.7 %)", or
+  /// "; its gradient error is not known (…)" when the only figure is the CQM's or the trace is of a model over
+  /// kTraceScaleLimit times smaller; empty when no error is known. For callers that word their own sentence (plan).
+  std::string error_clause;
   std::string text;  ///< one sentence: verdict, saving, error, reason in numbers (and memory, from result_verdicts)
 };
 
@@ -112,6 +116,10 @@ MemoryWithCompression memory_with_error_feedback(const ResultDocument& doc);
 /// cluster's …"), or that none down to the searched low end does; without the section (or the policy in it), the
 /// `edgc breakeven` command that finds it. Empty when `v` pays or the run has no data-parallel sync across nodes.
 std::string bandwidth_clause(const ResultDocument& doc, const Verdict& v);
+
+/// The simulated model's parameters over the traced model's whose gradients measured the error (result.json's
+/// model.parameters over fidelity.trace_parameters): VerdictRun::trace_smaller_by. NaN when either is unknown.
+double trace_smaller_by(const ResultDocument& doc);
 
 /// judge_runs over a result document's runs, each text ending in memory_with_error_feedback's sentence.
 std::vector<Verdict> result_verdicts(const ResultDocument& doc, double min_saving);

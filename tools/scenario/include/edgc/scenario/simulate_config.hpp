@@ -55,9 +55,14 @@ struct FidelitySettings {
   /// fidelity.convergence: convergence records (results/convergence.hpp) to show beside the gradient error where
   /// they match, as paths resolved against the scenario's directory; empty when absent.
   std::vector<std::string> convergence;
+  /// trace.error_path: the trace whose gradients the rank schedules are replayed on, resolved against the scenario's
+  /// directory and lexically normal like trace.path; "" (the key absent) = trace.path's trace serves both sides. Lets
+  /// the entropy come from a sampled trace of a whole model and the error from fully captured matrices of realistic
+  /// size. Checked as a trace by the caller (simulate reads its manifest up front).
+  std::string trace_path;
 };
 /// `check_backend(backend, key)` is called as soon as fidelity.backend is read (so an unusable backend is refused
-/// before a bad max_error).
+/// before a bad max_error). Also reads trace.error_path (ConfigError when it is an empty string).
 FidelitySettings read_fidelity_settings(
     Scenario& sc, const std::function<void(const std::string& backend, const std::string& key)>& check_backend);
 
