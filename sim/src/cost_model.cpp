@@ -66,10 +66,9 @@ std::int64_t one_layer_parameters(const ModelSpec& model, int experts) {
 // The whole model's parameters with `experts` routed experts per MoE layer.
 std::int64_t parameters_with(const ModelSpec& model, int experts) {
   const std::int64_t h = model.hidden;
-  const LayerMix mix = model_layer_mix(model);
-  std::int64_t layers = 0;
-  if (mix.moe > 0) layers += mix.moe * one_layer_parameters(model, experts);
-  if (mix.dense > 0) layers += mix.dense * one_layer_parameters(dense_layer_model(model), 0);
+  std::int64_t layers = 0;  // a dense layer holds no routed expert, whatever `experts` says
+  for_each_layer_kind(model, model_layer_mix(model),
+                      [&](const ModelSpec& m, int count) { layers += count * one_layer_parameters(m, experts); });
   const std::int64_t word = static_cast<std::int64_t>(model.vocab) * h;
   return layers + word + (model.position == Position::kLearned ? static_cast<std::int64_t>(model.seq_len) * h : 0) +
          final_norm_params(model) + (model.tie_embeddings ? 0 : word);
@@ -134,17 +133,14 @@ ComputeCost chunk_compute(const ModelSpec& model, const ParallelSpec& parallel, 
   const LayerMix mix = chunk_layer_mix(model, parallel, stage, chunk);
   const bool head = chunk_holds_head(parallel, stage, chunk);
   ComputeCost c;
-  const auto add_layers = [&](const ModelSpec& m, int count) {
+  for_each_layer_kind(model, mix, [&](const ModelSpec& m, int count) {
     const ComputeCost layer = layer_compute(m, parallel, gpu, params);
     const double layers = static_cast<double>(count);
     c.forward_flops += layers * layer.forward_flops;
     c.backward_flops += layers * layer.backward_flops;
     c.forward_s += layers * layer.forward_s;
     c.backward_s += layers * layer.backward_s;
-  };
-  // The chunk's MoE layers at the model's layer, its dense layers (a dense model's every layer) at the dense one's.
-  if (mix.moe > 0) add_layers(model, mix.moe);
-  if (mix.dense > 0) add_layers(dense_layer_model(model), mix.dense);
+  });
   if (head) {
     const double logits = logits_forward_flops(model, parallel.tp) / parallel.tp;
     c.forward_flops += logits;
@@ -300,17 +296,12 @@ StageParams held_params(const ModelSpec& model, const ParallelSpec& parallel, co
   const std::int64_t tp = parallel.tp;
   const std::int64_t word_embedding_per_shard = padded_vocab(model, parallel.tp) / tp * h;
   StageParams p;
-  if (mix.moe > 0) {
-    const LayerDescription layer = describe_layer(model, parallel);
-    p.sharded_per_shard = mix.moe * layer_sharded_per_rank(layer, parallel.tp);
-    p.replicated = mix.moe * layer_replicated_params(layer);
-    p.expert = mix.moe * layer_expert_params(layer, model.experts / parallel.ep);
-  }
-  if (mix.dense > 0) {
-    const LayerDescription layer = describe_layer(dense_layer_model(model), parallel);
-    p.sharded_per_shard += mix.dense * layer_sharded_per_rank(layer, parallel.tp);
-    p.replicated += mix.dense * layer_replicated_params(layer);
-  }
+  for_each_layer_kind(model, mix, [&](const ModelSpec& m, int count) {
+    const LayerDescription layer = describe_layer(m, parallel);
+    p.sharded_per_shard += count * layer_sharded_per_rank(layer, parallel.tp);
+    p.replicated += count * layer_replicated_params(layer);
+    p.expert += count * layer_expert_params(layer, model.experts / parallel.ep);  // 0 for a dense layer
+  });
   if (first) {
     p.sharded_per_shard += word_embedding_per_shard;
     if (model.position == Position::kLearned) p.replicated += static_cast<std::int64_t>(model.seq_len) * h;
@@ -438,8 +429,7 @@ std::vector<WeightMatrix> stage_matrices(const ModelSpec& model, const ParallelS
         out.push_back(x);
     }
   };
-  if (mix.moe > 0) add_layers(model, mix.moe);
-  if (mix.dense > 0) add_layers(dense_layer_model(model), mix.dense);
+  for_each_layer_kind(model, mix, add_layers);
   const std::int64_t vocab_rows = padded_vocab(model, parallel.tp) / tp;
   const bool last = stage == parallel.pp - 1;
   const int embedding_copies = (stage == 0 ? 1 : 0) + (model.tie_embeddings && last && parallel.pp > 1 ? 1 : 0) -

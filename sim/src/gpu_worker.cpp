@@ -242,9 +242,7 @@ class GpuWorker {
   // overlapped gradient sync. Every GPU of a stage runs the same passes, so its expert-parallel group pairs alike.
   bool combines(const std::vector<Pass>& passes, std::size_t i) const {
     if (!state_->parallel.moe_a2a_overlap || state_->ep_groups.empty() || i + 1 >= passes.size()) return false;
-    const Pass& a = passes[i];
-    const Pass& b = passes[i + 1];
-    if (a.kind == b.kind || a.microbatch == b.microbatch || param_gather_pending_) return false;
+    if (!combinable(passes[i], passes[i + 1]) || param_gather_pending_) return false;
     return !(i + 2 == passes.size() && !work().buckets.empty());
   }
 

@@ -304,9 +304,9 @@ namespace {
 // The parameter tensors of `mix`'s layers (one gradient hook and one optimizer tensor each).
 double layer_tensors(const ModelSpec& model, const ParallelSpec& parallel, const LayerMix& mix) {
   double tensors = 0.0;
-  if (mix.moe > 0) tensors += static_cast<double>(describe_layer(model, parallel).tensors) * mix.moe;
-  if (mix.dense > 0)
-    tensors += static_cast<double>(describe_layer(dense_layer_model(model), parallel).tensors) * mix.dense;
+  for_each_layer_kind(model, mix, [&](const ModelSpec& m, int count) {
+    tensors += static_cast<double>(describe_layer(m, parallel).tensors) * count;
+  });
   return tensors;
 }
 

@@ -48,7 +48,7 @@ std::pair<double, int> schedule_peak(const ModelSpec& model, const ParallelSpec&
   // freed only after its partner forward pass has stored its own.
   if (parallel.moe_a2a_overlap)
     for (std::size_t i = 0; i + 1 < order.size(); ++i)
-      if (order[i].kind != order[i + 1].kind && order[i].microbatch != order[i + 1].microbatch) {
+      if (combinable(order[i], order[i + 1])) {
         if (order[i].kind == PassKind::kBackward) std::swap(order[i], order[i + 1]);
         ++i;
       }
@@ -102,8 +102,8 @@ double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& paralle
   if (model.recompute == Recompute::kFull) {
     bytes = (mix.moe + mix.dense) * input;
   } else {  // an MoE layer keeps its experts' activations too (layer.hpp)
-    if (mix.moe > 0) bytes += mix.moe * layer_activation_bytes(model, parallel);
-    if (mix.dense > 0) bytes += mix.dense * layer_activation_bytes(dense_layer_model(model), parallel);
+    for_each_layer_kind(model, mix,
+                        [&](const ModelSpec& m, int count) { bytes += count * layer_activation_bytes(m, parallel); });
   }
   if (chunk_holds_embedding(stage, chunk))
     bytes +=

@@ -166,7 +166,7 @@ StageWork stage_work(const Platform& platform, const ModelSpec& model, const Par
     ChunkWork cw;
     const LayerMix mix = chunk_layer_mix(model, par, stage, c);
     const auto both = [&](double LayerTp::*per_layer) {
-      return model.moe() ? mix.moe * (tp.*per_layer) + mix.dense * (dense_tp.*per_layer) : mix.dense * (tp.*per_layer);
+      return mix.moe * (tp.*per_layer) + mix.dense * (dense_tp.*per_layer);  // a dense model: dense_tp is tp
     };
     const double n_fwd = both(&LayerTp::forward_units);
     const double n_bwd = both(&LayerTp::backward_units);

@@ -25,29 +25,7 @@ namespace {
 using test::layout;
 using test::small_model;
 
-// Llama-3 8B (meta-llama/Meta-Llama-3-8B config.json): 32 layers, hidden 4096, 32 heads, 8 kv heads, intermediate
-// 14336, vocabulary 128256, RMSNorm, SwiGLU, RoPE, no biases, untied embeddings.
-ModelSpec llama3_8b() {
-  ModelSpec m;
-  m.name = "llama3-8b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn_hidden = 14336;
-  m.vocab = 128256;
-  m.seq_len = 8192;
-  m.micro_batch_size = 1;
-  m.global_batch_size = 128;
-  m.dtype = "bf16";
-  m.mlp = Mlp::kSwiglu;
-  m.norm = Norm::kRmsNorm;
-  m.position = Position::kRope;
-  m.bias = LinearBias::kNone;
-  m.tie_embeddings = false;
-  m.dropout = false;
-  return m;
-}
+using test::llama3_8b;
 
 // Qwen2.5-7B (Qwen/Qwen2.5-7B config.json): 28 layers, hidden 3584, 28 heads, 4 kv heads, intermediate 18944,
 // vocabulary 152064, QKV bias only, untied.

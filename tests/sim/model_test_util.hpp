@@ -19,18 +19,20 @@ inline ModelSpec small_model() {
   return m;
 }
 
-/// mistralai/Mixtral-8x7B-v0.1's config.json (scenarios/models/hf/mixtral-8x7b-config.json).
-inline ModelSpec mixtral_8x7b() {
+/// Llama-3 8B (meta-llama/Meta-Llama-3-8B config.json): 32 layers, hidden 4096, 32 heads, 8 kv heads, intermediate
+/// 14336, vocabulary 128256, RMSNorm, SwiGLU, RoPE, no biases, untied embeddings.
+inline ModelSpec llama3_8b() {
   ModelSpec m;
-  m.name = "Mixtral-8x7B";
+  m.name = "llama3-8b";
   m.layers = 32;
   m.hidden = 4096;
   m.heads = 32;
   m.kv_heads = 8;
-  m.seq_len = 4096;
-  m.vocab = 32000;
+  m.ffn_hidden = 14336;
+  m.vocab = 128256;
+  m.seq_len = 8192;
   m.micro_batch_size = 1;
-  m.global_batch_size = 256;
+  m.global_batch_size = 128;
   m.dtype = "bf16";
   m.mlp = Mlp::kSwiglu;
   m.norm = Norm::kRmsNorm;
@@ -38,6 +40,18 @@ inline ModelSpec mixtral_8x7b() {
   m.bias = LinearBias::kNone;
   m.tie_embeddings = false;
   m.dropout = false;
+  return m;
+}
+
+/// mistralai/Mixtral-8x7B-v0.1's config.json (scenarios/models/hf/mixtral-8x7b-config.json): Llama-3 8B's layer
+/// shape with 8 experts of width 14336, top 2, vocabulary 32000, sequence 4096.
+inline ModelSpec mixtral_8x7b() {
+  ModelSpec m = llama3_8b();
+  m.name = "Mixtral-8x7B";
+  m.ffn_hidden = 0;
+  m.vocab = 32000;
+  m.seq_len = 4096;
+  m.global_batch_size = 256;
   m.experts = 8;
   m.top_k = 2;
   m.moe_ffn_hidden = 14336;

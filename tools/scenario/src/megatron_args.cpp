@@ -1,11 +1,13 @@
 #include "edgc/scenario/megatron_args.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "edgc/core/checked_int.hpp"
@@ -310,16 +312,21 @@ class Reader {
   nlohmann::json moe_layer_freq(const std::string& arg, std::string text) {
     while (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') && text.back() == text.front())
       text = text.substr(1, text.size() - 2);
-    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return integer_text(arg, text);
+    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+      return count_in(arg, text, text, 1, 1 << 16, "the frequency");
     std::size_t at = 0;
     std::vector<int> pattern = pattern_sum(arg, text, at);
     if (at != text.size()) refuse(where_, arg + " " + text + ": cannot read it as a list expression");
     return pattern;
   }
-  std::int64_t integer_text(const std::string& arg, const std::string& text) {
-    if (text.size() > 6 || std::stoll(text) < 1)
-      refuse(where_, arg + " " + text + ": expected an integer in [1, 2^16]");
-    return std::stoll(text);
+  // A decimal count in `text` (the whole --moe-layer-freq value, for the message) through the checked reader.
+  std::int64_t count_in(const std::string& arg, const std::string& text, std::string_view digits, std::int64_t min,
+                        std::int64_t max, const char* what) {
+    try {
+      return parse_integer<std::int64_t>(digits, min, max);
+    } catch (const IntegerError& e) {
+      refuse(where_, arg + " " + text + ": " + what + " " + e.what());
+    }
   }
   std::vector<int> pattern_sum(const std::string& arg, const std::string& text, std::size_t& at) {
     std::vector<int> out = pattern_product(arg, text, at);
@@ -332,14 +339,14 @@ class Reader {
   std::vector<int> pattern_product(const std::string& arg, const std::string& text, std::size_t& at) {
     std::vector<int> list = pattern_atom(arg, text, at);
     while (at < text.size() && text[at] == '*') {
-      const std::size_t end = text.find_first_not_of("0123456789", ++at);
-      const std::string n = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
-      if (n.empty() || n.size() > 5 || list.size() * std::stoull(n) > (1U << 16))
-        refuse(where_, arg + " " + text + ": a repetition must be a small positive integer");
-      at += n.size();
-      const std::vector<int> once = list;
-      for (unsigned long long k = 1; k < std::stoull(n); ++k) list.insert(list.end(), once.begin(), once.end());
-      if (std::stoull(n) == 0) list.clear();
+      const std::size_t end = std::min(text.find_first_not_of("0123456789", ++at), text.size());
+      const std::int64_t limit =
+          (std::int64_t{1} << 16) / static_cast<std::int64_t>(std::max<std::size_t>(list.size(), 1));
+      const std::int64_t n = count_in(arg, text, std::string_view(text).substr(at, end - at), 0, limit, "a repetition");
+      at = end;
+      std::vector<int> repeated;
+      for (std::int64_t k = 0; k < n; ++k) repeated.insert(repeated.end(), list.begin(), list.end());
+      list = std::move(repeated);
     }
     return list;
   }

@@ -106,4 +106,18 @@ LayerMix model_layer_mix(const ModelSpec& model);
 /// when it has no experts.
 ModelSpec dense_layer_model(const ModelSpec& model);
 
+/// Calls fn(layer_model, count) for each kind of layer `mix` holds: its MoE layers as `model` describes them, then
+/// its dense layers as dense_layer_model(model) does (a dense model's: `model` itself). Kinds with no layer are
+/// skipped, so a per-layer figure summed from zero this way equals count · figure exactly.
+template <class Fn>
+void for_each_layer_kind(const ModelSpec& model, const LayerMix& mix, Fn&& fn) {
+  if (mix.moe > 0) fn(model, mix.moe);
+  if (mix.dense > 0) {
+    if (model.moe())
+      fn(dense_layer_model(model), mix.dense);
+    else
+      fn(model, mix.dense);
+  }
+}
+
 }  // namespace edgc::sim

@@ -30,6 +30,12 @@ struct Pass {
   friend bool operator==(const Pass&, const Pass&) = default;
 };
 
+/// Megatron-Core's combined 1F1B (ParallelSpec::moe_a2a_overlap): whether neighbouring passes `a` and `b` of a pass
+/// order can run as one step, a forward and a backward pass of two different micro-batches.
+inline bool combinable(const Pass& a, const Pass& b) noexcept {
+  return a.kind != b.kind && a.microbatch != b.microbatch;
+}
+
 /// The passes stage `stage` (0-based, 0 = first stage) of a `pp`-stage pipeline runs in one iteration, in order:
 /// 2 · microbatches · virtual_stages passes, each (micro-batch, chunk) once forward and once backward, the forward
 /// first. Arguments mirror ParallelSpec (microbatches per pipeline per iteration, virtual_stages = model chunks per
