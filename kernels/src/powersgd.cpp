@@ -162,6 +162,39 @@ void PowerSgd::set_error(std::size_t tensor, std::span<const float> e) {
   t.error.upload(e);
 }
 
+void PowerSgd::copy_state_from(const PowerSgd& from) {
+  if (&from == this) return;
+  if (&from.backend_ != &backend_) throw ConfigError("", "backend", "copy_state_from needs the same backend object");
+  if (from.tensors_.size() != tensors_.size())
+    throw ConfigError("", "shapes",
+                      "copy_state_from: " + std::to_string(from.tensors_.size()) + " tensors, this compressor has " +
+                          std::to_string(tensors_.size()));
+  const PowerSgdConfig& a = config_;
+  const PowerSgdConfig& b = from.config_;
+  // Bitwise float comparison on purpose: the copy must behave exactly as the original.
+  if (a.error_feedback != b.error_feedback || a.warm_start != b.warm_start || a.seed != b.seed ||
+      a.orthogonalization_eps != b.orthogonalization_eps || a.min_compression_rate != b.min_compression_rate ||
+      a.q_ids != b.q_ids)
+    throw ConfigError("", "config", "copy_state_from: the two compressors' configurations differ");
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    Tensor& t = tensors_[i];
+    const Tensor& f = from.tensors_[i];
+    if (t.m != f.m || t.n != f.n || t.matrix != f.matrix)
+      throw ConfigError("", "shapes", "copy_state_from: " + tensor_name(i, t.m, t.n) + " differs in shape");
+    t.rank = f.rank;
+    for (auto [dst, src] : {std::pair{&t.error, &f.error}, {&t.q, &f.q}}) {
+      if (src->empty()) {
+        dst->reset();
+        continue;
+      }
+      if (dst->size() != src->size()) *dst = Buffer<float>(backend_, src->size());
+      backend_.copy(dst->data(), src->data(), src->bytes());
+    }
+  }
+  steps_ = from.steps_;
+  planned_ = false;
+}
+
 std::span<const float> PowerSgd::warm_start_q(std::size_t tensor) const {
   check_index(tensor);
   return tensors_[tensor].q.span();

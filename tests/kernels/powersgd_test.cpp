@@ -293,5 +293,55 @@ TEST(PowerSgd, QIdsAndSetErrorLetASubsetCompressorContinueTheWholeOnesWork) {
   EXPECT_THROW(no_feedback.set_error(0, std::vector<float>(1200)), ConfigError);
 }
 
+TEST(PowerSgd, ACopiedStateContinuesBitIdenticallyAndThenGoesItsOwnWay) {
+  // A replay forked where two rank schedules part: after copy_state_from the copy's steps equal the original's bit
+  // for bit (warm start, error feedback, a rank change), with and without warm start; then each follows its own
+  // ranks and the original is not disturbed.
+  for (const bool warm : {true, false}) {
+    const auto backend = make_backend("cpu");
+    const Shapes shapes{{48, 40}, {48, 40}, {16}, {30, 20}};
+    const PowerSgdConfig cfg{.rank = 4, .warm_start = warm, .seed = 5};
+    PowerSgd original(*backend, shapes, cfg);
+    LocalCommunicator comm;
+    for (int t = 0; t < 2; ++t) {
+      auto g = random_grads(shapes, static_cast<std::uint64_t>(t + 1));
+      original.step(spans(g), comm);
+    }
+    original.set_rank(3, 2);
+    PowerSgd copy(*backend, shapes, {.rank = 8, .warm_start = warm, .seed = 5});
+    copy.copy_state_from(original);
+    EXPECT_EQ(copy.steps(), original.steps());
+    for (std::size_t i = 0; i < shapes.size(); ++i) EXPECT_EQ(copy.rank(i), original.rank(i));
+    for (int t = 2; t < 4; ++t) {
+      auto a = random_grads(shapes, static_cast<std::uint64_t>(t + 1));
+      auto b = a;
+      original.step(spans(a), comm);
+      copy.step(spans(b), comm);
+      EXPECT_EQ(a, b) << "warm start " << warm << ", step " << t;
+      for (std::size_t i = 0; i < shapes.size(); ++i) EXPECT_EQ(copy.error_copy(i), original.error_copy(i));
+    }
+    // Their own ways: a rank change in the copy leaves the original as a twin that never forked would be.
+    PowerSgd twin(*backend, shapes, cfg);
+    twin.copy_state_from(original);
+    copy.set_rank(0, 2);
+    auto a = random_grads(shapes, 9);
+    auto b = a;
+    auto c = a;
+    original.step(spans(a), comm);
+    twin.step(spans(b), comm);
+    copy.step(spans(c), comm);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a[0], c[0]);
+    EXPECT_EQ(a[1], c[1]);
+  }
+  const auto backend = make_backend("cpu");
+  const auto other = make_backend("cpu");
+  PowerSgd a(*backend, {{8, 6}}, {.seed = 1});
+  EXPECT_THROW(PowerSgd(*other, {{8, 6}}, {.seed = 1}).copy_state_from(a), ConfigError);
+  EXPECT_THROW(PowerSgd(*backend, {{6, 8}}, {.seed = 1}).copy_state_from(a), ConfigError);
+  EXPECT_THROW(PowerSgd(*backend, {{8, 6}}, {.seed = 2}).copy_state_from(a), ConfigError);
+  EXPECT_THROW(PowerSgd(*backend, {{8, 6}, {8, 6}}, {.seed = 1}).copy_state_from(a), ConfigError);
+}
+
 }  // namespace
 }  // namespace edgc::kernels

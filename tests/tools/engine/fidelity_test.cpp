@@ -314,6 +314,51 @@ TEST(Fidelity, TheProcessMemoHitsOnlyWhatItWasKeyedBy) {
   EXPECT_NE(*f4.relative_error, *f1.relative_error);
 }
 
+// Replays that start with the same ranks share those steps and fork where their ranks part, and a later meter of the
+// process continues from the longest prefix already replayed; every figure still equals that of a replay run alone
+// from the first point with the memos off.
+TEST(Fidelity, SharedPrefixesAreReplayedOnceWithTheSameFigures) {
+  TempDir tmp;
+  const fs::path trace = small_trace(tmp);
+  const FidelitySetup setup = setup_for(trace, {48, 32});
+  // 12 points, one per 3,000 run iterations; stage 1 never compressed (no replay). Stage 0: a and b part at point 6,
+  // c is a until point 9.
+  const sim::RunSchedule a = schedule({{0, {0, 0}}, {9'000, {4, 0}}, {18'000, {2, 0}}}, 36'000);
+  const sim::RunSchedule b = schedule({{0, {0, 0}}, {9'000, {4, 0}}, {27'000, {3, 0}}}, 36'000);
+  const sim::RunSchedule c = schedule({{0, {0, 0}}, {9'000, {4, 0}}, {18'000, {2, 0}}, {27'000, {8, 0}}}, 36'000);
+  FidelityMeter first(setup);
+  const std::vector<Fidelity> ab = first.measure({&a, &b});
+  EXPECT_EQ(first.replays(), 2);
+  EXPECT_EQ(first.replayed_steps(), 6 + 6 + 6);  // points 0–5 once, then each its own
+  FidelityMeter later(setup);
+  const Fidelity fc = later.measure({&c}).front();
+  EXPECT_EQ(later.replays(), 1);
+  EXPECT_EQ(later.replayed_steps(), 3);  // from a's state after point 8
+
+  ASSERT_EQ(::setenv("EDGC_NO_MEMO", "1", 1), 0);
+  std::vector<Fidelity> alone;
+  for (const sim::RunSchedule* s : {&a, &b, &c}) {
+    FidelityMeter own(setup);
+    alone.push_back(own.measure({s}).front());
+    EXPECT_EQ(own.replayed_steps(), 12);
+  }
+  ::unsetenv("EDGC_NO_MEMO");
+  const std::vector<const Fidelity*> shared = {&ab[0], &ab[1], &fc};
+  for (std::size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    const Fidelity& x = *shared[i];
+    const Fidelity& y = alone[i];
+    ASSERT_TRUE(x.relative_error && y.relative_error && x.residual && y.residual);
+    EXPECT_EQ(*x.relative_error, *y.relative_error);
+    EXPECT_EQ(x.relative_error_max, y.relative_error_max);
+    EXPECT_EQ(*x.residual, *y.residual);
+    EXPECT_EQ(x.captured_energy, y.captured_energy);
+    EXPECT_EQ(x.stages[0].relative_error, y.stages[0].relative_error);
+    EXPECT_EQ(x.stages[0].residual, y.stages[0].residual);
+  }
+  EXPECT_NE(*alone[0].relative_error, *alone[2].relative_error);  // c's last ranks matter
+}
+
 TEST(Fidelity, WithoutATraceOnlyTheCqmFigure) {
   FidelitySetup setup;
   setup.run_iterations = 1000;

@@ -17,20 +17,25 @@
 
 namespace edgc::engine {
 
-std::string hex_digest(const std::string& text) {
-  std::uint64_t a = 0x243f6a8885a308d3ULL;
-  std::uint64_t b = 0x13198a2e03707344ULL;
+Digest& Digest::add(std::string_view text) {
   for (const unsigned char c : text) {
-    a = mix64(a ^ c);
-    b = mix64(b + c * 0x9e3779b97f4a7c15ULL);
+    a_ = mix64(a_ ^ c);
+    b_ = mix64(b_ + c * 0x9e3779b97f4a7c15ULL);
   }
-  a = mix64(a ^ text.size());
-  b = mix64(b ^ (text.size() * 31));
+  size_ += text.size();
+  return *this;
+}
+
+std::string Digest::hex() const {
+  const std::uint64_t a = mix64(a_ ^ size_);
+  const std::uint64_t b = mix64(b_ ^ (size_ * 31));
   char buf[33];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
                 static_cast<unsigned long long>(b));
   return buf;
 }
+
+std::string hex_digest(const std::string& text) { return Digest(text).hex(); }
 
 std::string trace_identity(const std::string& dir) {
   namespace fs = std::filesystem;

@@ -2,16 +2,32 @@
 // Private to the engine: the files of a run cache (SimulateRequest::cache_dir). An entry is one JSON file named by a
 // digest of what determines it, written atomically (renamed into place), so that concurrent sweep workers can share
 // the directory.
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edgc::engine {
 
 /// 128-bit digest (two independently seeded 64-bit mixes over the bytes) as 32 hex digits: a cache file name.
 std::string hex_digest(const std::string& text);
+
+/// hex_digest one piece at a time: Digest(a).add(b).hex() == hex_digest(a + b), so a long prefix that many keys share
+/// (a run's setup key) is mixed once and copied.
+class Digest {
+ public:
+  explicit Digest(std::string_view text = {}) { add(text); }
+  Digest& add(std::string_view text);
+  std::string hex() const;
+
+ private:
+  std::uint64_t a_ = 0x243f6a8885a308d3ULL;
+  std::uint64_t b_ = 0x13198a2e03707344ULL;
+  std::uint64_t size_ = 0;
+};
 
 /// A trace directory's identity for keys: its absolute path and its manifest's (trace.json's) size and modification
 /// time, so that a trace rewritten in place keys anew.

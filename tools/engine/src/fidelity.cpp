@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,14 +47,24 @@ struct ReplaySpec {
   std::vector<std::vector<int>> ranks;  // [point][matrix]
 };
 
-std::string replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r) {
+// The memo key of a replay's first points, for each point: "fidelity/1|trace|backend|seed|stage", then per point
+// "|" and its ranks, each followed by ",". The last is the whole replay's key.
+std::vector<std::string> replay_prefix_keys(const std::string& trace, const std::string& backend, std::uint64_t seed,
+                                            const ReplaySpec& r) {
   std::ostringstream os;
   os << "fidelity/1|" << trace << '|' << backend << '|' << seed << '|' << r.trace_stage;
+  std::vector<std::string> out;
   for (const std::vector<int>& p : r.ranks) {
     os << '|';
     for (const int k : p) os << k << ',';
+    out.push_back(os.str());
   }
-  return os.str();
+  return out;
+}
+
+std::string replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r) {
+  std::vector<std::string> keys = replay_prefix_keys(trace, backend, seed, r);
+  return keys.empty() ? std::string() : std::move(keys.back());
 }
 
 json points_to_json(const std::vector<ReplayPoint>& pts) {
@@ -82,19 +94,47 @@ std::optional<std::vector<ReplayPoint>> points_from_json(const json& j, std::siz
   return out;
 }
 
-// Σ (a − b)² (b empty: Σ a²) in double, four partial sums so that the additions do not wait on each other.
-double squared_distance(std::span<const float> a, std::span<const float> b = {}) {
-  double s[4] = {0.0, 0.0, 0.0, 0.0};
+// Σ (a − b)² (or Σ a² without kDiff) and, with kNorm, Σ a² too, in double: four partial sums (element i into sum
+// i mod 4, added as ((s0 + s1) + (s2 + s3))), so that the additions do not wait on each other, held two to a vector
+// register. The order of every addition is fixed, so the sums do not depend on how the loop compiles.
+using Double2 = double __attribute__((vector_size(16)));
+template <bool kDiff, bool kNorm>
+std::pair<double, double> sums_of_squares(std::span<const float> a, std::span<const float> b) {
+  Double2 d_lo = {0.0, 0.0}, d_hi = {0.0, 0.0}, q_lo = {0.0, 0.0}, q_hi = {0.0, 0.0};
   const std::size_t n = a.size();
-  const auto term = [&](std::size_t i) {
-    const double d = b.empty() ? static_cast<double>(a[i]) : static_cast<double>(a[i]) - b[i];
-    return d * d;
-  };
   std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t k = 0; k < 4; ++k) s[k] += term(i + k);
-  for (; i < n; ++i) s[0] += term(i);
-  return (s[0] + s[1]) + (s[2] + s[3]);
+  for (; i + 4 <= n; i += 4) {
+    const Double2 x_lo = {static_cast<double>(a[i]), static_cast<double>(a[i + 1])};
+    const Double2 x_hi = {static_cast<double>(a[i + 2]), static_cast<double>(a[i + 3])};
+    Double2 y_lo = x_lo, y_hi = x_hi;
+    if constexpr (kDiff) {
+      y_lo -= Double2{static_cast<double>(b[i]), static_cast<double>(b[i + 1])};
+      y_hi -= Double2{static_cast<double>(b[i + 2]), static_cast<double>(b[i + 3])};
+    }
+    d_lo += y_lo * y_lo;
+    d_hi += y_hi * y_hi;
+    if constexpr (kNorm) {
+      q_lo += x_lo * x_lo;
+      q_hi += x_hi * x_hi;
+    }
+  }
+  for (; i < n; ++i) {
+    const auto x = static_cast<double>(a[i]);
+    const double y = kDiff ? x - b[i] : x;
+    d_lo[0] += y * y;
+    if constexpr (kNorm) q_lo[0] += x * x;
+  }
+  return {(d_lo[0] + d_lo[1]) + (d_hi[0] + d_hi[1]), (q_lo[0] + q_lo[1]) + (q_hi[0] + q_hi[1])};
+}
+
+// Σ (a − b)², or Σ a² when b is empty.
+double squared_distance(std::span<const float> a, std::span<const float> b = {}) {
+  return b.empty() ? sums_of_squares<false, false>(a, b).first : sums_of_squares<true, false>(a, b).first;
+}
+
+// Σ (a − b)² and Σ a² in one pass, each summed exactly as squared_distance sums it.
+std::pair<double, double> distance_and_norm(std::span<const float> a, std::span<const float> b) {
+  return sums_of_squares<true, true>(a, b);
 }
 
 std::optional<double> mean_of(const std::vector<double>& v) {
@@ -114,16 +154,118 @@ struct TraceMatrices {
 constexpr std::uint64_t kTraceMatricesBudget = 256ULL << 20;  // bytes of matrix values held in memory at most
 constexpr std::size_t kMaxMemoReplays = 8192;                 // replays held in memory at most (a few kB each)
 
+// A replay's state after its first points: its compressor (ranks, error buffers, warm-start Q) and its points so far.
+struct Checkpoint {
+  std::unique_ptr<kernels::PowerSgd> psgd;
+  std::vector<ReplayPoint> points;
+  std::uint64_t bytes = 0;
+};
+
+// Checkpoints by the key of the ranks so far (replay_prefix_keys), least recently used out first beyond a byte budget,
+// so that a replay starting with ranks another one already replayed (a sweep's next point, with another window or
+// rate) continues from there. Its compressors all use its own host backend.
+class CheckpointMemo {
+ public:
+  kernels::Backend& backend() {
+    if (!backend_) backend_ = kernels::make_backend("cpu");
+    return *backend_;
+  }
+  // The checkpoint of `key` (now the most recently used), or null.
+  const Checkpoint* find(const std::string& key) {
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second.second);
+    return &it->second.first;
+  }
+  bool contains(const std::string& key) const { return entries_.count(key) > 0; }
+  // Keeps `c` under `key`, dropping the least recently used ones until it fits (nothing when it alone does not).
+  void keep(const std::string& key, Checkpoint c) {
+    if (c.bytes > kBudget || contains(key)) return;
+    while (bytes_ + c.bytes > kBudget && !order_.empty()) {
+      const auto it = entries_.find(order_.back());
+      bytes_ -= it->second.first.bytes;
+      entries_.erase(it);
+      order_.pop_back();
+    }
+    bytes_ += c.bytes;
+    order_.push_front(key);
+    entries_.emplace(key, std::make_pair(std::move(c), order_.begin()));
+  }
+
+ private:
+  static constexpr std::uint64_t kBudget = 64ULL << 20;  // bytes of checkpoints held at most
+  std::unique_ptr<kernels::Backend> backend_;            // declared first: outlives the checkpoints' buffers
+  std::list<std::string> order_;                         // most recently used first
+  std::map<std::string, std::pair<Checkpoint, std::list<std::string>::iterator>> entries_;
+  std::uint64_t bytes_ = 0;
+};
+
 // The process's memos (core::memo_enabled): replays by key, and the matrices of the last trace replayed.
 struct ProcessMemo {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<const std::vector<ReplayPoint>>> replays;
   std::string trace_key;
   std::shared_ptr<const TraceMatrices> trace;
+  std::mutex replay_mutex;  // held by a pass that uses the checkpoints (and their backend)
+  CheckpointMemo checkpoints;
 };
 ProcessMemo& process_memo() {
   static ProcessMemo memo;
   return memo;
+}
+
+// A replay a pass runs, and the points it gives.
+struct PendingReplay {
+  std::string key;
+  const ReplaySpec* spec = nullptr;
+  std::vector<ReplayPoint> points;
+  std::vector<std::string> prefixes;  // replay_prefix_keys, where the pass keeps checkpoints
+};
+
+// The replays of a pass that have had the same ranks at every point so far, and the one compressor whose state is
+// all of theirs.
+struct Lane {
+  std::size_t trace_stage = 0;
+  std::size_t start = 0;  // the first point it steps (after a checkpoint's points)
+  std::string from;       // the checkpoint it started from, empty for none
+  std::unique_ptr<kernels::PowerSgd> psgd;
+  std::vector<std::size_t> replays;  // indices into the pass's replays
+};
+
+// A trace stage's step buffers, shared by its lanes (each step overwrites them): G in, Ĝ out, per matrix.
+struct StageScratch {
+  std::vector<std::vector<float>> host;        // host copy on a device backend
+  std::vector<kernels::Buffer<float>> device;  // device backends only
+  std::vector<std::span<float>> spans;         // what step() reads and overwrites
+};
+
+// Splits every lane whose replays' ranks part at point p: the first rank vector met keeps the lane's compressor, each
+// other one starts from a copy of its state (PowerSgd::copy_state_from), so what they shared is replayed once.
+void fork_lanes(std::vector<Lane>& lanes, const std::vector<PendingReplay>& todo, std::size_t p,
+                const std::function<std::unique_ptr<kernels::PowerSgd>(std::size_t)>& make) {
+  const std::size_t before = lanes.size();
+  for (std::size_t l = 0; l < before; ++l) {
+    if (lanes[l].start > p) continue;
+    std::vector<const std::vector<int>*> ranks;
+    std::vector<std::vector<std::size_t>> groups;
+    for (const std::size_t k : lanes[l].replays) {
+      const std::vector<int>& r = todo[k].spec->ranks[p];
+      const auto it = std::find_if(ranks.begin(), ranks.end(), [&](const std::vector<int>* x) { return *x == r; });
+      if (it == ranks.end()) {
+        ranks.push_back(&r);
+        groups.push_back({k});
+      } else {
+        groups[static_cast<std::size_t>(it - ranks.begin())].push_back(k);
+      }
+    }
+    if (groups.size() < 2) continue;
+    lanes[l].replays = std::move(groups[0]);
+    for (std::size_t g = 1; g < groups.size(); ++g) {
+      Lane fork{lanes[l].trace_stage, p, {}, make(lanes[l].trace_stage), std::move(groups[g])};
+      fork.psgd->copy_state_from(*lanes[l].psgd);
+      lanes.push_back(std::move(fork));
+    }
+  }
 }
 
 }  // namespace
@@ -142,6 +284,7 @@ struct FidelityMeter::State {
   std::map<std::string, std::shared_ptr<const std::vector<ReplayPoint>>> memo;
   std::map<std::pair<int, int>, std::vector<double>> equal_energy;  // (simulated stage, rank) → r' per matrix
   int replays = 0;
+  std::int64_t steps_run = 0;  // PowerSGD steps of the replays
 
   bool measured() const { return manifest.has_value(); }
   std::size_t points() const { return sim_iteration.size(); }
@@ -161,6 +304,10 @@ struct FidelityMeter::State {
   }
 
   void run_missing(const std::vector<std::pair<std::string, ReplaySpec>>& wanted);
+  // Returns the PowerSGD steps it took.
+  std::int64_t replay_pass(std::vector<PendingReplay>& todo, kernels::Backend& backend, CheckpointMemo* kept) const;
+  std::vector<Lane> start_lanes(std::vector<PendingReplay>& todo, CheckpointMemo* kept,
+                                const std::function<std::unique_ptr<kernels::PowerSgd>(std::size_t)>& make) const;
   // True when `key`'s points are known without a replay (this meter, the process memo or the cache directory).
   bool recall(const std::string& key, const ReplaySpec& spec);
   std::shared_ptr<const TraceMatrices> trace_matrices() const;
@@ -223,6 +370,7 @@ FidelityMeter::FidelityMeter(FidelitySetup setup) : s_(std::make_unique<State>()
 FidelityMeter::~FidelityMeter() = default;
 
 int FidelityMeter::replays() const noexcept { return s_->replays; }
+std::int64_t FidelityMeter::replayed_steps() const noexcept { return s_->steps_run; }
 std::int64_t FidelityMeter::trace_steps() const noexcept { return s_->steps; }
 std::int64_t FidelityMeter::trace_points() const noexcept { return static_cast<std::int64_t>(s_->points()); }
 double FidelityMeter::trace_parameters() const { return s_->manifest ? traced_model_parameters(*s_->manifest) : 0.0; }
@@ -247,45 +395,135 @@ bool FidelityMeter::State::recall(const std::string& key, const ReplaySpec& spec
   return true;
 }
 
-// One pass over the trace for every wanted replay not memoised: per captured iteration, each replay copies its
-// stage's matrices (G) into its own buffers, sets the ranks that changed and runs one PowerSGD step on a group of
-// one (fidelity.hpp: data-parallel averaging does not change the figures).
+// One pass over the trace for every wanted replay not memoised (replay_pass); each is then stored. With the process's
+// memos on, host-backend passes take up where the longest replayed prefix of their ranks left off (CheckpointMemo).
 void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, ReplaySpec>>& wanted) {
-  struct Replay {
-    std::string key;
-    const ReplaySpec* spec = nullptr;
-    std::unique_ptr<kernels::PowerSgd> psgd;
-    std::vector<std::vector<float>> host;        // per matrix: G in, Ĝ out (host copy on a device backend)
-    std::vector<kernels::Buffer<float>> device;  // per matrix, device backends only
-    std::vector<std::span<float>> spans;         // what step() reads and overwrites
-    std::vector<ReplayPoint> points;
-  };
-  // Made before the replays, so that their buffers are freed while it still exists.
-  const std::unique_ptr<kernels::Backend> backend = kernels::make_backend(setup.backend);
-  std::vector<Replay> todo;
+  std::vector<PendingReplay> todo;
   for (const auto& want : wanted) {
     const std::string& key = want.first;  // not a structured binding: the lambda below captures it
     const ReplaySpec& spec = want.second;
-    if (std::any_of(todo.begin(), todo.end(), [&](const Replay& r) { return r.key == key; }) || recall(key, spec))
+    if (std::any_of(todo.begin(), todo.end(), [&](const PendingReplay& r) { return r.key == key; }) ||
+        recall(key, spec))
       continue;
-    todo.push_back({key, &spec, nullptr, {}, {}, {}, {}});
+    todo.push_back({key, &spec, {}, {}});
   }
   if (todo.empty()) return;
+  if (core::memo_enabled() && setup.backend == "cpu") {
+    ProcessMemo& pm = process_memo();
+    const std::lock_guard<std::mutex> lock(pm.replay_mutex);
+    steps_run += replay_pass(todo, pm.checkpoints.backend(), &pm.checkpoints);
+  } else {
+    // Made before the replays, so that their buffers are freed while it still exists.
+    const std::unique_ptr<kernels::Backend> backend = kernels::make_backend(setup.backend);
+    steps_run += replay_pass(todo, *backend, nullptr);
+  }
+  for (PendingReplay& r : todo) {
+    ++replays;
+    if (!setup.cache_dir.empty())
+      write_file_atomic(entry(r.key), json{{"points", points_to_json(r.points)}}.dump() + "\n");
+    remember(r.key, std::make_shared<const std::vector<ReplayPoint>>(std::move(r.points)));
+  }
+}
+
+// The pass's first lanes: per trace stage, the replays replayed from the start, and per checkpoint (the longest
+// prefix of a replay's ranks the process kept), the replays continuing from it, which start with its points.
+std::vector<Lane> FidelityMeter::State::start_lanes(
+    std::vector<PendingReplay>& todo, CheckpointMemo* kept,
+    const std::function<std::unique_ptr<kernels::PowerSgd>(std::size_t)>& make) const {
+  std::vector<Lane> lanes;
+  for (std::size_t k = 0; k < todo.size(); ++k) {
+    PendingReplay& r = todo[k];
+    const auto ts = static_cast<std::size_t>(r.spec->trace_stage);
+    const Checkpoint* from = nullptr;
+    std::size_t start = 0;
+    if (kept != nullptr) {
+      r.prefixes = replay_prefix_keys(trace_id, setup.backend, setup.seed, *r.spec);
+      for (std::size_t p = points() - 1; p-- > 0 && from == nullptr;) {
+        from = kept->find(r.prefixes[p]);
+        start = p + 1;
+      }
+      if (from == nullptr) start = 0;
+    }
+    const std::string from_key = from != nullptr ? r.prefixes[start - 1] : std::string();
+    if (from != nullptr) r.points = from->points;
+    const auto it = std::find_if(lanes.begin(), lanes.end(),
+                                 [&](const Lane& l) { return l.trace_stage == ts && l.from == from_key; });
+    if (it != lanes.end()) {
+      it->replays.push_back(k);
+      continue;
+    }
+    lanes.push_back({ts, start, from_key, make(ts), {k}});
+    if (from != nullptr) lanes.back().psgd->copy_state_from(*from->psgd);
+  }
+  return lanes;
+}
+
+namespace {
+
+// One PowerSGD step of a lane at its ranks on point p's matrices `g` (per matrix), through the stage's buffers.
+ReplayPoint step_lane(kernels::PowerSgd& psgd, const std::vector<int>& ranks,
+                      const std::vector<const std::vector<float>*>& g, StageScratch& s, bool device) {
   kernels::LocalCommunicator solo;
+  ReplayPoint pt;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (ranks[i] != psgd.rank(i)) psgd.set_rank(i, ranks[i]);
+    if (device)
+      s.device[i].upload(*g[i]);
+    else
+      std::copy(g[i]->begin(), g[i]->end(), s.host[i].begin());
+  }
+  psgd.step(std::span<const std::span<float>>(s.spans), solo);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (device) s.device[i].download(s.host[i]);
+    const auto [err2, ghat2] = distance_and_norm(s.host[i], *g[i]);
+    pt.err2.push_back(err2);
+    pt.ghat2.push_back(ghat2);
+    pt.e2.push_back(squared_distance(device ? psgd.error_copy(i) : psgd.error(i)));
+  }
+  return pt;
+}
+
+// A copy of a lane's state after its points so far, as the memo keeps it.
+Checkpoint checkpoint_of(const kernels::PowerSgd& psgd, const std::vector<ReplayPoint>& points,
+                         const std::function<std::unique_ptr<kernels::PowerSgd>()>& make) {
+  Checkpoint c{make(), points, 0};
+  c.psgd->copy_state_from(psgd);
+  for (std::size_t i = 0; i < psgd.num_tensors(); ++i)
+    c.bytes += (psgd.error(i).size() + psgd.warm_start_q(i).size()) * sizeof(float);
+  for (const ReplayPoint& p : points) c.bytes += (1 + 3 * p.err2.size()) * sizeof(double);
+  return c;
+}
+
+}  // namespace
+
+// Replays whose ranks agree up to a point share one compressor up to there (a lane) and fork where they part, so a
+// prefix common to many rank schedules is replayed once; with `kept` a lane also starts from the longest prefix an
+// earlier pass of the process replayed, and leaves its own prefixes there. The figures are bit-identical to one
+// compressor per replay from the first point (PowerSgd::copy_state_from). Per captured iteration each lane copies its
+// stage's matrices (G) into the stage's buffers, sets the ranks that changed and runs one PowerSGD step on a group of
+// one (fidelity.hpp: data-parallel averaging does not change the figures); every replay of the lane gets the point.
+std::int64_t FidelityMeter::State::replay_pass(std::vector<PendingReplay>& todo, kernels::Backend& backend,
+                                               CheckpointMemo* kept) const {
   kernels::PowerSgdConfig cfg;
   cfg.seed = setup.seed;
   cfg.rank = 0;
-  for (Replay& r : todo) {
-    const auto ts = static_cast<std::size_t>(r.spec->trace_stage);
+  const bool device = backend.device_memory();
+  const auto make = [&](std::size_t ts) {
     std::vector<std::vector<std::int64_t>> shapes;
-    for (const std::size_t k : stage_matrices[ts]) {
-      shapes.push_back(manifest->tensors[k].shape);
-      r.host.emplace_back(static_cast<std::size_t>(manifest->tensors[k].numel()));
-      if (backend->device_memory()) r.device.emplace_back(*backend, r.host.back().size());
+    for (const std::size_t k : stage_matrices[ts]) shapes.push_back(manifest->tensors[k].shape);
+    return std::make_unique<kernels::PowerSgd>(backend, shapes, cfg);
+  };
+  std::vector<Lane> lanes = start_lanes(todo, kept, make);
+  std::map<std::size_t, StageScratch> scratch;
+  for (const Lane& lane : lanes) {
+    if (scratch.count(lane.trace_stage) > 0) continue;
+    StageScratch& s = scratch[lane.trace_stage];
+    for (const std::size_t m : stage_matrices[lane.trace_stage]) {
+      s.host.emplace_back(static_cast<std::size_t>(manifest->tensors[m].numel()));
+      if (device) s.device.emplace_back(backend, s.host.back().size());
     }
-    r.psgd = std::make_unique<kernels::PowerSgd>(*backend, shapes, cfg);
-    for (std::size_t i = 0; i < r.host.size(); ++i)
-      r.spans.push_back(backend->device_memory() ? r.device[i].span() : std::span<float>(r.host[i]));
+    for (std::size_t i = 0; i < s.host.size(); ++i)
+      s.spans.push_back(device ? s.device[i].span() : std::span<float>(s.host[i]));
   }
   // The trace from memory when the process holds it, else read point by point.
   const std::shared_ptr<const TraceMatrices> held = trace_matrices();
@@ -293,7 +531,11 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
   if (!held) reader.emplace(setup.trace_dir);
   traces::IterationData data;
   std::vector<double> stage_g2(stage_full.size());
-  for (std::size_t p = 0; p < points(); ++p) {
+  std::int64_t taken = 0;
+  const std::size_t first = std::min_element(lanes.begin(), lanes.end(), [](const Lane& a, const Lane& b) {
+                              return a.start < b.start;
+                            })->start;
+  for (std::size_t p = first; p < points(); ++p) {
     if (held) {
       stage_g2 = held->stage_g2[p];
     } else {
@@ -303,40 +545,22 @@ void FidelityMeter::State::run_missing(const std::vector<std::pair<std::string, 
         for (const std::size_t k : stage_full[ts]) stage_g2[ts] += squared_distance(data.tensors[k].values);
       }
     }
-    const auto values = [&](std::size_t k) -> const std::vector<float>& {
-      return held ? held->values[p][k] : data.tensors[k].values;
-    };
-    for (Replay& r : todo) {
-      const auto ts = static_cast<std::size_t>(r.spec->trace_stage);
-      const std::vector<std::size_t>& mats = stage_matrices[ts];
-      ReplayPoint pt;
-      pt.g2 = stage_g2[ts];
-      for (std::size_t i = 0; i < mats.size(); ++i) {
-        const int rank = r.spec->ranks[p][i];
-        if (rank != r.psgd->rank(i)) r.psgd->set_rank(i, rank);
-        const std::vector<float>& g = values(mats[i]);
-        if (backend->device_memory())
-          r.device[i].upload(g);
-        else
-          std::copy(g.begin(), g.end(), r.host[i].begin());
-      }
-      r.psgd->step(std::span<const std::span<float>>(r.spans), solo);
-      for (std::size_t i = 0; i < mats.size(); ++i) {
-        if (backend->device_memory()) r.device[i].download(r.host[i]);
-        const std::vector<float>& g = values(mats[i]);
-        pt.err2.push_back(squared_distance(r.host[i], g));
-        pt.ghat2.push_back(squared_distance(r.host[i]));
-        pt.e2.push_back(squared_distance(backend->device_memory() ? r.psgd->error_copy(i) : r.psgd->error(i)));
-      }
-      r.points.push_back(std::move(pt));
+    fork_lanes(lanes, todo, p, make);
+    for (Lane& lane : lanes) {
+      if (lane.start > p) continue;
+      std::vector<const std::vector<float>*> g;
+      for (const std::size_t k : stage_matrices[lane.trace_stage])
+        g.push_back(held ? &held->values[p][k] : &data.tensors[k].values);
+      const PendingReplay& front = todo[lane.replays.front()];
+      ReplayPoint pt = step_lane(*lane.psgd, front.spec->ranks[p], g, scratch.at(lane.trace_stage), device);
+      ++taken;
+      pt.g2 = stage_g2[lane.trace_stage];
+      for (const std::size_t k : lane.replays) todo[k].points.push_back(pt);
+      if (kept != nullptr && p + 1 < points() && !kept->contains(front.prefixes[p]))
+        kept->keep(front.prefixes[p], checkpoint_of(*lane.psgd, front.points, [&] { return make(lane.trace_stage); }));
     }
   }
-  for (Replay& r : todo) {
-    ++replays;
-    if (!setup.cache_dir.empty())
-      write_file_atomic(entry(r.key), json{{"points", points_to_json(r.points)}}.dump() + "\n");
-    remember(r.key, std::make_shared<const std::vector<ReplayPoint>>(std::move(r.points)));
-  }
+  return taken;
 }
 
 void FidelityMeter::State::remember(const std::string& key, std::shared_ptr<const std::vector<ReplayPoint>> points) {

@@ -13,7 +13,12 @@ namespace edgc::engine {
 namespace fs = std::filesystem;
 
 fs::path PlanCache::entry(const sim::DpSyncPlan& p) const {
-  return fs::path(dir) / ("iteration-" + hex_digest(setup_key + "|" + plan_label(p)) + ".json");
+  if (!setup_digest || digested_key != setup_key) {
+    setup_digest.emplace(setup_key);
+    setup_digest->add("|");
+    digested_key = setup_key;
+  }
+  return fs::path(dir) / ("iteration-" + Digest(*setup_digest).add(plan_label(p)).hex() + ".json");
 }
 
 // Simulates (or reads) each of `wanted` not yet in simulated_plans.

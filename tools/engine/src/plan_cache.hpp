@@ -4,9 +4,11 @@
 // directory.
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cache_entry.hpp"
 #include "edgc/engine/whole_run_plan.hpp"
 #include "edgc/sim/iteration.hpp"
 #include "edgc/sim/whole_run.hpp"
@@ -27,6 +29,9 @@ struct PlanCache {
   int simulated = 0;  ///< simulations run by this process (cache misses)
 
   std::filesystem::path entry(const sim::DpSyncPlan& p) const;  ///< the cache file of `p`
+  // The digest of setup_key + "|", made on the first entry() for the current setup_key.
+  mutable std::string digested_key;
+  mutable std::optional<Digest> setup_digest;
   /// Simulates (or reads) each of `wanted` not yet in simulated_plans.
   void simulate_exact(const SimulationSetup& setup, const std::vector<sim::DpSyncPlan>& wanted, bool timeline,
                       int jobs);

@@ -244,12 +244,30 @@ std::string setup_key(const scenario::Scenario& sc) {
   return key.dump();
 }
 
+// traces::read_manifest, parsed once per process for a trace that has not changed since (trace_identity: its path and
+// its manifest's size and time) where memos are on: a sweep worker's points all read the same trace.
+traces::Manifest read_manifest_once(const std::string& dir) {
+  if (!core::memo_enabled()) return traces::read_manifest(dir);
+  constexpr std::size_t kMaxKept = 16;
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const traces::Manifest>> kept;
+  const std::string id = trace_identity(dir);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = kept.find(id); it != kept.end()) return *it->second;
+  }
+  auto manifest = std::make_shared<const traces::Manifest>(traces::read_manifest(dir));
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (kept.size() < kMaxKept) kept.emplace(id, manifest);
+  return *manifest;
+}
+
 // The trace in `dir` (trace.path): a warning when it was recorded from another model; when fidelity is measured on
 // it (no trace.error_path) its manifest is kept for the meter (and, with a synthetic entropy source, its stage map).
 void read_trace(const std::string& dir, bool from_trace, Inputs& in) {
   const SimulationSetup& st = in.setup;
   // The trace's own model: one recorded from another family or size class stands in thinly for this one.
-  traces::Manifest manifest = traces::read_manifest(dir);
+  traces::Manifest manifest = read_manifest_once(dir);
   const std::string mismatch =
       in.error_trace.empty()
           ? trace_model_mismatch(manifest, dir, st.model.name, static_cast<double>(sim::parameter_count(st.model)))
@@ -274,7 +292,7 @@ void read_error_trace(Inputs& in) {
   const std::string& dir = in.error_trace;
   traces::Manifest manifest;
   try {
-    manifest = traces::read_manifest(dir);
+    manifest = read_manifest_once(dir);
   } catch (const TraceFormatError& e) {
     throw ConfigError(st.where, "trace.error_path", e.what());
   }

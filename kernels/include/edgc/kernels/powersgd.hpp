@@ -123,6 +123,12 @@ class PowerSgd {
   std::int64_t steps() const noexcept { return steps_; }
   const PowerSgdConfig& config() const noexcept { return config_; }
 
+  /// Makes this compressor's state a copy of `from`'s: every tensor's rank, error buffer and warm-start Q, and the
+  /// step count; from here both give bit-identical steps on the same gradients (a replay that forks where two rank
+  /// schedules part ways). Both must use the same backend object, tensor shapes and configuration (rank aside);
+  /// throws ConfigError naming what differs.
+  void copy_state_from(const PowerSgd& from);
+
  private:
   struct Tensor {
     std::int64_t m = 0;

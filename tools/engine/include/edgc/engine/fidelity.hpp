@@ -25,6 +25,8 @@
 // path and its manifest's size and time: in memory across the policies of one run and across the runs of one process
 // (a sweep worker's points), and in the cache directory across the runs of a sweep or plan. A process also keeps the
 // trace's fully captured matrices in memory (up to 256 MiB) instead of reading them again for each run's replays.
+// Replays that start with the same ranks share those steps (one compressor until their ranks part, then copies of
+// its state), and a process keeps such states (up to 64 MiB) for later replays that start the same way.
 // EDGC_NO_MEMO=1 turns the in-memory memos off (core/memo.hpp).
 #include <cstdint>
 #include <memory>
@@ -108,6 +110,9 @@ class FidelityMeter {
 
   /// Replays run by this object (memo and cache misses).
   int replays() const noexcept;
+  /// PowerSGD steps those replays took: replays that share their first ranks share those steps, and with the memos
+  /// on a replay continues from the longest prefix of its ranks the process already replayed.
+  std::int64_t replayed_steps() const noexcept;
   /// Trace steps T (last captured iteration + 1) and captured iterations; 0 without a trace.
   std::int64_t trace_steps() const noexcept;
   std::int64_t trace_points() const noexcept;
