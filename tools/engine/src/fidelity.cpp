@@ -25,6 +25,7 @@
 #include "edgc/kernels/communicator.hpp"
 #include "edgc/kernels/powersgd.hpp"
 #include "edgc/traces/reader.hpp"
+#include "fidelity_replay.hpp"
 
 namespace edgc::engine {
 
@@ -34,38 +35,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One captured iteration of one replay: the stage's ‖G‖² (its fully captured tensors), and per compressed matrix
-// ‖Ĝ − G‖², ‖Ĝ‖² and ‖E‖² after the step.
-struct ReplayPoint {
-  double g2 = 0.0;
-  std::vector<double> err2, ghat2, e2;
-};
-
-// A replay to run: a trace stage and its matrices' whole ranks at every captured iteration (0 = uncompressed).
-struct ReplaySpec {
-  int trace_stage = 0;
-  std::vector<std::vector<int>> ranks;  // [point][matrix]
-};
-
-// The memo key of a replay's first points, for each point: "fidelity/1|trace|backend|seed|stage", then per point
-// "|" and its ranks, each followed by ",". The last is the whole replay's key.
-std::vector<std::string> replay_prefix_keys(const std::string& trace, const std::string& backend, std::uint64_t seed,
-                                            const ReplaySpec& r) {
-  std::ostringstream os;
-  os << "fidelity/1|" << trace << '|' << backend << '|' << seed << '|' << r.trace_stage;
-  std::vector<std::string> out;
-  for (const std::vector<int>& p : r.ranks) {
-    os << '|';
-    for (const int k : p) os << k << ',';
-    out.push_back(os.str());
-  }
-  return out;
-}
-
-std::string replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r) {
-  std::vector<std::string> keys = replay_prefix_keys(trace, backend, seed, r);
-  return keys.empty() ? std::string() : std::move(keys.back());
-}
+using replay::Checkpoint;
+using replay::checkpoint_of;
+using replay::CheckpointMemo;
+using replay::fork_lanes;
+using replay::Lane;
+using replay::PendingReplay;
+using replay::replay_key;
+using replay::replay_prefix_keys;
+using replay::ReplayPoint;
+using replay::ReplaySpec;
+using replay::squared_distance;
+using replay::StageScratch;
+using replay::step_lane;
 
 json points_to_json(const std::vector<ReplayPoint>& pts) {
   json out = json::array();
@@ -94,49 +76,6 @@ std::optional<std::vector<ReplayPoint>> points_from_json(const json& j, std::siz
   return out;
 }
 
-// Σ (a − b)² (or Σ a² without kDiff) and, with kNorm, Σ a² too, in double: four partial sums (element i into sum
-// i mod 4, added as ((s0 + s1) + (s2 + s3))), so that the additions do not wait on each other, held two to a vector
-// register. The order of every addition is fixed, so the sums do not depend on how the loop compiles.
-using Double2 = double __attribute__((vector_size(16)));
-template <bool kDiff, bool kNorm>
-std::pair<double, double> sums_of_squares(std::span<const float> a, std::span<const float> b) {
-  Double2 d_lo = {0.0, 0.0}, d_hi = {0.0, 0.0}, q_lo = {0.0, 0.0}, q_hi = {0.0, 0.0};
-  const std::size_t n = a.size();
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const Double2 x_lo = {static_cast<double>(a[i]), static_cast<double>(a[i + 1])};
-    const Double2 x_hi = {static_cast<double>(a[i + 2]), static_cast<double>(a[i + 3])};
-    Double2 y_lo = x_lo, y_hi = x_hi;
-    if constexpr (kDiff) {
-      y_lo -= Double2{static_cast<double>(b[i]), static_cast<double>(b[i + 1])};
-      y_hi -= Double2{static_cast<double>(b[i + 2]), static_cast<double>(b[i + 3])};
-    }
-    d_lo += y_lo * y_lo;
-    d_hi += y_hi * y_hi;
-    if constexpr (kNorm) {
-      q_lo += x_lo * x_lo;
-      q_hi += x_hi * x_hi;
-    }
-  }
-  for (; i < n; ++i) {
-    const auto x = static_cast<double>(a[i]);
-    const double y = kDiff ? x - b[i] : x;
-    d_lo[0] += y * y;
-    if constexpr (kNorm) q_lo[0] += x * x;
-  }
-  return {(d_lo[0] + d_lo[1]) + (d_hi[0] + d_hi[1]), (q_lo[0] + q_lo[1]) + (q_hi[0] + q_hi[1])};
-}
-
-// Σ (a − b)², or Σ a² when b is empty.
-double squared_distance(std::span<const float> a, std::span<const float> b = {}) {
-  return b.empty() ? sums_of_squares<false, false>(a, b).first : sums_of_squares<true, false>(a, b).first;
-}
-
-// Σ (a − b)² and Σ a² in one pass, each summed exactly as squared_distance sums it.
-std::pair<double, double> distance_and_norm(std::span<const float> a, std::span<const float> b) {
-  return sums_of_squares<true, true>(a, b);
-}
-
 std::optional<double> mean_of(const std::vector<double>& v) {
   if (v.empty()) return std::nullopt;
   double s = 0.0;
@@ -154,52 +93,6 @@ struct TraceMatrices {
 constexpr std::uint64_t kTraceMatricesBudget = 256ULL << 20;  // bytes of matrix values held in memory at most
 constexpr std::size_t kMaxMemoReplays = 8192;                 // replays held in memory at most (a few kB each)
 
-// A replay's state after its first points: its compressor (ranks, error buffers, warm-start Q) and its points so far.
-struct Checkpoint {
-  std::unique_ptr<kernels::PowerSgd> psgd;
-  std::vector<ReplayPoint> points;
-  std::uint64_t bytes = 0;
-};
-
-// Checkpoints by the key of the ranks so far (replay_prefix_keys), least recently used out first beyond a byte budget,
-// so that a replay starting with ranks another one already replayed (a sweep's next point, with another window or
-// rate) continues from there. Its compressors all use its own host backend.
-class CheckpointMemo {
- public:
-  kernels::Backend& backend() {
-    if (!backend_) backend_ = kernels::make_backend("cpu");
-    return *backend_;
-  }
-  // The checkpoint of `key` (now the most recently used), or null.
-  const Checkpoint* find(const std::string& key) {
-    const auto it = entries_.find(key);
-    if (it == entries_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second.second);
-    return &it->second.first;
-  }
-  bool contains(const std::string& key) const { return entries_.count(key) > 0; }
-  // Keeps `c` under `key`, dropping the least recently used ones until it fits (nothing when it alone does not).
-  void keep(const std::string& key, Checkpoint c) {
-    if (c.bytes > kBudget || contains(key)) return;
-    while (bytes_ + c.bytes > kBudget && !order_.empty()) {
-      const auto it = entries_.find(order_.back());
-      bytes_ -= it->second.first.bytes;
-      entries_.erase(it);
-      order_.pop_back();
-    }
-    bytes_ += c.bytes;
-    order_.push_front(key);
-    entries_.emplace(key, std::make_pair(std::move(c), order_.begin()));
-  }
-
- private:
-  static constexpr std::uint64_t kBudget = 64ULL << 20;  // bytes of checkpoints held at most
-  std::unique_ptr<kernels::Backend> backend_;            // declared first: outlives the checkpoints' buffers
-  std::list<std::string> order_;                         // most recently used first
-  std::map<std::string, std::pair<Checkpoint, std::list<std::string>::iterator>> entries_;
-  std::uint64_t bytes_ = 0;
-};
-
 // The process's memos (core::memo_enabled): replays by key, and the matrices of the last trace replayed.
 struct ProcessMemo {
   std::mutex mutex;
@@ -212,60 +105,6 @@ struct ProcessMemo {
 ProcessMemo& process_memo() {
   static ProcessMemo memo;
   return memo;
-}
-
-// A replay a pass runs, and the points it gives.
-struct PendingReplay {
-  std::string key;
-  const ReplaySpec* spec = nullptr;
-  std::vector<ReplayPoint> points;
-  std::vector<std::string> prefixes;  // replay_prefix_keys, where the pass keeps checkpoints
-};
-
-// The replays of a pass that have had the same ranks at every point so far, and the one compressor whose state is
-// all of theirs.
-struct Lane {
-  std::size_t trace_stage = 0;
-  std::size_t start = 0;  // the first point it steps (after a checkpoint's points)
-  std::string from;       // the checkpoint it started from, empty for none
-  std::unique_ptr<kernels::PowerSgd> psgd;
-  std::vector<std::size_t> replays;  // indices into the pass's replays
-};
-
-// A trace stage's step buffers, shared by its lanes (each step overwrites them): G in, Ĝ out, per matrix.
-struct StageScratch {
-  std::vector<std::vector<float>> host;        // host copy on a device backend
-  std::vector<kernels::Buffer<float>> device;  // device backends only
-  std::vector<std::span<float>> spans;         // what step() reads and overwrites
-};
-
-// Splits every lane whose replays' ranks part at point p: the first rank vector met keeps the lane's compressor, each
-// other one starts from a copy of its state (PowerSgd::copy_state_from), so what they shared is replayed once.
-void fork_lanes(std::vector<Lane>& lanes, const std::vector<PendingReplay>& todo, std::size_t p,
-                const std::function<std::unique_ptr<kernels::PowerSgd>(std::size_t)>& make) {
-  const std::size_t before = lanes.size();
-  for (std::size_t l = 0; l < before; ++l) {
-    if (lanes[l].start > p) continue;
-    std::vector<const std::vector<int>*> ranks;
-    std::vector<std::vector<std::size_t>> groups;
-    for (const std::size_t k : lanes[l].replays) {
-      const std::vector<int>& r = todo[k].spec->ranks[p];
-      const auto it = std::find_if(ranks.begin(), ranks.end(), [&](const std::vector<int>* x) { return *x == r; });
-      if (it == ranks.end()) {
-        ranks.push_back(&r);
-        groups.push_back({k});
-      } else {
-        groups[static_cast<std::size_t>(it - ranks.begin())].push_back(k);
-      }
-    }
-    if (groups.size() < 2) continue;
-    lanes[l].replays = std::move(groups[0]);
-    for (std::size_t g = 1; g < groups.size(); ++g) {
-      Lane fork{lanes[l].trace_stage, p, {}, make(lanes[l].trace_stage), std::move(groups[g])};
-      fork.psgd->copy_state_from(*lanes[l].psgd);
-      lanes.push_back(std::move(fork));
-    }
-  }
 }
 
 }  // namespace
@@ -457,44 +296,6 @@ std::vector<Lane> FidelityMeter::State::start_lanes(
   }
   return lanes;
 }
-
-namespace {
-
-// One PowerSGD step of a lane at its ranks on point p's matrices `g` (per matrix), through the stage's buffers.
-ReplayPoint step_lane(kernels::PowerSgd& psgd, const std::vector<int>& ranks,
-                      const std::vector<const std::vector<float>*>& g, StageScratch& s, bool device) {
-  kernels::LocalCommunicator solo;
-  ReplayPoint pt;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (ranks[i] != psgd.rank(i)) psgd.set_rank(i, ranks[i]);
-    if (device)
-      s.device[i].upload(*g[i]);
-    else
-      std::copy(g[i]->begin(), g[i]->end(), s.host[i].begin());
-  }
-  psgd.step(std::span<const std::span<float>>(s.spans), solo);
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (device) s.device[i].download(s.host[i]);
-    const auto [err2, ghat2] = distance_and_norm(s.host[i], *g[i]);
-    pt.err2.push_back(err2);
-    pt.ghat2.push_back(ghat2);
-    pt.e2.push_back(squared_distance(device ? psgd.error_copy(i) : psgd.error(i)));
-  }
-  return pt;
-}
-
-// A copy of a lane's state after its points so far, as the memo keeps it.
-Checkpoint checkpoint_of(const kernels::PowerSgd& psgd, const std::vector<ReplayPoint>& points,
-                         const std::function<std::unique_ptr<kernels::PowerSgd>()>& make) {
-  Checkpoint c{make(), points, 0};
-  c.psgd->copy_state_from(psgd);
-  for (std::size_t i = 0; i < psgd.num_tensors(); ++i)
-    c.bytes += (psgd.error(i).size() + psgd.warm_start_q(i).size()) * sizeof(float);
-  for (const ReplayPoint& p : points) c.bytes += (1 + 3 * p.err2.size()) * sizeof(double);
-  return c;
-}
-
-}  // namespace
 
 // Replays whose ranks agree up to a point share one compressor up to there (a lane) and fork where they part, so a
 // prefix common to many rank schedules is replayed once; with `kept` a lane also starts from the longest prefix an
