@@ -82,14 +82,24 @@ TraceEntropy cached_trace_entropy(const std::string& dir, const core::GdsConfig&
   key << fs::absolute(dir).lexically_normal().string() << '|' << gds.beta << '|' << gds.block_bytes << '|' << gds.seed
       << '|' << bins << '|' << backend;
   const fs::path entry = fs::path(cache_dir) / ("entropy-" + hex_digest(key.str()) + ".json");
-  if (const auto j = read_json_if_present(entry, true)) {
-    try {
-      TraceEntropy t = trace_entropy_from_json(*j);
-      t.path = dir;
-      return t;
-    } catch (const nlohmann::json::exception&) {
-      // an entry of another layout: measure again and replace it
+  const auto stored = [&]() -> std::optional<TraceEntropy> {
+    if (const auto j = read_json_if_present(entry, true)) {
+      try {
+        TraceEntropy t = trace_entropy_from_json(*j);
+        t.path = dir;
+        return t;
+      } catch (const nlohmann::json::exception&) {
+        // an entry of another layout: measure again and replace it
+      }
     }
+    return std::nullopt;
+  };
+  if (auto t = stored()) return std::move(*t);
+  // Sweep workers starting on points with the same β measure it once: the others wait for the entry.
+  EntryClaims claim({entry});
+  if (claim.mine().empty()) {
+    EntryClaims::wait_for(entry);
+    if (auto t = stored()) return std::move(*t);
   }
   TraceEntropy t = measure_trace_entropy(dir, gds, bins, backend);
   write_file_atomic(entry, trace_entropy_to_json(t).dump() + "\n");
