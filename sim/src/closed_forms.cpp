@@ -1,7 +1,7 @@
 // Closed forms of contention-free rings and the conditions under which simulate_iteration uses them and folds the
 // DP replicas, and those of a standalone collective (lone_collective_s, what `edgc collective` times). The arguments:
-// sim/README.md, "Closed forms and folding"; the pairs of GPUs they bound come from the traffic declaration
-// (impl/traffic.hpp), never from a list written here.
+// sim/README.md, "Closed forms and folding"; the pairs of GPUs the iteration's arguments bound come from the traffic
+// declaration (impl/traffic.hpp), never from a list written here, and a standalone collective's from its ring shape.
 #include "impl/closed_forms.hpp"
 
 #include <algorithm>
