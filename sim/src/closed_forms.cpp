@@ -1,14 +1,18 @@
 // Closed forms of contention-free rings and the conditions under which simulate_iteration uses them and folds the
-// DP replicas. The arguments: sim/README.md, "Closed forms and folding"; the pairs of GPUs they bound come from the
-// traffic declaration (impl/traffic.hpp), never from a list written here.
+// DP replicas, and those of a standalone collective (lone_collective_s, what `edgc collective` times). The arguments:
+// sim/README.md, "Closed forms and folding"; the pairs of GPUs the iteration's arguments bound come from the traffic
+// declaration (impl/traffic.hpp), never from a list written here, and a standalone collective's from its ring shape.
 #include "impl/closed_forms.hpp"
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include "collectives/group_shape.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/iteration.hpp"
 #include "impl/traffic.hpp"
@@ -201,6 +205,47 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
   return impl::replicas_are_identical(platform, parallel, variability,
                                       dp_closed_form_applies(platform, parallel, variability));
+}
+
+std::optional<double> lone_collective_s(const Platform& platform, CollectiveOp op, const Group& group,
+                                        std::uint64_t bytes) {
+  const int d = group.size();
+  if (d < 2) return 0.0;  // nothing to send: every member returns at once
+  if (!plain_cm02() || op == CollectiveOp::kAllToAll) return std::nullopt;
+  if (op == CollectiveOp::kAllReduce && !allreduce_ring_closed_form(chosen_allreduce_algorithm(group, bytes)))
+    return std::nullopt;
+  // One step's transfers: member → successor on every channel, `part` bytes each (the rings of ring.cpp); sendrecv
+  // sends the whole size to the plain ring neighbour.
+  std::vector<std::pair<int, int>> hops;
+  std::uint64_t part = bytes;
+  if (op == CollectiveOp::kSendRecv) {
+    if (bytes == 0) return std::nullopt;
+    for (int i = 0; i < d; ++i) hops.emplace_back(i, (i + 1) % d);
+  } else {
+    const std::uint64_t chunk = ring_chunk_bytes(op, d, bytes);
+    if (chunk == 0) return 0.0;
+    const collectives::Shape& shape = collectives::shape_of(group);
+    const auto channels = static_cast<std::uint64_t>(shape.channels);
+    part = (chunk + channels - 1) / channels;  // whole bytes, rounded up, as ring.cpp splits it
+    for (const std::vector<int>& next : shape.next)
+      for (int i = 0; i < d; ++i) hops.emplace_back(i, next[static_cast<std::size_t>(i)]);
+  }
+  // Every transfer alone on every link of its route (split-duplex directions are links of their own) and all of them
+  // the same lone cost: then each step ends c after the previous one for every member (sim/README.md).
+  std::unordered_set<const sg4::Link*> used;
+  std::optional<double> step_s;
+  for (const auto& [a, b] : hops) {
+    const sg4::Host* src = group.hosts[static_cast<std::size_t>(a)];
+    const sg4::Host* dst = group.hosts[static_cast<std::size_t>(b)];
+    const Route route = route_between(src, dst);
+    if (route.links.empty()) return std::nullopt;
+    for (const sg4::Link* l : route.links)
+      if (!used.insert(l).second) return std::nullopt;
+    const double c = platform.lone_transfer_s(src, dst, static_cast<double>(part));
+    if (step_s && c != *step_s) return std::nullopt;
+    step_s = c;
+  }
+  return ring_steps(op, d) * *step_s;
 }
 
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {

@@ -1,11 +1,13 @@
-// The collective kinds (names, busbw factors, ring step counts), send/recv, the dispatcher and the timed sweep. The
-// algorithms live in collectives/: the ring (ring.cpp), the tree (tree.cpp), the group shapes they share
-// (group_shape.cpp) and the all-reduce table with its choice (algorithms.cpp).
+// The collective kinds (names, busbw factors, ring step counts), send/recv, the dispatcher and the timed sweep (with
+// the closed forms of closed_forms.cpp where they apply). The algorithms live in collectives/: the ring (ring.cpp),
+// the tree (tree.cpp), the group shapes they share (group_shape.cpp) and the all-reduce table with its choice
+// (algorithms.cpp).
 #include "edgc/sim/collectives.hpp"
 
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "collectives/group_shape.hpp"
@@ -194,6 +196,28 @@ std::vector<double> time_collective_sweep(sg4::Engine& engine, CollectiveOp op, 
   engine.run();
   std::vector<double> took_s(sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) took_s[i] = end_s[i] - start_s[i];
+  return took_s;
+}
+
+std::vector<double> time_collective_sweep(sg4::Engine& engine, const Platform& platform, CollectiveOp op,
+                                          const Group& group, const std::vector<std::uint64_t>& sizes,
+                                          bool simulate_all) {
+  if (group.size() < 1) throw InternalError("time_collective_sweep: empty group '" + group.tag + "'");
+  std::vector<double> took_s(sizes.size(), 0.0);
+  std::vector<std::uint64_t> simulated;  // the sizes without a closed form, in order
+  std::vector<std::size_t> row_of;       // their rows
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::optional<double> lone = simulate_all ? std::nullopt : lone_collective_s(platform, op, group, sizes[i]);
+    if (lone) {
+      took_s[i] = *lone;
+    } else {
+      simulated.push_back(sizes[i]);
+      row_of.push_back(i);
+    }
+  }
+  if (simulated.empty()) return took_s;
+  const std::vector<double> simulated_s = time_collective_sweep(engine, op, group, simulated);
+  for (std::size_t j = 0; j < simulated.size(); ++j) took_s[row_of[j]] = simulated_s[j];
   return took_s;
 }
 

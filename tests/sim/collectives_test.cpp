@@ -1,5 +1,6 @@
 // Ring collectives on the ideal profile against the closed form steps · (L + (S/D)/B), two rings sharing NICs,
-// and the calibrated profile's factors. Each TEST is one simulation and runs in its own process.
+// the calibrated profile's factors, and the timed sweep taking closed forms where they apply. Each TEST is one
+// simulation and runs in its own process.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -309,6 +310,28 @@ TEST(SendRecv, OneStepOfTheFullSize) {
   const double expected = static_cast<double>(bytes) / hop.bottleneck_Bps + hop.latency_s;
   EXPECT_NEAR(t[0] / expected, 1.0, 1e-3);
   EXPECT_DOUBLE_EQ(t[0], t[1]);  // sizes timed one after the other do not disturb each other
+}
+
+// The sweep with closed forms: sizes whose transfers run alone take lone_collective_s (here one lone transfer), the
+// others are simulated, in order, and only they start SimGrid communications (an empty sendrecv has no closed
+// form). The closed forms against the simulation, table by table: tests/tools/engine/collective_closed_form_test.cpp.
+TEST(SweepClosedForms, SimulatesOnlyTheSizesWithoutOne) {
+  std::uint64_t comms = 0;
+  sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
+  const Platform p = Platform::build(engine(), test::h100_like(2), NetworkProfile{});
+  const Group g{{p.gpu(0), p.gpu(8)}, "mixed"};
+  const std::vector<std::uint64_t> sizes = {1ULL << 20, 0, 1ULL << 24};
+  EXPECT_FALSE(lone_collective_s(p, CollectiveOp::kSendRecv, g, 0).has_value());
+  EXPECT_FALSE(lone_collective_s(p, CollectiveOp::kAllToAll, g, 1024).has_value());
+  EXPECT_EQ(lone_collective_s(p, CollectiveOp::kAllReduce, Group{{p.gpu(0)}, "one"}, 1024), 0.0);
+  const double four_steps = 2 * lone_collective_s(p, CollectiveOp::kReduceScatter, g, 1ULL << 20).value_or(0);
+  EXPECT_EQ(lone_collective_s(p, CollectiveOp::kAllReduce, g, 1ULL << 20), four_steps);
+  const auto t = time_collective_sweep(engine(), p, CollectiveOp::kSendRecv, g, sizes, false);
+  ASSERT_EQ(t.size(), 3U);
+  EXPECT_EQ(t[0], p.lone_transfer_s(g.hosts[0], g.hosts[1], static_cast<double>(sizes[0])));
+  EXPECT_EQ(t[2], p.lone_transfer_s(g.hosts[0], g.hosts[1], static_cast<double>(sizes[2])));
+  EXPECT_GE(t[1], 0.0);
+  EXPECT_EQ(comms, 2U);  // the empty size: one send per member
 }
 
 }  // namespace

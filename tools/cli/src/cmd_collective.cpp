@@ -27,14 +27,16 @@ int run_collective_cmd(const std::vector<std::string>& args) {
       "network profile: ideal | calibrated (default: the scenario's, else ideal)");
   add("placement", po::value(&request.placement),
       "spread (one GPU per node first) | packed (fill nodes) (default spread)");
+  add("simulate-all", "simulate every size with SimGrid, also where the closed form gives its time");
   add("json", "print one JSON document");
   po::variables_map vm;
   if (!parse("collective",
              "(--scenario F | --cluster F) [--set k=v]... --op OP --ranks N [--minbytes 8] [--maxbytes 1G] "
-             "[--stepfactor 2] [--network ideal|calibrated] [--placement spread|packed] [--json]",
+             "[--stepfactor 2] [--network ideal|calibrated] [--placement spread|packed] [--simulate-all] [--json]",
              opts, {}, args, vm))
     return 0;
 
+  request.simulate_all = vm.count("simulate-all") != 0U;
   const results::CollectiveReport report = engine::run_collective_sweep(request);
   if (vm.count("json") != 0U)
     std::cout << results::to_json(report).dump(1) << "\n";

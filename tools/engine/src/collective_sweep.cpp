@@ -1,5 +1,6 @@
 // engine::run_collective_sweep: the options checked before the engine starts (so bad input never leaves partial
-// output), then every size timed in one simulation.
+// output), then every size timed: from the closed form where the collective provably runs alone on its links, the
+// others in one simulation.
 #include "edgc/engine/collective_sweep.hpp"
 
 #include <algorithm>
@@ -101,7 +102,8 @@ results::CollectiveReport run_collective_sweep(const CollectiveRequest& request)
   const sim::Platform platform = sim::Platform::build(*engine, spec, profile);
   sim::Group group{{}, "coll"};
   for (int r : place(platform, ranks, request.placement == "spread")) group.hosts.push_back(platform.gpu(r));
-  const std::vector<double> took_s = sim::time_collective_sweep(*engine, checked.op, group, checked.sizes);
+  const std::vector<double> took_s =
+      sim::time_collective_sweep(*engine, platform, checked.op, group, checked.sizes, request.simulate_all);
 
   results::CollectiveReport report;
   report.cluster = spec.name;

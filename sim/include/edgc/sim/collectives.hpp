@@ -48,6 +48,8 @@ namespace edgc::sim {
 
 namespace sg4 = simgrid::s4u;
 
+class Platform;  // platform.hpp
+
 /// The members of a collective in ring order: member i sends to member (i + 1) % size.
 struct Group {
   std::vector<sg4::Host*> hosts;  ///< one per member, not owned; hosts[i] runs member i's actor
@@ -145,5 +147,23 @@ void run_collective(CollectiveOp op, const Group& group, int my_index, std::uint
 /// barrier that releases all members together to the last member's finish). Call after Platform::build, once.
 std::vector<double> time_collective_sweep(sg4::Engine& engine, CollectiveOp op, const Group& group,
                                           const std::vector<std::uint64_t>& sizes);
+
+/// Seconds `op` of `bytes` over `group` takes when every member starts it at the same moment and nothing else runs
+/// on the platform, from its closed form, wherever that provably equals the simulated time (sim/README.md, "Closed
+/// forms and folding", standalone collectives): plain CM02 (plain_cm02()), the ring (an all-reduce only where the
+/// algorithm chosen for this size is the ring: allreduce_ring_closed_form), no link of the platform on the routes
+/// of two transfers of one step (every channel's hops and, for sendrecv, the ring neighbours), and every transfer
+/// of a step costing the same c = Platform::lone_transfer_s(its bytes); then the time is steps · c. 0 for a group of
+/// one member. nullopt elsewhere (all-to-all, a tree, shared links, unequal hops, an empty sendrecv): simulate.
+std::optional<double> lone_collective_s(const Platform& platform, CollectiveOp op, const Group& group,
+                                        std::uint64_t bytes);
+
+/// time_collective_sweep that takes every size where lone_collective_s() applies from the closed form and simulates
+/// only the others (in one simulation, as above; none when every size has its closed form). `simulate_all`: simulate
+/// every size. The times agree with the all-simulated sweep to rounding (≤ 1e-9 relative: each size starts on an
+/// empty network after a barrier, so the others do not change it). Call after Platform::build, once.
+std::vector<double> time_collective_sweep(sg4::Engine& engine, const Platform& platform, CollectiveOp op,
+                                          const Group& group, const std::vector<std::uint64_t>& sizes,
+                                          bool simulate_all);
 
 }  // namespace edgc::sim

@@ -1,6 +1,7 @@
 #pragma once
 // One `collective` run as a function: one collective over a range of message sizes on the simulated cluster, timed
-// one size after the other in one simulation (SimGrid cannot be reset within a process).
+// one size after the other in one simulation (SimGrid cannot be reset within a process), or from the closed form
+// where that provably gives the simulated time.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct CollectiveRequest {
   std::int64_t step_factor = 2;      ///< size multiplier between rows (≥ 2)
   std::string network;               ///< "ideal" | "calibrated"; empty: the scenario's, else ideal
   std::string placement = "spread";  ///< spread (one GPU per node first) | packed (fill nodes)
+  /// Simulate every size with SimGrid, also those whose time comes from the closed form of a collective whose
+  /// transfers provably run alone on their links (sim::lone_collective_s; the same times to ≤ 1e-9 relative).
+  bool simulate_all = false;
 };
 
 /// The message sizes from min to max, multiplied by `factor` each time, rounded down to whole floats (at least
@@ -28,7 +32,7 @@ struct CollectiveRequest {
 std::vector<std::uint64_t> collective_sizes(std::uint64_t min_bytes, std::uint64_t max_bytes, std::uint64_t factor);
 
 /// Throws UsageError (bad options: names, sizes, ranks for the cluster) or ConfigError (the scenario or cluster
-/// file), all before anything is simulated. Simulates with SimGrid: call once per process.
+/// file), all before anything is simulated. Builds a SimGrid platform (and simulates): call once per process.
 results::CollectiveReport run_collective_sweep(const CollectiveRequest& request);
 
 }  // namespace edgc::engine
