@@ -131,6 +131,25 @@ bool fabric_never_binds(const Platform& platform, const ParallelSpec& par, const
   });
 }
 
+// Whether every hop of every ring of `groups` crosses between two nodes, is limited by its two NIC links alone
+// (fabric_never_binds holds), has the latency and bandwidth of its ring's first hop, and no NIC link carries two
+// hops of these rings.
+bool rings_alone_across_nodes(const std::vector<Group>& groups) {
+  std::unordered_set<const sg4::Link*> used;
+  const auto links_unused = [&used](const std::vector<sg4::Link*>& links) {
+    return std::all_of(links.begin(), links.end(), [&used](const sg4::Link* l) { return used.insert(l).second; });
+  };
+  return std::all_of(groups.begin(), groups.end(),
+                     [&](const Group& g) { return ring_hops_alike(g, false, true, links_unused); });
+}
+
+// Mixture of experts with ep > 1: an overlapped DP collective (gradient buckets beside the last backward pass,
+// parameter buckets beside the first forward pass) runs beside that pass's token all-to-alls.
+bool dp_overlaps_all_to_alls(const ParallelSpec& par) {
+  return par.expert_groups && par.ep > 1 &&
+         (par.overlap_grad_reduce || (par.distributed_optimizer && par.overlap_param_gather));
+}
+
 }  // namespace
 
 bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
@@ -149,20 +168,17 @@ bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
 
 bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
                                   const std::vector<Group>& dp_groups, const ComputeVariability& variability) {
-  if (!plain_cm02() || !fabric_never_binds(platform, par, layout, replicas_can_run_in_step(platform, par, variability)))
-    return false;
-  if (dp_overlaps_pipeline(par)) return false;
-  // Expert groups: the all-to-alls tie DP replicas together and the expert sync runs beside the dense one's links;
-  // both run as messages.
-  if (par.expert_groups) return false;
+  // With expert groups the GPUs of a stage need not be in the same phase (only blocks of replicas run in step), so
+  // the fabric is bounded without phases.
+  const bool in_step = replicas_can_run_in_step(platform, par, variability) && !par.expert_groups;
+  if (!plain_cm02() || !fabric_never_binds(platform, par, layout, in_step)) return false;
+  if (dp_overlaps_pipeline(par) || dp_overlaps_all_to_alls(par)) return false;
   // The closed form is a ring's: an algorithm that may leave the ring (a forced tree) runs as messages.
   if (!allreduce_ring_closed_form(allreduce_algorithm())) return false;
-  std::unordered_set<const sg4::Link*> used;
-  const auto links_unused = [&used](const std::vector<sg4::Link*>& links) {
-    return std::all_of(links.begin(), links.end(), [&used](const sg4::Link* l) { return used.insert(l).second; });
-  };
-  return std::all_of(dp_groups.begin(), dp_groups.end(),
-                     [&](const Group& g) { return ring_hops_alike(g, false, true, links_unused); });
+  if (!rings_alone_across_nodes(dp_groups)) return false;
+  // Expert groups: the expert sync's rings as well (each GPU runs them after its dense sync, so a GPU's NIC links
+  // carry the two one after the other).
+  return !par.expert_groups || rings_alone_across_nodes(on_platform(platform, edp_rank_groups(layout, par)));
 }
 
 bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
@@ -187,14 +203,17 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
   if (parallel.dp < 2 || !allreduce_ring_closed_form(algorithm) || cluster.fabric != Fabric::kStar ||
       cluster.nics_per_node != cluster.gpus_per_node || cluster.intra_topology != IntraNodeTopology::kSwitch ||
       variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0 ||
-      dp_overlaps_pipeline(parallel) || fused_embedding_sync_applies(parallel) || parallel.expert_groups ||
-      parallel.ep > 1)
+      dp_overlaps_pipeline(parallel) || impl::dp_overlaps_all_to_alls(parallel) ||
+      fused_embedding_sync_applies(parallel))
     return false;
-  // Every DP peer on another node (a star's route between them is then exactly their two NIC links).
+  // Every DP peer, and with expert groups every expert-DP peer, on another node (a star's route between them is
+  // then exactly their two NIC links).
   const Layout layout(parallel, cluster.gpus_per_node);
   for (int r = 0; r < layout.world_size(); ++r)
     for (const impl::Exchange& e : impl::sent_by(layout, parallel, r))
-      if (e.traffic == impl::Traffic::kDataParallel && layout.node_of(e.dst) == layout.node_of(e.src)) return false;
+      if ((e.traffic == impl::Traffic::kDataParallel || e.traffic == impl::Traffic::kExpertDataParallel) &&
+          layout.node_of(e.dst) == layout.node_of(e.src))
+        return false;
   return true;
 }
 

@@ -369,8 +369,13 @@ class GpuWorker {
     const double start = now();
     const ParallelSpec& par = state_->parallel;
     const int j = stage_position(coord_, par.tp);
-    const Group& g = state_->edp_groups[grid_index(coord_.pp, par.ep, j % par.ep)];
-    if (g.size() > 1) run_collective(op, g, j / par.ep, bytes);
+    const std::size_t group = grid_index(coord_.pp, par.ep, j % par.ep);
+    const Group& g = state_->edp_groups[group];
+    if (g.size() > 1 && state_->dp_closed_form) {
+      closed_form_ring(*state_->edp_barriers[group], state_->edp_arrived[group], state_->edp_members, g, op, bytes);
+    } else if (g.size() > 1) {
+      run_collective(op, g, j / par.ep, bytes);
+    }
     record().dp_comms.push_back({start, now()});
     note(name, "dp", start);
   }
@@ -407,18 +412,8 @@ class GpuWorker {
     const double start = now();
     const std::size_t group = dp_group_index();
     const Group& g = state_->dp_groups[group];
-    if (state_->replicas_folded) {
-      // Every replica arrives at this moment (replicas_are_identical): the closed form from now.
-      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
-    } else if (state_->dp_closed_form) {
-      // As tp_all_reduce's closed form: the last member to arrive sleeps the contention-free ring, then the
-      // group's barrier releases everyone (dp_rings_are_contention_free).
-      int& arrived = state_->dp_arrived[group];
-      if (++arrived == state_->parallel.dp) {
-        arrived = 0;
-        sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
-      }
-      state_->dp_barriers[group]->wait();
+    if (state_->dp_closed_form) {
+      closed_form_ring(*state_->dp_barriers[group], state_->dp_arrived[group], state_->dp_members, g, op, bytes);
     } else if (op == CollectiveOp::kAllReduce) {
       all_reduce(g, coord_.dp, bytes);
     } else {
@@ -426,6 +421,23 @@ class GpuWorker {
     }
     record().dp_comms.push_back({start, now()});
     note(name, "dp", start);
+  }
+
+  // The closed form of a contention-free ring `op` over `g` (dp_rings_are_contention_free), as tp_all_reduce's: the
+  // last of the group's `members` simulated members to arrive sleeps it, then `barrier` releases them all. Where the
+  // replicas fold, the members of the other blocks arrive when their counterparts here do (replicas_are_identical),
+  // so the latest arrival is still the last of these; a lone simulated member sleeps it from now.
+  void closed_form_ring(sg4::Barrier& barrier, int& arrived, int members, const Group& g, CollectiveOp op,
+                        std::uint64_t bytes) const {
+    if (members == 1) {
+      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
+      return;
+    }
+    if (++arrived == members) {
+      arrived = 0;
+      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
+    }
+    barrier.wait();
   }
 
   void compress(double seconds, const std::string& name) const {

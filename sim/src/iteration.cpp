@@ -70,11 +70,19 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   state.platform = &platform;
   state.dp_closed_form = par.dp > 1 && !options.force_dp_ring &&
                          impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability);
-  if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), par.dp);
-  state.dp_arrived.assign(state.dp_groups.size(), 0);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.replicas_folded = !options.record_timeline && !options.all_replicas &&
                           impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
+  // The simulated members of each DP and expert-DP group: all, or those of the folded block of replicas.
+  const int replicas = state.replicas_folded ? folded_replicas(par) : par.dp;
+  state.dp_members = replicas;
+  state.edp_members = par.expert_groups ? replicas * par.tp / par.ep : 0;
+  if (state.dp_closed_form) {
+    state.dp_barriers = group_barriers(state.dp_groups.size(), state.dp_members);
+    state.edp_barriers = group_barriers(state.edp_groups.size(), state.edp_members);
+  }
+  state.dp_arrived.assign(state.dp_groups.size(), 0);
+  state.edp_arrived.assign(state.edp_groups.size(), 0);
 }
 
 // One pipeline mailbox per purpose, simulated receiving rank and model chunk.
@@ -95,7 +103,7 @@ void open_mailboxes(IterationState& state, const std::vector<int>& ranks) {
 }
 
 // Everything the workers share, for `par` (validated) and `plan` (checked); returns the ranks to simulate: every
-// GPU, or replica 0's where the replicas fold.
+// GPU, or those of the first folded_replicas() replicas where the replicas fold.
 std::vector<int> build_state(IterationState& state, const Platform& platform, const ModelSpec& model,
                              const CostParams& params, const DpSyncPlan& plan, const IterationOptions& options) {
   const ParallelSpec& par = state.parallel;
@@ -108,7 +116,7 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   decide_closed_forms(state, platform, options);
   std::vector<int> ranks;
   for (int r = 0; r < layout.world_size(); ++r)
-    if (!state.replicas_folded || layout.coord_of(r).dp == 0) ranks.push_back(r);
+    if (!state.replicas_folded || layout.coord_of(r).dp < folded_replicas(par)) ranks.push_back(r);
   const int ep_groups_per_stage = expert_dp_size(par);
   for (int s = 0; s < par.pp; ++s)
     state.stages.push_back(impl::stage_work(

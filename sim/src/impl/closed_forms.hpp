@@ -31,12 +31,14 @@ double channel_ring_s(const Platform& platform, const Group& group, std::uint64_
 bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
                                   const std::vector<Group>& tp_groups);
 
-// Likewise for the DP rings. Proof: sim/README.md, "Closed forms and folding", DP rings.
+// Likewise for the DP rings, and with expert groups for the expert-data-parallel rings too (one decision for both).
+// Proof: sim/README.md, "Closed forms and folding", DP rings.
 bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
                                   const std::vector<Group>& dp_groups, const ComputeVariability& variability);
 
-// Whether the DP replicas run identical iterations, so that simulating replica 0 alone gives every figure exactly.
-// Proof: sim/README.md, "Closed forms and folding", replicas.
+// Whether the DP replicas run identical iterations in blocks of folded_replicas() (layout.hpp; one replica for a
+// dense model), so that simulating the first block alone gives every figure exactly. Proof: sim/README.md, "Closed
+// forms and folding", replicas.
 bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
                             bool dp_closed_form);
 

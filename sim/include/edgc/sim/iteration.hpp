@@ -146,15 +146,19 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 /// DP peer of every GPU on another node, plain CM02, the all-reduce a ring (allreduce_ring_closed_form()), no bucket
 /// overlapped with a backward pass whose pipeline sends use the same NIC (overlap_grad_reduce with pp > 1), and no
 /// fabric link between the nodes that can ever limit a transfer (always so on a star; on a fat tree bounded from the
-/// routes of every pair of GPUs that exchange data, tighter without `variability`). Proof: sim/README.md, "Closed
-/// forms and folding".
+/// routes of every pair of GPUs that exchange data, tighter without `variability` for a dense model). For a mixture
+/// of experts the expert sync's rings take the same closed form, so every expert-DP peer must also be on another
+/// node, and with ep > 1 no DP collective may overlap a pass (overlap_grad_reduce, overlap_param_gather at any pp):
+/// it would run beside the pass's token all-to-alls. Proof: sim/README.md, "Closed forms and folding".
 bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel,
                             const ComputeVariability& variability = {});
 
-/// Whether simulate_iteration() simulates DP replica 0 alone, unless IterationOptions::all_replicas or
-/// record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without compute variability and without the
-/// fused embedding sync. Then every replica runs the same iteration, and the result is the same as simulating all of
-/// them (tests/sim/closed_form_test.cpp), with dp times fewer actors. Proof: sim/README.md, "Closed forms and
+/// Whether simulate_iteration() simulates the first folded_replicas() DP replicas alone (replica 0 for a dense
+/// model; with expert parallelism the fewest replicas that hold whole expert-parallel groups), unless
+/// IterationOptions::all_replicas or record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without
+/// compute variability and without the fused embedding sync. Then every block of that many replicas runs the same
+/// iteration, and the result is the same as simulating all of them (tests/sim/closed_form_test.cpp,
+/// moe_folding_test.cpp), with dp / folded_replicas() times fewer actors. Proof: sim/README.md, "Closed forms and
 /// folding".
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
 
