@@ -430,12 +430,12 @@ class GpuWorker {
   void closed_form_ring(sg4::Barrier& barrier, int& arrived, int members, const Group& g, CollectiveOp op,
                         std::uint64_t bytes) const {
     if (members == 1) {
-      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
+      sg4::this_actor::sleep_for(dp_ring_closed_form_s(*state_->platform, g, bytes, op));
       return;
     }
     if (++arrived == members) {
       arrived = 0;
-      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
+      sg4::this_actor::sleep_for(dp_ring_closed_form_s(*state_->platform, g, bytes, op));
     }
     barrier.wait();
   }

@@ -57,8 +57,23 @@ void build_groups(IterationState& state, const Platform& platform, const ModelSp
     state.embedding_groups = impl::on_platform(platform, impl::embedding_rank_groups(layout, state.fused_embedding));
 }
 
+// The bytes of every all-reduce a GPU runs over its DP group: the uncompressed sync and its buckets, or PowerSGD's
+// P, Q and uncompressed rest (the reduce-scatters and all-gathers always run as rings).
+std::vector<std::uint64_t> dp_allreduce_sizes(const IterationState& state) {
+  std::vector<std::uint64_t> sizes;
+  for (const impl::StageWork& w : state.stages) {
+    if (w.powersgd_rank > 0) {
+      sizes.insert(sizes.end(), {w.p_bytes, w.q_bytes, w.fused_bytes});
+    } else if (!w.reduce_scatter) {
+      sizes.push_back(w.dp_bytes);
+      for (const impl::Bucket& b : w.buckets) sizes.push_back(b.bytes);
+    }
+  }
+  return sizes;
+}
+
 // Which all-reduces take their closed form and whether the DP replicas fold (the proofs: sim/README.md, "Closed
-// forms and folding"), with the barriers the closed forms meet at.
+// forms and folding"), with the barriers the closed forms meet at. After the stages' work (the all-reduce sizes).
 void decide_closed_forms(IterationState& state, const Platform& platform, const IterationOptions& options) {
   const ParallelSpec& par = state.parallel;
   const Layout& layout = state.layout;
@@ -68,8 +83,10 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   state.tp_arrived.assign(state.tp_groups.size(), 0);
   XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.platform = &platform;
-  state.dp_closed_form = par.dp > 1 && !options.force_dp_ring &&
-                         impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability);
+  const std::vector<std::uint64_t> sizes = dp_allreduce_sizes(state);
+  state.dp_closed_form =
+      par.dp > 1 && !options.force_dp_ring &&
+      impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability, &sizes);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.replicas_folded = !options.record_timeline && !options.all_replicas &&
                           impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
@@ -113,15 +130,15 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   state.record_timeline = options.record_timeline;
   state.variability = options.variability;
   build_groups(state, platform, model);
-  decide_closed_forms(state, platform, options);
-  std::vector<int> ranks;
-  for (int r = 0; r < layout.world_size(); ++r)
-    if (!state.replicas_folded || layout.coord_of(r).dp < folded_replicas(par)) ranks.push_back(r);
   const int ep_groups_per_stage = expert_dp_size(par);
   for (int s = 0; s < par.pp; ++s)
     state.stages.push_back(impl::stage_work(
         platform, model, par, params, s, plan[static_cast<std::size_t>(s)], state.tp_groups[grid_index(s, par.dp, 0)],
         state.ep_groups.empty() ? nullptr : &state.ep_groups[grid_index(s, ep_groups_per_stage, 0)]));
+  decide_closed_forms(state, platform, options);
+  std::vector<int> ranks;
+  for (int r = 0; r < layout.world_size(); ++r)
+    if (!state.replicas_folded || layout.coord_of(r).dp < folded_replicas(par)) ranks.push_back(r);
   state.records.resize(static_cast<std::size_t>(layout.world_size()));
   open_mailboxes(state, ranks);
   return ranks;

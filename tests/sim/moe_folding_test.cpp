@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "edgc/sim/collectives.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
 #include "edgc/sim/layout.hpp"
@@ -25,9 +26,9 @@ namespace {
 using test::ChildResult;
 using test::engine;
 
-// 4 MoE layers of hidden 256, 8 experts, top 2, 128-token sequences.
-ModelSpec small_moe(int global_batch) {
-  ModelSpec m = test::small_gpt(256, 128, 1024, global_batch);
+// 4 MoE layers of `hidden` (256 by default), 8 experts, top 2, 128-token sequences.
+ModelSpec small_moe(int global_batch, int hidden = 256) {
+  ModelSpec m = test::small_gpt(hidden, 128, 1024, global_batch);
   m.layers = 4;
   m.heads = 8;
   m.experts = 8;
@@ -52,6 +53,8 @@ struct Scenario {
   DpSyncPlan plan = uncompressed_plan(2);
   std::vector<std::uint8_t> moe_layer_pattern;
   IterationOptions options;
+  bool ring_algorithm = false;  // network.algorithm = ring instead of auto
+  int hidden = 256;
 };
 
 ParallelSpec layout_of(int tp, int pp, int dp, int ep, PipelineSchedule schedule = PipelineSchedule::kOneFOneB,
@@ -76,13 +79,27 @@ Scenario across_nodes() {
   return s;
 }
 
+// Megatron-Core's Mixtral layout in small: tp 1 × pp 2 × dp 8, ep 4 on nodes of 4 GPUs (tp-dp-pp): each
+// expert-parallel group is one node (its all-to-alls on NVLink), each DP group two runs of 4 members on two nodes
+// (a ring of 4 channels, NVLink and NIC hops), each expert-DP group one GPU per node; folds to 4 of the 8
+// replicas, one node per stage. The ring forced (auto may pick the tree for groups with several members per node).
+Scenario runs_per_node() {
+  Scenario s;
+  s.cluster = nodes_of(4);
+  s.parallel = layout_of(1, 2, 8, 4);
+  s.ring_algorithm = true;
+  return s;
+}
+
 // One simulation of `s`; the extra numbers are: comms posted, 1 when the DP closed form applies, 1 when the
 // replicas fold (from the platform), the same from the cluster's description, and folded_replicas().
 std::string simulate(const Scenario& s, bool force_dp_ring, bool all_replicas) {
   std::uint64_t comms = 0;
   sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
-  const Platform platform = Platform::build(engine(), s.cluster, s.profile);
-  ModelSpec model = small_moe(s.microbatches * s.parallel.dp);
+  NetworkProfile profile = s.profile;
+  if (s.ring_algorithm) profile.algorithm = CollectiveAlgorithm::kRing;
+  const Platform platform = Platform::build(engine(), s.cluster, profile);
+  ModelSpec model = small_moe(s.microbatches * s.parallel.dp, s.hidden);
   model.moe_layer_pattern = s.moe_layer_pattern;
   const ParallelSpec par = validate(model, s.parallel, s.cluster);
   IterationOptions options = s.options;
@@ -94,7 +111,8 @@ std::string simulate(const Scenario& s, bool force_dp_ring, bool all_replicas) {
   return test::to_text(
       r, {static_cast<double>(comms), dp_closed_form_applies(platform, par, options.variability) ? 1.0 : 0.0,
           replicas_fold(platform, par, options.variability) ? 1.0 : 0.0,
-          replicas_fold(s.cluster, par, options.variability) ? 1.0 : 0.0, static_cast<double>(folded_replicas(par))});
+          replicas_fold(s.cluster, par, options.variability, profile.algorithm) ? 1.0 : 0.0,
+          static_cast<double>(folded_replicas(par))});
 }
 
 // The folded run against every replica (both with the closed forms): every figure alike, fold decided alike from
@@ -198,6 +216,75 @@ TEST(MoeFolding, EqualsAllReplicasOnTheCalibratedProfile) {
   s.plan = DpSyncPlan{StageSync{16}, StageSync{0}};
   s.plan[1].expert_rank = 8;
   expect_folding_exact(s, 2);
+}
+
+TEST(MoeClosedForm, EqualsRingsWithDpGroupsInRunsPerNode) { expect_closed_form_equals_ring(runs_per_node()); }
+
+TEST(MoeClosedForm, EqualsRingsWithDpGroupsInRunsPerNodeOnTheCalibratedProfile) {
+  Scenario s = runs_per_node();
+  s.profile = test::h100_calibrated();
+  s.plan = DpSyncPlan{StageSync{16}, StageSync{0}};
+  s.plan[1].expert_rank = 8;
+  expect_closed_form_equals_ring(s);
+}
+
+TEST(MoeFolding, EqualsAllReplicasWithDpGroupsInRunsPerNode) { expect_folding_exact(runs_per_node(), 4); }
+
+TEST(MoeFolding, EqualsAllReplicasInterleavedWithDpGroupsInRunsPerNodeAndPowerSgd) {
+  Scenario s = runs_per_node();
+  s.parallel = layout_of(1, 2, 8, 4, PipelineSchedule::kInterleaved, 2);
+  s.plan = powersgd_plan(2, 16);
+  expect_folding_exact(s, 4);
+}
+
+TEST(MoeFolding, EqualsAllReplicasWithDpGroupsInRunsPerNodeOnTheCalibratedProfile) {
+  Scenario s = runs_per_node();
+  s.profile = test::h100_calibrated();
+  s.plan = DpSyncPlan{StageSync{0}, StageSync{16}};
+  expect_folding_exact(s, 4);
+}
+
+// Under auto the simulation checks that the ring is chosen for each of its all-reduce sizes; the public checks,
+// which do not know the sizes, say no, and the actor count covers every GPU. `folds`: whether it should fold.
+void expect_auto_decides(const Scenario& s, bool folds) {
+  const ChildResult folded = test::simulate_in_child([&s] { return simulate(s, false, false); });
+  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, false, true); });
+  EXPECT_GT(folded.result.iteration_s, 0.0);
+  test::expect_same_result(folded.result, all.result);
+  ASSERT_EQ(folded.extra.size(), 5U);
+  ASSERT_EQ(all.extra.size(), 5U);
+  EXPECT_DOUBLE_EQ(folded.extra[0] * (folds ? 2 : 1), all.extra[0]) << "half the replicas simulated, or all";
+  EXPECT_EQ(folded.extra[2], 0.0);
+  EXPECT_EQ(folded.extra[3], 0.0);
+}
+
+// Hidden 4096: an uncompressed sync of hundreds of MB, where auto picks the ring.
+TEST(MoeFolding, EqualsAllReplicasWithDpGroupsInRunsPerNodeUnderAuto) {
+  Scenario s = runs_per_node();
+  s.ring_algorithm = false;
+  s.hidden = 4096;
+  expect_auto_decides(s, true);
+}
+
+// Hidden 256: a sync of about a megabyte, where auto picks the tree: the rings run as messages, nothing folds.
+TEST(MoeFolding, NotUnderAutoWhereTheTreeIsChosen) {
+  Scenario s = runs_per_node();
+  s.ring_algorithm = false;
+  expect_auto_decides(s, false);
+}
+
+// Runs of 2 members per node, blocks of 4 replicas: a node's members need not arrive as the next node's do.
+TEST(MoeFolding, NotWhenTheBlockDoesNotDivideTheRuns) {
+  Scenario s = runs_per_node();
+  s.cluster = nodes_of(2);
+  expect_no_folding(s, false);
+}
+
+TEST(MoeFolding, NotWithStragglersAndDpGroupsInRunsPerNode) {
+  Scenario s = runs_per_node();
+  s.options.variability.straggler_probability = 0.5;
+  s.options.variability.straggler_slowdown = 1.5;
+  expect_no_folding(s, false);
 }
 
 TEST(MoeFolding, IterationActorsCountTheFoldedBlock) {

@@ -149,7 +149,11 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 /// routes of every pair of GPUs that exchange data, tighter without `variability` for a dense model). For a mixture
 /// of experts the expert sync's rings take the same closed form, so every expert-DP peer must also be on another
 /// node, and with ep > 1 no DP collective may overlap a pass (overlap_grad_reduce, overlap_param_gather at any pp):
-/// it would run beside the pass's token all-to-alls. Proof: sim/README.md, "Closed forms and folding".
+/// it would run beside the pass's token all-to-alls. A mixture of experts may also keep DP peers inside a node when
+/// every DP group comes in runs of k members per node on a star of NVSwitch nodes, with the replicas in step
+/// (replicas_fold() conditions) and k a multiple of folded_replicas(); simulate_iteration then also checks that
+/// auto picks the ring for each of its all-reduce sizes, which this function does not know: it says true there only
+/// with the ring forced (set_allreduce_algorithm). Proof: sim/README.md, "Closed forms and folding".
 bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel,
                             const ComputeVariability& variability = {});
 
@@ -168,7 +172,8 @@ bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const
 /// as it configures it (plain CM02). On a fat tree it needs the fabric's routes, so it says false (every replica's
 /// actors are counted) even where the platform's replicas_fold() then folds. `parallel` validated. An `algorithm`
 /// that is not the ring where it matters (allreduce_ring_closed_form() false, e.g. a forced tree) never folds: the
-/// DP closed form is a ring's.
+/// DP closed form is a ring's. DP groups in runs per node (a mixture of experts, dp_closed_form_applies()) fold here
+/// only with `algorithm` the ring: under auto the choice depends on sizes the description does not give.
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
                    CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
