@@ -278,6 +278,14 @@ bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, c
   return dp_closed_form && replicas_can_run_in_step(platform, par, variability);
 }
 
+bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability) {
+  const ClusterSpec& spec = platform.spec();
+  return par.expert_groups && folded_replicas(par) < par.dp && plain_cm02() && spec.fabric == Fabric::kStar &&
+         spec.nics_per_node == spec.gpus_per_node && spec.intra_topology == IntraNodeTopology::kSwitch &&
+         variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0 && !par.overlap_grad_reduce &&
+         !(par.distributed_optimizer && par.overlap_param_gather);
+}
+
 }  // namespace edgc::sim::impl
 
 namespace edgc::sim {
@@ -322,6 +330,10 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
   return impl::replicas_are_identical(platform, parallel, variability,
                                       dp_closed_form_applies(platform, parallel, variability));
+}
+
+bool replicas_mirror(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
+  return !replicas_fold(platform, parallel, variability) && impl::blocks_run_alike(platform, parallel, variability);
 }
 
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel) {

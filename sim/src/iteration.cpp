@@ -90,6 +90,8 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.replicas_folded = !options.record_timeline && !options.all_replicas &&
                           impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
+  state.mirrored = !options.record_timeline && !options.all_replicas && !state.replicas_folded &&
+                   impl::blocks_run_alike(platform, par, state.variability);
   // The simulated members of each DP and expert-DP group: all, or those of the folded block of replicas.
   const int replicas = state.replicas_folded ? folded_replicas(par) : par.dp;
   state.dp_members = replicas;
@@ -136,9 +138,13 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
         platform, model, par, params, s, plan[static_cast<std::size_t>(s)], state.tp_groups[grid_index(s, par.dp, 0)],
         state.ep_groups.empty() ? nullptr : &state.ep_groups[grid_index(s, ep_groups_per_stage, 0)]));
   decide_closed_forms(state, platform, options);
-  std::vector<int> ranks;
+  std::vector<int> ranks;  // those that run their pipelines
   for (int r = 0; r < layout.world_size(); ++r)
-    if (!state.replicas_folded || layout.coord_of(r).dp < folded_replicas(par)) ranks.push_back(r);
+    if (!(state.replicas_folded || state.mirrored) || layout.coord_of(r).dp < folded_replicas(par)) ranks.push_back(r);
+  if (state.mirrored) {
+    state.sync_reached.resize(static_cast<std::size_t>(layout.world_size()));
+    for (const int r : ranks) state.sync_reached[static_cast<std::size_t>(r)] = sg4::Semaphore::create(0);
+  }
   state.records.resize(static_cast<std::size_t>(layout.world_size()));
   open_mailboxes(state, ranks);
   return ranks;
@@ -148,13 +154,13 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
 // reaches the hook through the returned pointer, which the caller empties once the run is over, so that a later
 // simulation in this process calls nothing of this one.
 std::shared_ptr<std::function<void()>> hook_progress(IterationState& state, const IterationOptions& options,
-                                                     std::size_t gpus) {
+                                                     std::size_t gpus, std::size_t pipelines) {
   auto hook = std::make_shared<std::function<void()>>();
   if (options.on_progress) {
-    // Every GPU runs a forward and a backward pass per micro-batch and model chunk.
+    // Every GPU that runs its pipeline runs a forward and a backward pass per micro-batch and model chunk.
     state.progress.gpus_total = static_cast<std::int64_t>(gpus);
     state.progress.passes_total =
-        state.progress.gpus_total * 2 * state.parallel.microbatches * state.parallel.virtual_stages;
+        static_cast<std::int64_t>(pipelines) * 2 * state.parallel.microbatches * state.parallel.virtual_stages;
     *hook = [&state, &options] { options.on_progress(state.progress); };
     sg4::Engine::on_time_advance_cb([hook](double) {
       if (*hook) (*hook)();
@@ -261,11 +267,21 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   IterationState state(par, platform.gpus_per_node());
   const std::vector<int> ranks = build_state(state, platform, model, params, plan, options);
   for (const int r : ranks) impl::spawn_gpu_worker(&state, r);
-  const std::shared_ptr<std::function<void()>> hook = hook_progress(state, options, ranks.size());
+  std::vector<int> all = ranks;
+  if (state.mirrored) {
+    // Every other GPU mirrors the one at its dp index modulo the block in the first block (blocks_run_alike).
+    const int block = folded_replicas(par);
+    for (int r = 0; r < state.layout.world_size(); ++r)
+      if (const RankCoord c = state.layout.coord_of(r); c.dp >= block) {
+        impl::spawn_gpu_worker(&state, r, state.layout.rank_of({c.tp, c.pp, c.dp % block}));
+        all.push_back(r);
+      }
+  }
+  const std::shared_ptr<std::function<void()>> hook = hook_progress(state, options, all.size(), ranks.size());
   engine.run();
   if (*hook) (*hook)();  // the last passes end at the last time advance, after its callback
   *hook = nullptr;
-  return reduce(state, ranks, plan);
+  return reduce(state, all, plan);
 }
 
 }  // namespace edgc::sim

@@ -112,7 +112,7 @@ std::string simulate(const Scenario& s, bool force_dp_ring, bool all_replicas) {
       r, {static_cast<double>(comms), dp_closed_form_applies(platform, par, options.variability) ? 1.0 : 0.0,
           replicas_fold(platform, par, options.variability) ? 1.0 : 0.0,
           replicas_fold(s.cluster, par, options.variability, profile.algorithm) ? 1.0 : 0.0,
-          static_cast<double>(folded_replicas(par))});
+          static_cast<double>(folded_replicas(par)), replicas_mirror(platform, par, options.variability) ? 1.0 : 0.0});
 }
 
 // The folded run against every replica (both with the closed forms): every figure alike, fold decided alike from
@@ -122,8 +122,8 @@ void expect_folding_exact(const Scenario& s, int replicas) {
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, false, true); });
   EXPECT_GT(folded.result.iteration_s, 0.0);
   test::expect_same_result(folded.result, all.result);
-  ASSERT_EQ(folded.extra.size(), 5U);
-  ASSERT_EQ(all.extra.size(), 5U);
+  ASSERT_EQ(folded.extra.size(), 6U);
+  ASSERT_EQ(all.extra.size(), 6U);
   EXPECT_EQ(folded.extra[1], 1.0) << "dp_closed_form_applies() should hold for this layout";
   EXPECT_EQ(folded.extra[2], 1.0) << "replicas_fold() should hold for this layout";
   EXPECT_EQ(folded.extra[3], 1.0) << "replicas_fold() from the cluster spec should agree";
@@ -139,7 +139,7 @@ void expect_closed_form_equals_ring(Scenario s) {
   EXPECT_GT(closed.result.iteration_s, 0.0);
   EXPECT_GT(closed.result.stages.back().expert_sync_s, 0.0);
   test::expect_same_result(closed.result, ring.result);
-  ASSERT_EQ(closed.extra.size(), 5U);
+  ASSERT_EQ(closed.extra.size(), 6U);
   EXPECT_EQ(closed.extra[1], 1.0) << "dp_closed_form_applies() should hold for this layout";
   EXPECT_LT(closed.extra[0], ring.extra[0]) << "the rings' messages are gone";
 }
@@ -148,10 +148,26 @@ void expect_closed_form_equals_ring(Scenario s) {
 void expect_no_folding(const Scenario& s, bool dp_closed_form) {
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false, false); });
   EXPECT_GT(run.result.iteration_s, 0.0);
-  ASSERT_EQ(run.extra.size(), 5U);
+  ASSERT_EQ(run.extra.size(), 6U);
   EXPECT_EQ(run.extra[1], dp_closed_form ? 1.0 : 0.0);
   EXPECT_EQ(run.extra[2], 0.0);
   EXPECT_EQ(run.extra[3], 0.0);
+  EXPECT_EQ(run.extra[5], 0.0) << "replicas_mirror() should not hold either";
+}
+
+// Mirrors (replicas_mirror): the first block's pipelines and every GPU's sync against every replica in full; every
+// figure alike, fewer messages (the other blocks' pipelines), the closed-form folding off.
+void expect_mirrors_exact(const Scenario& s) {
+  const ChildResult mirrored = test::simulate_in_child([&s] { return simulate(s, false, false); });
+  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, false, true); });
+  EXPECT_GT(mirrored.result.iteration_s, 0.0);
+  test::expect_same_result(mirrored.result, all.result);
+  ASSERT_EQ(mirrored.extra.size(), 6U);
+  ASSERT_EQ(all.extra.size(), 6U);
+  EXPECT_EQ(mirrored.extra[2], 0.0) << "replicas_fold() should not hold for this layout";
+  EXPECT_EQ(mirrored.extra[3], 0.0) << "replicas_fold() from the cluster spec should not hold either";
+  EXPECT_EQ(mirrored.extra[5], 1.0) << "replicas_mirror() should hold for this layout";
+  EXPECT_LT(mirrored.extra[0], all.extra[0]) << "the other blocks' pipeline messages are gone";
 }
 
 TEST(MoeClosedForm, EqualsRingsWithExpertGroupsAcrossNodes) { expect_closed_form_equals_ring(across_nodes()); }
@@ -244,40 +260,58 @@ TEST(MoeFolding, EqualsAllReplicasWithDpGroupsInRunsPerNodeOnTheCalibratedProfil
   expect_folding_exact(s, 4);
 }
 
-// Under auto the simulation checks that the ring is chosen for each of its all-reduce sizes; the public checks,
-// which do not know the sizes, say no, and the actor count covers every GPU. `folds`: whether it should fold.
-void expect_auto_decides(const Scenario& s, bool folds) {
-  const ChildResult folded = test::simulate_in_child([&s] { return simulate(s, false, false); });
-  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, false, true); });
-  EXPECT_GT(folded.result.iteration_s, 0.0);
-  test::expect_same_result(folded.result, all.result);
-  ASSERT_EQ(folded.extra.size(), 5U);
-  ASSERT_EQ(all.extra.size(), 5U);
-  EXPECT_DOUBLE_EQ(folded.extra[0] * (folds ? 2 : 1), all.extra[0]) << "half the replicas simulated, or all";
-  EXPECT_EQ(folded.extra[2], 0.0);
-  EXPECT_EQ(folded.extra[3], 0.0);
-}
-
-// Hidden 4096: an uncompressed sync of hundreds of MB, where auto picks the ring.
-TEST(MoeFolding, EqualsAllReplicasWithDpGroupsInRunsPerNodeUnderAuto) {
+// Under auto the simulation checks that the ring is chosen for each of its all-reduce sizes, which the public checks
+// do not know (they say no). For groups with several members per node auto picks the tree even for a sync of
+// hundreds of MB (hidden 4096): no closed form, and the replicas mirror instead.
+TEST(MoeFolding, MirrorsWithDpGroupsInRunsPerNodeUnderAuto) {
   Scenario s = runs_per_node();
   s.ring_algorithm = false;
   s.hidden = 4096;
-  expect_auto_decides(s, true);
+  expect_mirrors_exact(s);
 }
 
-// Hidden 256: a sync of about a megabyte, where auto picks the tree: the rings run as messages, nothing folds.
-TEST(MoeFolding, NotUnderAutoWhereTheTreeIsChosen) {
+TEST(MoeFolding, MirrorsInterleavedWithPowerSgdPerStageUnderAuto) {
   Scenario s = runs_per_node();
   s.ring_algorithm = false;
-  expect_auto_decides(s, false);
+  s.parallel = layout_of(1, 2, 8, 4, PipelineSchedule::kInterleaved, 2);
+  s.plan = DpSyncPlan{StageSync{16}, StageSync{0}};
+  s.plan[1].expert_rank = 8;
+  expect_mirrors_exact(s);
 }
 
-// Runs of 2 members per node, blocks of 4 replicas: a node's members need not arrive as the next node's do.
-TEST(MoeFolding, NotWhenTheBlockDoesNotDivideTheRuns) {
+TEST(MoeFolding, MirrorsOnTheCalibratedProfileUnderAuto) {
+  Scenario s = runs_per_node();
+  s.ring_algorithm = false;
+  s.profile = test::h100_calibrated();
+  s.moe_layer_pattern = {1, 0, 0, 1};
+  expect_mirrors_exact(s);
+}
+
+TEST(MoeFolding, MirrorsWithCombinedOneFOneBAtPp1UnderAuto) {
+  Scenario s = runs_per_node();
+  s.ring_algorithm = false;
+  s.parallel = layout_of(1, 1, 16, 4);
+  s.parallel.moe_a2a_overlap = true;
+  s.plan = uncompressed_plan(1);
+  expect_mirrors_exact(s);
+}
+
+// With the DP rings as messages (force_dp_ring) the replicas mirror where they would fold.
+TEST(MoeFolding, MirrorsWithTheDpRingsForced) {
+  Scenario s = across_nodes();
+  const ChildResult mirrored = test::simulate_in_child([&s] { return simulate(s, true, false); });
+  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true, true); });
+  test::expect_same_result(mirrored.result, all.result);
+  ASSERT_EQ(mirrored.extra.size(), 6U);
+  EXPECT_LT(mirrored.extra[0], all.extra[0]);
+}
+
+// Runs of 2 members per node, blocks of 4 replicas: a node's members need not arrive as the next node's do, so no
+// closed form for the ring in runs; the replicas mirror.
+TEST(MoeFolding, MirrorsWhereTheBlockDoesNotDivideTheRuns) {
   Scenario s = runs_per_node();
   s.cluster = nodes_of(2);
-  expect_no_folding(s, false);
+  expect_mirrors_exact(s);
 }
 
 TEST(MoeFolding, NotWithStragglersAndDpGroupsInRunsPerNode) {
@@ -308,11 +342,12 @@ TEST(MoeFolding, NotWhenGpusShareANic) {
   expect_no_folding(s, false);
 }
 
-// tp 2, ep 1: every stage's expert-DP group is all its tp·dp GPUs, TP peers on one node among them.
-TEST(MoeFolding, NotWhenExpertDpPeersShareANode) {
+// tp 2, ep 1: every stage's expert-DP group is all its tp·dp GPUs, TP peers on one node among them: no closed form,
+// so no folding; the replicas (blocks of one) mirror.
+TEST(MoeFolding, MirrorsWhereExpertDpPeersShareANode) {
   Scenario s = across_nodes();
   s.parallel.ep = 1;
-  expect_no_folding(s, false);
+  expect_mirrors_exact(s);
 }
 
 // Buckets overlapped with the last backward pass would run beside its token all-to-alls on the same NICs.

@@ -51,4 +51,9 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
 bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
                             bool dp_closed_form);
 
+// Mixture of experts: whether the blocks of folded_replicas() replicas run their pipelines alike, whatever their DP
+// syncs do, so that simulating the first block's pipelines and every GPU's sync from its counterpart's arrival on
+// gives every figure exactly (IterationState::mirrored). Proof: sim/README.md, "Closed forms and folding", mirrors.
+bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability);
+
 }  // namespace edgc::sim::impl

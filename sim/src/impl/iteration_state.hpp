@@ -124,6 +124,11 @@ struct IterationState {
   bool tp_closed_form = false;   // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
   bool dp_closed_form = false;   // DP rings likewise (see dp_rings_are_contention_free)
   bool replicas_folded = false;  // only the first folded_replicas() DP replicas simulated (replicas_are_identical)
+  // Otherwise, where blocks_run_alike: the first folded_replicas() replicas run their pipelines, every other GPU (a
+  // mirror) only its DP sync onwards, starting when its counterpart in the first block reaches its sync, whose
+  // semaphore (by rank) it releases once per mirror.
+  bool mirrored = false;
+  std::vector<sg4::SemaphorePtr> sync_reached;
   bool fused_embedding = false;  // embedding_groups are the fused 2·dp groups (fused_embedding_sync_applies)
   std::vector<StageWork> stages;
   std::vector<Group> tp_groups;         // index stage · dp + dp_index

@@ -166,6 +166,15 @@ bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 /// folding".
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
 
+/// Mixture of experts where replicas_fold() says no: whether simulate_iteration() runs the pipelines of the first
+/// folded_replicas() DP replicas alone and every other GPU from its DP sync on (a "mirror" that starts when its
+/// counterpart in the first block reaches the sync, and runs the syncs, embedding all-reduce and optimizer step as
+/// messages or closed forms as usual), unless IterationOptions::all_replicas or record_timeline: true with ep / gcd
+/// (ep, tp) < dp on a star of NVSwitch nodes with one NIC per GPU, plain CM02, no compute variability and no DP
+/// collective overlapped with a pass. Every actor still runs (iteration_actors counts them all); the pipelines'
+/// messages shrink by dp / folded_replicas(). Proof: sim/README.md, "Closed forms and folding".
+bool replicas_mirror(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
+
 /// replicas_fold() decided from the cluster's description alone, before any platform exists (the actor count a
 /// simulation needs is checked before it starts): the same conditions, with routes as Platform::build makes them
 /// (a star fabric's route between two GPUs is exactly their two NIC links, all alike) and SimGrid's network model
