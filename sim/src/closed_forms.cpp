@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -43,6 +44,38 @@ double channel_ring_s(const Platform& platform, const Group& group, std::uint64_
   const std::uint64_t channel_chunk = (chunk + channels - 1) / channels;  // whole bytes, rounded up
   return ring_steps(op, group.size()) *
          platform.lone_transfer_s(group.hosts[0], group.hosts[1], static_cast<double>(channel_chunk));
+}
+
+namespace {
+
+// How many members of `group` share the first member's node (its first run: the structure is checked before use,
+// node_runs).
+int first_run(const Group& group) {
+  int k = 1;
+  while (k < group.size() &&
+         group.hosts[static_cast<std::size_t>(k)]->get_englobing_zone() == group.hosts[0]->get_englobing_zone())
+    ++k;
+  return k;
+}
+
+}  // namespace
+
+double dp_ring_closed_form_s(const Platform& platform, const Group& group, std::uint64_t bytes, CollectiveOp op) {
+  const int k = first_run(group);
+  if (k == 1 || k == group.size()) return contention_free_ring_s(platform, group, bytes, op);
+  // Runs of k members on NVSwitch nodes with one NIC each: the ring's k channels (collectives/group_shape.cpp), each
+  // step a chunk / k part on every channel at once: k − 1 parts from each member to the next in its node over the
+  // same NVLink pair (sharing it), one to the next node over the NICs.
+  const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
+  if (chunk == 0) return 0.0;
+  const auto channels = static_cast<std::uint64_t>(k);
+  const double part = static_cast<double>((chunk + channels - 1) / channels);
+  const sg4::Host* a = group.hosts[0];
+  const double nvlink_latency_s = platform.lone_transfer_s(a, group.hosts[1], 0.0);
+  const double nvlink_s =
+      nvlink_latency_s + (k - 1) * (platform.lone_transfer_s(a, group.hosts[1], part) - nvlink_latency_s);
+  const double nic_s = platform.lone_transfer_s(a, group.hosts[static_cast<std::size_t>(k) + 1], part);
+  return ring_steps(op, group.size()) * std::max(nvlink_s, nic_s);
 }
 
 namespace {
@@ -135,6 +168,81 @@ bool fabric_never_binds(const Platform& platform, const ParallelSpec& par, const
   });
 }
 
+// Whether every hop of every ring of `groups` crosses between two nodes, is limited by its two NIC links alone
+// (fabric_never_binds holds), has the latency and bandwidth of its ring's first hop, and no NIC link carries two
+// hops of these rings.
+bool rings_alone_across_nodes(const std::vector<Group>& groups) {
+  std::unordered_set<const sg4::Link*> used;
+  const auto links_unused = [&used](const std::vector<sg4::Link*>& links) {
+    return std::all_of(links.begin(), links.end(), [&used](const sg4::Link* l) { return used.insert(l).second; });
+  };
+  return std::all_of(groups.begin(), groups.end(),
+                     [&](const Group& g) { return ring_hops_alike(g, false, true, links_unused); });
+}
+
+// Members per node of a group given by its ranks in member order: k when they come in contiguous runs of k on at
+// least two distinct nodes (k = 1: every member on its own node), 0 otherwise.
+int node_runs(const Layout& layout, const std::vector<int>& ranks) {
+  const int d = static_cast<int>(ranks.size());
+  const auto node = [&](int i) { return layout.node_of(ranks[static_cast<std::size_t>(i)]); };
+  int k = 1;
+  while (k < d && node(k) == node(0)) ++k;
+  if (d % k != 0 || d / k < 2) return 0;
+  std::unordered_set<int> seen;
+  for (int i = 0; i < d; ++i)
+    if (node(i) != node(i / k * k) || (i % k == 0 && !seen.insert(node(i)).second)) return 0;
+  return k;
+}
+
+// Mixture of experts: whether the DP rings whose members come in runs of k ≥ 2 per node (node_runs) take
+// dp_ring_closed_form_s. Needs a star of NVSwitch nodes with one NIC per GPU (checked by the caller), every
+// replica block in step (replicas_can_run_in_step; blocks of folded_replicas() replicas dividing k, so that the
+// members of each DP group arrive alike on every node), and every NVLink and NIC hop of each ring alike.
+// With several members per node the tree may run instead (auto weighs it there): the ring must be the algorithm
+// of every all-reduce of the iteration, forced or chosen for each of `allreduce_sizes` (unknown: nullptr).
+bool node_run_rings_alike(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                          const ComputeVariability& variability, const std::vector<std::uint64_t>* allreduce_sizes) {
+  if (!par.expert_groups || platform.spec().fabric != Fabric::kStar ||
+      !replicas_can_run_in_step(platform, par, variability))
+    return false;
+  const CollectiveAlgorithm setting = allreduce_algorithm();
+  if (setting != CollectiveAlgorithm::kRing && (setting != CollectiveAlgorithm::kAuto || allreduce_sizes == nullptr))
+    return false;
+  for (const RankGroup& g : dp_rank_groups(layout)) {
+    if (setting == CollectiveAlgorithm::kAuto) {
+      const Group on = on_platform(platform, {g}).front();
+      for (const std::uint64_t bytes : *allreduce_sizes)
+        if (bytes > 0 && chosen_allreduce_algorithm(on, bytes) != CollectiveAlgorithm::kRing) return false;
+    }
+    const int k = node_runs(layout, g.ranks);
+    if (k < 2 || k % folded_replicas(par) != 0) return false;
+    const auto hop = [&](int from, int to) {
+      return route_between(platform.gpu(g.ranks[static_cast<std::size_t>(from)]),
+                           platform.gpu(g.ranks[static_cast<std::size_t>(to)]));
+    };
+    const Route nvlink = hop(0, 1);
+    const Route nic = hop(0, k + 1);
+    const int d = static_cast<int>(g.ranks.size());
+    for (int i = 0; i < d; ++i) {
+      const int run = i / k * k;
+      const Route in = hop(i, run + (i + 1) % k);
+      const Route out = hop(i, (run + k + (i + 1) % k) % d);
+      if (in.links.size() != 2 || out.links.size() != 2 || in.latency_s != nvlink.latency_s ||
+          in.bottleneck_Bps != nvlink.bottleneck_Bps || out.latency_s != nic.latency_s ||
+          out.bottleneck_Bps != nic.bottleneck_Bps)
+        return false;
+    }
+  }
+  return true;
+}
+
+// Mixture of experts with ep > 1: an overlapped DP collective (gradient buckets beside the last backward pass,
+// parameter buckets beside the first forward pass) runs beside that pass's token all-to-alls.
+bool dp_overlaps_all_to_alls(const ParallelSpec& par) {
+  return par.expert_groups && par.ep > 1 &&
+         (par.overlap_grad_reduce || (par.distributed_optimizer && par.overlap_param_gather));
+}
+
 }  // namespace
 
 bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
@@ -152,26 +260,34 @@ bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
 }
 
 bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
-                                  const std::vector<Group>& dp_groups, const ComputeVariability& variability) {
-  if (!plain_cm02() || !fabric_never_binds(platform, par, layout, replicas_can_run_in_step(platform, par, variability)))
-    return false;
-  if (dp_overlaps_pipeline(par)) return false;
-  // Expert groups: the all-to-alls tie DP replicas together and the expert sync runs beside the dense one's links;
-  // both run as messages.
-  if (par.expert_groups) return false;
+                                  const std::vector<Group>& dp_groups, const ComputeVariability& variability,
+                                  const std::vector<std::uint64_t>* allreduce_sizes) {
+  // With expert groups the GPUs of a stage need not be in the same phase (only blocks of replicas run in step), so
+  // the fabric is bounded without phases.
+  const bool in_step = replicas_can_run_in_step(platform, par, variability) && !par.expert_groups;
+  if (!plain_cm02() || !fabric_never_binds(platform, par, layout, in_step)) return false;
+  if (dp_overlaps_pipeline(par) || dp_overlaps_all_to_alls(par)) return false;
   // The closed form is a ring's: an algorithm that may leave the ring (a forced tree) runs as messages.
   if (!allreduce_ring_closed_form(allreduce_algorithm())) return false;
-  std::unordered_set<const sg4::Link*> used;
-  const auto links_unused = [&used](const std::vector<sg4::Link*>& links) {
-    return std::all_of(links.begin(), links.end(), [&used](const sg4::Link* l) { return used.insert(l).second; });
-  };
-  return std::all_of(dp_groups.begin(), dp_groups.end(),
-                     [&](const Group& g) { return ring_hops_alike(g, false, true, links_unused); });
+  if (!rings_alone_across_nodes(dp_groups) &&
+      !node_run_rings_alike(platform, par, layout, variability, allreduce_sizes))
+    return false;
+  // Expert groups: the expert sync's rings as well (each GPU runs them after its dense sync, so a GPU's NIC links
+  // carry the two one after the other).
+  return !par.expert_groups || rings_alone_across_nodes(on_platform(platform, edp_rank_groups(layout, par)));
 }
 
 bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
                             bool dp_closed_form) {
   return dp_closed_form && replicas_can_run_in_step(platform, par, variability);
+}
+
+bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability) {
+  const ClusterSpec& spec = platform.spec();
+  return par.expert_groups && folded_replicas(par) < par.dp && plain_cm02() && spec.fabric == Fabric::kStar &&
+         spec.nics_per_node == spec.gpus_per_node && spec.intra_topology == IntraNodeTopology::kSwitch &&
+         variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0 && !par.overlap_grad_reduce &&
+         !(par.distributed_optimizer && par.overlap_param_gather);
 }
 
 }  // namespace edgc::sim::impl
@@ -191,20 +307,37 @@ bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, con
   if (parallel.dp < 2 || !allreduce_ring_closed_form(algorithm) || cluster.fabric != Fabric::kStar ||
       cluster.nics_per_node != cluster.gpus_per_node || cluster.intra_topology != IntraNodeTopology::kSwitch ||
       variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0 ||
-      dp_overlaps_pipeline(parallel) || fused_embedding_sync_applies(parallel) || parallel.expert_groups ||
-      parallel.ep > 1)
+      dp_overlaps_pipeline(parallel) || impl::dp_overlaps_all_to_alls(parallel) ||
+      fused_embedding_sync_applies(parallel))
     return false;
-  // Every DP peer on another node (a star's route between them is then exactly their two NIC links).
+  // Every DP peer, and with expert groups every expert-DP peer, on another node (a star's route between them is
+  // then exactly their two NIC links); or, with expert groups, every DP group in runs of k per node that the
+  // folded block divides (node_run_rings_alike: on a star of NVSwitch nodes every such hop is alike).
   const Layout layout(parallel, cluster.gpus_per_node);
+  bool dp_inside_node = false;
   for (int r = 0; r < layout.world_size(); ++r)
-    for (const impl::Exchange& e : impl::sent_by(layout, parallel, r))
-      if (e.traffic == impl::Traffic::kDataParallel && layout.node_of(e.dst) == layout.node_of(e.src)) return false;
-  return true;
+    for (const impl::Exchange& e : impl::sent_by(layout, parallel, r)) {
+      const bool inside = layout.node_of(e.dst) == layout.node_of(e.src);
+      if (e.traffic == impl::Traffic::kExpertDataParallel && inside) return false;
+      dp_inside_node = dp_inside_node || (e.traffic == impl::Traffic::kDataParallel && inside);
+    }
+  if (!dp_inside_node) return true;
+  // Auto may choose the tree for such groups, depending on sizes the description does not give: no.
+  if (!parallel.expert_groups || algorithm != CollectiveAlgorithm::kRing) return false;
+  const std::vector<impl::RankGroup> groups = impl::dp_rank_groups(layout);
+  return std::all_of(groups.begin(), groups.end(), [&](const impl::RankGroup& g) {
+    const int k = impl::node_runs(layout, g.ranks);
+    return k >= 2 && k % folded_replicas(parallel) == 0;
+  });
 }
 
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
   return impl::replicas_are_identical(platform, parallel, variability,
                                       dp_closed_form_applies(platform, parallel, variability));
+}
+
+bool replicas_mirror(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
+  return !replicas_fold(platform, parallel, variability) && impl::blocks_run_alike(platform, parallel, variability);
 }
 
 std::optional<double> lone_collective_s(const Platform& platform, CollectiveOp op, const Group& group,

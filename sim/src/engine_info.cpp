@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include "edgc/sim/layout.hpp"
+
 namespace edgc::sim {
 
 std::string simgrid_version() {
@@ -33,7 +35,8 @@ std::unique_ptr<simgrid::s4u::Engine> boot_engine(bool guard_pages) {
 }
 
 std::int64_t iteration_actors(const ParallelSpec& parallel, bool replicas_folded) {
-  const std::int64_t gpus = static_cast<std::int64_t>(parallel.tp) * parallel.pp * (replicas_folded ? 1 : parallel.dp);
+  const std::int64_t gpus = static_cast<std::int64_t>(parallel.tp) * parallel.pp *
+                            (replicas_folded ? folded_replicas(parallel) : parallel.dp);
   const bool gathers = parallel.distributed_optimizer && parallel.overlap_param_gather;
   return gpus * (1 + (parallel.overlap_grad_reduce ? 1 : 0) + (gathers ? 1 : 0));
 }

@@ -28,18 +28,73 @@ namespace {
 // One GPU: runs its stage's schedule, then its stage's DP sync.
 class GpuWorker {
  public:
-  GpuWorker(IterationState* state, int rank)
+  GpuWorker(IterationState* state, int rank, int counterpart)
       : state_(state),
         rank_(rank),
+        counterpart_(counterpart),
         coord_(state->layout.coord_of(rank)),
         slowdown_(is_straggler(state->variability, rank) ? state->variability.straggler_slowdown : 1.0) {}
 
   void operator()() {
     speed_ = sg4::this_actor::get_host()->get_speed();
-    const ParallelSpec& par = state_->parallel;
-    const std::vector<Pass> passes = pass_order(par.schedule, par.pp, coord_.pp, par.microbatches, par.virtual_stages);
     sg4::ActorPtr overlapped;
     sg4::ActorPtr gather;
+    if (counterpart_ >= 0) {
+      take_counterpart_pipeline();
+    } else {
+      run_pipeline(overlapped, gather);
+    }
+    if (overlapped) {
+      overlapped->join();
+    } else {
+      record().sync_start_s = now();
+      if (counterpart_ < 0 && state_->mirrored) release_mirrors();
+      dp_sync();
+    }
+    if (gather) gather->join();  // long done: the first forward pass waited for its last bucket
+    expert_sync();
+    record().sync_end_s = now();
+    embedding_sync();
+    optimizer_step();
+    if (work().param_bytes > 0) dp_collective(CollectiveOp::kAllGather, work().param_bytes, "dp param all-gather");
+    if (work().expert_param_bytes > 0) {
+      const double start = now();
+      edp_collective(CollectiveOp::kAllGather, work().expert_param_bytes, "expert param all-gather");
+      record().expert_param_gather_s = now() - start;
+    }
+    record().finish_s = now();
+    ++state_->progress.gpus_done;
+    XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
+  }
+
+ private:
+  // A mirror (IterationState::mirrored): waits until its counterpart in the first block of replicas reaches its DP
+  // sync, the moment this GPU would (blocks_run_alike), and takes its pipeline figures, which are this GPU's.
+  void take_counterpart_pipeline() const {
+    state_->sync_reached[static_cast<std::size_t>(counterpart_)]->acquire();
+    const RankRecord& twin = state_->records[static_cast<std::size_t>(counterpart_)];
+    RankRecord& mine = record();
+    mine.compute_s = twin.compute_s;
+    mine.tp_comm_s = twin.tp_comm_s;
+    mine.last_backward_end_s = twin.last_backward_end_s;
+    mine.pp_send_bytes = twin.pp_send_bytes;
+    mine.pp_comm_s = twin.pp_comm_s;
+    mine.pp_compression_s = twin.pp_compression_s;
+    mine.param_gather_wait_s = twin.param_gather_wait_s;
+    mine.all_to_all_s = twin.all_to_all_s;
+  }
+
+  // This GPU of the first block has reached its DP sync: lets each of its mirrors (one per other block) go.
+  void release_mirrors() const {
+    const int mirrors = state_->parallel.dp / folded_replicas(state_->parallel) - 1;
+    for (int m = 0; m < mirrors; ++m) state_->sync_reached[static_cast<std::size_t>(rank_)]->release();
+  }
+
+  // The passes of this GPU's schedule, until its last pipeline sends have arrived; `overlapped` and `gather`: the
+  // overlapped gradient sync and parameter all-gather actors, where they run.
+  void run_pipeline(sg4::ActorPtr& overlapped, sg4::ActorPtr& gather) {
+    const ParallelSpec& par = state_->parallel;
+    const std::vector<Pass> passes = pass_order(par.schedule, par.pp, coord_.pp, par.microbatches, par.virtual_stages);
     if (!work().param_buckets.empty()) gather = start_param_gather();
     for (std::size_t i = 0; i < passes.size(); ++i) {
       const Pass& pass = passes[i];
@@ -61,29 +116,8 @@ class GpuWorker {
     // point only the stage's own DP traffic uses its links (whole_run.hpp, stages_separable).
     for (Outbox& out : outboxes_)
       for (const sg4::CommPtr& c : out.pending) finish(c);
-    if (overlapped) {
-      overlapped->join();
-    } else {
-      record().sync_start_s = now();
-      dp_sync();
-    }
-    if (gather) gather->join();  // long done: the first forward pass waited for its last bucket
-    expert_sync();
-    record().sync_end_s = now();
-    embedding_sync();
-    optimizer_step();
-    if (work().param_bytes > 0) dp_collective(CollectiveOp::kAllGather, work().param_bytes, "dp param all-gather");
-    if (work().expert_param_bytes > 0) {
-      const double start = now();
-      edp_collective(CollectiveOp::kAllGather, work().expert_param_bytes, "expert param all-gather");
-      record().expert_param_gather_s = now() - start;
-    }
-    record().finish_s = now();
-    ++state_->progress.gpus_done;
-    XBT_DEBUG("rank %d (stage %d) done at %g s", rank_, coord_.pp, now());
   }
 
- private:
   RankRecord& record() const { return state_->records[static_cast<std::size_t>(rank_)]; }
   const StageWork& work() const { return state_->stages[static_cast<std::size_t>(coord_.pp)]; }
   double now() const { return sg4::Engine::get_clock() - state_->t0; }
@@ -369,8 +403,13 @@ class GpuWorker {
     const double start = now();
     const ParallelSpec& par = state_->parallel;
     const int j = stage_position(coord_, par.tp);
-    const Group& g = state_->edp_groups[grid_index(coord_.pp, par.ep, j % par.ep)];
-    if (g.size() > 1) run_collective(op, g, j / par.ep, bytes);
+    const std::size_t group = grid_index(coord_.pp, par.ep, j % par.ep);
+    const Group& g = state_->edp_groups[group];
+    if (g.size() > 1 && state_->dp_closed_form) {
+      closed_form_ring(*state_->edp_barriers[group], state_->edp_arrived[group], state_->edp_members, g, op, bytes);
+    } else if (g.size() > 1) {
+      run_collective(op, g, j / par.ep, bytes);
+    }
     record().dp_comms.push_back({start, now()});
     note(name, "dp", start);
   }
@@ -407,18 +446,8 @@ class GpuWorker {
     const double start = now();
     const std::size_t group = dp_group_index();
     const Group& g = state_->dp_groups[group];
-    if (state_->replicas_folded) {
-      // Every replica arrives at this moment (replicas_are_identical): the closed form from now.
-      sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
-    } else if (state_->dp_closed_form) {
-      // As tp_all_reduce's closed form: the last member to arrive sleeps the contention-free ring, then the
-      // group's barrier releases everyone (dp_rings_are_contention_free).
-      int& arrived = state_->dp_arrived[group];
-      if (++arrived == state_->parallel.dp) {
-        arrived = 0;
-        sg4::this_actor::sleep_for(contention_free_ring_s(*state_->platform, g, bytes, op));
-      }
-      state_->dp_barriers[group]->wait();
+    if (state_->dp_closed_form) {
+      closed_form_ring(*state_->dp_barriers[group], state_->dp_arrived[group], state_->dp_members, g, op, bytes);
     } else if (op == CollectiveOp::kAllReduce) {
       all_reduce(g, coord_.dp, bytes);
     } else {
@@ -426,6 +455,23 @@ class GpuWorker {
     }
     record().dp_comms.push_back({start, now()});
     note(name, "dp", start);
+  }
+
+  // The closed form of a contention-free ring `op` over `g` (dp_rings_are_contention_free), as tp_all_reduce's: the
+  // last of the group's `members` simulated members to arrive sleeps it, then `barrier` releases them all. Where the
+  // replicas fold, the members of the other blocks arrive when their counterparts here do (replicas_are_identical),
+  // so the latest arrival is still the last of these; a lone simulated member sleeps it from now.
+  void closed_form_ring(sg4::Barrier& barrier, int& arrived, int members, const Group& g, CollectiveOp op,
+                        std::uint64_t bytes) const {
+    if (members == 1) {
+      sg4::this_actor::sleep_for(dp_ring_closed_form_s(*state_->platform, g, bytes, op));
+      return;
+    }
+    if (++arrived == members) {
+      arrived = 0;
+      sg4::this_actor::sleep_for(dp_ring_closed_form_s(*state_->platform, g, bytes, op));
+    }
+    barrier.wait();
   }
 
   void compress(double seconds, const std::string& name) const {
@@ -567,6 +613,7 @@ class GpuWorker {
 
   IterationState* state_;
   int rank_;
+  int counterpart_;  // a mirror's GPU of the first block (IterationState::mirrored), else −1
   RankCoord coord_;
   double slowdown_;     // straggler_slowdown when this GPU straggles this iteration, else 1
   double speed_ = 0.0;  // FLOP/s of this GPU's host
@@ -590,8 +637,8 @@ class GpuWorker {
 
 }  // namespace
 
-void spawn_gpu_worker(IterationState* state, int rank) {
-  sg4::Actor::create("gpu" + std::to_string(rank), state->platform->gpu(rank), GpuWorker(state, rank));
+void spawn_gpu_worker(IterationState* state, int rank, int counterpart) {
+  sg4::Actor::create("gpu" + std::to_string(rank), state->platform->gpu(rank), GpuWorker(state, rank, counterpart));
 }
 
 }  // namespace edgc::sim::impl

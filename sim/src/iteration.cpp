@@ -57,8 +57,23 @@ void build_groups(IterationState& state, const Platform& platform, const ModelSp
     state.embedding_groups = impl::on_platform(platform, impl::embedding_rank_groups(layout, state.fused_embedding));
 }
 
+// The bytes of every all-reduce a GPU runs over its DP group: the uncompressed sync and its buckets, or PowerSGD's
+// P, Q and uncompressed rest (the reduce-scatters and all-gathers always run as rings).
+std::vector<std::uint64_t> dp_allreduce_sizes(const IterationState& state) {
+  std::vector<std::uint64_t> sizes;
+  for (const impl::StageWork& w : state.stages) {
+    if (w.powersgd_rank > 0) {
+      sizes.insert(sizes.end(), {w.p_bytes, w.q_bytes, w.fused_bytes});
+    } else if (!w.reduce_scatter) {
+      sizes.push_back(w.dp_bytes);
+      for (const impl::Bucket& b : w.buckets) sizes.push_back(b.bytes);
+    }
+  }
+  return sizes;
+}
+
 // Which all-reduces take their closed form and whether the DP replicas fold (the proofs: sim/README.md, "Closed
-// forms and folding"), with the barriers the closed forms meet at.
+// forms and folding"), with the barriers the closed forms meet at. After the stages' work (the all-reduce sizes).
 void decide_closed_forms(IterationState& state, const Platform& platform, const IterationOptions& options) {
   const ParallelSpec& par = state.parallel;
   const Layout& layout = state.layout;
@@ -68,13 +83,25 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   state.tp_arrived.assign(state.tp_groups.size(), 0);
   XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.platform = &platform;
-  state.dp_closed_form = par.dp > 1 && !options.force_dp_ring &&
-                         impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability);
-  if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), par.dp);
-  state.dp_arrived.assign(state.dp_groups.size(), 0);
+  const std::vector<std::uint64_t> sizes = dp_allreduce_sizes(state);
+  state.dp_closed_form =
+      par.dp > 1 && !options.force_dp_ring &&
+      impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability, &sizes);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.replicas_folded = !options.record_timeline && !options.all_replicas &&
                           impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
+  state.mirrored = !options.record_timeline && !options.all_replicas && !state.replicas_folded &&
+                   impl::blocks_run_alike(platform, par, state.variability);
+  // The simulated members of each DP and expert-DP group: all, or those of the folded block of replicas.
+  const int replicas = state.replicas_folded ? folded_replicas(par) : par.dp;
+  state.dp_members = replicas;
+  state.edp_members = par.expert_groups ? replicas * par.tp / par.ep : 0;
+  if (state.dp_closed_form) {
+    state.dp_barriers = group_barriers(state.dp_groups.size(), state.dp_members);
+    state.edp_barriers = group_barriers(state.edp_groups.size(), state.edp_members);
+  }
+  state.dp_arrived.assign(state.dp_groups.size(), 0);
+  state.edp_arrived.assign(state.edp_groups.size(), 0);
 }
 
 // One pipeline mailbox per purpose, simulated receiving rank and model chunk.
@@ -95,7 +122,7 @@ void open_mailboxes(IterationState& state, const std::vector<int>& ranks) {
 }
 
 // Everything the workers share, for `par` (validated) and `plan` (checked); returns the ranks to simulate: every
-// GPU, or replica 0's where the replicas fold.
+// GPU, or those of the first folded_replicas() replicas where the replicas fold.
 std::vector<int> build_state(IterationState& state, const Platform& platform, const ModelSpec& model,
                              const CostParams& params, const DpSyncPlan& plan, const IterationOptions& options) {
   const ParallelSpec& par = state.parallel;
@@ -105,15 +132,19 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   state.record_timeline = options.record_timeline;
   state.variability = options.variability;
   build_groups(state, platform, model);
-  decide_closed_forms(state, platform, options);
-  std::vector<int> ranks;
-  for (int r = 0; r < layout.world_size(); ++r)
-    if (!state.replicas_folded || layout.coord_of(r).dp == 0) ranks.push_back(r);
   const int ep_groups_per_stage = expert_dp_size(par);
   for (int s = 0; s < par.pp; ++s)
     state.stages.push_back(impl::stage_work(
         platform, model, par, params, s, plan[static_cast<std::size_t>(s)], state.tp_groups[grid_index(s, par.dp, 0)],
         state.ep_groups.empty() ? nullptr : &state.ep_groups[grid_index(s, ep_groups_per_stage, 0)]));
+  decide_closed_forms(state, platform, options);
+  std::vector<int> ranks;  // those that run their pipelines
+  for (int r = 0; r < layout.world_size(); ++r)
+    if (!(state.replicas_folded || state.mirrored) || layout.coord_of(r).dp < folded_replicas(par)) ranks.push_back(r);
+  if (state.mirrored) {
+    state.sync_reached.resize(static_cast<std::size_t>(layout.world_size()));
+    for (const int r : ranks) state.sync_reached[static_cast<std::size_t>(r)] = sg4::Semaphore::create(0);
+  }
   state.records.resize(static_cast<std::size_t>(layout.world_size()));
   open_mailboxes(state, ranks);
   return ranks;
@@ -123,13 +154,13 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
 // reaches the hook through the returned pointer, which the caller empties once the run is over, so that a later
 // simulation in this process calls nothing of this one.
 std::shared_ptr<std::function<void()>> hook_progress(IterationState& state, const IterationOptions& options,
-                                                     std::size_t gpus) {
+                                                     std::size_t gpus, std::size_t pipelines) {
   auto hook = std::make_shared<std::function<void()>>();
   if (options.on_progress) {
-    // Every GPU runs a forward and a backward pass per micro-batch and model chunk.
+    // Every GPU that runs its pipeline runs a forward and a backward pass per micro-batch and model chunk.
     state.progress.gpus_total = static_cast<std::int64_t>(gpus);
     state.progress.passes_total =
-        state.progress.gpus_total * 2 * state.parallel.microbatches * state.parallel.virtual_stages;
+        static_cast<std::int64_t>(pipelines) * 2 * state.parallel.microbatches * state.parallel.virtual_stages;
     *hook = [&state, &options] { options.on_progress(state.progress); };
     sg4::Engine::on_time_advance_cb([hook](double) {
       if (*hook) (*hook)();
@@ -236,11 +267,21 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   IterationState state(par, platform.gpus_per_node());
   const std::vector<int> ranks = build_state(state, platform, model, params, plan, options);
   for (const int r : ranks) impl::spawn_gpu_worker(&state, r);
-  const std::shared_ptr<std::function<void()>> hook = hook_progress(state, options, ranks.size());
+  std::vector<int> all = ranks;
+  if (state.mirrored) {
+    // Every other GPU mirrors the one at its dp index modulo the block in the first block (blocks_run_alike).
+    const int block = folded_replicas(par);
+    for (int r = 0; r < state.layout.world_size(); ++r)
+      if (const RankCoord c = state.layout.coord_of(r); c.dp >= block) {
+        impl::spawn_gpu_worker(&state, r, state.layout.rank_of({c.tp, c.pp, c.dp % block}));
+        all.push_back(r);
+      }
+  }
+  const std::shared_ptr<std::function<void()>> hook = hook_progress(state, options, all.size(), ranks.size());
   engine.run();
   if (*hook) (*hook)();  // the last passes end at the last time advance, after its callback
   *hook = nullptr;
-  return reduce(state, ranks, plan);
+  return reduce(state, all, plan);
 }
 
 }  // namespace edgc::sim

@@ -22,6 +22,7 @@ namespace {
 
 using test::ChildResult;
 using test::engine;
+using test::h100_calibrated;
 
 // A GPT-like shape that is quick to simulate: 16 layers of h = 4096 over pp 4, 1024-token sequences, so one TP
 // all-reduce is 8 MiB and the TP rings take ~10 % of a pass.
@@ -46,20 +47,6 @@ ParallelSpec layout_of(int tp, int pp, int dp, PipelineSchedule schedule, int vi
   p.schedule = schedule;
   p.virtual_stages = virtual_stages;
   p.microbatches = 0;
-  return p;
-}
-
-// The nccl-tests logs under tests/data/nccl fitted by `edgc calibrate --nccl-tests h100-1node-8gpu.log
-// --nccl-tests h100-2node-16gpu.log --cluster scenarios/clusters/dgx-h100.json` (efficiencies rounded).
-NetworkProfile h100_calibrated() {
-  NetworkProfile p;
-  p.kind = NetworkProfileKind::kCalibrated;
-  p.intra.points = {{4096, 1.0},        {131072, 0.68077}, {524288, 0.57293}, {2097152, 0.69766},
-                    {8388608, 0.87304}, {33554432, 1.0},   {134217728, 1.0},  {2147483648.0, 1.0}};
-  p.intra.latency_factor = 4.7619;
-  p.inter.points = {{0.5, 1.0},         {65536, 0.061679},   {1048576, 0.092096},
-                    {8388608, 0.41050}, {67108864, 0.75881}, {536870912, 0.84970}};
-  p.inter.latency_factor = 1.5185;
   return p;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "edgc/sim/iteration.hpp"
+#include "edgc/sim/spec.hpp"
 
 namespace edgc::sim::test {
 
@@ -66,7 +67,9 @@ inline std::string to_text(const IterationResult& r, const std::vector<double>& 
         << hex(s.dp_comm_s) << "\t" << hex(s.exposed_comm_s) << "\t" << hex(s.compression_s) << "\t" << hex(s.compute_s)
         << "\t" << hex(s.tp_comm_s) << "\t" << hex(s.bubble_s) << "\t" << hex(s.bubble_fraction) << "\t" << s.pp_rank
         << "\t" << hex(s.pp_send_bytes) << "\t" << hex(s.pp_comm_s) << "\t" << hex(s.pp_compression_s) << "\t"
-        << hex(s.embedding_sync_s) << "\n";
+        << hex(s.embedding_sync_s) << "\t" << hex(s.sync_end_s) << "\t" << hex(s.optimizer_s) << "\t"
+        << hex(s.param_gather_wait_s) << "\t" << hex(s.all_to_all_s) << "\t" << hex(s.expert_sync_s) << "\t"
+        << hex(s.expert_param_gather_s) << "\t" << s.expert_rank << "\n";
   for (const TimelineEvent& e : r.timeline)
     out << "E\t" << e.rank << "\t" << e.name << "\t" << e.category << "\t" << hex(e.start_s) << "\t" << hex(e.end_s)
         << "\n";
@@ -93,7 +96,7 @@ inline ChildResult from_text(const std::string& text) {
     if (f[0] == "R" && f.size() == 3) {
       c.result.iteration_s = num(f[1]);
       c.result.pipeline_end_s = num(f[2]);
-    } else if (f[0] == "S" && f.size() == 16) {
+    } else if (f[0] == "S" && f.size() == 23) {
       StageResult s;
       s.powersgd_rank = std::stoi(f[1]);
       s.last_backward_end_s = num(f[2]);
@@ -110,6 +113,13 @@ inline ChildResult from_text(const std::string& text) {
       s.pp_comm_s = num(f[13]);
       s.pp_compression_s = num(f[14]);
       s.embedding_sync_s = num(f[15]);
+      s.sync_end_s = num(f[16]);
+      s.optimizer_s = num(f[17]);
+      s.param_gather_wait_s = num(f[18]);
+      s.all_to_all_s = num(f[19]);
+      s.expert_sync_s = num(f[20]);
+      s.expert_param_gather_s = num(f[21]);
+      s.expert_rank = std::stoi(f[22]);
       c.result.stages.push_back(s);
     } else if (f[0] == "E" && f.size() == 6) {
       c.result.timeline.push_back({std::stoi(f[1]), f[2], f[3], num(f[4]), num(f[5])});
@@ -142,6 +152,7 @@ inline void expect_same_result(const IterationResult& a, const IterationResult& 
     const StageResult& y = b.stages[i];
     EXPECT_EQ(x.powersgd_rank, y.powersgd_rank);
     EXPECT_EQ(x.pp_rank, y.pp_rank);
+    EXPECT_EQ(x.expert_rank, y.expert_rank);
     const std::vector<std::pair<const char*, std::pair<double, double>>> fields = {
         {"last_backward_end_s", {x.last_backward_end_s, y.last_backward_end_s}},
         {"dp_sync_s", {x.dp_sync_s, y.dp_sync_s}},
@@ -155,7 +166,13 @@ inline void expect_same_result(const IterationResult& a, const IterationResult& 
         {"compute_s", {x.compute_s, y.compute_s}},
         {"tp_comm_s", {x.tp_comm_s, y.tp_comm_s}},
         {"bubble_s", {x.bubble_s, y.bubble_s}},
-        {"bubble_fraction", {x.bubble_fraction, y.bubble_fraction}}};
+        {"bubble_fraction", {x.bubble_fraction, y.bubble_fraction}},
+        {"sync_end_s", {x.sync_end_s, y.sync_end_s}},
+        {"optimizer_s", {x.optimizer_s, y.optimizer_s}},
+        {"param_gather_wait_s", {x.param_gather_wait_s, y.param_gather_wait_s}},
+        {"all_to_all_s", {x.all_to_all_s, y.all_to_all_s}},
+        {"expert_sync_s", {x.expert_sync_s, y.expert_sync_s}},
+        {"expert_param_gather_s", {x.expert_param_gather_s, y.expert_param_gather_s}}};
     for (const auto& [name, v] : fields)
       EXPECT_TRUE(same_time(v.first, v.second))
           << "stage " << i << " " << name << ": " << v.first << " vs " << v.second;
@@ -170,6 +187,20 @@ inline void expect_same_result(const IterationResult& a, const IterationResult& 
     EXPECT_TRUE(same_time(x.start_s, y.start_s) && same_time(x.end_s, y.end_s))
         << "event " << i << " (" << x.name << " of rank " << x.rank << ")";
   }
+}
+
+/// The nccl-tests logs under tests/data/nccl fitted by `edgc calibrate --nccl-tests h100-1node-8gpu.log
+/// --nccl-tests h100-2node-16gpu.log --cluster scenarios/clusters/dgx-h100.json` (efficiencies rounded).
+inline NetworkProfile h100_calibrated() {
+  NetworkProfile p;
+  p.kind = NetworkProfileKind::kCalibrated;
+  p.intra.points = {{4096, 1.0},        {131072, 0.68077}, {524288, 0.57293}, {2097152, 0.69766},
+                    {8388608, 0.87304}, {33554432, 1.0},   {134217728, 1.0},  {2147483648.0, 1.0}};
+  p.intra.latency_factor = 4.7619;
+  p.inter.points = {{0.5, 1.0},         {65536, 0.061679},   {1048576, 0.092096},
+                    {8388608, 0.41050}, {67108864, 0.75881}, {536870912, 0.84970}};
+  p.inter.latency_factor = 1.5185;
+  return p;
 }
 
 }  // namespace edgc::sim::test

@@ -26,18 +26,34 @@ double contention_free_ring_s(const Platform& platform, const Group& group, std:
 // ways over a DGX-1 quad's direct NVLinks). The same as contention_free_ring_s for a one-channel ring (NVSwitch).
 double channel_ring_s(const Platform& platform, const Group& group, std::uint64_t bytes);
 
+// The closed form a DP or expert-DP ring takes where dp_rings_are_contention_free: contention_free_ring_s where every
+// member sits on its own node; where they come in runs of k ≥ 2 per node (mixture of experts, replicas in step),
+// 2(D − 1) (all-reduce) or D − 1 steps of the slower of k − 1 chunk / k parts sharing one NVLink pair and one part
+// over the NICs. Proof: sim/README.md, "Closed forms and folding", DP rings in runs per node.
+double dp_ring_closed_form_s(const Platform& platform, const Group& group, std::uint64_t bytes, CollectiveOp op);
+
 // Whether every TP ring all-reduce may be replaced by "wait for the whole TP group, then sleep its closed form".
 // Proof: sim/README.md, "Closed forms and folding", TP rings.
 bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
                                   const std::vector<Group>& tp_groups);
 
-// Likewise for the DP rings. Proof: sim/README.md, "Closed forms and folding", DP rings.
+// Likewise for the DP rings, and with expert groups for the expert-data-parallel rings too (one decision for both).
+// `allreduce_sizes`: the bytes of every all-reduce the iteration runs over a DP group, so that auto's choice of the
+// ring can be checked where it may choose the tree (DP groups in runs per node); nullptr where unknown (then such
+// groups need the ring forced). Proof: sim/README.md, "Closed forms and folding", DP rings.
 bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
-                                  const std::vector<Group>& dp_groups, const ComputeVariability& variability);
+                                  const std::vector<Group>& dp_groups, const ComputeVariability& variability,
+                                  const std::vector<std::uint64_t>* allreduce_sizes = nullptr);
 
-// Whether the DP replicas run identical iterations, so that simulating replica 0 alone gives every figure exactly.
-// Proof: sim/README.md, "Closed forms and folding", replicas.
+// Whether the DP replicas run identical iterations in blocks of folded_replicas() (layout.hpp; one replica for a
+// dense model), so that simulating the first block alone gives every figure exactly. Proof: sim/README.md, "Closed
+// forms and folding", replicas.
 bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
                             bool dp_closed_form);
+
+// Mixture of experts: whether the blocks of folded_replicas() replicas run their pipelines alike, whatever their DP
+// syncs do, so that simulating the first block's pipelines and every GPU's sync from its counterpart's arrival on
+// gives every figure exactly (IterationState::mirrored). Proof: sim/README.md, "Closed forms and folding", mirrors.
+bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability);
 
 }  // namespace edgc::sim::impl

@@ -6,7 +6,8 @@
 namespace edgc::sim::impl {
 
 // Starts the actor of global rank `rank` on its GPU's host (state->platform), named "gpu<rank>". `state` outlives
-// the simulation run; the actor reads its stage's StageWork and fills state->records[rank].
-void spawn_gpu_worker(IterationState* state, int rank);
+// the simulation run; the actor reads its stage's StageWork and fills state->records[rank]. `counterpart` ≥ 0: a
+// mirror (IterationState::mirrored) of that GPU of the first block, which runs from its DP sync on.
+void spawn_gpu_worker(IterationState* state, int rank, int counterpart = -1);
 
 }  // namespace edgc::sim::impl

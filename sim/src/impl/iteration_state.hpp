@@ -123,7 +123,12 @@ struct IterationState {
   ComputeVariability variability;
   bool tp_closed_form = false;   // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
   bool dp_closed_form = false;   // DP rings likewise (see dp_rings_are_contention_free)
-  bool replicas_folded = false;  // only DP replica 0 simulated (see replicas_are_identical)
+  bool replicas_folded = false;  // only the first folded_replicas() DP replicas simulated (replicas_are_identical)
+  // Otherwise, where blocks_run_alike: the first folded_replicas() replicas run their pipelines, every other GPU (a
+  // mirror) only its DP sync onwards, starting when its counterpart in the first block reaches its sync, whose
+  // semaphore (by rank) it releases once per mirror.
+  bool mirrored = false;
+  std::vector<sg4::SemaphorePtr> sync_reached;
   bool fused_embedding = false;  // embedding_groups are the fused 2·dp groups (fused_embedding_sync_applies)
   std::vector<StageWork> stages;
   std::vector<Group> tp_groups;         // index stage · dp + dp_index
@@ -134,8 +139,15 @@ struct IterationState {
                                         // index tp_index: stage 0's dp GPUs, then stage pp − 1's
   std::vector<sg4::BarrierPtr> tp_barriers;  // one per TP group, same index; only with tp_closed_form
   std::vector<int> tp_arrived;               // members of each TP group inside the current all-reduce
-  std::vector<sg4::BarrierPtr> dp_barriers;  // one per DP group, same index; only with dp_closed_form
-  std::vector<int> dp_arrived;               // members of each DP group inside the current all-reduce
+  // With dp_closed_form: one barrier per DP group (same index) of its simulated members (dp, or folded_replicas()
+  // where the replicas fold), and how many of them are inside the current collective; likewise per expert-DP group
+  // (edp_groups' index; tp·dp/ep members, or the folded block's tp / gcd(ep, tp)).
+  std::vector<sg4::BarrierPtr> dp_barriers;
+  std::vector<int> dp_arrived;
+  int dp_members = 0;
+  std::vector<sg4::BarrierPtr> edp_barriers;
+  std::vector<int> edp_arrived;
+  int edp_members = 0;
   // Pipeline channels, one per purpose (activations, gradients), receiving rank and model chunk (channel()):
   // the receiver's mailbox, and how many messages the receiver has taken from it so far.
   std::vector<sg4::Mailbox*> p2p_inbox;

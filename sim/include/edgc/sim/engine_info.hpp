@@ -35,9 +35,9 @@ struct ActorStacks {
 /// Mappings the program itself holds besides actor stacks (libraries, heap, threads), with a margin.
 inline constexpr std::int64_t kBaseMappings = 1024;
 
-/// The most actors simulate_iteration has alive at once: one per GPU simulated (all of them, or DP replica 0's
-/// when `replicas_folded`, see replicas_fold()), plus one per simulated GPU for the overlapped gradient-bucket
-/// all-reduce (ParallelSpec::overlap_grad_reduce).
+/// The most actors simulate_iteration has alive at once: one per GPU simulated (all of them, or those of the first
+/// folded_replicas() DP replicas when `replicas_folded`, see replicas_fold()), plus one per simulated GPU for the
+/// overlapped gradient-bucket all-reduce (ParallelSpec::overlap_grad_reduce).
 std::int64_t iteration_actors(const ParallelSpec& parallel, bool replicas_folded = false);
 
 /// /proc/sys/vm/max_map_count, or Linux's default 65530 where it cannot be read.

@@ -68,8 +68,8 @@ struct IterationOptions {
   bool force_tp_ring = false;
   /// Likewise for the DP all-reduces where dp_closed_form_applies().
   bool force_dp_ring = false;
-  /// Simulate every DP replica even where they provably run identical iterations (replicas_fold()), for tests
-  /// that compare the two.
+  /// Simulate every DP replica even where they provably run identical iterations (replicas_fold(),
+  /// replicas_mirror()), for tests that compare the two.
   bool all_replicas = false;
   ComputeVariability variability;  ///< jitter and stragglers; none by default
   /// Named in ConfigErrors about the layout, plan and variability: the scenario file the caller read them from.
@@ -146,17 +146,34 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 /// DP peer of every GPU on another node, plain CM02, the all-reduce a ring (allreduce_ring_closed_form()), no bucket
 /// overlapped with a backward pass whose pipeline sends use the same NIC (overlap_grad_reduce with pp > 1), and no
 /// fabric link between the nodes that can ever limit a transfer (always so on a star; on a fat tree bounded from the
-/// routes of every pair of GPUs that exchange data, tighter without `variability`). Proof: sim/README.md, "Closed
-/// forms and folding".
+/// routes of every pair of GPUs that exchange data, tighter without `variability` for a dense model). For a mixture
+/// of experts the expert sync's rings take the same closed form, so every expert-DP peer must also be on another
+/// node, and with ep > 1 no DP collective may overlap a pass (overlap_grad_reduce, overlap_param_gather at any pp):
+/// it would run beside the pass's token all-to-alls. A mixture of experts may also keep DP peers inside a node when
+/// every DP group comes in runs of k members per node on a star of NVSwitch nodes, with the replicas in step
+/// (replicas_fold() conditions) and k a multiple of folded_replicas(); simulate_iteration then also checks that
+/// auto picks the ring for each of its all-reduce sizes, which this function does not know: it says true there only
+/// with the ring forced (set_allreduce_algorithm). Proof: sim/README.md, "Closed forms and folding".
 bool dp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel,
                             const ComputeVariability& variability = {});
 
-/// Whether simulate_iteration() simulates DP replica 0 alone, unless IterationOptions::all_replicas or
-/// record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without compute variability and without the
-/// fused embedding sync. Then every replica runs the same iteration, and the result is the same as simulating all of
-/// them (tests/sim/closed_form_test.cpp), with dp times fewer actors. Proof: sim/README.md, "Closed forms and
+/// Whether simulate_iteration() simulates the first folded_replicas() DP replicas alone (replica 0 for a dense
+/// model; with expert parallelism the fewest replicas that hold whole expert-parallel groups), unless
+/// IterationOptions::all_replicas or record_timeline: true when dp_closed_form_applies() on NVSwitch nodes without
+/// compute variability and without the fused embedding sync. Then every block of that many replicas runs the same
+/// iteration, and the result is the same as simulating all of them (tests/sim/closed_form_test.cpp,
+/// moe_folding_test.cpp), with dp / folded_replicas() times fewer actors. Proof: sim/README.md, "Closed forms and
 /// folding".
 bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
+
+/// Mixture of experts where replicas_fold() says no: whether simulate_iteration() runs the pipelines of the first
+/// folded_replicas() DP replicas alone and every other GPU from its DP sync on (a "mirror" that starts when its
+/// counterpart in the first block reaches the sync, and runs the syncs, embedding all-reduce and optimizer step as
+/// messages or closed forms as usual), unless IterationOptions::all_replicas or record_timeline: true with ep / gcd
+/// (ep, tp) < dp on a star of NVSwitch nodes with one NIC per GPU, plain CM02, no compute variability and no DP
+/// collective overlapped with a pass. Every actor still runs (iteration_actors counts them all); the pipelines'
+/// messages shrink by dp / folded_replicas(). Proof: sim/README.md, "Closed forms and folding".
+bool replicas_mirror(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
 
 /// replicas_fold() decided from the cluster's description alone, before any platform exists (the actor count a
 /// simulation needs is checked before it starts): the same conditions, with routes as Platform::build makes them
@@ -164,7 +181,8 @@ bool replicas_fold(const Platform& platform, const ParallelSpec& parallel, const
 /// as it configures it (plain CM02). On a fat tree it needs the fabric's routes, so it says false (every replica's
 /// actors are counted) even where the platform's replicas_fold() then folds. `parallel` validated. An `algorithm`
 /// that is not the ring where it matters (allreduce_ring_closed_form() false, e.g. a forced tree) never folds: the
-/// DP closed form is a ring's.
+/// DP closed form is a ring's. DP groups in runs per node (a mixture of experts, dp_closed_form_applies()) fold here
+/// only with `algorithm` the ring: under auto the choice depends on sizes the description does not give.
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
                    CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 

@@ -9,6 +9,7 @@
 // intends). Under tp-dp-pp a DP group is the dp ranks of one (pp, tp) pair at stride tp, so when tp·dp ≤
 // gpus_per_node the whole DP group shares a node and its gradient sync runs on NVLink; under tp-pp-dp the DP
 // stride is pp·tp, so with pp·tp ≥ gpus_per_node every DP peer is on another node and the sync crosses the NICs.
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ struct RankCoord {
 /// Mixture of experts: the GPUs of a stage that hold the same experts, tp·dp/ep (the expert-data-parallel group's
 /// size, and the number of expert-parallel groups per stage). Assumes a validated layout (ep divides tp·dp).
 inline int expert_dp_size(const ParallelSpec& parallel) noexcept { return parallel.tp * parallel.dp / parallel.ep; }
+
+/// The DP replicas simulate_iteration keeps where the replicas fold (replicas_fold(), iteration.hpp): the first
+/// ep / gcd(ep, tp) of them, the fewest whose tp·R positions of a stage hold whole expert-parallel groups (they
+/// divide dp for a validated layout); 1 for a dense model or ep dividing tp. Proof: sim/README.md, "Closed forms
+/// and folding".
+inline int folded_replicas(const ParallelSpec& parallel) noexcept {
+  return parallel.expert_groups ? parallel.ep / std::gcd(parallel.ep, parallel.tp) : 1;
+}
 
 /// The rank ↔ coordinate map of a validated layout. Cheap to copy; holds no GPU list.
 class Layout {
