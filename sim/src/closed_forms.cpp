@@ -69,7 +69,8 @@ double dp_ring_closed_form_s(const Platform& platform, const Group& group, std::
   const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
   if (chunk == 0) return 0.0;
   const auto channels = static_cast<std::uint64_t>(k);
-  const double part = static_cast<double>((chunk + channels - 1) / channels);
+  const std::uint64_t part_bytes = (chunk + channels - 1) / channels;  // whole bytes, rounded up, as ring.cpp splits
+  const auto part = static_cast<double>(part_bytes);
   const sg4::Host* a = group.hosts[0];
   const double nvlink_latency_s = platform.lone_transfer_s(a, group.hosts[1], 0.0);
   const double nvlink_s =
