@@ -42,7 +42,6 @@ using replay::fork_lanes;
 using replay::Lane;
 using replay::PendingReplay;
 using replay::replay_key;
-using replay::replay_prefix_keys;
 using replay::ReplayPoint;
 using replay::ReplaySpec;
 using replay::squared_distance;
@@ -276,14 +275,14 @@ std::vector<Lane> FidelityMeter::State::start_lanes(
     const Checkpoint* from = nullptr;
     std::size_t start = 0;
     if (kept != nullptr) {
-      r.prefixes = replay_prefix_keys(trace_id, setup.backend, setup.seed, *r.spec);
+      r.point_ends = replay_key(trace_id, setup.backend, setup.seed, *r.spec).point_ends;
       for (std::size_t p = points() - 1; p-- > 0 && from == nullptr;) {
-        from = kept->find(r.prefixes[p]);
+        from = kept->find(r.key.substr(0, r.point_ends[p]));
         start = p + 1;
       }
       if (from == nullptr) start = 0;
     }
-    const std::string from_key = from != nullptr ? r.prefixes[start - 1] : std::string();
+    const std::string from_key = from != nullptr ? r.key.substr(0, r.point_ends[start - 1]) : std::string();
     if (from != nullptr) r.points = from->points;
     const auto it = std::find_if(lanes.begin(), lanes.end(),
                                  [&](const Lane& l) { return l.trace_stage == ts && l.from == from_key; });
@@ -357,8 +356,10 @@ std::int64_t FidelityMeter::State::replay_pass(std::vector<PendingReplay>& todo,
       ++taken;
       pt.g2 = stage_g2[lane.trace_stage];
       for (const std::size_t k : lane.replays) todo[k].points.push_back(pt);
-      if (kept != nullptr && p + 1 < points() && !kept->contains(front.prefixes[p]))
-        kept->keep(front.prefixes[p], checkpoint_of(*lane.psgd, front.points, [&] { return make(lane.trace_stage); }));
+      if (kept == nullptr || p + 1 == points()) continue;
+      const std::string prefix = front.key.substr(0, front.point_ends[p]);
+      if (!kept->contains(prefix))
+        kept->keep(prefix, checkpoint_of(*lane.psgd, front.points, [&] { return make(lane.trace_stage); }));
     }
   }
   return taken;
@@ -453,8 +454,8 @@ FidelityMeter::State::StagePlan FidelityMeter::State::plan_stage(
     sp.w.push_back(std::move(w));
   }
   if (!any) return sp;  // never compressed: exact, no replay
-  sp.lo_key = replay_key(trace_id, setup.backend, setup.seed, lo);
-  sp.hi_key = replay_key(trace_id, setup.backend, setup.seed, hi);
+  sp.lo_key = replay_key(trace_id, setup.backend, setup.seed, lo).key;
+  sp.hi_key = replay_key(trace_id, setup.backend, setup.seed, hi).key;
   wanted.emplace_back(sp.lo_key, std::move(lo));
   wanted.emplace_back(sp.hi_key, std::move(hi));
   return sp;

@@ -8,22 +8,17 @@
 
 namespace edgc::engine::replay {
 
-std::vector<std::string> replay_prefix_keys(const std::string& trace, const std::string& backend, std::uint64_t seed,
-                                            const ReplaySpec& r) {
+ReplayKey replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r) {
   std::ostringstream os;
   os << "fidelity/1|" << trace << '|' << backend << '|' << seed << '|' << r.trace_stage;
-  std::vector<std::string> out;
+  ReplayKey out;
   for (const std::vector<int>& p : r.ranks) {
     os << '|';
     for (const int k : p) os << k << ',';
-    out.push_back(os.str());
+    out.point_ends.push_back(static_cast<std::size_t>(os.tellp()));
   }
+  out.key = os.str();
   return out;
-}
-
-std::string replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r) {
-  std::vector<std::string> keys = replay_prefix_keys(trace, backend, seed, r);
-  return keys.empty() ? std::string() : std::move(keys.back());
 }
 
 namespace {

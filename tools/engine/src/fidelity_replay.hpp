@@ -33,12 +33,14 @@ struct ReplaySpec {
   std::vector<std::vector<int>> ranks;  // [point][matrix]
 };
 
-// The memo key of a replay's first points, for each point: "fidelity/1|trace|backend|seed|stage", then per point
-// "|" and its ranks, each followed by ",". The last is the whole replay's key.
-std::vector<std::string> replay_prefix_keys(const std::string& trace, const std::string& backend, std::uint64_t seed,
-                                            const ReplaySpec& r);
-// The whole replay's key: the last of replay_prefix_keys.
-std::string replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r);
+// A replay's memo key, "fidelity/1|trace|backend|seed|stage" then per point "|" and its ranks, each followed by ",",
+// and where each point's part ends: key.substr(0, point_ends[p]) is the key of a replay of points 0..p alone (a
+// checkpoint's key).
+struct ReplayKey {
+  std::string key;
+  std::vector<std::size_t> point_ends;
+};
+ReplayKey replay_key(const std::string& trace, const std::string& backend, std::uint64_t seed, const ReplaySpec& r);
 
 // Σ (a − b)², or Σ a² when b is empty, in double: four partial sums (element i into sum i mod 4, added as
 // ((s0 + s1) + (s2 + s3))), held two to a vector register. The order of every addition is fixed, so the sums do not
@@ -54,9 +56,9 @@ struct Checkpoint {
   std::uint64_t bytes = 0;
 };
 
-// Checkpoints by the key of the ranks so far (replay_prefix_keys), least recently used out first beyond a byte budget,
-// so that a replay starting with ranks another one already replayed (a sweep's next point, with another window or
-// rate) continues from there. Its compressors all use its own host backend.
+// Checkpoints by the key of the ranks so far (ReplayKey::point_ends), least recently used out first beyond a byte
+// budget, so that a replay starting with ranks another one already replayed (a sweep's next point, with another window
+// or rate) continues from there. Its compressors all use its own host backend.
 class CheckpointMemo {
  public:
   kernels::Backend& backend() {
@@ -98,7 +100,7 @@ struct PendingReplay {
   std::string key;
   const ReplaySpec* spec = nullptr;
   std::vector<ReplayPoint> points;
-  std::vector<std::string> prefixes;  // replay_prefix_keys, where the pass keeps checkpoints
+  std::vector<std::size_t> point_ends;  // ReplayKey::point_ends of `key`, where the pass keeps checkpoints
 };
 
 // The replays of a pass that have had the same ranks at every point so far, and the one compressor whose state is
