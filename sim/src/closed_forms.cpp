@@ -40,8 +40,7 @@ double channel_ring_s(const Platform& platform, const Group& group, std::uint64_
   const CollectiveOp op = CollectiveOp::kAllReduce;
   const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
   if (group.size() < 2 || chunk == 0) return 0.0;
-  const auto channels = static_cast<std::uint64_t>(ring_channels(group));
-  const std::uint64_t channel_chunk = (chunk + channels - 1) / channels;  // whole bytes, rounded up
+  const std::uint64_t channel_chunk = ring_channel_part_bytes(chunk, ring_channels(group));
   return ring_steps(op, group.size()) *
          platform.lone_transfer_s(group.hosts[0], group.hosts[1], static_cast<double>(channel_chunk));
 }
@@ -68,9 +67,7 @@ double dp_ring_closed_form_s(const Platform& platform, const Group& group, std::
   // same NVLink pair (sharing it), one to the next node over the NICs.
   const std::uint64_t chunk = ring_chunk_bytes(op, group.size(), bytes);
   if (chunk == 0) return 0.0;
-  const auto channels = static_cast<std::uint64_t>(k);
-  const std::uint64_t part_bytes = (chunk + channels - 1) / channels;  // whole bytes, rounded up, as ring.cpp splits
-  const auto part = static_cast<double>(part_bytes);
+  const auto part = static_cast<double>(ring_channel_part_bytes(chunk, k));
   const sg4::Host* a = group.hosts[0];
   const double nvlink_latency_s = platform.lone_transfer_s(a, group.hosts[1], 0.0);
   const double nvlink_s =
@@ -359,8 +356,7 @@ std::optional<double> lone_collective_s(const Platform& platform, CollectiveOp o
     const std::uint64_t chunk = ring_chunk_bytes(op, d, bytes);
     if (chunk == 0) return 0.0;
     const collectives::Shape& shape = collectives::shape_of(group);
-    const auto channels = static_cast<std::uint64_t>(shape.channels);
-    part = (chunk + channels - 1) / channels;  // whole bytes, rounded up, as ring.cpp splits it
+    part = ring_channel_part_bytes(chunk, shape.channels);
     for (const std::vector<int>& next : shape.next)
       for (int i = 0; i < d; ++i) hops.emplace_back(i, next[static_cast<std::size_t>(i)]);
   }

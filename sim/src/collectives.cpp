@@ -115,6 +115,11 @@ std::uint64_t ring_chunk_bytes(CollectiveOp op, int ranks, std::uint64_t bytes) 
   return (bytes + d - 1) / d;
 }
 
+std::uint64_t ring_channel_part_bytes(std::uint64_t chunk, int channels) {
+  const auto c = static_cast<std::uint64_t>(channels);
+  return (chunk + c - 1) / c;
+}
+
 void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t bytes) {
   collectives::check_member(group, my_index);
   sg4::CommPtr out;

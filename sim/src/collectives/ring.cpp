@@ -22,7 +22,7 @@ void ring_steps_of(const Group& group, int my_index, int steps, std::uint64_t ch
   if (d == 1 || chunk == 0) return;
   const Shape& shape = shape_of(group);
   const int channels = shape.channels;
-  const std::uint64_t part = (chunk + static_cast<std::uint64_t>(channels) - 1) / static_cast<std::uint64_t>(channels);
+  const std::uint64_t part = ring_channel_part_bytes(chunk, channels);
   std::vector<sg4::Mailbox*> next(static_cast<std::size_t>(channels));
   std::vector<sg4::Mailbox*> mine(static_cast<std::size_t>(channels));
   for (int c = 0; c < channels; ++c) {
@@ -56,8 +56,7 @@ bool ring_runs_over(const Group&) { return true; }
 
 // A ring step's chunk per channel: S/(D·C).
 std::uint64_t ring_transfer_bytes(const Group& group, std::uint64_t bytes) {
-  const auto channels = static_cast<std::uint64_t>(ring_channels(group));
-  return (ring_chunk_bytes(CollectiveOp::kAllReduce, group.size(), bytes) + channels - 1) / channels;
+  return ring_channel_part_bytes(ring_chunk_bytes(CollectiveOp::kAllReduce, group.size(), bytes), ring_channels(group));
 }
 
 }  // namespace

@@ -104,6 +104,8 @@ double bus_bandwidth_factor(CollectiveOp op, int ranks);
 /// Ring steps and bytes per step of one collective of `bytes` over `ranks` members (sendrecv: 1 step of bytes).
 int ring_steps(CollectiveOp op, int ranks);
 std::uint64_t ring_chunk_bytes(CollectiveOp op, int ranks, std::uint64_t bytes);
+/// One channel's part of a ring step's `chunk` over `channels` rings run at once (≥ 1): whole bytes, rounded up.
+std::uint64_t ring_channel_part_bytes(std::uint64_t chunk, int channels);
 
 /// All-reduce by the algorithm chosen_allreduce_algorithm() names.
 void all_reduce(const Group& group, int my_index, std::uint64_t bytes);
