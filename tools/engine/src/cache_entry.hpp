@@ -4,7 +4,9 @@
 // the directory.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -54,6 +56,31 @@ class EntryClaims {
  private:
   std::vector<int> fds_;
   std::vector<std::size_t> mine_, others_;
+};
+
+/// Values by key kept for the process (a sweep worker's later points reuse them; whether to use one at all, by
+/// core::memo_enabled, is the caller's): at most `max_kept`, a value made once the table is full is returned unkept.
+/// Safe to share between threads; `make` runs outside the lock.
+template <class V>
+class ProcessTable {
+ public:
+  explicit ProcessTable(std::size_t max_kept) : max_kept_(max_kept) {}
+  template <class Make>
+  std::shared_ptr<const V> get(const std::string& key, Make&& make) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = kept_.find(key); it != kept_.end()) return it->second;
+    }
+    auto value = std::make_shared<const V>(make());
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (kept_.size() < max_kept_) kept_.emplace(key, value);
+    return value;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const V>> kept_;
+  std::size_t max_kept_;
 };
 
 /// A cache entry, or null when absent. An entry that does not parse (it cannot be half-written: entries are

@@ -6,9 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -248,18 +246,8 @@ std::string setup_key(const scenario::Scenario& sc) {
 // its manifest's size and time) where memos are on: a sweep worker's points all read the same trace.
 traces::Manifest read_manifest_once(const std::string& dir) {
   if (!core::memo_enabled()) return traces::read_manifest(dir);
-  constexpr std::size_t kMaxKept = 16;
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const traces::Manifest>> kept;
-  const std::string id = trace_identity(dir);
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = kept.find(id); it != kept.end()) return *it->second;
-  }
-  auto manifest = std::make_shared<const traces::Manifest>(traces::read_manifest(dir));
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (kept.size() < kMaxKept) kept.emplace(id, manifest);
-  return *manifest;
+  static ProcessTable<traces::Manifest> kept(16);
+  return *kept.get(trace_identity(dir), [&] { return traces::read_manifest(dir); });
 }
 
 // The trace in `dir` (trace.path): a warning when it was recorded from another model; when fidelity is measured on
@@ -630,22 +618,13 @@ std::shared_ptr<const std::vector<core::WindowObservation>> observed_windows(con
   if (!core::memo_enabled() || in.source_key.empty())
     return std::make_shared<const std::vector<core::WindowObservation>>(
         sim::observe_windows(gds, stages, in.iterations, *in.source, in.scenario_path));
-  constexpr std::size_t kMaxKept = 256;  // a few hundred kB each at most
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const std::vector<core::WindowObservation>>> kept;
+  static ProcessTable<std::vector<core::WindowObservation>> kept(256);  // a few hundred kB each at most
   std::ostringstream key;
   key.precision(17);
   key << in.source_key << '|' << in.iterations << '|' << gds.window_iters << '|' << gds.alpha << '|'
       << core::GradientDataSampler(gds).period() << '|' << stages;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = kept.find(key.str()); it != kept.end()) return it->second;
-  }
-  auto observed = std::make_shared<const std::vector<core::WindowObservation>>(
-      sim::observe_windows(gds, stages, in.iterations, *in.source, in.scenario_path));
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (kept.size() < kMaxKept) kept.emplace(key.str(), observed);
-  return observed;
+  return kept.get(key.str(),
+                  [&] { return sim::observe_windows(gds, stages, in.iterations, *in.source, in.scenario_path); });
 }
 
 }  // namespace
