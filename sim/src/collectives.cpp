@@ -122,6 +122,7 @@ std::uint64_t ring_channel_part_bytes(std::uint64_t chunk, int channels) {
 
 void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t bytes) {
   collectives::check_member(group, my_index);
+  collectives::check_whole(group, "a send/recv");
   sg4::CommPtr out;
   if (to >= 0) {
     collectives::check_member(group, to);
@@ -136,6 +137,7 @@ void sendrecv(const Group& group, int my_index, int to, int from, std::uint64_t 
 
 PendingAllToAll::PendingAllToAll(const Group& group, int my_index, std::uint64_t bytes) {
   collectives::check_member(group, my_index);
+  collectives::check_whole(group, "an all-to-all");
   const int d = group.size();
   if (d == 1 || bytes == 0) return;
   const std::uint64_t part = (bytes + static_cast<std::uint64_t>(d) - 1) / static_cast<std::uint64_t>(d);

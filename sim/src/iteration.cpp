@@ -21,6 +21,7 @@
 #include "impl/gpu_worker.hpp"
 #include "impl/iteration_state.hpp"
 #include "impl/stage_work.hpp"
+#include "impl/symmetric_fold.hpp"
 #include "impl/traffic.hpp"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(edgc_iteration, "edgc: one training iteration, one actor per GPU");
@@ -58,18 +59,35 @@ void build_groups(IterationState& state, const Platform& platform, const ModelSp
 }
 
 // The bytes of every all-reduce a GPU runs over its DP group: the uncompressed sync and its buckets, or PowerSGD's
-// P, Q and uncompressed rest (the reduce-scatters and all-gathers always run as rings).
-std::vector<std::uint64_t> dp_allreduce_sizes(const IterationState& state) {
-  std::vector<std::uint64_t> sizes;
+// P, Q and uncompressed rest (the reduce-scatters and all-gathers always run as rings); and over its expert-DP group:
+// the experts' uncompressed sync, or their P and Q.
+impl::AllReduceSizes allreduce_sizes(const IterationState& state) {
+  impl::AllReduceSizes sizes;
   for (const impl::StageWork& w : state.stages) {
     if (w.powersgd_rank > 0) {
-      sizes.insert(sizes.end(), {w.p_bytes, w.q_bytes, w.fused_bytes});
+      sizes.dp.insert(sizes.dp.end(), {w.p_bytes, w.q_bytes, w.fused_bytes});
     } else if (!w.reduce_scatter) {
-      sizes.push_back(w.dp_bytes);
-      for (const impl::Bucket& b : w.buckets) sizes.push_back(b.bytes);
+      sizes.dp.push_back(w.dp_bytes);
+      for (const impl::Bucket& b : w.buckets) sizes.dp.push_back(b.bytes);
     }
+    if (w.expert_rank > 0)
+      sizes.edp.insert(sizes.edp.end(), {w.expert_p_bytes, w.expert_q_bytes});
+    else if (!w.expert_reduce_scatter)
+      sizes.edp.push_back(w.expert_bytes);
   }
   return sizes;
+}
+
+// Replicas that fold by symmetry (impl/symmetric_fold.hpp) where they do not fold otherwise: the replicas of a
+// block, or 0. Folds the DP and expert-DP groups.
+int fold_by_symmetry(IterationState& state, const Platform& platform, const impl::AllReduceSizes& sizes) {
+  const ParallelSpec& par = state.parallel;
+  const int block = impl::symmetric_block(platform.spec(), par, state.variability);
+  if (!impl::folds_by_symmetry(platform, par, state.layout, block, sizes)) return 0;
+  impl::fold_groups(state.dp_groups, impl::dp_rank_groups(state.layout), block, platform);
+  if (par.expert_groups)
+    impl::fold_groups(state.edp_groups, impl::edp_rank_groups(state.layout, par), block * par.tp / par.ep, platform);
+  return block;
 }
 
 // Which all-reduces take their closed form and whether the DP replicas fold (the proofs: sim/README.md, "Closed
@@ -83,17 +101,23 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   state.tp_arrived.assign(state.tp_groups.size(), 0);
   XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
   state.platform = &platform;
-  const std::vector<std::uint64_t> sizes = dp_allreduce_sizes(state);
+  const impl::AllReduceSizes sizes = allreduce_sizes(state);
   state.dp_closed_form =
       par.dp > 1 && !options.force_dp_ring &&
-      impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability, &sizes);
+      impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability, &sizes.dp);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
-  state.replicas_folded = !options.record_timeline && !options.all_replicas &&
-                          impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
-  state.mirrored = !options.record_timeline && !options.all_replicas && !state.replicas_folded &&
-                   impl::blocks_run_alike(platform, par, state.variability);
-  // The simulated members of each DP and expert-DP group: all, or those of the folded block of replicas.
-  const int replicas = state.replicas_folded ? folded_replicas(par) : par.dp;
+  const bool may_fold = !options.record_timeline && !options.all_replicas;
+  state.replicas_folded =
+      may_fold && impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
+  const int symmetric = may_fold && !state.replicas_folded ? fold_by_symmetry(state, platform, sizes) : 0;
+  state.mirrored =
+      may_fold && !state.replicas_folded && symmetric == 0 && impl::blocks_run_alike(platform, par, state.variability);
+  // The replicas whose pipelines run, and the simulated members of each DP and expert-DP group: all, or those of the
+  // first block of replicas.
+  state.pipeline_replicas = state.replicas_folded || state.mirrored ? folded_replicas(par)
+                            : symmetric > 0                         ? symmetric
+                                                                    : par.dp;
+  const int replicas = state.mirrored ? par.dp : state.pipeline_replicas;
   state.dp_members = replicas;
   state.edp_members = par.expert_groups ? replicas * par.tp / par.ep : 0;
   if (state.dp_closed_form) {
@@ -140,7 +164,7 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   decide_closed_forms(state, platform, options);
   std::vector<int> ranks;  // those that run their pipelines
   for (int r = 0; r < layout.world_size(); ++r)
-    if (!(state.replicas_folded || state.mirrored) || layout.coord_of(r).dp < folded_replicas(par)) ranks.push_back(r);
+    if (layout.coord_of(r).dp < state.pipeline_replicas) ranks.push_back(r);
   if (state.mirrored) {
     state.sync_reached.resize(static_cast<std::size_t>(layout.world_size()));
     for (const int r : ranks) state.sync_reached[static_cast<std::size_t>(r)] = sg4::Semaphore::create(0);

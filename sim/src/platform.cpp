@@ -272,7 +272,40 @@ bool plain_cm02() {
          cfg::get_value<double>("network/TCP-gamma") == 0.0;
 }
 
-Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile) {
+namespace {
+
+// The images zone of a star fabric (Platform::build's image_gpus): host "n<n>-g<g>-image" per imaged GPU, whose
+// route from the zone's router is that GPU's NIC down-link. Every route into it comes from a node zone, so it is the
+// sender's NIC up-link, the star (no links), then the imaged GPU's NIC down-link.
+void add_images(sg4::NetZone* fabric, const ClusterSpec& spec, const std::vector<NodeLinks>& links,
+                const std::vector<int>& image_gpus, std::vector<sg4::Host*>& images) {
+  auto* zone = sg4::create_full_zone("images");
+  zone->set_parent(fabric);
+  auto* rtr = zone->create_router("images-rtr");
+  const int share = spec.gpus_per_node / spec.nics_per_node;
+  images.assign(static_cast<std::size_t>(spec.total_gpus()), nullptr);
+  for (const int r : image_gpus) {
+    if (r < 0 || r >= spec.total_gpus())
+      throw InternalError("image GPU " + std::to_string(r) + " out of range [0, " + std::to_string(spec.total_gpus()) +
+                          ")");
+    sg4::Host*& image = images[static_cast<std::size_t>(r)];
+    if (image != nullptr) continue;
+    const int n = r / spec.gpus_per_node;
+    const int g = r % spec.gpus_per_node;
+    image =
+        zone->create_host("n" + std::to_string(n) + "-g" + std::to_string(g) + "-image", spec.gpu.peak_tflops * 1e12);
+    image->seal();
+    sg4::Link* nic = links[static_cast<std::size_t>(n)].nics[static_cast<std::size_t>(g / share)];
+    zone->add_route(rtr, image->get_netpoint(), nullptr, nullptr, {{nic, Dir::DOWN}}, false);
+  }
+  zone->seal();
+  fabric->add_route(zone->get_netpoint(), nullptr, rtr, nullptr, {}, true);
+}
+
+}  // namespace
+
+Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile,
+                         const std::vector<int>& image_gpus) {
   validate(spec);
   configure_models();
   Platform p(spec, profile);
@@ -291,6 +324,7 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
       const auto [node, rtr] = make_node(fabric, n, &links[static_cast<std::size_t>(n)]);
       fabric->add_route(node, nullptr, rtr, nullptr, {}, true);
     }
+    if (!image_gpus.empty()) add_images(fabric, spec, links, image_gpus, p.images_);
   } else {
     // Two-level fat tree: each node has one link of its total NIC bandwidth to its leaf switch; a leaf has
     // nodes_per_leaf / oversubscription uplinks of the same bandwidth, one to each spine.
@@ -343,6 +377,11 @@ double Platform::lone_transfer_s(const sg4::Host* src, const sg4::Host* dst, dou
   const double latency_s = r.latency_s * latency_factor;
   if (bytes <= 0) return latency_s;
   return latency_s + bytes / (r.bottleneck_Bps * bandwidth_factor);
+}
+
+sg4::Host* Platform::image(int global_rank) const {
+  if (global_rank < 0 || static_cast<std::size_t>(global_rank) >= images_.size()) return nullptr;
+  return images_[static_cast<std::size_t>(global_rank)];
 }
 
 sg4::Host* Platform::gpu(int global_rank) const {

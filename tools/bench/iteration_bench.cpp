@@ -2,7 +2,7 @@
 // against the design targets (design doc §8, one CPU core): <= 0.1 s at 64 GPUs, <= 1 s at 512, <= 5 s at 4096.
 //
 //   edgc_bench_iteration [--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE]
-//                        [--tp-ring] [--dp-ring] [--check] [--cfg KEY:VALUE]...
+//                        [--tp-ring] [--dp-ring] [--all-replicas] [--check] [--cfg KEY:VALUE]...
 //
 // Scaling (the choices, also printed with the table): the base scenario (default scenarios/paper/
 // gpt2-12.1b-64xh100.json: GPT2-12.1B, 60 layers, on DGX H100 nodes, tp 8 × pp 4 × dp 2, micro-batch 4,
@@ -17,9 +17,10 @@
 // The TP all-reduces run as their closed form where sim::tp_closed_form_applies() (the default layouts: tp 8 fills
 // an NVSwitch node), the DP all-reduces where sim::dp_closed_form_applies() (one NIC per GPU on a star fabric);
 // --tp-ring and --dp-ring force the ring messages (IterationOptions::force_tp_ring, force_dp_ring), the way the
-// simulator worked before each closed form, so that one binary measures before and after. --check runs every case
-// once more with both rings forced and fails (exit 1) unless the simulated iteration times agree within 1e-9
-// relative: the benchmark checks its own result.
+// simulator worked before each closed form, so that one binary measures before and after; --all-replicas simulates
+// every DP replica (IterationOptions::all_replicas: no folding, by symmetry or otherwise, no mirrors). --check runs
+// every case once more with both rings forced and every replica simulated, and fails (exit 1) unless the simulated
+// iteration times agree within 1e-9 relative: the benchmark checks its own result.
 //
 // SimGrid cannot reset its engine, so every measurement runs in a forked child (edgc::bench::run_in_child): it builds
 // the sg4::Engine, the Platform and runs simulate_iteration, then sends back the wall seconds (platform build and
@@ -66,6 +67,7 @@ struct Options {
   int rank = 64;
   bool tp_ring = false;
   bool dp_ring = false;
+  bool all_replicas = false;
   bool check = false;
   std::vector<std::string> cfgs;  // passed to SimGrid as --cfg=KEY:VALUE, for experiments
 };
@@ -132,7 +134,7 @@ std::vector<std::string> overrides_for(const Case& c) {
 
 // Runs in the child: one simulation.
 Sample measure(const std::string& scenario_path, const Case& c, const std::vector<std::string>& cfgs, bool tp_ring,
-               bool dp_ring) {
+               bool dp_ring, bool all_replicas) {
   Sample s;
   edgc::scenario::Scenario sc = edgc::scenario::load_scenario(scenario_path, overrides_for(c));
   const edgc::sim::ClusterSpec cluster = edgc::scenario::read_cluster(sc);
@@ -146,7 +148,7 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   // vm.max_map_count, and a case that does not fit even so is refused before SimGrid fails on it.
   const edgc::sim::ParallelSpec checked = edgc::sim::validate(mc.model, mc.parallel, cluster, "edgc_bench_iteration");
   const edgc::sim::ActorStacks stacks = edgc::sim::plan_actor_stacks(
-      edgc::sim::iteration_actors(checked, !dp_ring && edgc::sim::replicas_fold(cluster, checked, {})),
+      edgc::sim::iteration_actors(checked, !dp_ring && !all_replicas && edgc::sim::replicas_fold(cluster, checked, {})),
       edgc::sim::vm_max_map_count());
   if (!stacks.fits)
     throw std::runtime_error(std::to_string(c.gpus) + " GPUs: " + std::to_string(stacks.maps_unguarded) +
@@ -169,11 +171,14 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
 
   const auto t0 = Clock::now();
   sg4::Engine engine(&argc, argv.data());
-  const edgc::sim::Platform platform = edgc::sim::Platform::build(engine, cluster, profile);
+  const edgc::sim::Platform platform = edgc::sim::Platform::build(
+      engine, cluster, profile,
+      all_replicas ? std::vector<int>{} : edgc::sim::symmetric_fold_images(cluster, checked, {}, profile.algorithm));
   s.build_wall_s = seconds_since(t0);
   edgc::sim::IterationOptions options;
   options.force_tp_ring = tp_ring;
   options.force_dp_ring = dp_ring;
+  options.all_replicas = all_replicas;
   const auto t1 = Clock::now();
   const edgc::sim::IterationResult r =
       edgc::sim::simulate_iteration(engine, platform, mc.model, mc.parallel, mc.cost, plan, options);
@@ -189,9 +194,10 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
 }
 
 // One measurement in its own process; throws what the child threw.
-Sample run_child(const Options& opt, const Case& c, bool tp_ring, bool dp_ring) {
-  return edgc::bench::from_bytes<Sample>(edgc::bench::run_in_child(
-      "simulation", [&] { return edgc::bench::to_bytes(measure(opt.scenario_path, c, opt.cfgs, tp_ring, dp_ring)); }));
+Sample run_child(const Options& opt, const Case& c, bool tp_ring, bool dp_ring, bool all_replicas) {
+  return edgc::bench::from_bytes<Sample>(edgc::bench::run_in_child("simulation", [&] {
+    return edgc::bench::to_bytes(measure(opt.scenario_path, c, opt.cfgs, tp_ring, dp_ring, all_replicas));
+  }));
 }
 
 Base read_base(const std::string& scenario_path) {
@@ -256,7 +262,7 @@ double check_against_ring(const Options& opt, const Case& c, const Sample& first
   Sample ring;
   std::string error;
   try {
-    ring = run_child(opt, c, true, true);
+    ring = run_child(opt, c, true, true, true);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -328,7 +334,8 @@ void print_row(const Case& c, const Series& m, const Sample& first) {
 bool bench_case(const Options& opt, const Base& b, const Case& c, nlohmann::ordered_json& rows) {
   std::vector<Sample> samples;
   try {
-    for (int r = 0; r < opt.repeats; ++r) samples.push_back(run_child(opt, c, opt.tp_ring, opt.dp_ring));
+    for (int r = 0; r < opt.repeats; ++r)
+      samples.push_back(run_child(opt, c, opt.tp_ring, opt.dp_ring, opt.all_replicas));
   } catch (const std::exception& e) {
     std::printf("  %5d %4d %5d %-12s FAILED: %s\n", c.gpus, c.dp, c.global_batch, plan_name(c).c_str(), e.what());
     rows.push_back({{"gpus", c.gpus}, {"plan", plan_name(c)}, {"error", e.what()}});
@@ -354,11 +361,12 @@ int run(int argc, char** argv) {
   Options opt;
   edgc::bench::Args args(
       "[--scenario FILE] [--gpus 64,512,4096] [--repeats 3] [--rank 64] [--json FILE] [--tp-ring] [--dp-ring] "
-      "[--check] "
+      "[--all-replicas] [--check] "
       "[--cfg KEY:VALUE]...");
   args.text("--scenario", opt.scenario_path).text("--gpus", opt.gpus_text).repeats(opt.repeats);
   args.integer("--rank", opt.rank, 1).json_path("--json", opt.json_out).flag("--tp-ring", opt.tp_ring);
-  args.flag("--dp-ring", opt.dp_ring).flag("--check", opt.check).repeated("--cfg", opt.cfgs);
+  args.flag("--dp-ring", opt.dp_ring).flag("--all-replicas", opt.all_replicas).flag("--check", opt.check);
+  args.repeated("--cfg", opt.cfgs);
   if (const auto code = args.parse(argc, argv)) return *code;
   Base base;
   try {

@@ -33,6 +33,44 @@ void check_member(const Group& group, int my_index) {
   if (group.size() < 1 || my_index < 0 || my_index >= group.size())
     throw InternalError("collective '" + group.tag + "': member " + std::to_string(my_index) + " of a group of " +
                         std::to_string(group.size()));
+  if (group.period > 0 && (my_index >= group.period || group.period >= group.size() ||
+                           group.images.size() != static_cast<std::size_t>(group.period)))
+    throw InternalError("collective '" + group.tag + "': member " + std::to_string(my_index) + " of a group of " +
+                        std::to_string(group.size()) + " folded with period " + std::to_string(group.period) + " and " +
+                        std::to_string(group.images.size()) + " images");
+}
+
+void check_whole(const Group& group, const char* what) {
+  if (group.period > 0)
+    throw InternalError(std::string(what) + " over '" + group.tag + "', a group folded by symmetry (period " +
+                        std::to_string(group.period) + "): only rings run over such groups");
+}
+
+sg4::Mailbox* image_inbox(const Group& group, int channel, int member) {
+  return sg4::Mailbox::by_name(group.tag + "/image/c" + std::to_string(channel) + "/" + std::to_string(member));
+}
+
+ImageReceiver& ImageReceiver::of(const Group& group, int channel, int member) {
+  // One simulation per process, and actors are not threads: a plain map keyed by the mailbox.
+  static std::unordered_map<sg4::Mailbox*, ImageReceiver> receivers;
+  sg4::Mailbox* box = image_inbox(group, channel, member);
+  auto [it, fresh] = receivers.try_emplace(box);
+  ImageReceiver& r = it->second;
+  if (fresh) {
+    r.go_ = sg4::Semaphore::create(0);
+    r.done_ = sg4::Semaphore::create(0);
+    sg4::Host* host = group.images.at(static_cast<std::size_t>(member));
+    if (host == nullptr)
+      throw InternalError("collective '" + group.tag + "': member " + std::to_string(member) + " has no image host");
+    sg4::Actor::create(box->get_name() + "/receiver", host, [box, go = r.go_, done = r.done_] {
+      while (true) {
+        go->acquire();
+        box->get<int>();
+        done->release();
+      }
+    })->daemonize();
+  }
+  return r;
 }
 
 namespace {
@@ -224,6 +262,10 @@ std::shared_ptr<Shape> make_shape(const Group& group) {
   const int nics = nodes.regular ? static_cast<int>(nodes.heads.front().size()) : 1;
   shape->next = rings_of(group, nodes, nics);
   shape->channels = static_cast<int>(shape->next.size());
+  shape->prev.assign(shape->next.size(), std::vector<int>(static_cast<std::size_t>(d)));
+  for (std::size_t c = 0; c < shape->next.size(); ++c)
+    for (int i = 0; i < d; ++i)
+      shape->prev[c][static_cast<std::size_t>(shape->next[c][static_cast<std::size_t>(i)])] = i;
   LinkLoad step;
   for (const std::vector<int>& next : shape->next)
     for (int i = 0; i < d; ++i) {

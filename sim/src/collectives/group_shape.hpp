@@ -23,14 +23,35 @@ sg4::Mailbox* channel_inbox(const Group& group, int channel, int member);
 // The tree's mailbox of `member`.
 sg4::Mailbox* tree_inbox(const Group& group, int member);
 
-// Throws InternalError unless `my_index` is a member of `group`.
+// Throws InternalError unless `my_index` is a member of `group` that runs (below its period, Group::period).
 void check_member(const Group& group, int my_index);
+
+// Throws InternalError when `group` is folded by symmetry (Group::period > 0): `what` runs only over whole groups.
+void check_whole(const Group& group, const char* what);
+
+// Replicas folded by symmetry (Group::period): channel c's mailbox on `member`'s image host, where a ring transfer to
+// one of member's counterparts in another block goes.
+sg4::Mailbox* image_inbox(const Group& group, int channel, int member);
+// The receiving end of image_inbox(group, c, member): a daemon actor on member's image host, made on first use, that
+// takes one transfer each time post() is called and signals its arrival to arrived(); the member posts its receive
+// with post() and waits with arrived(), as it would get_async() and wait() a transfer from a member that runs.
+class ImageReceiver {
+ public:
+  static ImageReceiver& of(const Group& group, int channel, int member);
+  void post() const { go_->release(); }
+  void arrived() const { done_->acquire(); }
+
+ private:
+  sg4::SemaphorePtr go_;
+  sg4::SemaphorePtr done_;
+};
 
 struct Shape {
   std::vector<sg4::Host*> hosts;  // the group it was made for (the cache is keyed by tag; a different group with
                                   // the same tag gets a new shape)
   int channels = 1;
   std::vector<std::vector<int>> next;        // [channel][member]: ring successor
+  std::vector<std::vector<int>> prev;        // [channel][member]: ring predecessor
   bool tree = false;                         // a tree can run (see tree_estimate_s)
   int per_node = 0;                          // members on each node (0: the group is not regular)
   std::vector<std::vector<int>> tree_peers;  // [member]: the other end of each (channel, tree) edge it is on

@@ -14,6 +14,31 @@ namespace edgc::sim {
 namespace collectives {
 namespace {
 
+// One channel of a member's ring: where it sends (its successor's inbox, or the image of a successor in another
+// block: Group::period) and where it receives (its own inbox, or through its image receiver when the predecessor is
+// in another block).
+struct ChannelEnds {
+  sg4::Mailbox* out = nullptr;
+  sg4::Mailbox* in = nullptr;
+  const ImageReceiver* image = nullptr;
+};
+
+std::vector<ChannelEnds> channel_ends(const Group& group, const Shape& shape, int my_index) {
+  const int p = group.period;
+  std::vector<ChannelEnds> ends(static_cast<std::size_t>(shape.channels));
+  for (int c = 0; c < shape.channels; ++c) {
+    ChannelEnds& e = ends[static_cast<std::size_t>(c)];
+    const int next = shape.next[static_cast<std::size_t>(c)][static_cast<std::size_t>(my_index)];
+    const int prev = shape.prev[static_cast<std::size_t>(c)][static_cast<std::size_t>(my_index)];
+    e.out = p > 0 && next >= p ? image_inbox(group, c, next % p) : channel_inbox(group, c, next);
+    if (p > 0 && prev >= p)
+      e.image = &ImageReceiver::of(group, c, my_index);
+    else
+      e.in = channel_inbox(group, c, my_index);
+  }
+  return ends;
+}
+
 // `steps` ring steps of `chunk` bytes over every channel at once: post the sends first so that neighbours'
 // rendezvous can match in any order.
 void ring_steps_of(const Group& group, int my_index, int steps, std::uint64_t chunk) {
@@ -21,35 +46,34 @@ void ring_steps_of(const Group& group, int my_index, int steps, std::uint64_t ch
   const int d = group.size();
   if (d == 1 || chunk == 0) return;
   const Shape& shape = shape_of(group);
-  const int channels = shape.channels;
-  const std::uint64_t part = ring_channel_part_bytes(chunk, channels);
-  std::vector<sg4::Mailbox*> next(static_cast<std::size_t>(channels));
-  std::vector<sg4::Mailbox*> mine(static_cast<std::size_t>(channels));
-  for (int c = 0; c < channels; ++c) {
-    next[static_cast<std::size_t>(c)] =
-        channel_inbox(group, c, shape.next[static_cast<std::size_t>(c)][static_cast<std::size_t>(my_index)]);
-    mine[static_cast<std::size_t>(c)] = channel_inbox(group, c, my_index);
-  }
-  if (channels == 1) {
+  const std::uint64_t part = ring_channel_part_bytes(chunk, shape.channels);
+  const std::vector<ChannelEnds> ends = channel_ends(group, shape, my_index);
+  if (ends.size() == 1 && ends[0].image == nullptr) {
     for (int s = 0; s < steps; ++s) {
-      sg4::CommPtr out = next[0]->put_async(&g_payload, part);
-      mine[0]->get<int>();
+      sg4::CommPtr out = ends[0].out->put_async(&g_payload, part);
+      ends[0].in->get<int>();
       out->wait();
     }
   } else {
     // Every receive is posted before any is waited for: a transfer starts only once its receive is posted.
-    std::vector<sg4::CommPtr> comms(2 * static_cast<std::size_t>(channels));
-    std::vector<int*> got(static_cast<std::size_t>(channels));
+    std::vector<sg4::CommPtr> comms;
+    std::vector<int*> got(ends.size());
     for (int s = 0; s < steps; ++s) {
-      for (std::size_t c = 0; c < next.size(); ++c) {
-        comms[2 * c] = next[c]->put_async(&g_payload, part);
-        comms[2 * c + 1] = mine[c]->get_async<int>(&got[c]);
+      comms.clear();
+      for (std::size_t c = 0; c < ends.size(); ++c) {
+        comms.push_back(ends[c].out->put_async(&g_payload, part));
+        if (ends[c].image != nullptr)
+          ends[c].image->post();
+        else
+          comms.push_back(ends[c].in->get_async<int>(&got[c]));
       }
       for (const sg4::CommPtr& comm : comms) comm->wait();
+      for (const ChannelEnds& e : ends)
+        if (e.image != nullptr) e.image->arrived();
     }
   }
   XBT_DEBUG("%s: member %d done after %d steps of %llu B on %d channel(s)", group.tag.c_str(), my_index, steps,
-            static_cast<unsigned long long>(chunk), channels);
+            static_cast<unsigned long long>(chunk), shape.channels);
 }
 
 bool ring_runs_over(const Group&) { return true; }

@@ -115,6 +115,7 @@ double tree_estimate_s(const Group& group, std::uint64_t bytes) {
 void tree_all_reduce(const Group& group, int my_index, std::uint64_t bytes) {
   using namespace collectives;
   check_member(group, my_index);
+  check_whole(group, "a tree all-reduce");
   if (group.size() < 2 || bytes == 0) return;
   const Shape& shape = shape_of(group);
   if (!shape.tree) throw InternalError("collective '" + group.tag + "': no tree over this group");

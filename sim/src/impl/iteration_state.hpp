@@ -128,6 +128,10 @@ struct IterationState {
   // mirror) only its DP sync onwards, starting when its counterpart in the first block reaches its sync, whose
   // semaphore (by rank) it releases once per mirror.
   bool mirrored = false;
+  // The replicas whose pipelines run: the first pipeline_replicas (all of them, or the folded, mirrored or
+  // symmetric block: replicas folded by symmetry run the first block alone, their DP and expert-DP groups folded
+  // with Group::period; impl/symmetric_fold.hpp).
+  int pipeline_replicas = 0;
   std::vector<sg4::SemaphorePtr> sync_reached;
   bool fused_embedding = false;  // embedding_groups are the fused 2·dp groups (fused_embedding_sync_applies)
   std::vector<StageWork> stages;

@@ -40,6 +40,7 @@
 #include <optional>
 #include <simgrid/s4u.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgc/sim/spec.hpp"
@@ -52,8 +53,18 @@ class Platform;  // platform.hpp
 
 /// The members of a collective in ring order: member i sends to member (i + 1) % size.
 struct Group {
+  Group() = default;
+  Group(std::vector<sg4::Host*> members, std::string name) : hosts(std::move(members)), tag(std::move(name)) {}
+
   std::vector<sg4::Host*> hosts;  ///< one per member, not owned; hosts[i] runs member i's actor
   std::string tag;                ///< unique per group and purpose among concurrent collectives, e.g. "dp0", "tp3"
+  /// Replicas folded by symmetry (sim/README.md, "Replicas that fold by symmetry"): 0 (every member runs), or p
+  /// with 0 < p < size: only members [0, p) run, and the group with its rings is invariant under the shift i → i + p
+  /// (mod size). A ring transfer to a member j ≥ p then goes to images[j % p] (Platform::image), and one that member
+  /// i receives from a member ≥ p arrives there, taken by a proxy actor on images[i]. Rings only (reduce-scatter,
+  /// all-gather, the ring all-reduce); the other collectives refuse such a group (InternalError).
+  int period = 0;
+  std::vector<sg4::Host*> images;  ///< [member < period]
 
   int size() const noexcept { return static_cast<int>(hosts.size()); }
 };

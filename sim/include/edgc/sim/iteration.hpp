@@ -186,6 +186,19 @@ bool replicas_mirror(const Platform& platform, const ParallelSpec& parallel, con
 bool replicas_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
                    CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
+/// Replicas that fold by symmetry (sim/README.md): the GPUs that Platform::build should give image hosts so that
+/// simulate_iteration() can run the first block of replicas alone where replicas_fold() says no but shifting the
+/// blocks maps the platform, the traffic and the rings onto themselves (overlapped gradient buckets with pp > 1,
+/// NICs shared by two GPUs, cube-mesh nodes): the first block's GPUs, where a block exists (a star fabric, no
+/// compute variability, no fused embedding sync, a shift of whole nodes; impl/symmetric_fold.hpp) and the
+/// description alone does not fold the replicas (replicas_fold(ClusterSpec, …, `algorithm`)); else none.
+/// simulate_iteration() then also checks that only the DP and expert-DP rings cross between blocks, that their
+/// all-reduces run as rings, and that the rings shift with the blocks; where not, it simulates every replica (or
+/// mirrors). `parallel` validated. Without record_timeline or all_replicas only.
+std::vector<int> symmetric_fold_images(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                                       const ComputeVariability& variability,
+                                       CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
+
 /// One transformer layer of stage 0 for one micro-batch on one GPU, as simulate_iteration charges it (the figures to
 /// set beside a per-layer measurement, e.g. Korthikanti et al. 2022, Table 4): compute from layer_compute()
 /// (recomputation, and without gradient-accumulation fusion the layer's share of the accumulation, in the

@@ -8,6 +8,8 @@
 //      ├─ NVLink links: NVSwitch → one split-duplex link "n<n>-nvl<g>" per GPU to the switch;
 //      │                DGX-1 cube-mesh → one split-duplex link "n<n>-nvl<i>-<j>" per directly wired pair
 //      └─ NIC links "n<n>-nic<k>": gpus_per_node / nics_per_node GPUs share NIC k (GPU g uses NIC g / share)
+//   └─ zone "images" (FullZone, only when build() is given image GPUs; star fabric only), gateway "images-rtr"
+//      └─ hosts "n<n>-g<g>-image": the image of GPU (n, g), reached over that GPU's NIC down-link
 // Global rank r is GPU r % gpus_per_node of node r / gpus_per_node.
 //
 // Latencies: a route inside a node costs `intra_latency_us` per GPU-to-GPU hop (split over the two NVSwitch links;
@@ -53,7 +55,15 @@ class Platform {
   /// logging below "critical", builds the zones, hosts and links of `spec`, and, for the calibrated profile,
   /// installs the size-dependent bandwidth/latency factors. One call per process: SimGrid cannot be reset.
   /// Throws ConfigError when `spec` is invalid (see validate()).
-  static Platform build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile);
+  ///
+  /// `image_gpus` (global ranks; star fabric only, ignored on a fat tree): each gets an image host, whose route from
+  /// any GPU of another node, or from a GPU of the same node, is that GPU's NIC up-link then the imaged GPU's NIC
+  /// down-link (the inter-node latency, the inter-node curve of the calibrated profile): what a transfer from the
+  /// sender to the imaged GPU's counterpart on another node crosses, with the counterpart's down-link taken by the
+  /// imaged GPU's. Replicas folded by symmetry receive their ring transfers from other blocks there
+  /// (symmetric_fold_images(), iteration.hpp; sim/README.md, "Replicas that fold by symmetry").
+  static Platform build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile,
+                        const std::vector<int>& image_gpus = {});
 
   int gpus() const noexcept { return static_cast<int>(hosts_.size()); }
   int nodes() const noexcept { return spec_.nodes; }
@@ -61,6 +71,8 @@ class Platform {
   int node_of(int global_rank) const noexcept { return global_rank / spec_.gpus_per_node; }
   /// Host of a GPU by global rank; throws edgc::InternalError when out of range.
   sg4::Host* gpu(int global_rank) const;
+  /// The image host of a GPU (build()'s image_gpus), or nullptr when it has none.
+  sg4::Host* image(int global_rank) const;
   const ClusterSpec& spec() const noexcept { return spec_; }
   /// The network profile build() installed.
   const NetworkProfile& profile() const noexcept { return profile_; }
@@ -76,7 +88,8 @@ class Platform {
   Platform(const ClusterSpec& spec, const NetworkProfile& profile) : spec_(spec), profile_(profile) {}
   ClusterSpec spec_;
   NetworkProfile profile_;
-  std::vector<sg4::Host*> hosts_;  ///< by global rank; owned by the engine
+  std::vector<sg4::Host*> hosts_;   ///< by global rank; owned by the engine
+  std::vector<sg4::Host*> images_;  ///< by global rank, nullptr where none (empty when no GPU has one)
 };
 
 }  // namespace edgc::sim

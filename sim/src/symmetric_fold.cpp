@@ -1,0 +1,124 @@
+// Replicas that fold by symmetry (impl/symmetric_fold.hpp): the block, the checks and the folded groups. The
+// argument: sim/README.md, "Replicas that fold by symmetry".
+#include "impl/symmetric_fold.hpp"
+
+#include <cstddef>
+#include <vector>
+
+#include "collectives/group_shape.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/iteration.hpp"
+
+namespace edgc::sim::impl {
+namespace {
+
+// The GPU that `rank` becomes when every replica moves `block` replicas on (around the DP group).
+int shifted(const Layout& layout, int rank, int block) {
+  RankCoord c = layout.coord_of(rank);
+  c.dp = (c.dp + block) % layout.dp();
+  return layout.rank_of(c);
+}
+
+// Whether that shift maps every node the layout uses onto one node, GPU index for GPU index (then it maps every
+// link of a star platform onto a link of the same kind: a node's NVLink and NIC links by GPU index).
+bool shift_maps_nodes(const Layout& layout, int gpus_per_node, int block) {
+  std::vector<int> image(static_cast<std::size_t>(layout.world_size() / gpus_per_node + 1), -1);
+  for (int r = 0; r < layout.world_size(); ++r) {
+    const int to = shifted(layout, r, block);
+    if (to % gpus_per_node != r % gpus_per_node) return false;
+    int& node = image[static_cast<std::size_t>(r / gpus_per_node)];
+    if (node < 0) node = to / gpus_per_node;
+    if (node != to / gpus_per_node) return false;
+  }
+  return true;
+}
+
+// Whether every all-reduce of `sizes` over `group` runs as the ring.
+bool rings_run(const Group& group, const std::vector<std::uint64_t>& sizes) {
+  const CollectiveAlgorithm setting = allreduce_algorithm();
+  if (setting == CollectiveAlgorithm::kRing) return true;
+  if (setting != CollectiveAlgorithm::kAuto) return false;
+  for (const std::uint64_t bytes : sizes)
+    if (bytes > 0 && chosen_allreduce_algorithm(group, bytes) != CollectiveAlgorithm::kRing) return false;
+  return true;
+}
+
+// Whether `group` (its ranks `ranks`), folded with `period` members per block, shifts with the blocks: member
+// i + period is member i shifted, and so is every ring channel's successor.
+bool group_shifts(const Layout& layout, int block, const RankGroup& ranks, const Group& group, int period) {
+  const int d = group.size();
+  if (period <= 0 || d % period != 0 || d / period < 2) return false;
+  for (int i = 0; i < d; ++i)
+    if (shifted(layout, ranks.ranks[static_cast<std::size_t>(i)], block) !=
+        ranks.ranks[static_cast<std::size_t>((i + period) % d)])
+      return false;
+  const collectives::Shape& shape = collectives::shape_of(group);
+  for (const std::vector<int>& next : shape.next)
+    for (int i = 0; i < d; ++i)
+      if (next[static_cast<std::size_t>((i + period) % d)] != (next[static_cast<std::size_t>(i)] + period) % d)
+        return false;
+  return true;
+}
+
+}  // namespace
+
+int symmetric_block(const ClusterSpec& cluster, const ParallelSpec& par, const ComputeVariability& variability) {
+  if (par.dp < 2 || cluster.fabric != Fabric::kStar || variability.compute_jitter_cv != 0.0 ||
+      variability.straggler_probability != 0.0 || fused_embedding_sync_applies(par))
+    return 0;
+  const Layout layout(par, cluster.gpus_per_node);
+  for (int block = folded_replicas(par); 2 * block <= par.dp; block += folded_replicas(par))
+    if (par.dp % block == 0 && shift_maps_nodes(layout, cluster.gpus_per_node, block)) return block;
+  return 0;
+}
+
+bool folds_by_symmetry(const Platform& platform, const ParallelSpec& par, const Layout& layout, int block,
+                       const AllReduceSizes& sizes) {
+  if (block <= 0) return false;
+  for (int r = 0; r < layout.world_size(); ++r) {
+    if (layout.coord_of(r).dp >= block) continue;
+    if (platform.image(r) == nullptr) return false;
+    for (const Exchange& e : sent_by(layout, par, r))
+      if (layout.coord_of(e.dst).dp >= block && e.traffic != Traffic::kDataParallel &&
+          e.traffic != Traffic::kExpertDataParallel)
+        return false;
+  }
+  const auto all_shift = [&](const std::vector<RankGroup>& ranks, int period, const std::vector<std::uint64_t>& s) {
+    for (const RankGroup& g : ranks) {
+      const Group on = on_platform(platform, {g}).front();
+      if (!rings_run(on, s) || !group_shifts(layout, block, g, on, period)) return false;
+    }
+    return true;
+  };
+  if (!all_shift(dp_rank_groups(layout), block, sizes.dp)) return false;
+  return !par.expert_groups || expert_dp_size(par) < 2 ||
+         all_shift(edp_rank_groups(layout, par), block * par.tp / par.ep, sizes.edp);
+}
+
+void fold_groups(std::vector<Group>& groups, const std::vector<RankGroup>& ranks, int period,
+                 const Platform& platform) {
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].size() < 2) continue;
+    groups[g].period = period;
+    groups[g].images.clear();
+    for (int i = 0; i < period; ++i)
+      groups[g].images.push_back(platform.image(ranks[g].ranks[static_cast<std::size_t>(i)]));
+  }
+}
+
+}  // namespace edgc::sim::impl
+
+namespace edgc::sim {
+
+std::vector<int> symmetric_fold_images(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                                       const ComputeVariability& variability, CollectiveAlgorithm algorithm) {
+  const int block = impl::symmetric_block(cluster, parallel, variability);
+  if (block == 0 || replicas_fold(cluster, parallel, variability, algorithm)) return {};
+  const Layout layout(parallel, cluster.gpus_per_node);
+  std::vector<int> gpus;
+  for (int r = 0; r < layout.world_size(); ++r)
+    if (layout.coord_of(r).dp < block) gpus.push_back(r);
+  return gpus;
+}
+
+}  // namespace edgc::sim
