@@ -35,8 +35,11 @@ std::unique_ptr<simgrid::s4u::Engine> boot_engine(bool guard_pages) {
 }
 
 std::int64_t iteration_actors(const ParallelSpec& parallel, bool replicas_folded) {
-  const std::int64_t gpus = static_cast<std::int64_t>(parallel.tp) * parallel.pp *
-                            (replicas_folded ? folded_replicas(parallel) : parallel.dp);
+  return replica_actors(parallel, replicas_folded ? folded_replicas(parallel) : parallel.dp);
+}
+
+std::int64_t replica_actors(const ParallelSpec& parallel, int replicas) {
+  const std::int64_t gpus = static_cast<std::int64_t>(parallel.tp) * parallel.pp * replicas;
   const bool gathers = parallel.distributed_optimizer && parallel.overlap_param_gather;
   return gpus * (1 + (parallel.overlap_grad_reduce ? 1 : 0) + (gathers ? 1 : 0));
 }

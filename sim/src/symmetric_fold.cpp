@@ -3,10 +3,13 @@
 #include "impl/symmetric_fold.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <unordered_set>
 #include <vector>
 
 #include "collectives/group_shape.hpp"
 #include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
 
 namespace edgc::sim::impl {
@@ -119,6 +122,27 @@ std::vector<int> symmetric_fold_images(const ClusterSpec& cluster, const Paralle
   for (int r = 0; r < layout.world_size(); ++r)
     if (layout.coord_of(r).dp < block) gpus.push_back(r);
   return gpus;
+}
+
+std::int64_t symmetric_fold_actors(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                                   const ComputeVariability& variability, CollectiveAlgorithm algorithm) {
+  const std::vector<int> images = symmetric_fold_images(cluster, parallel, variability, algorithm);
+  if (images.empty() || algorithm == CollectiveAlgorithm::kTree) return 0;
+  const Layout layout(parallel, cluster.gpus_per_node);
+  const auto one_per_node = [&layout](const std::vector<impl::RankGroup>& groups) {
+    for (const impl::RankGroup& g : groups) {
+      std::unordered_set<int> nodes;
+      for (const int r : g.ranks)
+        if (!nodes.insert(layout.node_of(r)).second) return false;
+    }
+    return true;
+  };
+  const std::vector<impl::RankGroup> dp = impl::dp_rank_groups(layout);
+  const std::vector<impl::RankGroup> edp =
+      parallel.expert_groups ? impl::edp_rank_groups(layout, parallel) : std::vector<impl::RankGroup>{};
+  if (!one_per_node(dp) || !one_per_node(edp)) return 0;
+  const int block = impl::symmetric_block(cluster, parallel, variability);
+  return replica_actors(parallel, block) + static_cast<std::int64_t>(dp.size() + edp.size());
 }
 
 }  // namespace edgc::sim

@@ -70,10 +70,12 @@ ModelSpec model_of(const Scenario& s) {
 }
 
 // One simulation of `s` on a platform with the images symmetric_fold_images() asks for; the extra numbers are the
-// messages posted and the number of imaged GPUs.
+// messages posted, the number of imaged GPUs, the actors created and symmetric_fold_actors().
 std::string simulate(const Scenario& s, bool all_replicas) {
   std::uint64_t comms = 0;
+  std::uint64_t actors = 0;
   sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
+  sg4::Actor::on_creation_cb([&actors](sg4::Actor&) { ++actors; });
   const ModelSpec model = model_of(s);
   const ParallelSpec par = validate(model, s.parallel, s.cluster);
   const std::vector<int> images =
@@ -85,20 +87,31 @@ std::string simulate(const Scenario& s, bool all_replicas) {
   CostParams params;
   params.compute_efficiency = 0.5;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, s.plan, options);
-  return test::to_text(r, {static_cast<double>(comms), static_cast<double>(images.size())});
+  return test::to_text(r, {static_cast<double>(comms), static_cast<double>(images.size()), static_cast<double>(actors),
+                           static_cast<double>(symmetric_fold_actors(s.cluster, par, s.variability,
+                                                                     s.profile.algorithm))});
 }
 
 // Folded by symmetry in blocks of `block` replicas against every replica: every figure alike, the first block's GPUs
-// imaged, and dp / block times fewer messages (each block's members send what they would, some to images).
-void expect_symmetric_fold_exact(const Scenario& s, int block) {
+// imaged, and dp / block times fewer messages (each block's members send what they would, some to images). Where
+// the description alone proves the fold (`certain`: every DP group one member per node), symmetric_fold_actors()
+// bounds the actors the run created (a stage compressed by PowerSGD has no bucket actor); elsewhere it is 0.
+// Returns the folded run.
+ChildResult expect_symmetric_fold_exact(const Scenario& s, int block, bool certain = true) {
   const ChildResult folded = test::simulate_in_child([&s] { return simulate(s, false); });
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   EXPECT_GT(folded.result.iteration_s, 0.0);
   test::expect_same_result(folded.result, all.result);
-  ASSERT_EQ(folded.extra.size(), 2U);
-  ASSERT_EQ(all.extra.size(), 2U);
+  EXPECT_EQ(folded.extra.size(), 4U);
+  EXPECT_EQ(all.extra.size(), 4U);
+  if (folded.extra.size() != 4U || all.extra.size() != 4U) return folded;
   EXPECT_EQ(folded.extra[1], s.parallel.tp * s.parallel.pp * block) << "the first block's GPUs have images";
   EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.dp / block, all.extra[0]) << "each block sends the same messages";
+  if (certain)
+    EXPECT_GE(folded.extra[3], folded.extra[2]) << "symmetric_fold_actors() against the actors created";
+  else
+    EXPECT_EQ(folded.extra[3], 0.0);
+  return folded;
 }
 
 // Outside the argument: every replica runs (as many messages as with all_replicas), and the figures are the same.
@@ -106,12 +119,19 @@ void expect_every_replica(const Scenario& s) {
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   test::expect_same_result(run.result, all.result);
-  ASSERT_EQ(run.extra.size(), 2U);
-  ASSERT_EQ(all.extra.size(), 2U);
+  ASSERT_EQ(run.extra.size(), 4U);
+  ASSERT_EQ(all.extra.size(), 4U);
   EXPECT_EQ(run.extra[0], all.extra[0]) << "every replica's messages";
 }
 
-TEST(SymmetricFold, OverlappedBucketsWithPipelineSends) { expect_symmetric_fold_exact(overlapped(), 1); }
+// Every GPU of replica 0 runs its worker and its bucket actor, and each of the 16 DP groups one image receiver:
+// exactly what symmetric_fold_actors() counts.
+TEST(SymmetricFold, OverlappedBucketsWithPipelineSends) {
+  const ChildResult folded = expect_symmetric_fold_exact(overlapped(), 1);
+  ASSERT_EQ(folded.extra.size(), 4U);
+  EXPECT_EQ(folded.extra[2], 16 * 2 + 16);
+  EXPECT_EQ(folded.extra[3], folded.extra[2]);
+}
 
 TEST(SymmetricFold, OverlappedBucketsWithPowerSgdPerStageOnTheCalibratedProfile) {
   Scenario s = overlapped();
@@ -162,7 +182,7 @@ TEST(SymmetricFold, BlocksOfTwoReplicasPerNode) {
   s.parallel.overlap_grad_reduce = true;
   s.parallel.grad_bucket_params = 5000000;
   s.profile.algorithm = CollectiveAlgorithm::kRing;
-  expect_symmetric_fold_exact(s, 2);
+  expect_symmetric_fold_exact(s, 2, false);
 }
 
 // A mixture of experts (tp 1, ep 4, expert-parallel groups inside a node) with overlapped buckets beside the
@@ -177,15 +197,16 @@ TEST(SymmetricFold, MixtureOfExpertsWithOverlappedBuckets) {
   s.parallel.grad_bucket_params = 2000000;
   s.profile.algorithm = CollectiveAlgorithm::kRing;
   s.plan = powersgd_plan(2, 8);
-  expect_symmetric_fold_exact(s, 8);
+  expect_symmetric_fold_exact(s, 8, false);
 }
 
 TEST(SymmetricFold, NotWithComputeJitter) {
   Scenario s = overlapped();
   s.variability.compute_jitter_cv = 0.1;
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
-  ASSERT_EQ(run.extra.size(), 2U);
+  ASSERT_EQ(run.extra.size(), 4U);
   EXPECT_EQ(run.extra[1], 0.0) << "no images under jitter";
+  EXPECT_EQ(run.extra[3], 0.0);
 }
 
 TEST(SymmetricFold, NotOnAFatTree) {

@@ -39,6 +39,8 @@ inline constexpr std::int64_t kBaseMappings = 1024;
 /// folded_replicas() DP replicas when `replicas_folded`, see replicas_fold()), plus one per simulated GPU for the
 /// overlapped gradient-bucket all-reduce (ParallelSpec::overlap_grad_reduce).
 std::int64_t iteration_actors(const ParallelSpec& parallel, bool replicas_folded = false);
+/// The same for the first `replicas` DP replicas (iteration_actors counts folded_replicas() or dp of them).
+std::int64_t replica_actors(const ParallelSpec& parallel, int replicas);
 
 /// /proc/sys/vm/max_map_count, or Linux's default 65530 where it cannot be read.
 std::int64_t vm_max_map_count();

@@ -199,6 +199,15 @@ std::vector<int> symmetric_fold_images(const ClusterSpec& cluster, const Paralle
                                        const ComputeVariability& variability,
                                        CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
+/// The actors simulate_iteration() runs where symmetric_fold_images() images GPUs and the description alone proves
+/// that it then folds by symmetry: every DP and expert-DP group with one member per node (one ring in member order,
+/// which shifts with the blocks, and never a tree under auto). Then: the first block's GPUs' actors
+/// (replica_actors) plus one image receiver per DP and expert-DP group. 0 where that is not certain (the actor-stack
+/// check then counts every replica, as simulate_iteration may fall back to them).
+std::int64_t symmetric_fold_actors(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                                   const ComputeVariability& variability,
+                                   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
+
 /// One transformer layer of stage 0 for one micro-batch on one GPU, as simulate_iteration charges it (the figures to
 /// set beside a per-layer measurement, e.g. Korthikanti et al. 2022, Table 4): compute from layer_compute()
 /// (recomputation, and without gradient-accumulation fusion the layer's share of the accumulation, in the
