@@ -116,6 +116,14 @@ double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& paralle
   return bytes;
 }
 
+double dispatch_buffer_bytes(const ModelSpec& model, const ParallelSpec& parallel) {
+  if (!model.moe()) return 0.0;
+  const double tokens =
+      static_cast<double>(model.seq_len) * model.micro_batch_size / (parallel.sequence_parallel ? parallel.tp : 1);
+  return (model.moe_load_factor + 1.0) * model.top_k * tokens * static_cast<double>(model.hidden) *
+         bytes_per_element(model.dtype);
+}
+
 std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec& parallel) {
   const double e = bytes_per_element(model.dtype);
   const double master = model.dtype == "fp32" ? 0.0 : kMasterWeightBytes;
@@ -136,6 +144,8 @@ std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec
     const auto [peak, passes] = schedule_peak(model, parallel, s);
     m.activations_bytes = peak;
     m.inflight_passes = passes;
+    if (model.moe() && stage_layer_mix(model, parallel, s).moe > 0)
+      m.dispatch_bytes = dispatch_buffer_bytes(model, parallel);
     if (model.recompute == Recompute::kFull) {  // one layer's activations, the larger kind's with dense layers
       m.recompute_bytes = layer_activation_bytes(model, parallel);
       if (model.moe() && stage_layer_mix(model, parallel, s).dense > 0)
@@ -159,7 +169,8 @@ void check_fits(const std::vector<StageMemory>& stages, double capacity_GiB, con
                     "the layout does not fit: needs " + gib_text(worst->total_bytes()) + " GiB per GPU on stage " +
                         std::to_string(worst->stage) + " (weights " + gib_text(worst->weights_bytes) + ", gradients " +
                         gib_text(worst->gradients_bytes) + ", optimizer " + gib_text(worst->optimizer_bytes) +
-                        ", activations " + gib_text(worst->activations_bytes + worst->recompute_bytes) +
+                        ", activations " +
+                        gib_text(worst->activations_bytes + worst->recompute_bytes + worst->dispatch_bytes) +
                         "), the GPU has " + cap + " GiB");
 }
 

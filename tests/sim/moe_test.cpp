@@ -210,6 +210,46 @@ TEST(Moe, CombinedOneFOneBHoldsOneMoreMicroBatchWithoutPipelining) {
   EXPECT_DOUBLE_EQ(combined.activations_bytes, 2 * plain.activations_bytes);
 }
 
+// The token dispatcher's buffers of one MoE layer: the experts' output rows (load · k per token) beside the combine
+// all-to-all's receive buffer (k per token), by hand: Mixtral's 4096-token micro-batch, k 2, h 4096, bf16, load
+// 1.25 → (1.25 + 1) · 2 · 4096 · 4096 · 2 bytes; ÷ tp with sequence parallelism; in the stage's peak; none for a
+// dense model or a stage of dense layers only.
+TEST(Moe, DispatchBuffersByHand) {
+  ModelSpec m = mixtral();
+  m.global_batch_size = 32;
+  m.moe_load_factor = 1.25;
+  ParallelSpec p = test::layout(1, 1, 8);
+  p.ep = 8;
+  p = validate(m, p, test::h100_like(1), "moe.json");
+  const double by_hand = 2.25 * 2 * 4096.0 * 4096 * 2;
+  EXPECT_DOUBLE_EQ(dispatch_buffer_bytes(m, p), by_hand);
+  const StageMemory s = stage_memory(m, p)[0];
+  EXPECT_DOUBLE_EQ(s.dispatch_bytes, by_hand);
+  EXPECT_DOUBLE_EQ(s.total_bytes(), s.weights_bytes + s.gradients_bytes + s.optimizer_bytes + s.activations_bytes +
+                                        s.recompute_bytes + by_hand);
+  ParallelSpec sp = test::layout(2, 1, 4);
+  sp.ep = 8;
+  sp.sequence_parallel = true;
+  sp = validate(m, sp, test::h100_like(1), "moe.json");
+  EXPECT_DOUBLE_EQ(dispatch_buffer_bytes(m, sp), by_hand / 2);
+
+  ModelSpec dense = m;
+  dense.experts = 0;
+  dense.top_k = 0;
+  EXPECT_DOUBLE_EQ(dispatch_buffer_bytes(dense, test::layout(1, 1, 8)), 0.0);
+
+  ModelSpec half = m;  // the first 16 layers dense: pp 2's stage 0 holds no MoE layer
+  half.ffn_hidden = 14336;
+  half.moe_layer_pattern.assign(32, 1);
+  for (int i = 0; i < 16; ++i) half.moe_layer_pattern[static_cast<std::size_t>(i)] = 0;
+  ParallelSpec pp2 = test::layout(1, 2, 8);
+  pp2.ep = 8;
+  pp2 = validate(half, pp2, test::h100_like(2), "moe.json");
+  const std::vector<StageMemory> stages = stage_memory(half, pp2);
+  EXPECT_DOUBLE_EQ(stages[0].dispatch_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(stages[1].dispatch_bytes, by_hand);
+}
+
 TEST(Moe, CombinedOneFOneBOnlyWhereMegatronCoreRunsIt) {
   // Without pipelining (combined_1f1b.py's interleaved variant is not modelled); ep > 1; no full recomputation; an
   // MoE model.

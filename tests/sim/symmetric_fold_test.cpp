@@ -87,9 +87,9 @@ std::string simulate(const Scenario& s, bool all_replicas) {
   CostParams params;
   params.compute_efficiency = 0.5;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, s.plan, options);
-  return test::to_text(r, {static_cast<double>(comms), static_cast<double>(images.size()), static_cast<double>(actors),
-                           static_cast<double>(symmetric_fold_actors(s.cluster, par, s.variability,
-                                                                     s.profile.algorithm))});
+  return test::to_text(
+      r, {static_cast<double>(comms), static_cast<double>(images.size()), static_cast<double>(actors),
+          static_cast<double>(symmetric_fold_actors(s.cluster, par, s.variability, s.profile.algorithm))});
 }
 
 // Folded by symmetry in blocks of `block` replicas against every replica: every figure alike, the first block's GPUs

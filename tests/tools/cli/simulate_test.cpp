@@ -251,6 +251,18 @@ TEST(SimulateBundled, EveryScenarioRunsTheAuthorsPortBesideTheOthers) {
     ASSERT_EQ(result["runs"].size(), 4U) << scenario;
     EXPECT_EQ(result["verdict"]["runs"].size(), 3U) << scenario;
     EXPECT_EQ(result["break_even"]["stages"].size(), result["parallelism"]["pp"].get<std::size_t>()) << scenario;
+    // Memory: every stage's peak is the sum of its parts; a mixture of experts adds its dispatcher's buffers.
+    const bool moe = result.dump().find("\"mixture_of_experts\"") != std::string::npos;
+    for (const json& st : result["memory"]["stages"]) {
+      const double parts = st["weights_GiB"].get<double>() + st["gradients_GiB"].get<double>() +
+                           st["optimizer_GiB"].get<double>() + st["activations_GiB"].get<double>() +
+                           st["recompute_GiB"].get<double>() + st.value("dispatch_GiB", 0.0);
+      EXPECT_NEAR(st["peak_GiB"].get<double>(), parts, 1e-9) << scenario;
+      EXPECT_EQ(st.contains("dispatch_GiB"), moe) << scenario;
+      if (moe) {
+        EXPECT_GT(st.value("dispatch_GiB", 0.0), 0.0) << scenario;
+      }
+    }
     const int r_max = result["run"]["r_max"].get<int>();
     for (const json& seg : result["runs"][3]["rank_schedule"])
       for (const json& rank : seg["ranks"]) {

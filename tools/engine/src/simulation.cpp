@@ -92,6 +92,7 @@ ordered_json memory_section(const SimulationSetup& st, const std::optional<doubl
                     {"activations_GiB", sim::to_GiB(m.activations_bytes)},
                     {"recompute_GiB", sim::to_GiB(m.recompute_bytes)},
                     {"inflight_passes", m.inflight_passes}});
+    if (st.model.moe()) list.back()["dispatch_GiB"] = sim::to_GiB(m.dispatch_bytes);
   }
   out["peak_GiB"] = sim::to_GiB(stages[peak].total_bytes());
   out["peak_stage"] = stages[peak].stage;
@@ -126,9 +127,10 @@ bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& 
                       const sim::ComputeVariability& variability, sim::CollectiveAlgorithm algorithm, bool timeline,
                       const std::string& w, std::vector<std::string>& warnings) {
   const bool folded = !timeline && sim::replicas_fold(cluster, par, variability, algorithm);
-  const std::int64_t symmetric = timeline || folded ? 0 : sim::symmetric_fold_actors(cluster, par, variability, algorithm);
-  const sim::ActorStacks s = sim::plan_actor_stacks(symmetric > 0 ? symmetric : sim::iteration_actors(par, folded),
-                                                    sim::vm_max_map_count());
+  const std::int64_t symmetric =
+      timeline || folded ? 0 : sim::symmetric_fold_actors(cluster, par, variability, algorithm);
+  const sim::ActorStacks s =
+      sim::plan_actor_stacks(symmetric > 0 ? symmetric : sim::iteration_actors(par, folded), sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
   const std::string sysctl = "sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded);

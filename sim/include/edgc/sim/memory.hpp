@@ -24,10 +24,17 @@
 //  * the activations held at once are the largest sum over the (micro-batch, chunk) passes the schedule has
 //    forwarded and not yet backwarded (pass_order(), pipeline_schedule.hpp): all m for GPipe, min(pp − s, m) for
 //    1F1B, Megatron's (pp − s − 1)·2 + (v − 1)·pp + 1 chunk passes for the interleaved schedule.
-// Peak = weights + gradients + optimizer + activations + recompute working set: a lower bound of a real run's
-// peak, which also holds the CUDA context, NCCL buffers, allocator fragmentation, temporary buffers of one layer
-// and (Megatron's fp16 optimizer) an fp32 copy of the gradients during the step. A layout rejected here certainly
-// does not fit; one accepted may still not.
+//  * a mixture of experts' token dispatcher (Megatron-Core's all-to-all dispatcher, megatron/core/transformer/moe/
+//    token_dispatcher.py): while an MoE layer combines its experts' outputs, the experts' output rows (load · k per
+//    token of the GPU's share, T = s·b, ÷ t with sequence parallelism) and the combine all-to-all's receive buffer
+//    (k per token) are alive at once and neither is kept for the backward pass (the dispatch's receive buffer is:
+//    it is fc1's saved input, counted in the layer's activations), and the backward pass mirrors it with their
+//    gradients: (load + 1) · k · T · h · e for one MoE layer at a time (`dispatch_bytes`; 0 for a dense model or a
+//    stage without MoE layers).
+// Peak = weights + gradients + optimizer + activations + recompute working set + dispatch buffers: a lower bound of
+// a real run's peak, which also holds the CUDA context, NCCL buffers, allocator fragmentation, other temporary
+// buffers of one layer and (Megatron's fp16 optimizer) an fp32 copy of the gradients during the step. A layout
+// rejected here certainly does not fit; one accepted may still not.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,9 +52,10 @@ struct StageMemory {
   double optimizer_bytes = 0.0;    ///< fp32 master weights + two moments (÷ dp when distributed)
   double activations_bytes = 0.0;  ///< kept for the backward pass, at the schedule's peak
   double recompute_bytes = 0.0;    ///< one layer's full activations during its recomputation (0 without)
+  double dispatch_bytes = 0.0;     ///< one MoE layer's token-dispatcher buffers (0 without MoE layers)
   int inflight_passes = 0;         ///< (micro-batch, chunk) passes whose activations are held at that peak
   double total_bytes() const noexcept {
-    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + recompute_bytes;
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + recompute_bytes + dispatch_bytes;
   }
 };
 
@@ -59,6 +67,10 @@ double layer_activation_bytes(const ModelSpec& model, const ParallelSpec& parall
 /// set, or only its input under full recomputation), plus the embedding terms on the first chunk of the first
 /// stage and the output-layer terms on the last chunk of the last stage. Throws InternalError out of range.
 double pass_activation_bytes(const ModelSpec& model, const ParallelSpec& parallel, int stage, int chunk);
+
+/// A mixture of experts' token-dispatcher buffers of one MoE layer on one GPU (above): (load + 1) · k · T · h · e,
+/// T = s·b (÷ tp with sequence parallelism); 0 for a dense model.
+double dispatch_buffer_bytes(const ModelSpec& model, const ParallelSpec& parallel);
 
 /// Peak memory of every stage, stage 0 first. `parallel` as returned by validate() (microbatches filled in).
 std::vector<StageMemory> stage_memory(const ModelSpec& model, const ParallelSpec& parallel);
