@@ -200,6 +200,14 @@ TEST(SymmetricFold, MixtureOfExpertsWithOverlappedBuckets) {
   expect_symmetric_fold_exact(s, 8, false);
 }
 
+// Megatron's tp-pp-dp rank order: a replica's stages are neighbouring nodes, and its pipeline sends stay inside it;
+// moving one replica on moves pp nodes at once.
+TEST(SymmetricFold, TpPpDpOrder) {
+  Scenario s = overlapped();
+  s.parallel.order = RankOrder::kTpPpDp;
+  expect_symmetric_fold_exact(s, 1);
+}
+
 TEST(SymmetricFold, NotWithComputeJitter) {
   Scenario s = overlapped();
   s.variability.compute_jitter_cv = 0.1;
