@@ -69,7 +69,8 @@ struct IterationOptions {
   /// Likewise for the DP all-reduces where dp_closed_form_applies().
   bool force_dp_ring = false;
   /// Simulate every DP replica even where they provably run identical iterations (replicas_fold(),
-  /// replicas_mirror()), for tests that compare the two.
+  /// replicas_mirror(), or folded by symmetry on a platform with images: symmetric_fold_images()), for tests and
+  /// benchmarks that compare the two.
   bool all_replicas = false;
   ComputeVariability variability;  ///< jitter and stragglers; none by default
   /// Named in ConfigErrors about the layout, plan and variability: the scenario file the caller read them from.
