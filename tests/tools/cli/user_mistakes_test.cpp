@@ -426,7 +426,8 @@ TEST(UserMistakes, ReplayRefusesAWorldSizeWhoseRanksDoNotFitInMemory) {
 
 // A simulation whose actors' stacks cannot be mapped within vm.max_map_count is refused before anything runs (the
 // hang of issue 20's 32,768-GPU simulate, where SimGrid failed to protect stacks and made no progress). 2^20 GPUs
-// with overlapped buckets need 2^21 actors: more than any limit short of 2,098,176 mappings allows.
+// with overlapped buckets need 2^21 actors: more than any limit short of 2,098,176 mappings allows. Compute jitter
+// keeps every replica (without it the replicas would fold by symmetry and need a handful of actors).
 TEST(UserMistakes, ASimulationWhoseActorStacksExceedTheMappingLimitIsRefusedUpFront) {
   if (edgc::sim::vm_max_map_count() >= edgc::sim::plan_actor_stacks(2097152, 0).maps_unguarded)
     GTEST_SKIP() << "vm.max_map_count " << edgc::sim::vm_max_map_count() << " fits 2^21 actors";
@@ -434,6 +435,7 @@ TEST(UserMistakes, ASimulationWhoseActorStacksExceedTheMappingLimitIsRefusedUpFr
   const CliRun r = edgc("simulate --scenario " + kSmall +
                             " --set cluster.nodes=262144 --set parallelism.dp=262144"
                             " --set parallelism.overlap_grad_reduce=true --set parallelism.microbatches=0"
+                            " --set variability.compute_jitter_cv=0.1"
                             " --set model.global_batch_size=524288 --out " +
                             (tmp / "out").string(),
                         tmp);
