@@ -4,8 +4,8 @@
 #   tools/setup.sh [--test [--quick]] [--no-sanitize] [--deps-only] [--build-dir DIR] [--build-type TYPE]
 #
 #   --test         after building, run the whole test suite (CTest); then build DIR-asan with Clang, ASan +
-#                  UBSan and the fuzz targets (-DEDGC_FUZZ=ON), run the suite again under it (all but one slow
-#                  validation suite), each fuzz target for 10 s and clang-tidy over the sources
+#                  UBSan and the fuzz targets (-DEDGC_FUZZ=ON), run the whole suite again under it, each fuzz
+#                  target for 10 s and clang-tidy over the sources
 #                  (tools/run_clang_tidy.sh); fails when any run fails, a sanitizer reported an error or
 #                  clang-tidy found anything
 #   --no-sanitize  with --test: skip the sanitizer build and its runs
