@@ -2,6 +2,7 @@
 
 #include <xbt/log.h>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <xbt/config.hpp>
 
 #include <algorithm>
@@ -274,6 +275,18 @@ bool plain_cm02() {
 
 namespace {
 
+// Gives `zone`, made without a parent, the models of `from`, as NetZone::set_parent would: hosts and links can then be
+// made in it before it is attached (which set_parent does later, copying the same models again).
+void adopt_models(const sg4::NetZone& zone, const sg4::NetZone& from) {
+  simgrid::kernel::routing::NetZoneImpl* to = zone.get_impl();
+  const simgrid::kernel::routing::NetZoneImpl* of = from.get_impl();
+  to->set_network_model(of->get_network_model());
+  to->set_cpu_pm_model(of->get_cpu_pm_model());
+  to->set_cpu_vm_model(of->get_cpu_vm_model());
+  to->set_disk_model(of->get_disk_model());
+  to->set_host_model(of->get_host_model());
+}
+
 // The images zone of a star fabric (Platform::build's image_gpus): host "n<n>-g<g>-image" per imaged GPU, whose
 // route from the zone's router is that GPU's NIC down-link. Every route into it comes from a node zone, so it is the
 // sender's NIC up-link, the star (no links), then the imaged GPU's NIC down-link.
@@ -314,17 +327,25 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
 
   sg4::NetZone* fabric = nullptr;
   if (spec.fabric == Fabric::kStar) {
-    // Non-blocking switch: routes between nodes add no links, so only the NICs (inside the nodes) limit.
-    fabric = sg4::create_star_zone("fabric");
-    // Every node's links first, in the fabric while it has no child zone (NodeBuilder: keeps the build linear).
+    // Non-blocking switch: routes between nodes add no links, so only the NICs (inside the nodes) limit. The star is
+    // built apart from the platform's root and attached to it last: SimGrid 3.32 checks every new host's name
+    // against every zone in the root's tree and makes each zone's seal() collect every host of that tree, which
+    // made the build quadratic in the nodes (tools/README.md, the iteration benchmark). Apart, each node zone's
+    // checks see only the root. Routes between GPUs stay the star's (their common ancestor).
+    auto* root = sg4::create_star_zone("platform");
+    auto* star = sg4::create_star_zone("fabric");
+    adopt_models(*star, *root);
+    // Every node's links first, in the star while it has no child zone (NodeBuilder).
     std::vector<NodeLinks> links;
     links.reserve(static_cast<std::size_t>(spec.nodes));
-    for (int n = 0; n < spec.nodes; ++n) links.push_back(make_node.make_links(fabric, n));
+    for (int n = 0; n < spec.nodes; ++n) links.push_back(make_node.make_links(star, n));
     for (int n = 0; n < spec.nodes; ++n) {
-      const auto [node, rtr] = make_node(fabric, n, &links[static_cast<std::size_t>(n)]);
-      fabric->add_route(node, nullptr, rtr, nullptr, {}, true);
+      const auto [node, rtr] = make_node(star, n, &links[static_cast<std::size_t>(n)]);
+      star->add_route(node, nullptr, rtr, nullptr, {}, true);
     }
-    if (!image_gpus.empty()) add_images(fabric, spec, links, image_gpus, p.images_);
+    if (!image_gpus.empty()) add_images(star, spec, links, image_gpus, p.images_);
+    star->set_parent(root);
+    fabric = root;
   } else {
     // Two-level fat tree: each node has one link of its total NIC bandwidth to its leaf switch; a leaf has
     // nodes_per_leaf / oversubscription uplinks of the same bandwidth, one to each spine.
