@@ -2,6 +2,7 @@
 // The simulated cluster as an S4U platform, built in C++ from a ClusterSpec.
 //
 // Shape (names are stable, tests and traces refer to them):
+//   root StarZone "platform" (routes nothing: every route's common ancestor is the fabric)
 //   fabric (StarZone "fabric", or a fat tree "fabric")
 //   └─ node zone "node<n>" (FullZone, explicit routes), gateway = router "node<n>-rtr"
 //      ├─ hosts "n<n>-g<g>", one per GPU, speed = peak FLOP/s (callers apply compute efficiency)
