@@ -367,10 +367,15 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
         [&make_node, &links](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
           return make_node(zone, static_cast<int>(id), &links[id]);
         });
-    fabric = sg4::create_fatTree_zone("fabric", root, params, callbacks,
+    // The tree and its node zones are built under a holder kept apart from the root until they are sealed, as the
+    // star is (above): the build is then linear in the nodes.
+    auto* holder = sg4::create_star_zone("fabric-holder");
+    adopt_models(*holder, *root);
+    fabric = sg4::create_fatTree_zone("fabric", holder, params, callbacks,
                                       spec.nics_per_node * spec.nic_bandwidth_GBps * kGBps, 0.0,
                                       sg4::Link::SharingPolicy::SPLITDUPLEX);
     fabric->seal();
+    holder->set_parent(root);
     fabric = root;
   }
   fabric->seal();
