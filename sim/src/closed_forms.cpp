@@ -178,8 +178,8 @@ bool rings_alone_across_nodes(const std::vector<Group>& groups) {
                      [&](const Group& g) { return ring_hops_alike(g, false, true, links_unused); });
 }
 
-// Members per node of a group given by its ranks in member order: k when they come in contiguous runs of k on at
-// least two distinct nodes (k = 1: every member on its own node), 0 otherwise.
+}  // namespace
+
 int node_runs(const Layout& layout, const std::vector<int>& ranks) {
   const int d = static_cast<int>(ranks.size());
   const auto node = [&](int i) { return layout.node_of(ranks[static_cast<std::size_t>(i)]); };
@@ -191,6 +191,8 @@ int node_runs(const Layout& layout, const std::vector<int>& ranks) {
     if (node(i) != node(i / k * k) || (i % k == 0 && !seen.insert(node(i)).second)) return 0;
   return k;
 }
+
+namespace {
 
 // Mixture of experts: whether the DP rings whose members come in runs of k ≥ 2 per node (node_runs) take
 // dp_ring_closed_form_s. Needs a star of NVSwitch nodes with one NIC per GPU (checked by the caller), every

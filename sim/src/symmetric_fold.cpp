@@ -2,15 +2,16 @@
 // argument: sim/README.md, "Replicas that fold by symmetry".
 #include "impl/symmetric_fold.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_set>
 #include <vector>
 
 #include "collectives/group_shape.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/engine_info.hpp"
 #include "edgc/sim/iteration.hpp"
+#include "impl/closed_forms.hpp"
 
 namespace edgc::sim::impl {
 namespace {
@@ -112,11 +113,22 @@ void fold_groups(std::vector<Group>& groups, const std::vector<RankGroup>& ranks
 }  // namespace edgc::sim::impl
 
 namespace edgc::sim {
+namespace {
+
+// The block symmetric_fold_images() images (impl::symmetric_block), or 0 where there is none or the replicas fold
+// from the description alone.
+int imaged_block(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability,
+                 CollectiveAlgorithm algorithm) {
+  const int block = impl::symmetric_block(cluster, parallel, variability);
+  return block == 0 || replicas_fold(cluster, parallel, variability, algorithm) ? 0 : block;
+}
+
+}  // namespace
 
 std::vector<int> symmetric_fold_images(const ClusterSpec& cluster, const ParallelSpec& parallel,
                                        const ComputeVariability& variability, CollectiveAlgorithm algorithm) {
-  const int block = impl::symmetric_block(cluster, parallel, variability);
-  if (block == 0 || replicas_fold(cluster, parallel, variability, algorithm)) return {};
+  const int block = imaged_block(cluster, parallel, variability, algorithm);
+  if (block == 0) return {};
   const Layout layout(parallel, cluster.gpus_per_node);
   std::vector<int> gpus;
   for (int r = 0; r < layout.world_size(); ++r)
@@ -126,22 +138,18 @@ std::vector<int> symmetric_fold_images(const ClusterSpec& cluster, const Paralle
 
 std::int64_t symmetric_fold_actors(const ClusterSpec& cluster, const ParallelSpec& parallel,
                                    const ComputeVariability& variability, CollectiveAlgorithm algorithm) {
-  const std::vector<int> images = symmetric_fold_images(cluster, parallel, variability, algorithm);
-  if (images.empty() || algorithm == CollectiveAlgorithm::kTree) return 0;
+  const int block = imaged_block(cluster, parallel, variability, algorithm);
+  if (block == 0 || algorithm == CollectiveAlgorithm::kTree) return 0;
   const Layout layout(parallel, cluster.gpus_per_node);
   const auto one_per_node = [&layout](const std::vector<impl::RankGroup>& groups) {
-    for (const impl::RankGroup& g : groups) {
-      std::unordered_set<int> nodes;
-      for (const int r : g.ranks)
-        if (!nodes.insert(layout.node_of(r)).second) return false;
-    }
-    return true;
+    return std::all_of(groups.begin(), groups.end(), [&layout](const impl::RankGroup& g) {
+      return g.ranks.size() < 2 || impl::node_runs(layout, g.ranks) == 1;
+    });
   };
   const std::vector<impl::RankGroup> dp = impl::dp_rank_groups(layout);
   const std::vector<impl::RankGroup> edp =
       parallel.expert_groups ? impl::edp_rank_groups(layout, parallel) : std::vector<impl::RankGroup>{};
   if (!one_per_node(dp) || !one_per_node(edp)) return 0;
-  const int block = impl::symmetric_block(cluster, parallel, variability);
   return replica_actors(parallel, block) + static_cast<std::int64_t>(dp.size() + edp.size());
 }
 

@@ -17,6 +17,7 @@
 #include "edgc/sim/layout.hpp"
 #include "edgc/sim/platform.hpp"
 #include "iteration_test_util.hpp"
+#include "model_test_util.hpp"
 #include "sim_test_util.hpp"
 
 namespace edgc::sim {
@@ -25,22 +26,10 @@ namespace {
 using test::ChildResult;
 using test::engine;
 
-ParallelSpec layout_of(int tp, int pp, int dp, PipelineSchedule schedule = PipelineSchedule::kOneFOneB,
-                       int virtual_stages = 1) {
-  ParallelSpec p;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.schedule = schedule;
-  p.virtual_stages = virtual_stages;
-  p.microbatches = 0;
-  return p;
-}
-
 struct Scenario {
   ClusterSpec cluster = test::h100_like(8);  // 64 GPUs, NVSwitch nodes, one NIC per GPU, star fabric
   NetworkProfile profile;
-  ParallelSpec parallel = layout_of(8, 2, 4);
+  ParallelSpec parallel = test::layout(8, 2, 4);
   int microbatches = 4;
   DpSyncPlan plan = uncompressed_plan(2);
   ComputeVariability variability;
@@ -142,7 +131,9 @@ TEST(SymmetricFold, OverlappedBucketsWithPowerSgdPerStageOnTheCalibratedProfile)
 
 TEST(SymmetricFold, OverlappedBucketsInterleavedTakingSms) {
   Scenario s = overlapped();
-  s.parallel = layout_of(8, 2, 4, PipelineSchedule::kInterleaved, 2);
+  s.parallel = test::layout(8, 2, 4);
+  s.parallel.schedule = PipelineSchedule::kInterleaved;
+  s.parallel.virtual_stages = 2;
   s.parallel.overlap_grad_reduce = true;
   s.parallel.grad_bucket_params = 5000000;
   s.cluster.gpu.sm_count = 132;
@@ -178,7 +169,7 @@ TEST(SymmetricFold, CubeMeshNodes) {
 // forced: auto may pick the tree there, which does not shift with the blocks.
 TEST(SymmetricFold, BlocksOfTwoReplicasPerNode) {
   Scenario s = overlapped();
-  s.parallel = layout_of(4, 2, 8);
+  s.parallel = test::layout(4, 2, 8);
   s.parallel.overlap_grad_reduce = true;
   s.parallel.grad_bucket_params = 5000000;
   s.profile.algorithm = CollectiveAlgorithm::kRing;
@@ -191,7 +182,7 @@ TEST(SymmetricFold, MixtureOfExpertsWithOverlappedBuckets) {
   Scenario s = overlapped();
   s.moe = true;
   s.layers = 4;
-  s.parallel = layout_of(1, 2, 32);
+  s.parallel = test::layout(1, 2, 32);
   s.parallel.ep = 4;
   s.parallel.overlap_grad_reduce = true;
   s.parallel.grad_bucket_params = 2000000;
@@ -237,7 +228,7 @@ TEST(SymmetricFold, NoImagesWhereTheReplicasFold) {
 // replica runs, with the same figures.
 TEST(SymmetricFold, NotWhereAutoPicksTheTree) {
   Scenario s = overlapped();
-  s.parallel = layout_of(4, 2, 8);
+  s.parallel = test::layout(4, 2, 8);
   s.parallel.overlap_grad_reduce = true;
   s.parallel.grad_bucket_params = 5000000;
   expect_every_replica(s);

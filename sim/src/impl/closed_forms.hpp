@@ -32,6 +32,10 @@ double channel_ring_s(const Platform& platform, const Group& group, std::uint64_
 // over the NICs. Proof: sim/README.md, "Closed forms and folding", DP rings in runs per node.
 double dp_ring_closed_form_s(const Platform& platform, const Group& group, std::uint64_t bytes, CollectiveOp op);
 
+// Members per node of a group given by its ranks in member order: k when they come in contiguous runs of k on at
+// least two distinct nodes (k = 1: every member on its own node), 0 otherwise.
+int node_runs(const Layout& layout, const std::vector<int>& ranks);
+
 // Whether every TP ring all-reduce may be replaced by "wait for the whole TP group, then sleep its closed form".
 // Proof: sim/README.md, "Closed forms and folding", TP rings.
 bool tp_rings_are_contention_free(const Platform& platform, const ParallelSpec& par, const Layout& layout,
