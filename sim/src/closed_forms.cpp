@@ -290,6 +290,19 @@ bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const C
          !(par.distributed_optimizer && par.overlap_param_gather);
 }
 
+bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                        const ComputeVariability& variability) {
+  // Every GPU has its own NIC on a star: between nodes each transfer crosses only its two GPUs' private links.
+  const ClusterSpec& spec = platform.spec();
+  if (par.tp < 2 || spec.fabric != Fabric::kStar || spec.nics_per_node != spec.gpus_per_node) return false;
+  if (variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0) return false;
+  // Nothing but the TP collectives (closed forms, no transfers) joins GPUs of different TP indices.
+  for (int r = 0; r < layout.world_size(); ++r)
+    for (const Exchange& e : sent_by(layout, par, r))
+      if (e.traffic != Traffic::kTensorParallel && layout.coord_of(e.dst).tp != layout.coord_of(e.src).tp) return false;
+  return true;
+}
+
 }  // namespace edgc::sim::impl
 
 namespace edgc::sim {
@@ -385,6 +398,11 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
   const Layout layout(parallel, platform.gpus_per_node());
   return impl::tp_rings_are_contention_free(platform, parallel, layout,
                                             impl::on_platform(platform, impl::tp_rank_groups(layout)));
+}
+
+bool tp_ranks_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
+  return tp_closed_form_applies(platform, parallel) &&
+         impl::tp_ranks_run_alike(platform, parallel, Layout(parallel, platform.gpus_per_node()), variability);
 }
 
 }  // namespace edgc::sim

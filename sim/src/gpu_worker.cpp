@@ -258,12 +258,13 @@ class GpuWorker {
       // Every member finishes the contention-free ring ring_s after the last one arrived: the last to arrive
       // sleeps that long, then meets the others at the group's barrier, which releases them all together. (The
       // count cannot mix passes: nobody passes the barrier before the whole group reached it.)
+      // With the TP ranks folded (tp_members 1) the group's other members arrive alike and nobody waits.
       int& arrived = state_->tp_arrived[group];
-      if (++arrived == state_->parallel.tp) {
+      if (++arrived == state_->tp_members) {
         arrived = 0;
         sg4::this_actor::sleep_for(ring_s + extra_latency_s);
       }
-      state_->tp_barriers[group]->wait();
+      if (state_->tp_members > 1) state_->tp_barriers[group]->wait();
     } else {
       ring_all_reduce(state_->tp_groups[group], coord_.tp, bytes);
       if (extra_latency_s > 0) sg4::this_actor::sleep_for(extra_latency_s);

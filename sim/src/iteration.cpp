@@ -95,18 +95,23 @@ int fold_by_symmetry(IterationState& state, const Platform& platform, const impl
 void decide_closed_forms(IterationState& state, const Platform& platform, const IterationOptions& options) {
   const ParallelSpec& par = state.parallel;
   const Layout& layout = state.layout;
+  const bool may_fold = !options.record_timeline && !options.all_replicas;
   state.tp_closed_form = par.tp > 1 && !options.force_tp_ring &&
                          impl::tp_rings_are_contention_free(platform, par, layout, state.tp_groups);
-  if (state.tp_closed_form) state.tp_barriers = group_barriers(state.tp_groups.size(), par.tp);
+  state.tp_members =
+      may_fold && state.tp_closed_form && impl::tp_ranks_run_alike(platform, par, layout, state.variability) ? 1
+                                                                                                             : par.tp;
+  if (state.tp_closed_form && state.tp_members > 1)
+    state.tp_barriers = group_barriers(state.tp_groups.size(), state.tp_members);
   state.tp_arrived.assign(state.tp_groups.size(), 0);
-  XBT_DEBUG("TP all-reduces: %s", state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
+  XBT_DEBUG("TP all-reduces: %s; %d TP index(es) simulated",
+            state.tp_closed_form ? "closed form after a barrier" : "ring over mailboxes", state.tp_members);
   state.platform = &platform;
   const impl::AllReduceSizes sizes = allreduce_sizes(state);
   state.dp_closed_form =
       par.dp > 1 && !options.force_dp_ring &&
       impl::dp_rings_are_contention_free(platform, par, layout, state.dp_groups, state.variability, &sizes.dp);
   XBT_DEBUG("DP all-reduces: %s", state.dp_closed_form ? "closed form after a barrier" : "ring over mailboxes");
-  const bool may_fold = !options.record_timeline && !options.all_replicas;
   state.replicas_folded =
       may_fold && impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
   const int symmetric = may_fold && !state.replicas_folded ? fold_by_symmetry(state, platform, sizes) : 0;
@@ -164,7 +169,8 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   decide_closed_forms(state, platform, options);
   std::vector<int> ranks;  // those that run their pipelines
   for (int r = 0; r < layout.world_size(); ++r)
-    if (layout.coord_of(r).dp < state.pipeline_replicas) ranks.push_back(r);
+    if (const RankCoord c = layout.coord_of(r); c.dp < state.pipeline_replicas && c.tp < state.tp_members)
+      ranks.push_back(r);
   if (state.mirrored) {
     state.sync_reached.resize(static_cast<std::size_t>(layout.world_size()));
     for (const int r : ranks) state.sync_reached[static_cast<std::size_t>(r)] = sg4::Semaphore::create(0);
@@ -296,7 +302,7 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
     // Every other GPU mirrors the one at its dp index modulo the block in the first block (blocks_run_alike).
     const int block = folded_replicas(par);
     for (int r = 0; r < state.layout.world_size(); ++r)
-      if (const RankCoord c = state.layout.coord_of(r); c.dp >= block) {
+      if (const RankCoord c = state.layout.coord_of(r); c.dp >= block && c.tp < state.tp_members) {
         impl::spawn_gpu_worker(&state, r, state.layout.rank_of({c.tp, c.pp, c.dp % block}));
         all.push_back(r);
       }

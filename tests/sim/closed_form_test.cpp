@@ -60,7 +60,8 @@ struct Scenario {
 };
 
 // One simulation of `s`; the extra numbers are: comms posted, 1 when the TP closed form applies, 1 when the DP one
-// does, 1 when the replicas fold, and the same decided from the cluster's description (which must agree).
+// does, 1 when the replicas fold, the same decided from the cluster's description (which must agree), and 1 when
+// the TP ranks fold.
 std::string simulate(const Scenario& s, bool force_ring, bool force_dp_ring = false, bool all_replicas = false) {
   std::uint64_t comms = 0;
   sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
@@ -75,7 +76,8 @@ std::string simulate(const Scenario& s, bool force_ring, bool force_dp_ring = fa
   return test::to_text(r, {static_cast<double>(comms), tp_closed_form_applies(platform, par) ? 1.0 : 0.0,
                            dp_closed_form_applies(platform, par, options.variability) ? 1.0 : 0.0,
                            replicas_fold(platform, par, options.variability) ? 1.0 : 0.0,
-                           replicas_fold(s.cluster, par, options.variability) ? 1.0 : 0.0});
+                           replicas_fold(s.cluster, par, options.variability) ? 1.0 : 0.0,
+                           tp_ranks_fold(platform, par, options.variability) ? 1.0 : 0.0});
 }
 
 // Simulates `s` with the closed form (where it applies) and with the forced ring, and compares every figure.
@@ -88,8 +90,8 @@ std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenari
       test::simulate_in_child([&s, which] { return simulate(s, which == Rings::kTp, which == Rings::kDp); });
   EXPECT_GT(fast.result.iteration_s, 0.0);
   test::expect_same_result(fast.result, ring.result);
-  EXPECT_EQ(fast.extra.size(), 5U);
-  if (fast.extra.size() == 5U) {
+  EXPECT_EQ(fast.extra.size(), 6U);
+  if (fast.extra.size() == 6U) {
     // On a star fabric both decide alike; on a fat tree the routes decide, so the spec's answer is only "no".
     if (s.cluster.fabric == Fabric::kStar)
       EXPECT_EQ(fast.extra[3], fast.extra[4]) << "replicas_fold() from the platform and from the cluster spec differ";
@@ -101,8 +103,8 @@ std::pair<ChildResult, ChildResult> expect_closed_form_equals_ring(const Scenari
 
 // Where the closed form applies, the rings are gone: far fewer messages than with the forced ring.
 void expect_closed_form_taken(const std::pair<ChildResult, ChildResult>& runs, Rings which = Rings::kTp) {
-  ASSERT_EQ(runs.first.extra.size(), 5U);
-  ASSERT_EQ(runs.second.extra.size(), 5U);
+  ASSERT_EQ(runs.first.extra.size(), 6U);
+  ASSERT_EQ(runs.second.extra.size(), 6U);
   EXPECT_EQ(runs.first.extra[which == Rings::kTp ? 1 : 2], 1.0)
       << (which == Rings::kTp ? "tp" : "dp") << "_closed_form_applies() should hold for this layout";
   // The TP rings carry most messages; the DP rings 2(dp − 1) per member and all-reduce, beside the pipeline's.
@@ -194,8 +196,8 @@ TEST(TpClosedForm, TimelineKeepsTheTpIntervals) {
 // A layout whose closed form must not apply still sends the ring messages, the same ones as the forced ring.
 void expect_ring_kept(const Scenario& s, Rings which = Rings::kTp) {
   const auto [fast, ring] = expect_closed_form_equals_ring(s, which);
-  ASSERT_EQ(fast.extra.size(), 5U);
-  ASSERT_EQ(ring.extra.size(), 5U);
+  ASSERT_EQ(fast.extra.size(), 6U);
+  ASSERT_EQ(ring.extra.size(), 6U);
   EXPECT_EQ(fast.extra[which == Rings::kTp ? 1 : 2], 0.0)
       << (which == Rings::kTp ? "tp" : "dp") << "_closed_form_applies() should not hold for this layout";
   EXPECT_EQ(fast.extra[0], ring.extra[0]);
@@ -399,12 +401,13 @@ void expect_folding_exact(const Scenario& s) {
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, false, false, true); });
   EXPECT_GT(folded.result.iteration_s, 0.0);
   test::expect_same_result(folded.result, all.result);
-  ASSERT_EQ(folded.extra.size(), 5U);
-  ASSERT_EQ(all.extra.size(), 5U);
+  ASSERT_EQ(folded.extra.size(), 6U);
+  ASSERT_EQ(all.extra.size(), 6U);
   EXPECT_EQ(folded.extra[3], 1.0) << "replicas_fold() should hold for this layout";
   EXPECT_EQ(folded.extra[4], s.cluster.fabric == Fabric::kStar ? 1.0 : 0.0)
       << "replicas_fold() from the cluster spec: as the platform's on a star, conservative on a fat tree";
-  EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.dp, all.extra[0]) << "each replica sends the same messages";
+  // Each replica sends the same messages, and so does each TP index where the TP ranks fold too.
+  EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.dp * (folded.extra[5] == 1.0 ? s.parallel.tp : 1), all.extra[0]);
 }
 
 TEST(ReplicaFolding, EqualsAllReplicasOneFOneB) { expect_folding_exact(dp_scenario()); }
@@ -453,7 +456,7 @@ TEST(ReplicaFolding, NotWithComputeJitter) {
   Scenario s = dp_scenario();
   s.options.variability.compute_jitter_cv = 0.1;
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
-  ASSERT_EQ(run.extra.size(), 5U);
+  ASSERT_EQ(run.extra.size(), 6U);
   EXPECT_EQ(run.extra[2], 1.0);
   EXPECT_EQ(run.extra[3], 0.0);
   EXPECT_EQ(run.extra[4], 0.0);

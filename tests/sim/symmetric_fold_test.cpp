@@ -59,7 +59,8 @@ ModelSpec model_of(const Scenario& s) {
 }
 
 // One simulation of `s` on a platform with the images symmetric_fold_images() asks for; the extra numbers are the
-// messages posted, the number of imaged GPUs, the actors created and symmetric_fold_actors().
+// messages posted, the number of imaged GPUs, the actors created, symmetric_fold_actors() and 1 where the TP ranks
+// fold as well (tp_ranks_fold()).
 std::string simulate(const Scenario& s, bool all_replicas) {
   std::uint64_t comms = 0;
   std::uint64_t actors = 0;
@@ -76,13 +77,15 @@ std::string simulate(const Scenario& s, bool all_replicas) {
   CostParams params;
   params.compute_efficiency = 0.5;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, s.plan, options);
-  return test::to_text(
-      r, {static_cast<double>(comms), static_cast<double>(images.size()), static_cast<double>(actors),
-          static_cast<double>(symmetric_fold_actors(s.cluster, par, s.variability, s.profile.algorithm))});
+  return test::to_text(r,
+                       {static_cast<double>(comms), static_cast<double>(images.size()), static_cast<double>(actors),
+                        static_cast<double>(symmetric_fold_actors(s.cluster, par, s.variability, s.profile.algorithm)),
+                        tp_ranks_fold(platform, par, s.variability) ? 1.0 : 0.0});
 }
 
 // Folded by symmetry in blocks of `block` replicas against every replica: every figure alike, the first block's GPUs
-// imaged, and dp / block times fewer messages (each block's members send what they would, some to images). Where
+// imaged, and dp / block times fewer messages (each block's members send what they would, some to images; tp times
+// fewer again where the TP ranks fold, which symmetric_fold_actors() does not count on). Where
 // the description alone proves the fold (`certain`: every DP group one member per node), symmetric_fold_actors()
 // bounds the actors the run created (a stage compressed by PowerSGD has no bucket actor); elsewhere it is 0.
 // Returns the folded run.
@@ -91,11 +94,13 @@ ChildResult expect_symmetric_fold_exact(const Scenario& s, int block, bool certa
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   EXPECT_GT(folded.result.iteration_s, 0.0);
   test::expect_same_result(folded.result, all.result);
-  EXPECT_EQ(folded.extra.size(), 4U);
-  EXPECT_EQ(all.extra.size(), 4U);
-  if (folded.extra.size() != 4U || all.extra.size() != 4U) return folded;
+  EXPECT_EQ(folded.extra.size(), 5U);
+  EXPECT_EQ(all.extra.size(), 5U);
+  if (folded.extra.size() != 5U || all.extra.size() != 5U) return folded;
   EXPECT_EQ(folded.extra[1], s.parallel.tp * s.parallel.pp * block) << "the first block's GPUs have images";
-  EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.dp / block, all.extra[0]) << "each block sends the same messages";
+  const int tp_fold = folded.extra[4] == 1.0 ? s.parallel.tp : 1;
+  EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.dp / block * tp_fold, all.extra[0])
+      << "each block (and TP index) sends the same messages";
   if (certain)
     EXPECT_GE(folded.extra[3], folded.extra[2]) << "symmetric_fold_actors() against the actors created";
   else
@@ -103,23 +108,25 @@ ChildResult expect_symmetric_fold_exact(const Scenario& s, int block, bool certa
   return folded;
 }
 
-// Outside the argument: every replica runs (as many messages as with all_replicas), and the figures are the same.
+// Outside the argument: every replica runs (as many messages as with all_replicas, but for TP indices folded), and
+// the figures are the same.
 void expect_every_replica(const Scenario& s) {
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   test::expect_same_result(run.result, all.result);
-  ASSERT_EQ(run.extra.size(), 4U);
-  ASSERT_EQ(all.extra.size(), 4U);
-  EXPECT_EQ(run.extra[0], all.extra[0]) << "every replica's messages";
+  ASSERT_EQ(run.extra.size(), 5U);
+  ASSERT_EQ(all.extra.size(), 5U);
+  EXPECT_EQ(run.extra[0] * (run.extra[4] == 1.0 ? s.parallel.tp : 1), all.extra[0]) << "every replica's messages";
 }
 
-// Every GPU of replica 0 runs its worker and its bucket actor, and each of the 16 DP groups one image receiver:
-// exactly what symmetric_fold_actors() counts.
+// The GPUs of replica 0 at TP index 0 (the TP ranks fold too) run their workers and bucket actors, and each of
+// their 2 DP groups one image receiver; symmetric_fold_actors() counts every TP index: 16 · 2 + 16.
 TEST(SymmetricFold, OverlappedBucketsWithPipelineSends) {
   const ChildResult folded = expect_symmetric_fold_exact(overlapped(), 1);
-  ASSERT_EQ(folded.extra.size(), 4U);
-  EXPECT_EQ(folded.extra[2], 16 * 2 + 16);
-  EXPECT_EQ(folded.extra[3], folded.extra[2]);
+  ASSERT_EQ(folded.extra.size(), 5U);
+  EXPECT_EQ(folded.extra[4], 1.0) << "tp_ranks_fold()";
+  EXPECT_EQ(folded.extra[2], 2 * 2 + 2);
+  EXPECT_EQ(folded.extra[3], 16 * 2 + 16);
 }
 
 TEST(SymmetricFold, OverlappedBucketsWithPowerSgdPerStageOnTheCalibratedProfile) {
@@ -203,7 +210,7 @@ TEST(SymmetricFold, NotWithComputeJitter) {
   Scenario s = overlapped();
   s.variability.compute_jitter_cv = 0.1;
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
-  ASSERT_EQ(run.extra.size(), 4U);
+  ASSERT_EQ(run.extra.size(), 5U);
   EXPECT_EQ(run.extra[1], 0.0) << "no images under jitter";
   EXPECT_EQ(run.extra[3], 0.0);
 }

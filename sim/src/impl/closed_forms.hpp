@@ -60,4 +60,10 @@ bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, c
 // gives every figure exactly (IterationState::mirrored). Proof: sim/README.md, "Closed forms and folding", mirrors.
 bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability);
 
+// Where the TP all-reduces take their closed form (tp_rings_are_contention_free): whether every GPU runs the
+// iteration of the GPU at TP index 0 of its (stage, replica), so that simulating TP index 0 alone gives every figure
+// exactly (IterationState::tp_members). Proof: sim/README.md, "Closed forms and folding", TP ranks.
+bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                        const ComputeVariability& variability);
+
 }  // namespace edgc::sim::impl

@@ -121,7 +121,10 @@ struct IterationState {
   double t0 = 0.0;
   bool record_timeline = false;
   ComputeVariability variability;
-  bool tp_closed_form = false;   // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
+  bool tp_closed_form = false;  // TP rings replaced by barrier + sleep (see tp_rings_are_contention_free)
+  // The TP indices simulated: all tp, or 1 where every GPU runs its TP index 0's iteration (tp_ranks_run_alike);
+  // the members each closed-form TP all-reduce waits for.
+  int tp_members = 0;
   bool dp_closed_form = false;   // DP rings likewise (see dp_rings_are_contention_free)
   bool replicas_folded = false;  // only the first folded_replicas() DP replicas simulated (replicas_are_identical)
   // Otherwise, where blocks_run_alike: the first folded_replicas() replicas run their pipelines, every other GPU (a

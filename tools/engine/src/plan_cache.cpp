@@ -30,6 +30,14 @@ void PlanCache::simulate_exact(const SimulationSetup& setup, const std::vector<s
     if (std::find(simulated_plans.begin(), simulated_plans.end(), p) != simulated_plans.end() ||
         std::find(missing.begin(), missing.end(), p) != missing.end())
       continue;
+    if (earlier != nullptr && !timeline) {
+      if (const std::size_t k = index_of(earlier->simulated_plans, p); k < earlier->simulated_plans.size()) {
+        simulated_plans.push_back(p);
+        simulated_results.push_back(earlier->simulated_results[k]);
+        if (!stored) ++simulated;
+        continue;
+      }
+    }
     if (stored) {
       if (const auto j = read_json_if_present(entry(p), true)) {
         simulated_plans.push_back(p);

@@ -27,6 +27,10 @@ struct PlanCache {
   std::vector<sim::DpSyncPlan> simulated_plans;  ///< what was actually simulated (or read from the cache)
   std::vector<sim::IterationResult> simulated_results;
   int simulated = 0;  ///< simulations run by this process (cache misses)
+  /// Another cache of the same setup and composition (the break-even probe's): the plans it simulated or read are
+  /// taken from it instead of being simulated again, and count as they would have here (simulated without a cache
+  /// directory, read with one, where the other stored them). Not for timelines, which it does not hold.
+  const PlanCache* earlier = nullptr;
 
   std::filesystem::path entry(const sim::DpSyncPlan& p) const;  ///< the cache file of `p`
   // The digest of setup_key + "|", made on the first entry() for the current setup_key.

@@ -401,10 +401,11 @@ int break_even_cap(const Inputs& in) {
 // The break-even rank per stage (break_even.hpp), simulated on a cache of its own so the run's configurations and
 // their count stay those its policies use; compression.r_max "auto" takes the smallest over stages, floored to a
 // multiple of the quantum, and every policy is checked again with it.
-std::optional<BreakEven> break_even(Inputs& in, const PlanCache& cache, const SimulateRequest& request) {
+// `probe` keeps the probe's simulations, for the run to take those it needs too (PlanCache::earlier).
+std::optional<BreakEven> break_even(Inputs& in, const PlanCache& cache, PlanCache& probe,
+                                    const SimulateRequest& request) {
   const bool automatic = in.compression.r_max_auto;
   if (!request.break_even && !automatic) return std::nullopt;
-  PlanCache probe;
   probe.dir = cache.dir;
   probe.setup_key = cache.setup_key;
   probe.compose = cache.compose;
@@ -648,7 +649,9 @@ SimulateOutcome run_simulation(const SimulateRequest& request) {
   cache.dir = request.cache_dir;
   cache.setup_key = in.setup_key;
   cache.compose = in.compose && !request.timeline;
-  const std::optional<BreakEven> even = break_even(in, cache, request);
+  PlanCache probe;
+  const std::optional<BreakEven> even = break_even(in, cache, probe, request);
+  cache.earlier = &probe;
   std::vector<std::string> out_warnings;
   const ordered_json dac = fit_dac(in, cache, request.timeline, request.jobs);
 

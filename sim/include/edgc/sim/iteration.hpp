@@ -68,9 +68,9 @@ struct IterationOptions {
   bool force_tp_ring = false;
   /// Likewise for the DP all-reduces where dp_closed_form_applies().
   bool force_dp_ring = false;
-  /// Simulate every DP replica even where they provably run identical iterations (replicas_fold(),
-  /// replicas_mirror(), or folded by symmetry on a platform with images: symmetric_fold_images()), for tests and
-  /// benchmarks that compare the two.
+  /// Simulate every DP replica and TP index even where they provably run identical iterations (replicas_fold(),
+  /// replicas_mirror(), tp_ranks_fold(), or folded by symmetry on a platform with images: symmetric_fold_images()),
+  /// for tests and benchmarks that compare the two.
   bool all_replicas = false;
   ComputeVariability variability;  ///< jitter and stragglers; none by default
   /// Named in ConfigErrors about the layout, plan and variability: the scenario file the caller read them from.
@@ -141,6 +141,15 @@ struct IterationResult {
 /// true when tp > 1 on NVSwitch nodes, no other traffic inside a node (every pipeline neighbour and DP peer of every
 /// GPU on another node) and plain CM02 (plain_cm02()). Proof: sim/README.md, "Closed forms and folding".
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
+
+/// Where tp_closed_form_applies(): whether simulate_iteration() simulates the GPUs at TP index 0 alone (with
+/// whatever replicas it runs), unless IterationOptions::all_replicas or record_timeline: true on a star fabric with
+/// one NIC per GPU, without compute variability, when nothing but the TP group's own collectives joins GPUs of
+/// different TP indices (pipeline neighbours, DP, expert-DP and embedding peers all share the sender's TP index).
+/// Every GPU then runs the iteration of its TP index 0 (its transfers cross only its own NIC links, the TP
+/// all-reduces are closed forms), and the result is the same as simulating all of them, with tp times fewer actors
+/// (tests/sim/tp_fold_test.cpp). Proof: sim/README.md, "Closed forms and folding", TP ranks.
+bool tp_ranks_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
 
 /// Whether simulate_iteration() runs the DP all-reduces (ring, buckets, PowerSGD's P and Q and the uncompressed
 /// rest) as their closed form, unless IterationOptions::force_dp_ring: true when dp > 1 with one NIC per GPU, every

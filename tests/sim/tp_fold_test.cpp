@@ -1,0 +1,150 @@
+// TP ranks that fold (tp_ranks_fold, impl::tp_ranks_run_alike): where the TP all-reduces take their closed form on
+// a star of NVSwitch nodes with one NIC per GPU, simulating the GPUs at TP index 0 alone must give every figure of
+// the iteration within 1e-9 relative of simulating every GPU (IterationOptions::all_replicas), with tp times fewer
+// messages (dp · tp where the replicas fold too). Layouts outside the argument (compute jitter, two GPUs per NIC, a
+// fat tree) keep every TP index. Each comparison simulates twice, each time in a forked child (one simulation per
+// process).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "edgc/sim/collectives.hpp"
+#include "edgc/sim/cost_model.hpp"
+#include "edgc/sim/iteration.hpp"
+#include "edgc/sim/layout.hpp"
+#include "edgc/sim/platform.hpp"
+#include "iteration_test_util.hpp"
+#include "model_test_util.hpp"
+#include "sim_test_util.hpp"
+
+namespace edgc::sim {
+namespace {
+
+using test::ChildResult;
+using test::engine;
+
+struct Scenario {
+  ClusterSpec cluster = test::h100_like(8);  // 64 GPUs, NVSwitch nodes, one NIC per GPU, star fabric
+  NetworkProfile profile;
+  ParallelSpec parallel = test::layout(8, 4, 2);
+  int microbatches = 4;
+  DpSyncPlan plan = uncompressed_plan(4);
+  ComputeVariability variability;
+};
+
+// One simulation of `s`; the extra numbers are the messages posted, 1 where tp_ranks_fold() and 1 where
+// replicas_fold().
+std::string simulate(const Scenario& s, bool all_replicas) {
+  std::uint64_t comms = 0;
+  sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
+  ModelSpec model = test::small_gpt(1024, 512, 4096, s.microbatches * s.parallel.dp);
+  model.layers = 8;
+  const ParallelSpec par = validate(model, s.parallel, s.cluster);
+  const Platform platform = Platform::build(engine(), s.cluster, s.profile);
+  IterationOptions options;
+  options.variability = s.variability;
+  options.all_replicas = all_replicas;
+  CostParams params;
+  params.compute_efficiency = 0.5;
+  const IterationResult r = simulate_iteration(engine(), platform, model, par, params, s.plan, options);
+  return test::to_text(r, {static_cast<double>(comms), tp_ranks_fold(platform, par, s.variability) ? 1.0 : 0.0,
+                           replicas_fold(platform, par, s.variability) ? 1.0 : 0.0});
+}
+
+// TP index 0 alone against every GPU: every figure alike, and tp times fewer messages (each TP index sends the
+// same ones), dp · tp where the replicas fold as well.
+void expect_tp_fold_exact(const Scenario& s) {
+  const ChildResult folded = test::simulate_in_child([&s] { return simulate(s, false); });
+  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
+  EXPECT_GT(folded.result.iteration_s, 0.0);
+  test::expect_same_result(folded.result, all.result);
+  ASSERT_EQ(folded.extra.size(), 3U);
+  ASSERT_EQ(all.extra.size(), 3U);
+  EXPECT_EQ(folded.extra[1], 1.0) << "tp_ranks_fold() should hold for this layout";
+  EXPECT_GT(folded.extra[0], 0.0);
+  const int replicas = folded.extra[2] == 1.0 ? s.parallel.dp : 1;
+  EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.tp * replicas, all.extra[0]) << "each TP index sends alike";
+}
+
+// Outside the argument: tp_ranks_fold() says no, every TP index runs, and the figures are the same.
+void expect_every_tp_index(const Scenario& s) {
+  const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
+  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
+  test::expect_same_result(run.result, all.result);
+  ASSERT_EQ(run.extra.size(), 3U);
+  ASSERT_EQ(all.extra.size(), 3U);
+  EXPECT_EQ(run.extra[1], 0.0) << "tp_ranks_fold() should not hold for this layout";
+  const int replicas = run.extra[2] == 1.0 ? s.parallel.dp : 1;
+  EXPECT_DOUBLE_EQ(run.extra[0] * replicas, all.extra[0]) << "every TP index's messages";
+}
+
+// tp 8 × pp 4 × dp 2, 1F1B, uncompressed: the replicas fold too (DP closed form).
+TEST(TpFold, OneFOneBWithTheReplicasFolded) { expect_tp_fold_exact(Scenario{}); }
+
+// PowerSGD on two of the four stages, on the calibrated profile (its factors per link class and size).
+TEST(TpFold, PowerSgdPerStageOnTheCalibratedProfile) {
+  Scenario s;
+  s.profile = test::h100_calibrated();
+  s.plan = DpSyncPlan{StageSync{16}, StageSync{0}, StageSync{64}, StageSync{0}};
+  expect_tp_fold_exact(s);
+}
+
+// The interleaved schedule (wrap-around sends from the last stage to the first).
+TEST(TpFold, Interleaved) {
+  Scenario s;
+  s.parallel.schedule = PipelineSchedule::kInterleaved;
+  s.parallel.virtual_stages = 2;
+  expect_tp_fold_exact(s);
+}
+
+// Optimus-CC's fused embedding sync: one ring per TP index over the first and last stages' replicas, so the
+// replicas do not fold (replicas_can_run_in_step), but each TP index still runs alike.
+TEST(TpFold, FusedEmbeddingSyncKeepsTheReplicas) {
+  Scenario s;
+  s.parallel.fused_embedding_sync = true;
+  ASSERT_TRUE(fused_embedding_sync_applies(s.parallel));
+  expect_tp_fold_exact(s);
+}
+
+// tp 4 on nodes of 4 GPUs (4 NICs): TP groups fill their nodes.
+TEST(TpFold, FourGpuNodes) {
+  Scenario s;
+  s.cluster.gpus_per_node = 4;
+  s.cluster.nics_per_node = 4;
+  s.cluster.nodes = 8;
+  s.parallel = test::layout(4, 2, 4);
+  s.plan = powersgd_plan(2, 32);
+  expect_tp_fold_exact(s);
+}
+
+TEST(TpFold, NotWithComputeJitter) {
+  Scenario s;
+  s.variability.compute_jitter_cv = 0.1;
+  expect_every_tp_index(s);
+}
+
+TEST(TpFold, NotWithStragglers) {
+  Scenario s;
+  s.variability.straggler_probability = 0.2;
+  s.variability.straggler_slowdown = 1.5;
+  expect_every_tp_index(s);
+}
+
+// Two GPUs per NIC: the pipeline sends of TP indices 2i and 2i + 1 share a NIC.
+TEST(TpFold, NotWithGpusSharingANic) {
+  Scenario s;
+  s.cluster.nics_per_node = 4;
+  expect_every_tp_index(s);
+}
+
+// A fat tree: d-mod-k routes of different TP indices need not be alike.
+TEST(TpFold, NotOnAFatTree) {
+  Scenario s;
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 2;
+  expect_every_tp_index(s);
+}
+
+}  // namespace
+}  // namespace edgc::sim
