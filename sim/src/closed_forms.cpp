@@ -160,9 +160,10 @@ bool fabric_never_binds(const Platform& platform, const ParallelSpec& par, const
     return sum;
   };
   constexpr double kSlack = 1e-12;
+  // Every GPU's pairs are counted, so a tree built for TP index 0 alone (fabric_copies) is held to its whole links.
   return std::all_of(loads.begin(), loads.end(), [&](const auto& entry) {
     return std::min(bound(entry.second.sent), bound(entry.second.received)) <=
-           entry.first->get_bandwidth() * (1.0 + kSlack);
+           entry.first->get_bandwidth() * platform.fabric_copies() * (1.0 + kSlack);
   });
 }
 
@@ -292,9 +293,12 @@ bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const C
 
 bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const Layout& layout,
                         const ComputeVariability& variability) {
-  // Every GPU has its own NIC on a star: between nodes each transfer crosses only its two GPUs' private links.
+  // Every GPU has its own NIC: between nodes each transfer crosses its two GPUs' private links, and on a star
+  // nothing else; on a fat tree also the tree's links, shared by every TP index of the node alike, which the
+  // platform must give 1 / tp of their bandwidth (Platform::build's fabric_copies).
   const ClusterSpec& spec = platform.spec();
-  if (par.tp < 2 || spec.fabric != Fabric::kStar || spec.nics_per_node != spec.gpus_per_node) return false;
+  const bool fabric = spec.fabric == Fabric::kStar || platform.fabric_copies() == par.tp;
+  if (par.tp < 2 || !fabric || spec.nics_per_node != spec.gpus_per_node) return false;
   if (variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0) return false;
   // Nothing but the TP collectives (closed forms, no transfers) joins GPUs of different TP indices.
   for (int r = 0; r < layout.world_size(); ++r)
@@ -398,6 +402,26 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
   const Layout layout(parallel, platform.gpus_per_node());
   return impl::tp_rings_are_contention_free(platform, parallel, layout,
                                             impl::on_platform(platform, impl::tp_rank_groups(layout)));
+}
+
+int tp_fold_fabric_copies(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                          const ComputeVariability& variability) {
+  // tp_rings_are_contention_free and tp_ranks_run_alike from the description, with routes as Platform::build makes
+  // them (a switch node's hops all alike) and plain CM02 as it configures it.
+  if (cluster.fabric != Fabric::kFatTree || parallel.tp < 2 || cluster.intra_topology != IntraNodeTopology::kSwitch ||
+      cluster.nics_per_node != cluster.gpus_per_node || (parallel.expert_groups && parallel.ep > 1) ||
+      variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0)
+    return 1;
+  const Layout layout(parallel, cluster.gpus_per_node);
+  for (int r = 0; r < layout.world_size(); ++r) {
+    const RankCoord c = layout.coord_of(r);
+    if (layout.node_of(r) != layout.node_of(layout.rank_of({0, c.pp, c.dp}))) return 1;  // a TP group in one node
+    for (const impl::Exchange& e : impl::sent_by(layout, parallel, r))
+      if (e.traffic != impl::Traffic::kTensorParallel &&
+          (layout.node_of(e.dst) == layout.node_of(e.src) || layout.coord_of(e.dst).tp != c.tp))
+        return 1;
+  }
+  return parallel.tp;
 }
 
 bool tp_ranks_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "edgc/core/error.hpp"
 #include "edgc/sim/collectives.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/layout.hpp"
@@ -101,6 +102,9 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   state.tp_members =
       may_fold && state.tp_closed_form && impl::tp_ranks_run_alike(platform, par, layout, state.variability) ? 1
                                                                                                              : par.tp;
+  if (platform.fabric_copies() > 1 && state.tp_members != 1)
+    throw InternalError(options.where + ": the platform's fat tree was built for TP index 0 alone (fabric_copies " +
+                        std::to_string(platform.fabric_copies()) + "), but this iteration simulates every TP index");
   if (state.tp_closed_form && state.tp_members > 1)
     state.tp_barriers = group_barriers(state.tp_groups.size(), state.tp_members);
   state.tp_arrived.assign(state.tp_groups.size(), 0);

@@ -318,10 +318,12 @@ void add_images(sg4::NetZone* fabric, const ClusterSpec& spec, const std::vector
 }  // namespace
 
 Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile,
-                         const std::vector<int>& image_gpus) {
+                         const std::vector<int>& image_gpus, int fabric_copies) {
   validate(spec);
+  if (fabric_copies < 1) throw InternalError("Platform::build: fabric_copies must be >= 1");
   configure_models();
   Platform p(spec, profile);
+  if (spec.fabric == Fabric::kFatTree) p.fabric_copies_ = fabric_copies;
   p.hosts_.assign(static_cast<std::size_t>(spec.total_gpus()), nullptr);
   const NodeBuilder make_node(spec, p.hosts_);
 
@@ -372,7 +374,7 @@ Platform Platform::build(sg4::Engine& engine, const ClusterSpec& spec, const Net
     auto* holder = sg4::create_star_zone("fabric-holder");
     adopt_models(*holder, *root);
     fabric = sg4::create_fatTree_zone("fabric", holder, params, callbacks,
-                                      spec.nics_per_node * spec.nic_bandwidth_GBps * kGBps, 0.0,
+                                      spec.nics_per_node * spec.nic_bandwidth_GBps * kGBps / p.fabric_copies_, 0.0,
                                       sg4::Link::SharingPolicy::SPLITDUPLEX);
     fabric->seal();
     holder->set_parent(root);

@@ -1,14 +1,16 @@
 // TP ranks that fold (tp_ranks_fold, impl::tp_ranks_run_alike): where the TP all-reduces take their closed form on
-// a star of NVSwitch nodes with one NIC per GPU, simulating the GPUs at TP index 0 alone must give every figure of
-// the iteration within 1e-9 relative of simulating every GPU (IterationOptions::all_replicas), with tp times fewer
-// messages (dp · tp where the replicas fold too). Layouts outside the argument (compute jitter, two GPUs per NIC, a
-// fat tree) keep every TP index. Each comparison simulates twice, each time in a forked child (one simulation per
+// NVSwitch nodes with one NIC per GPU, on a star or on a fat tree whose links carry each flow for every TP index
+// (tp_fold_fabric_copies), simulating the GPUs at TP index 0 alone must give every figure of the iteration within
+// 1e-9 relative of simulating every GPU (IterationOptions::all_replicas), with tp times fewer messages (dp · tp where
+// the replicas fold too). Layouts outside the argument (compute jitter, stragglers, two GPUs per NIC) keep every TP
+// index. Each comparison simulates twice, each time in a forked child (one simulation per
 // process).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
+#include "edgc/core/error.hpp"
 #include "edgc/sim/collectives.hpp"
 #include "edgc/sim/cost_model.hpp"
 #include "edgc/sim/iteration.hpp"
@@ -41,7 +43,9 @@ std::string simulate(const Scenario& s, bool all_replicas) {
   ModelSpec model = test::small_gpt(1024, 512, 4096, s.microbatches * s.parallel.dp);
   model.layers = 8;
   const ParallelSpec par = validate(model, s.parallel, s.cluster);
-  const Platform platform = Platform::build(engine(), s.cluster, s.profile);
+  // A fat tree's links carry each flow for every TP index left out (tp_fold_fabric_copies()).
+  const int copies = all_replicas ? 1 : tp_fold_fabric_copies(s.cluster, par, s.variability);
+  const Platform platform = Platform::build(engine(), s.cluster, s.profile, {}, copies);
   IterationOptions options;
   options.variability = s.variability;
   options.all_replicas = all_replicas;
@@ -138,12 +142,90 @@ TEST(TpFold, NotWithGpusSharingANic) {
   expect_every_tp_index(s);
 }
 
-// A fat tree: d-mod-k routes of different TP indices need not be alike.
-TEST(TpFold, NotOnAFatTree) {
+// Fat trees (2 nodes per leaf): every TP index of a node shares the node's, leaf and spine links alike, so TP index 0
+// runs alone on a tree whose links carry each flow for all tp of them. Non-blocking: the fabric never binds, the
+// replicas fold too.
+TEST(TpFold, NonBlockingFatTree) {
   Scenario s;
   s.cluster.fabric = Fabric::kFatTree;
   s.cluster.fat_tree_nodes_per_leaf = 2;
+  s.plan = DpSyncPlan{StageSync{16}, StageSync{0}, StageSync{64}, StageSync{0}};
+  expect_tp_fold_exact(s);
+}
+
+// 2:1 oversubscribed (one spine for two nodes per leaf): the fabric binds, every replica runs, its DP rings as
+// messages sharing the spine with the pipelines of others.
+TEST(TpFold, OversubscribedFatTree) {
+  Scenario s;
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 2;
+  s.cluster.oversubscription = 2;
+  s.plan = DpSyncPlan{StageSync{16}, StageSync{0}, StageSync{64}, StageSync{0}};
+  expect_tp_fold_exact(s);
+}
+
+TEST(TpFold, OversubscribedFatTreeInterleavedOnTheCalibratedProfile) {
+  Scenario s;
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 4;
+  s.cluster.oversubscription = 2;
+  s.profile = test::h100_calibrated();
+  s.parallel.schedule = PipelineSchedule::kInterleaved;
+  s.parallel.virtual_stages = 2;
+  expect_tp_fold_exact(s);
+}
+
+// A fat tree with two GPUs per NIC, or with jitter: no copies, every TP index.
+TEST(TpFold, NotOnAFatTreeWithGpusSharingANicOrJitter) {
+  Scenario s;
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 2;
+  s.cluster.nics_per_node = 4;
+  EXPECT_EQ(tp_fold_fabric_copies(s.cluster, validate(test::small_gpt(1024, 512, 4096, 8), s.parallel, s.cluster),
+                                  s.variability),
+            1);
   expect_every_tp_index(s);
+  s.cluster.nics_per_node = 8;
+  s.variability.compute_jitter_cv = 0.1;
+  expect_every_tp_index(s);
+}
+
+// The description's answer is the platform's: tp where a tree built with that many copies folds, 1 on a star.
+TEST(TpFold, CopiesFromTheDescriptionAgreeWithThePlatform) {
+  Scenario s;
+  const ModelSpec model = test::small_gpt(1024, 512, 4096, 8);
+  const ParallelSpec par = validate(model, s.parallel, s.cluster);
+  EXPECT_EQ(tp_fold_fabric_copies(s.cluster, par, s.variability), 1) << "a star needs no copies";
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 2;
+  ASSERT_EQ(tp_fold_fabric_copies(s.cluster, par, s.variability), 8);
+  const std::string text = test::in_child([&s, &par] {
+                             const Platform platform = Platform::build(engine(), s.cluster, s.profile, {}, 8);
+                             return std::string(tp_ranks_fold(platform, par, s.variability) ? "fold" : "keep") + " " +
+                                    std::to_string(platform.fabric_copies());
+                           }).value_or("child failed");
+  EXPECT_EQ(text, "fold 8");
+}
+
+// A tree built for TP index 0 alone cannot run every TP index: refused, not silently wrong.
+TEST(TpFold, ATreeBuiltForTpIndexZeroRefusesEveryTpIndex) {
+  Scenario s;
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = 2;
+  const std::string text = test::in_child([&s] {
+                             ModelSpec model = test::small_gpt(1024, 512, 4096, s.microbatches * s.parallel.dp);
+                             const ParallelSpec par = validate(model, s.parallel, s.cluster);
+                             const Platform platform = Platform::build(engine(), s.cluster, s.profile, {}, 8);
+                             IterationOptions options;
+                             options.all_replicas = true;
+                             try {
+                               simulate_iteration(engine(), platform, model, par, CostParams{}, s.plan, options);
+                             } catch (const InternalError& e) {
+                               return std::string(e.what());
+                             }
+                             return std::string("simulated");
+                           }).value_or("child failed");
+  EXPECT_NE(text.find("built for TP index 0 alone"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   sg4::Engine engine(&argc, argv.data());
   const edgc::sim::Platform platform = edgc::sim::Platform::build(
       engine, cluster, profile,
-      all_replicas ? std::vector<int>{} : edgc::sim::symmetric_fold_images(cluster, checked, {}, profile.algorithm));
+      all_replicas ? std::vector<int>{} : edgc::sim::symmetric_fold_images(cluster, checked, {}, profile.algorithm),
+      all_replicas || tp_ring ? 1 : edgc::sim::tp_fold_fabric_copies(cluster, checked, {}));
   s.build_wall_s = seconds_since(t0);
   edgc::sim::IterationOptions options;
   options.force_tp_ring = tp_ring;

@@ -147,7 +147,8 @@ std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
           engine, setup.cluster, setup.network,
           timeline
               ? std::vector<int>{}
-              : sim::symmetric_fold_images(setup.cluster, setup.parallel, setup.variability, setup.network.algorithm));
+              : sim::symmetric_fold_images(setup.cluster, setup.parallel, setup.variability, setup.network.algorithm),
+          timeline ? 1 : sim::tp_fold_fabric_copies(setup.cluster, setup.parallel, setup.variability));
       sim::IterationOptions options;
       options.record_timeline = timeline;
       options.variability = setup.variability;

@@ -143,13 +143,24 @@ struct IterationResult {
 bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parallel);
 
 /// Where tp_closed_form_applies(): whether simulate_iteration() simulates the GPUs at TP index 0 alone (with
-/// whatever replicas it runs), unless IterationOptions::all_replicas or record_timeline: true on a star fabric with
-/// one NIC per GPU, without compute variability, when nothing but the TP group's own collectives joins GPUs of
-/// different TP indices (pipeline neighbours, DP, expert-DP and embedding peers all share the sender's TP index).
-/// Every GPU then runs the iteration of its TP index 0 (its transfers cross only its own NIC links, the TP
-/// all-reduces are closed forms), and the result is the same as simulating all of them, with tp times fewer actors
-/// (tests/sim/tp_fold_test.cpp). Proof: sim/README.md, "Closed forms and folding", TP ranks.
+/// whatever replicas it runs), unless IterationOptions::all_replicas or record_timeline: true on a star fabric (or
+/// a fat tree built for it: tp_fold_fabric_copies()) with one NIC per GPU, without compute variability, when nothing
+/// but the TP group's own collectives joins GPUs of different TP indices (pipeline neighbours, DP, expert-DP and
+/// embedding peers all share the sender's TP index). Every GPU then runs the iteration of its TP index 0 (its transfers
+/// cross only its own NIC links, the TP all-reduces are closed forms), and the result is the same as simulating all of
+/// them, with tp times fewer actors (tests/sim/tp_fold_test.cpp). Proof: sim/README.md, "Closed forms and folding", TP
+/// ranks.
 bool tp_ranks_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
+
+/// The TP ranks on a fat tree: its links are shared by every TP index of a node alike, so TP index 0 alone is
+/// simulated there only on a platform whose tree carries each flow for all tp of them (Platform::build's
+/// `fabric_copies`). This says, from the cluster's description alone, what to build: tp where tp_ranks_fold() will
+/// hold on such a platform (a fat tree of NVSwitch nodes with one NIC per GPU, no compute variability, no MoE with
+/// ep > 1, every TP group inside a node and every other pair of GPUs across nodes at one TP index), else 1. Only
+/// for iterations run without IterationOptions::all_replicas, record_timeline and force_tp_ring: simulate_iteration
+/// refuses (InternalError) a platform built with copies for an iteration that keeps every TP index.
+int tp_fold_fabric_copies(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                          const ComputeVariability& variability);
 
 /// Whether simulate_iteration() runs the DP all-reduces (ring, buckets, PowerSGD's P and Q and the uncompressed
 /// rest) as their closed form, unless IterationOptions::force_dp_ring: true when dp > 1 with one NIC per GPU, every

@@ -63,8 +63,13 @@ class Platform {
   /// sender to the imaged GPU's counterpart on another node crosses, with the counterpart's down-link taken by the
   /// imaged GPU's. Replicas folded by symmetry receive their ring transfers from other blocks there
   /// (symmetric_fold_images(), iteration.hpp; sim/README.md, "Replicas that fold by symmetry").
+  ///
+  /// `fabric_copies` (fat tree only, ignored on a star): each flow through the fat tree stands for that many
+  /// identical flows over the same fabric links (the TP indices a folded simulation leaves out,
+  /// tp_fold_fabric_copies(), iteration.hpp), so the tree's links get 1 / fabric_copies of their bandwidth: max-min
+  /// sharing then gives each flow its share among all the copies (sim/README.md, "TP ranks fold").
   static Platform build(sg4::Engine& engine, const ClusterSpec& spec, const NetworkProfile& profile,
-                        const std::vector<int>& image_gpus = {});
+                        const std::vector<int>& image_gpus = {}, int fabric_copies = 1);
 
   int gpus() const noexcept { return static_cast<int>(hosts_.size()); }
   int nodes() const noexcept { return spec_.nodes; }
@@ -77,6 +82,8 @@ class Platform {
   const ClusterSpec& spec() const noexcept { return spec_; }
   /// The network profile build() installed.
   const NetworkProfile& profile() const noexcept { return profile_; }
+  /// build()'s fabric_copies on a fat tree; 1 on a star.
+  int fabric_copies() const noexcept { return fabric_copies_; }
 
   /// Seconds SimGrid's network model gives ONE transfer of `bytes` from `src` to `dst` that shares no link with any
   /// other transfer during its lifetime: latency · latency factor + bytes / (bottleneck bandwidth · bandwidth
@@ -91,6 +98,7 @@ class Platform {
   NetworkProfile profile_;
   std::vector<sg4::Host*> hosts_;   ///< by global rank; owned by the engine
   std::vector<sg4::Host*> images_;  ///< by global rank, nullptr where none (empty when no GPU has one)
+  int fabric_copies_ = 1;
 };
 
 }  // namespace edgc::sim
