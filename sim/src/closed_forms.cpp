@@ -404,24 +404,29 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
                                             impl::on_platform(platform, impl::tp_rank_groups(layout)));
 }
 
-int tp_fold_fabric_copies(const ClusterSpec& cluster, const ParallelSpec& parallel,
-                          const ComputeVariability& variability) {
+bool tp_ranks_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability) {
   // tp_rings_are_contention_free and tp_ranks_run_alike from the description, with routes as Platform::build makes
-  // them (a switch node's hops all alike) and plain CM02 as it configures it.
-  if (cluster.fabric != Fabric::kFatTree || parallel.tp < 2 || cluster.intra_topology != IntraNodeTopology::kSwitch ||
+  // them (a switch node's hops all alike; a fat tree built with tp_fold_fabric_copies()) and plain CM02 as it
+  // configures it.
+  if (parallel.tp < 2 || cluster.intra_topology != IntraNodeTopology::kSwitch ||
       cluster.nics_per_node != cluster.gpus_per_node || (parallel.expert_groups && parallel.ep > 1) ||
       variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0)
-    return 1;
+    return false;
   const Layout layout(parallel, cluster.gpus_per_node);
   for (int r = 0; r < layout.world_size(); ++r) {
     const RankCoord c = layout.coord_of(r);
-    if (layout.node_of(r) != layout.node_of(layout.rank_of({0, c.pp, c.dp}))) return 1;  // a TP group in one node
+    if (layout.node_of(r) != layout.node_of(layout.rank_of({0, c.pp, c.dp}))) return false;  // a TP group's node
     for (const impl::Exchange& e : impl::sent_by(layout, parallel, r))
       if (e.traffic != impl::Traffic::kTensorParallel &&
           (layout.node_of(e.dst) == layout.node_of(e.src) || layout.coord_of(e.dst).tp != c.tp))
-        return 1;
+        return false;
   }
-  return parallel.tp;
+  return true;
+}
+
+int tp_fold_fabric_copies(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                          const ComputeVariability& variability) {
+  return cluster.fabric == Fabric::kFatTree && tp_ranks_fold(cluster, parallel, variability) ? parallel.tp : 1;
 }
 
 bool tp_ranks_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {

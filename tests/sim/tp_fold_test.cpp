@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "edgc/core/error.hpp"
 #include "edgc/sim/collectives.hpp"
@@ -35,11 +37,13 @@ struct Scenario {
   ComputeVariability variability;
 };
 
-// One simulation of `s`; the extra numbers are the messages posted, 1 where tp_ranks_fold() and 1 where
-// replicas_fold().
+// One simulation of `s`; the extra numbers are the messages posted, 1 where tp_ranks_fold(), 1 where
+// replicas_fold(), and the actors created.
 std::string simulate(const Scenario& s, bool all_replicas) {
   std::uint64_t comms = 0;
+  std::uint64_t actors = 0;
   sg4::Comm::on_send_cb([&comms](const sg4::Comm&) { ++comms; });
+  sg4::Actor::on_creation_cb([&actors](sg4::Actor&) { ++actors; });
   ModelSpec model = test::small_gpt(1024, 512, 4096, s.microbatches * s.parallel.dp);
   model.layers = 8;
   const ParallelSpec par = validate(model, s.parallel, s.cluster);
@@ -53,7 +57,7 @@ std::string simulate(const Scenario& s, bool all_replicas) {
   params.compute_efficiency = 0.5;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, s.plan, options);
   return test::to_text(r, {static_cast<double>(comms), tp_ranks_fold(platform, par, s.variability) ? 1.0 : 0.0,
-                           replicas_fold(platform, par, s.variability) ? 1.0 : 0.0});
+                           replicas_fold(platform, par, s.variability) ? 1.0 : 0.0, static_cast<double>(actors)});
 }
 
 // TP index 0 alone against every GPU: every figure alike, and tp times fewer messages (each TP index sends the
@@ -63,12 +67,15 @@ void expect_tp_fold_exact(const Scenario& s) {
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   EXPECT_GT(folded.result.iteration_s, 0.0);
   test::expect_same_result(folded.result, all.result);
-  ASSERT_EQ(folded.extra.size(), 3U);
-  ASSERT_EQ(all.extra.size(), 3U);
+  ASSERT_EQ(folded.extra.size(), 4U);
+  ASSERT_EQ(all.extra.size(), 4U);
   EXPECT_EQ(folded.extra[1], 1.0) << "tp_ranks_fold() should hold for this layout";
   EXPECT_GT(folded.extra[0], 0.0);
   const int replicas = folded.extra[2] == 1.0 ? s.parallel.dp : 1;
   EXPECT_DOUBLE_EQ(folded.extra[0] * s.parallel.tp * replicas, all.extra[0]) << "each TP index sends alike";
+  // One worker per simulated GPU (no buckets here): what the actor-stack check counts, a tp-th of the replicas'.
+  EXPECT_DOUBLE_EQ(folded.extra[3] * s.parallel.tp * replicas, all.extra[3]);
+  EXPECT_DOUBLE_EQ(folded.extra[3], s.parallel.pp * s.parallel.dp / replicas);
 }
 
 // Outside the argument: tp_ranks_fold() says no, every TP index runs, and the figures are the same.
@@ -76,8 +83,8 @@ void expect_every_tp_index(const Scenario& s) {
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   test::expect_same_result(run.result, all.result);
-  ASSERT_EQ(run.extra.size(), 3U);
-  ASSERT_EQ(all.extra.size(), 3U);
+  ASSERT_EQ(run.extra.size(), 4U);
+  ASSERT_EQ(all.extra.size(), 4U);
   EXPECT_EQ(run.extra[1], 0.0) << "tp_ranks_fold() should not hold for this layout";
   const int replicas = run.extra[2] == 1.0 ? s.parallel.dp : 1;
   EXPECT_DOUBLE_EQ(run.extra[0] * replicas, all.extra[0]) << "every TP index's messages";
@@ -190,21 +197,56 @@ TEST(TpFold, NotOnAFatTreeWithGpusSharingANicOrJitter) {
   expect_every_tp_index(s);
 }
 
-// The description's answer is the platform's: tp where a tree built with that many copies folds, 1 on a star.
-TEST(TpFold, CopiesFromTheDescriptionAgreeWithThePlatform) {
+// The description's answer (tp_ranks_fold(ClusterSpec, …), tp_fold_fabric_copies()) is the platform's, on stars and
+// fat trees, where the ranks fold and where they do not.
+TEST(TpFold, TheDescriptionAgreesWithThePlatform) {
+  std::vector<std::pair<std::string, Scenario>> cases;
   Scenario s;
-  const ModelSpec model = test::small_gpt(1024, 512, 4096, 8);
-  const ParallelSpec par = validate(model, s.parallel, s.cluster);
-  EXPECT_EQ(tp_fold_fabric_copies(s.cluster, par, s.variability), 1) << "a star needs no copies";
-  s.cluster.fabric = Fabric::kFatTree;
-  s.cluster.fat_tree_nodes_per_leaf = 2;
-  ASSERT_EQ(tp_fold_fabric_copies(s.cluster, par, s.variability), 8);
-  const std::string text = test::in_child([&s, &par] {
-                             const Platform platform = Platform::build(engine(), s.cluster, s.profile, {}, 8);
-                             return std::string(tp_ranks_fold(platform, par, s.variability) ? "fold" : "keep") + " " +
-                                    std::to_string(platform.fabric_copies());
-                           }).value_or("child failed");
-  EXPECT_EQ(text, "fold 8");
+  cases.emplace_back("star", s);
+  s.parallel.overlap_grad_reduce = true;  // the replicas fold by symmetry there, the TP ranks as well
+  s.parallel.grad_bucket_params = 5000000;
+  cases.emplace_back("overlapped buckets", s);
+  s = Scenario{};
+  s.parallel.fused_embedding_sync = true;
+  cases.emplace_back("fused embedding sync", s);
+  s = Scenario{};
+  s.parallel = test::layout(4, 4, 4);  // two TP groups per node: pipeline neighbours inside a node
+  cases.emplace_back("tp 4 on 8-GPU nodes", s);
+  s = Scenario{};
+  s.cluster.nics_per_node = 4;
+  cases.emplace_back("two GPUs per NIC", s);
+  s = Scenario{};
+  s.variability.compute_jitter_cv = 0.1;
+  cases.emplace_back("jitter", s);
+  s = Scenario{};
+  s.cluster = test::dgx1_like(8);
+  cases.emplace_back("cube-mesh nodes", s);
+  const std::size_t stars = cases.size();
+  for (std::size_t i = 0; i < stars; ++i) {
+    Scenario t = cases[i].second;
+    t.cluster.fabric = Fabric::kFatTree;
+    t.cluster.fat_tree_nodes_per_leaf = 2;
+    t.cluster.oversubscription = 2;
+    cases.emplace_back(cases[i].first + ", 2:1 fat tree", t);
+  }
+  int folding = 0;
+  for (const auto& entry : cases) {
+    const std::string& name = entry.first;
+    const Scenario& c = entry.second;  // a plain reference: lambdas may capture it (structured bindings: C++20 only)
+    const ModelSpec model = test::small_gpt(1024, 512, 4096, 8 * c.parallel.dp);
+    const ParallelSpec par = validate(model, c.parallel, c.cluster);
+    const bool described = tp_ranks_fold(c.cluster, par, c.variability);
+    const int copies = tp_fold_fabric_copies(c.cluster, par, c.variability);
+    EXPECT_EQ(copies, described && c.cluster.fabric == Fabric::kFatTree ? par.tp : 1) << name;
+    const std::string platform =
+        test::in_child([&c, &par, copies] {
+          const Platform p = Platform::build(engine(), c.cluster, c.profile, {}, copies);
+          return std::string(tp_closed_form_applies(p, par) && tp_ranks_fold(p, par, c.variability) ? "fold" : "keep");
+        }).value_or("child failed");
+    EXPECT_EQ(platform, described ? "fold" : "keep") << name;
+    folding += described ? 1 : 0;
+  }
+  EXPECT_EQ(folding, 6) << "star, overlapped buckets and the fused embedding sync fold on both fabrics";
 }
 
 // A tree built for TP index 0 alone cannot run every TP index: refused, not silently wrong.

@@ -129,8 +129,10 @@ bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& 
   const bool folded = !timeline && sim::replicas_fold(cluster, par, variability, algorithm);
   const std::int64_t symmetric =
       timeline || folded ? 0 : sim::symmetric_fold_actors(cluster, par, variability, algorithm);
-  const sim::ActorStacks s =
-      sim::plan_actor_stacks(symmetric > 0 ? symmetric : sim::iteration_actors(par, folded), sim::vm_max_map_count());
+  std::int64_t actors = symmetric > 0 ? symmetric : sim::iteration_actors(par, folded);
+  // Where the TP ranks fold, TP index 0 alone runs: a tp-th of the workers, bucket actors and image receivers.
+  if (!timeline && sim::tp_ranks_fold(cluster, par, variability)) actors = (actors + par.tp - 1) / par.tp;
+  const sim::ActorStacks s = sim::plan_actor_stacks(actors, sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
   const std::string sysctl = "sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded);

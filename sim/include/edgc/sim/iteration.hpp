@@ -152,12 +152,16 @@ bool tp_closed_form_applies(const Platform& platform, const ParallelSpec& parall
 /// ranks.
 bool tp_ranks_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability);
 
+/// tp_ranks_fold() decided from the cluster's description alone, before any platform exists (what to build, the
+/// actors to count): NVSwitch nodes with one NIC per GPU, no compute variability, no MoE with ep > 1, every TP group
+/// inside a node and every other pair of GPUs across nodes at one TP index. Then the platform's tp_ranks_fold()
+/// holds on a star, and on a fat tree built with tp_fold_fabric_copies() (the tests check both agree).
+bool tp_ranks_fold(const ClusterSpec& cluster, const ParallelSpec& parallel, const ComputeVariability& variability);
+
 /// The TP ranks on a fat tree: its links are shared by every TP index of a node alike, so TP index 0 alone is
 /// simulated there only on a platform whose tree carries each flow for all tp of them (Platform::build's
-/// `fabric_copies`). This says, from the cluster's description alone, what to build: tp where tp_ranks_fold() will
-/// hold on such a platform (a fat tree of NVSwitch nodes with one NIC per GPU, no compute variability, no MoE with
-/// ep > 1, every TP group inside a node and every other pair of GPUs across nodes at one TP index), else 1. Only
-/// for iterations run without IterationOptions::all_replicas, record_timeline and force_tp_ring: simulate_iteration
+/// `fabric_copies`). What to build: tp on a fat tree where tp_ranks_fold(ClusterSpec, …) holds, else 1. Only for
+/// iterations run without IterationOptions::all_replicas, record_timeline and force_tp_ring: simulate_iteration
 /// refuses (InternalError) a platform built with copies for an iteration that keeps every TP index.
 int tp_fold_fabric_copies(const ClusterSpec& cluster, const ParallelSpec& parallel,
                           const ComputeVariability& variability);
