@@ -41,6 +41,16 @@ void read_exact_at(int fd, void* dst, std::size_t bytes, std::uint64_t offset, c
 /// overlapping, no duplicate names. `path` names the file in errors. Throws TraceFormatError.
 SafetensorsHeader read_safetensors_header(int fd, std::uint64_t file_size, const std::string& path);
 
+/// How the header's JSON is read: kAny scans a plain header (what writers produce: entries of dtype, shape and
+/// data_offsets, an optional "__metadata__" of strings, no escapes) directly and anything else with the strict JSON
+/// parser, with the same entries and errors; kStrict always with the parser (the tests compare the two).
+enum class HeaderReader { kAny, kStrict };
+
+/// read_safetensors_header's checks on header `text` already read (the N bytes after the length) of a file of
+/// `file_size` bytes (≥ 8 + N).
+SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t file_size, const std::string& path,
+                                           HeaderReader reader = HeaderReader::kAny);
+
 /// One tensor to write: raw little-endian bytes already in `dtype`.
 struct SafetensorsBlob {
   std::string name;
