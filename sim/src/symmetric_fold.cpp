@@ -153,4 +153,17 @@ std::int64_t symmetric_fold_actors(const ClusterSpec& cluster, const ParallelSpe
   return replica_actors(parallel, block) + static_cast<std::int64_t>(dp.size() + edp.size());
 }
 
+std::int64_t planned_actors(const ClusterSpec& cluster, const ParallelSpec& parallel,
+                            const ComputeVariability& variability, CollectiveAlgorithm algorithm,
+                            const IterationOptions& options) {
+  const bool keep_all = options.all_replicas || options.record_timeline;
+  const bool folded = !keep_all && !options.force_dp_ring && replicas_fold(cluster, parallel, variability, algorithm);
+  const std::int64_t symmetric =
+      keep_all || folded ? 0 : symmetric_fold_actors(cluster, parallel, variability, algorithm);
+  const std::int64_t actors = symmetric > 0 ? symmetric : iteration_actors(parallel, folded);
+  // Where the TP ranks fold, TP index 0 alone runs: a tp-th of the workers, bucket actors and image receivers.
+  if (keep_all || options.force_tp_ring || !tp_ranks_fold(cluster, parallel, variability)) return actors;
+  return (actors + parallel.tp - 1) / parallel.tp;
+}
+
 }  // namespace edgc::sim

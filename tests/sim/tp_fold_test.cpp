@@ -38,7 +38,7 @@ struct Scenario {
 };
 
 // One simulation of `s`; the extra numbers are the messages posted, 1 where tp_ranks_fold(), 1 where
-// replicas_fold(), and the actors created.
+// replicas_fold(), the actors created and planned_actors().
 std::string simulate(const Scenario& s, bool all_replicas) {
   std::uint64_t comms = 0;
   std::uint64_t actors = 0;
@@ -56,8 +56,10 @@ std::string simulate(const Scenario& s, bool all_replicas) {
   CostParams params;
   params.compute_efficiency = 0.5;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, s.plan, options);
-  return test::to_text(r, {static_cast<double>(comms), tp_ranks_fold(platform, par, s.variability) ? 1.0 : 0.0,
-                           replicas_fold(platform, par, s.variability) ? 1.0 : 0.0, static_cast<double>(actors)});
+  return test::to_text(
+      r, {static_cast<double>(comms), tp_ranks_fold(platform, par, s.variability) ? 1.0 : 0.0,
+          replicas_fold(platform, par, s.variability) ? 1.0 : 0.0, static_cast<double>(actors),
+          static_cast<double>(planned_actors(s.cluster, par, s.variability, s.profile.algorithm, options))});
 }
 
 // TP index 0 alone against every GPU: every figure alike, and tp times fewer messages (each TP index sends the
@@ -67,8 +69,8 @@ void expect_tp_fold_exact(const Scenario& s) {
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   EXPECT_GT(folded.result.iteration_s, 0.0);
   test::expect_same_result(folded.result, all.result);
-  ASSERT_EQ(folded.extra.size(), 4U);
-  ASSERT_EQ(all.extra.size(), 4U);
+  ASSERT_EQ(folded.extra.size(), 5U);
+  ASSERT_EQ(all.extra.size(), 5U);
   EXPECT_EQ(folded.extra[1], 1.0) << "tp_ranks_fold() should hold for this layout";
   EXPECT_GT(folded.extra[0], 0.0);
   const int replicas = folded.extra[2] == 1.0 ? s.parallel.dp : 1;
@@ -76,6 +78,13 @@ void expect_tp_fold_exact(const Scenario& s) {
   // One worker per simulated GPU (no buckets here): what the actor-stack check counts, a tp-th of the replicas'.
   EXPECT_DOUBLE_EQ(folded.extra[3] * s.parallel.tp * replicas, all.extra[3]);
   EXPECT_DOUBLE_EQ(folded.extra[3], s.parallel.pp * s.parallel.dp / replicas);
+  // planned_actors(): exact on a star, where the description decides both folds; an upper bound on a fat tree, where
+  // it leaves the replicas to the routes.
+  if (s.cluster.fabric == Fabric::kStar)
+    EXPECT_EQ(folded.extra[4], folded.extra[3]);
+  else
+    EXPECT_GE(folded.extra[4], folded.extra[3]);
+  EXPECT_EQ(all.extra[4], all.extra[3]) << "every GPU with all_replicas";
 }
 
 // Outside the argument: tp_ranks_fold() says no, every TP index runs, and the figures are the same.
@@ -83,8 +92,9 @@ void expect_every_tp_index(const Scenario& s) {
   const ChildResult run = test::simulate_in_child([&s] { return simulate(s, false); });
   const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
   test::expect_same_result(run.result, all.result);
-  ASSERT_EQ(run.extra.size(), 4U);
-  ASSERT_EQ(all.extra.size(), 4U);
+  ASSERT_EQ(run.extra.size(), 5U);
+  ASSERT_EQ(all.extra.size(), 5U);
+  EXPECT_GE(run.extra[4], run.extra[3]) << "planned_actors() never counts fewer than run";
   EXPECT_EQ(run.extra[1], 0.0) << "tp_ranks_fold() should not hold for this layout";
   const int replicas = run.extra[2] == 1.0 ? s.parallel.dp : 1;
   EXPECT_DOUBLE_EQ(run.extra[0] * replicas, all.extra[0]) << "every TP index's messages";

@@ -147,11 +147,12 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   // As edgc simulate does (sim::ActorStacks): actor stacks lose their guard pages where only that fits
   // vm.max_map_count, and a case that does not fit even so is refused before SimGrid fails on it.
   const edgc::sim::ParallelSpec checked = edgc::sim::validate(mc.model, mc.parallel, cluster, "edgc_bench_iteration");
-  const bool folded = !dp_ring && !all_replicas && edgc::sim::replicas_fold(cluster, checked, {});
-  const std::int64_t symmetric =
-      folded || all_replicas ? 0 : edgc::sim::symmetric_fold_actors(cluster, checked, {}, profile.algorithm);
+  edgc::sim::IterationOptions planned;
+  planned.force_tp_ring = tp_ring;
+  planned.force_dp_ring = dp_ring;
+  planned.all_replicas = all_replicas;
   const edgc::sim::ActorStacks stacks = edgc::sim::plan_actor_stacks(
-      symmetric > 0 ? symmetric : edgc::sim::iteration_actors(checked, folded), edgc::sim::vm_max_map_count());
+      edgc::sim::planned_actors(cluster, checked, {}, profile.algorithm, planned), edgc::sim::vm_max_map_count());
   if (!stacks.fits)
     throw std::runtime_error(std::to_string(c.gpus) + " GPUs: " + std::to_string(stacks.maps_unguarded) +
                              " memory mappings for actor stacks exceed vm.max_map_count " +

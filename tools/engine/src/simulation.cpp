@@ -126,13 +126,10 @@ struct Inputs {
 bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& par,
                       const sim::ComputeVariability& variability, sim::CollectiveAlgorithm algorithm, bool timeline,
                       const std::string& w, std::vector<std::string>& warnings) {
-  const bool folded = !timeline && sim::replicas_fold(cluster, par, variability, algorithm);
-  const std::int64_t symmetric =
-      timeline || folded ? 0 : sim::symmetric_fold_actors(cluster, par, variability, algorithm);
-  std::int64_t actors = symmetric > 0 ? symmetric : sim::iteration_actors(par, folded);
-  // Where the TP ranks fold, TP index 0 alone runs: a tp-th of the workers, bucket actors and image receivers.
-  if (!timeline && sim::tp_ranks_fold(cluster, par, variability)) actors = (actors + par.tp - 1) / par.tp;
-  const sim::ActorStacks s = sim::plan_actor_stacks(actors, sim::vm_max_map_count());
+  sim::IterationOptions options;
+  options.record_timeline = timeline;
+  const sim::ActorStacks s = sim::plan_actor_stacks(sim::planned_actors(cluster, par, variability, algorithm, options),
+                                                    sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
   const std::string sysctl = "sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded);
