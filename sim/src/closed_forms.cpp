@@ -291,20 +291,12 @@ bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const C
          !(par.distributed_optimizer && par.overlap_param_gather);
 }
 
-bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const Layout& layout,
-                        const ComputeVariability& variability) {
+bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability) {
   // Every GPU has its own NIC: between nodes each transfer crosses its two GPUs' private links, and on a star
   // nothing else; on a fat tree also the tree's links, shared by every TP index of the node alike, which the
-  // platform must give 1 / tp of their bandwidth (Platform::build's fabric_copies).
-  const ClusterSpec& spec = platform.spec();
-  const bool fabric = spec.fabric == Fabric::kStar || platform.fabric_copies() == par.tp;
-  if (par.tp < 2 || !fabric || spec.nics_per_node != spec.gpus_per_node) return false;
-  if (variability.compute_jitter_cv != 0.0 || variability.straggler_probability != 0.0) return false;
-  // Nothing but the TP collectives (closed forms, no transfers) joins GPUs of different TP indices.
-  for (int r = 0; r < layout.world_size(); ++r)
-    for (const Exchange& e : sent_by(layout, par, r))
-      if (e.traffic != Traffic::kTensorParallel && layout.coord_of(e.dst).tp != layout.coord_of(e.src).tp) return false;
-  return true;
+  // platform must give 1 / tp of their bandwidth (Platform::build's fabric_copies). The rest is the description's.
+  const bool fabric = platform.spec().fabric == Fabric::kStar || platform.fabric_copies() == par.tp;
+  return fabric && tp_ranks_fold(platform.spec(), par, variability);
 }
 
 }  // namespace edgc::sim::impl
@@ -430,8 +422,7 @@ int tp_fold_fabric_copies(const ClusterSpec& cluster, const ParallelSpec& parall
 }
 
 bool tp_ranks_fold(const Platform& platform, const ParallelSpec& parallel, const ComputeVariability& variability) {
-  return tp_closed_form_applies(platform, parallel) &&
-         impl::tp_ranks_run_alike(platform, parallel, Layout(parallel, platform.gpus_per_node()), variability);
+  return tp_closed_form_applies(platform, parallel) && impl::tp_ranks_run_alike(platform, parallel, variability);
 }
 
 }  // namespace edgc::sim

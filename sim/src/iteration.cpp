@@ -100,8 +100,7 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   state.tp_closed_form = par.tp > 1 && !options.force_tp_ring &&
                          impl::tp_rings_are_contention_free(platform, par, layout, state.tp_groups);
   state.tp_members =
-      may_fold && state.tp_closed_form && impl::tp_ranks_run_alike(platform, par, layout, state.variability) ? 1
-                                                                                                             : par.tp;
+      may_fold && state.tp_closed_form && impl::tp_ranks_run_alike(platform, par, state.variability) ? 1 : par.tp;
   if (platform.fabric_copies() > 1 && state.tp_members != 1)
     throw InternalError(options.where + ": the platform's fat tree was built for TP index 0 alone (fabric_copies " +
                         std::to_string(platform.fabric_copies()) + "), but this iteration simulates every TP index");

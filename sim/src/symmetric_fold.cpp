@@ -153,9 +153,18 @@ std::int64_t symmetric_fold_actors(const ClusterSpec& cluster, const ParallelSpe
   return replica_actors(parallel, block) + static_cast<std::int64_t>(dp.size() + edp.size());
 }
 
-std::int64_t planned_actors(const ClusterSpec& cluster, const ParallelSpec& parallel,
-                            const ComputeVariability& variability, CollectiveAlgorithm algorithm,
+Platform build_folding_platform(sg4::Engine& engine, const ClusterSpec& cluster, const NetworkProfile& profile,
+                                const ParallelSpec& parallel, const IterationOptions& options) {
+  const bool keep_all = options.all_replicas || options.record_timeline;
+  return Platform::build(
+      engine, cluster, profile,
+      keep_all ? std::vector<int>{} : symmetric_fold_images(cluster, parallel, options.variability, profile.algorithm),
+      keep_all || options.force_tp_ring ? 1 : tp_fold_fabric_copies(cluster, parallel, options.variability));
+}
+
+std::int64_t planned_actors(const ClusterSpec& cluster, const ParallelSpec& parallel, CollectiveAlgorithm algorithm,
                             const IterationOptions& options) {
+  const ComputeVariability& variability = options.variability;
   const bool keep_all = options.all_replicas || options.record_timeline;
   const bool folded = !keep_all && !options.force_dp_ring && replicas_fold(cluster, parallel, variability, algorithm);
   const std::int64_t symmetric =

@@ -47,19 +47,27 @@ std::string simulate(const Scenario& s, bool all_replicas) {
   ModelSpec model = test::small_gpt(1024, 512, 4096, s.microbatches * s.parallel.dp);
   model.layers = 8;
   const ParallelSpec par = validate(model, s.parallel, s.cluster);
-  // A fat tree's links carry each flow for every TP index left out (tp_fold_fabric_copies()).
-  const int copies = all_replicas ? 1 : tp_fold_fabric_copies(s.cluster, par, s.variability);
-  const Platform platform = Platform::build(engine(), s.cluster, s.profile, {}, copies);
   IterationOptions options;
   options.variability = s.variability;
   options.all_replicas = all_replicas;
+  // A fat tree's links carry each flow for every TP index left out (tp_fold_fabric_copies()); no images, so that
+  // the replicas fold only as they would without the symmetric fold.
+  const int copies = all_replicas ? 1 : tp_fold_fabric_copies(s.cluster, par, s.variability);
+  const Platform platform = Platform::build(engine(), s.cluster, s.profile, {}, copies);
   CostParams params;
   params.compute_efficiency = 0.5;
   const IterationResult r = simulate_iteration(engine(), platform, model, par, params, s.plan, options);
-  return test::to_text(
-      r, {static_cast<double>(comms), tp_ranks_fold(platform, par, s.variability) ? 1.0 : 0.0,
-          replicas_fold(platform, par, s.variability) ? 1.0 : 0.0, static_cast<double>(actors),
-          static_cast<double>(planned_actors(s.cluster, par, s.variability, s.profile.algorithm, options))});
+  return test::to_text(r, {static_cast<double>(comms), tp_ranks_fold(platform, par, s.variability) ? 1.0 : 0.0,
+                           replicas_fold(platform, par, s.variability) ? 1.0 : 0.0, static_cast<double>(actors),
+                           static_cast<double>(planned_actors(s.cluster, par, s.profile.algorithm, options))});
+}
+
+// `s` on a fat tree of `per_leaf` nodes per leaf, `oversubscription` at the leaf uplinks.
+Scenario on_fat_tree(int per_leaf, double oversubscription = 1.0, Scenario s = {}) {
+  s.cluster.fabric = Fabric::kFatTree;
+  s.cluster.fat_tree_nodes_per_leaf = per_leaf;
+  s.cluster.oversubscription = oversubscription;
+  return s;
 }
 
 // TP index 0 alone against every GPU: every figure alike, and tp times fewer messages (each TP index sends the
@@ -163,9 +171,7 @@ TEST(TpFold, NotWithGpusSharingANic) {
 // runs alone on a tree whose links carry each flow for all tp of them. Non-blocking: the fabric never binds, the
 // replicas fold too.
 TEST(TpFold, NonBlockingFatTree) {
-  Scenario s;
-  s.cluster.fabric = Fabric::kFatTree;
-  s.cluster.fat_tree_nodes_per_leaf = 2;
+  Scenario s = on_fat_tree(2);
   s.plan = DpSyncPlan{StageSync{16}, StageSync{0}, StageSync{64}, StageSync{0}};
   expect_tp_fold_exact(s);
 }
@@ -173,19 +179,13 @@ TEST(TpFold, NonBlockingFatTree) {
 // 2:1 oversubscribed (one spine for two nodes per leaf): the fabric binds, every replica runs, its DP rings as
 // messages sharing the spine with the pipelines of others.
 TEST(TpFold, OversubscribedFatTree) {
-  Scenario s;
-  s.cluster.fabric = Fabric::kFatTree;
-  s.cluster.fat_tree_nodes_per_leaf = 2;
-  s.cluster.oversubscription = 2;
+  Scenario s = on_fat_tree(2, 2);
   s.plan = DpSyncPlan{StageSync{16}, StageSync{0}, StageSync{64}, StageSync{0}};
   expect_tp_fold_exact(s);
 }
 
 TEST(TpFold, OversubscribedFatTreeInterleavedOnTheCalibratedProfile) {
-  Scenario s;
-  s.cluster.fabric = Fabric::kFatTree;
-  s.cluster.fat_tree_nodes_per_leaf = 4;
-  s.cluster.oversubscription = 2;
+  Scenario s = on_fat_tree(4, 2);
   s.profile = test::h100_calibrated();
   s.parallel.schedule = PipelineSchedule::kInterleaved;
   s.parallel.virtual_stages = 2;
@@ -194,9 +194,7 @@ TEST(TpFold, OversubscribedFatTreeInterleavedOnTheCalibratedProfile) {
 
 // A fat tree with two GPUs per NIC, or with jitter: no copies, every TP index.
 TEST(TpFold, NotOnAFatTreeWithGpusSharingANicOrJitter) {
-  Scenario s;
-  s.cluster.fabric = Fabric::kFatTree;
-  s.cluster.fat_tree_nodes_per_leaf = 2;
+  Scenario s = on_fat_tree(2);
   s.cluster.nics_per_node = 4;
   EXPECT_EQ(tp_fold_fabric_copies(s.cluster, validate(test::small_gpt(1024, 512, 4096, 8), s.parallel, s.cluster),
                                   s.variability),
@@ -232,13 +230,8 @@ TEST(TpFold, TheDescriptionAgreesWithThePlatform) {
   s.cluster = test::dgx1_like(8);
   cases.emplace_back("cube-mesh nodes", s);
   const std::size_t stars = cases.size();
-  for (std::size_t i = 0; i < stars; ++i) {
-    Scenario t = cases[i].second;
-    t.cluster.fabric = Fabric::kFatTree;
-    t.cluster.fat_tree_nodes_per_leaf = 2;
-    t.cluster.oversubscription = 2;
-    cases.emplace_back(cases[i].first + ", 2:1 fat tree", t);
-  }
+  for (std::size_t i = 0; i < stars; ++i)
+    cases.emplace_back(cases[i].first + ", 2:1 fat tree", on_fat_tree(2, 2, cases[i].second));
   int folding = 0;
   for (const auto& entry : cases) {
     const std::string& name = entry.first;
@@ -261,9 +254,7 @@ TEST(TpFold, TheDescriptionAgreesWithThePlatform) {
 
 // A tree built for TP index 0 alone cannot run every TP index: refused, not silently wrong.
 TEST(TpFold, ATreeBuiltForTpIndexZeroRefusesEveryTpIndex) {
-  Scenario s;
-  s.cluster.fabric = Fabric::kFatTree;
-  s.cluster.fat_tree_nodes_per_leaf = 2;
+  const Scenario s = on_fat_tree(2);
   const std::string text = test::in_child([&s] {
                              ModelSpec model = test::small_gpt(1024, 512, 4096, s.microbatches * s.parallel.dp);
                              const ParallelSpec par = validate(model, s.parallel, s.cluster);

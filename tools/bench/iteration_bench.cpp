@@ -147,12 +147,12 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
   // As edgc simulate does (sim::ActorStacks): actor stacks lose their guard pages where only that fits
   // vm.max_map_count, and a case that does not fit even so is refused before SimGrid fails on it.
   const edgc::sim::ParallelSpec checked = edgc::sim::validate(mc.model, mc.parallel, cluster, "edgc_bench_iteration");
-  edgc::sim::IterationOptions planned;
-  planned.force_tp_ring = tp_ring;
-  planned.force_dp_ring = dp_ring;
-  planned.all_replicas = all_replicas;
+  edgc::sim::IterationOptions options;
+  options.force_tp_ring = tp_ring;
+  options.force_dp_ring = dp_ring;
+  options.all_replicas = all_replicas;
   const edgc::sim::ActorStacks stacks = edgc::sim::plan_actor_stacks(
-      edgc::sim::planned_actors(cluster, checked, {}, profile.algorithm, planned), edgc::sim::vm_max_map_count());
+      edgc::sim::planned_actors(cluster, checked, profile.algorithm, options), edgc::sim::vm_max_map_count());
   if (!stacks.fits)
     throw std::runtime_error(std::to_string(c.gpus) + " GPUs: " + std::to_string(stacks.maps_unguarded) +
                              " memory mappings for actor stacks exceed vm.max_map_count " +
@@ -174,15 +174,8 @@ Sample measure(const std::string& scenario_path, const Case& c, const std::vecto
 
   const auto t0 = Clock::now();
   sg4::Engine engine(&argc, argv.data());
-  const edgc::sim::Platform platform = edgc::sim::Platform::build(
-      engine, cluster, profile,
-      all_replicas ? std::vector<int>{} : edgc::sim::symmetric_fold_images(cluster, checked, {}, profile.algorithm),
-      all_replicas || tp_ring ? 1 : edgc::sim::tp_fold_fabric_copies(cluster, checked, {}));
+  const edgc::sim::Platform platform = edgc::sim::build_folding_platform(engine, cluster, profile, checked, options);
   s.build_wall_s = seconds_since(t0);
-  edgc::sim::IterationOptions options;
-  options.force_tp_ring = tp_ring;
-  options.force_dp_ring = dp_ring;
-  options.all_replicas = all_replicas;
   const auto t1 = Clock::now();
   const edgc::sim::IterationResult r =
       edgc::sim::simulate_iteration(engine, platform, mc.model, mc.parallel, mc.cost, plan, options);

@@ -148,13 +148,11 @@ Sample measure(const std::string& file) {
   Sample s;
   const auto t0 = Clock::now();
   sg4::Engine engine(&argc, argv.data());
-  const edgc::sim::ParallelSpec checked = edgc::sim::validate(mc.model, mc.parallel, cluster, file);
-  const edgc::sim::Platform platform = edgc::sim::Platform::build(
-      engine, cluster, profile, edgc::sim::symmetric_fold_images(cluster, checked, {}, profile.algorithm),
-      edgc::sim::tp_fold_fabric_copies(cluster, checked, {}));
-  s.build_wall_s = seconds_since(t0);
   edgc::sim::IterationOptions options;
   options.where = file;
+  const edgc::sim::Platform platform = edgc::sim::build_folding_platform(
+      engine, cluster, profile, edgc::sim::validate(mc.model, mc.parallel, cluster, file), options);
+  s.build_wall_s = seconds_since(t0);
   const auto t1 = Clock::now();
   const edgc::sim::IterationResult r = edgc::sim::simulate_iteration(
       engine, platform, mc.model, mc.parallel, mc.cost, edgc::sim::uncompressed_plan(mc.parallel.pp), options);

@@ -21,16 +21,22 @@ namespace {
 // The safetensors specification caps the header at 100 MB; a larger length means a corrupted file.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
 
-// The checks on one entry's values, in the order parse_entry meets them: dtype, then offsets against the shape.
-SafetensorsEntry make_entry(const std::string& name, const std::string& dtype, std::vector<std::int64_t> shape,
-                            std::uint64_t begin, std::uint64_t end, const std::string& path) {
+// Entry `name`'s dtype, which must be one the reader knows.
+Dtype entry_dtype(const std::string& name, const std::string& dtype, const std::string& path) {
+  const auto parsed = parse_safetensors_dtype(dtype);
+  if (!parsed)
+    throw TraceFormatError(path, "header." + name + ".dtype",
+                           "unknown dtype '" + dtype + "' (supported: F32, F16, BF16, I64)");
+  return *parsed;
+}
+
+// The checks of one entry's offsets against its shape (after its dtype's, entry_dtype).
+SafetensorsEntry make_entry(const std::string& name, Dtype dtype, std::vector<std::int64_t> shape, std::uint64_t begin,
+                            std::uint64_t end, const std::string& path) {
   const std::string f = "header." + name;
   SafetensorsEntry e;
   e.name = name;
-  const auto parsed = parse_safetensors_dtype(dtype);
-  if (!parsed)
-    throw TraceFormatError(path, f + ".dtype", "unknown dtype '" + dtype + "' (supported: F32, F16, BF16, I64)");
-  e.dtype = *parsed;
+  e.dtype = dtype;
   e.shape = std::move(shape);
   e.begin = begin;
   e.end = end;
@@ -56,8 +62,7 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& v, c
   if (!v.is_object()) throw TraceFormatError(path, f, "expected an object, got " + detail::json_type_name(v));
   const auto dt = v.find("dtype");
   if (dt == v.end() || !dt->is_string()) throw TraceFormatError(path, f + ".dtype", "missing or not a string");
-  const std::string dtype = dt->get<std::string>();
-  if (!parse_safetensors_dtype(dtype)) return make_entry(name, dtype, {}, 0, 0, path);  // its error first
+  const Dtype dtype = entry_dtype(name, dt->get<std::string>(), path);
   const auto sh = v.find("shape");
   if (sh == v.end() || !sh->is_array()) throw TraceFormatError(path, f + ".shape", "missing or not an array");
   std::vector<std::int64_t> shape;
@@ -289,7 +294,8 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t 
   std::optional<std::vector<PlainEntry>> plain;
   if (reader == HeaderReader::kAny) plain = PlainHeaderScan(text).entries();
   if (plain) {
-    for (PlainEntry& p : *plain) add(make_entry(p.name, p.dtype, std::move(p.shape), p.begin, p.end, path));
+    for (PlainEntry& p : *plain)
+      add(make_entry(p.name, entry_dtype(p.name, p.dtype, path), std::move(p.shape), p.begin, p.end, path));
   } else {
     const nlohmann::json j = detail::parse_json_strict(text, path, "header");
     if (!j.is_object())

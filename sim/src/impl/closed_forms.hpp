@@ -62,8 +62,8 @@ bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const C
 
 // Where the TP all-reduces take their closed form (tp_rings_are_contention_free): whether every GPU runs the
 // iteration of the GPU at TP index 0 of its (stage, replica), so that simulating TP index 0 alone gives every figure
-// exactly (IterationState::tp_members). Proof: sim/README.md, "Closed forms and folding", TP ranks.
-bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const Layout& layout,
-                        const ComputeVariability& variability);
+// exactly (IterationState::tp_members): the description's tp_ranks_fold() on a star, or on a fat tree built with
+// tp copies. Proof: sim/README.md, "Closed forms and folding", TP ranks.
+bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability);
 
 }  // namespace edgc::sim::impl

@@ -128,8 +128,9 @@ bool actor_stacks_fit(const sim::ClusterSpec& cluster, const sim::ParallelSpec& 
                       const std::string& w, std::vector<std::string>& warnings) {
   sim::IterationOptions options;
   options.record_timeline = timeline;
-  const sim::ActorStacks s = sim::plan_actor_stacks(sim::planned_actors(cluster, par, variability, algorithm, options),
-                                                    sim::vm_max_map_count());
+  options.variability = variability;
+  const sim::ActorStacks s =
+      sim::plan_actor_stacks(sim::planned_actors(cluster, par, algorithm, options), sim::vm_max_map_count());
   const std::string gpus = "tp " + std::to_string(par.tp) + " x pp " + std::to_string(par.pp) + " x dp " +
                            std::to_string(par.dp) + " = " + std::to_string(par.tp * par.pp * par.dp) + " GPUs";
   const std::string sysctl = "sudo sysctl -w vm.max_map_count=" + std::to_string(s.maps_guarded);

@@ -143,16 +143,12 @@ std::vector<sim::IterationResult> simulate_plans(const SimulationSetup& setup,
     work.emplace_back([&setup, plan = plans[i], timeline, on_terminal, i, n = plans.size()]() {
       const std::unique_ptr<sim::sg4::Engine> engine_ptr = sim::boot_engine(setup.guard_pages);
       sim::sg4::Engine& engine = *engine_ptr;
-      const sim::Platform platform = sim::Platform::build(
-          engine, setup.cluster, setup.network,
-          timeline
-              ? std::vector<int>{}
-              : sim::symmetric_fold_images(setup.cluster, setup.parallel, setup.variability, setup.network.algorithm),
-          timeline ? 1 : sim::tp_fold_fabric_copies(setup.cluster, setup.parallel, setup.variability));
       sim::IterationOptions options;
       options.record_timeline = timeline;
       options.variability = setup.variability;
       options.where = setup.where;
+      const sim::Platform platform =
+          sim::build_folding_platform(engine, setup.cluster, setup.network, setup.parallel, options);
       std::optional<ProgressLine> progress;
       if (on_terminal) {
         progress.emplace(std::to_string(i + 1) + "/" + std::to_string(n) + " (" + plan_label(plan) + ", " +

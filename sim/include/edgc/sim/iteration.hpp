@@ -233,15 +233,21 @@ std::int64_t symmetric_fold_actors(const ClusterSpec& cluster, const ParallelSpe
                                    const ComputeVariability& variability,
                                    CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);
 
+/// Platform::build for simulate_iteration() with `options`: the image hosts symmetric_fold_images() asks for and
+/// the fat tree's tp_fold_fabric_copies(), none of either where `options` keep every GPU (all_replicas,
+/// record_timeline), and no copies with force_tp_ring. `parallel` validated; the variability is options.variability
+/// and the all-reduce algorithm `profile`'s. One call per process, as Platform::build.
+Platform build_folding_platform(sg4::Engine& engine, const ClusterSpec& cluster, const NetworkProfile& profile,
+                                const ParallelSpec& parallel, const IterationOptions& options);
+
 /// The actors simulate_iteration() will run with `options` on a platform built from `cluster` with
 /// symmetric_fold_images() and tp_fold_fabric_copies(), decided before the platform exists (the actor-stack check of
 /// `edgc simulate` and of the iteration benchmark): every GPU's (iteration_actors) where nothing folds for certain
 /// from the description; the folded replicas' (replicas_fold(ClusterSpec, …)) or the symmetric fold's
 /// (symmetric_fold_actors()) where it does; a tp-th of those where the TP ranks fold too (tp_ranks_fold(ClusterSpec,
 /// …)). Never fewer than it runs. Nothing folds with options.all_replicas or record_timeline; force_dp_ring keeps
-/// the replicas, force_tp_ring the TP indices.
-std::int64_t planned_actors(const ClusterSpec& cluster, const ParallelSpec& parallel,
-                            const ComputeVariability& variability, CollectiveAlgorithm algorithm,
+/// the replicas, force_tp_ring the TP indices. The variability is options.variability.
+std::int64_t planned_actors(const ClusterSpec& cluster, const ParallelSpec& parallel, CollectiveAlgorithm algorithm,
                             const IterationOptions& options);
 
 /// One transformer layer of stage 0 for one micro-batch on one GPU, as simulate_iteration charges it (the figures to
