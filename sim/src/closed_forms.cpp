@@ -283,12 +283,28 @@ bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, c
   return dp_closed_form && replicas_can_run_in_step(platform, par, variability);
 }
 
-bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability) {
+bool links_are_private(const Platform& platform, const ComputeVariability& variability) {
   const ClusterSpec& spec = platform.spec();
-  return par.expert_groups && folded_replicas(par) < par.dp && plain_cm02() && spec.fabric == Fabric::kStar &&
-         spec.nics_per_node == spec.gpus_per_node && spec.intra_topology == IntraNodeTopology::kSwitch &&
-         variability.compute_jitter_cv == 0.0 && variability.straggler_probability == 0.0 && !par.overlap_grad_reduce &&
-         !(par.distributed_optimizer && par.overlap_param_gather);
+  return plain_cm02() && spec.fabric == Fabric::kStar && spec.nics_per_node == spec.gpus_per_node &&
+         spec.intra_topology == IntraNodeTopology::kSwitch && variability.compute_jitter_cv == 0.0 &&
+         variability.straggler_probability == 0.0;
+}
+
+bool expert_sync_rings_alone(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                             const std::vector<Group>& edp_groups, const std::vector<std::uint64_t>& allreduce_sizes) {
+  if (!par.expert_groups || expert_dp_size(par) < 2 || !allreduce_ring_closed_form(allreduce_algorithm())) return false;
+  if (!rings_alone_across_nodes(edp_groups)) return false;
+  for (const RankGroup& g : edp_rank_groups(layout, par)) {
+    const Group on = on_platform(platform, {g}).front();
+    for (const std::uint64_t bytes : allreduce_sizes)
+      if (bytes > 0 && chosen_allreduce_algorithm(on, bytes) != CollectiveAlgorithm::kRing) return false;
+  }
+  return true;
+}
+
+bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability) {
+  return par.expert_groups && folded_replicas(par) < par.dp && links_are_private(platform, variability) &&
+         !par.overlap_grad_reduce && !(par.distributed_optimizer && par.overlap_param_gather);
 }
 
 bool tp_ranks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability) {

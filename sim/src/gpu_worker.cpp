@@ -82,11 +82,14 @@ class GpuWorker {
     mine.pp_compression_s = twin.pp_compression_s;
     mine.param_gather_wait_s = twin.param_gather_wait_s;
     mine.all_to_all_s = twin.all_to_all_s;
+    // The DP collectives beside its passes (mirror_by_symmetry's parameter all-gathers), all begun before its sync.
+    for (const Interval& i : twin.dp_comms)
+      if (i.start_s < twin.sync_start_s) mine.dp_comms.push_back(i);
   }
 
   // This GPU of the first block has reached its DP sync: lets each of its mirrors (one per other block) go.
   void release_mirrors() const {
-    const int mirrors = state_->parallel.dp / folded_replicas(state_->parallel) - 1;
+    const int mirrors = state_->parallel.dp / state_->mirror_block - 1;
     for (int m = 0; m < mirrors; ++m) state_->sync_reached[static_cast<std::size_t>(rank_)]->release();
   }
 
@@ -406,7 +409,7 @@ class GpuWorker {
     const int j = stage_position(coord_, par.tp);
     const std::size_t group = grid_index(coord_.pp, par.ep, j % par.ep);
     const Group& g = state_->edp_groups[group];
-    if (g.size() > 1 && state_->dp_closed_form) {
+    if (g.size() > 1 && state_->edp_closed_form) {
       closed_form_ring(*state_->edp_barriers[group], state_->edp_arrived[group], state_->edp_members, g, op, bytes);
     } else if (g.size() > 1) {
       run_collective(op, g, j / par.ep, bytes);
@@ -442,11 +445,14 @@ class GpuWorker {
   // One collective over this GPU's DP group: an all-reduce, or the distributed optimizer's reduce-scatter of the
   // gradients or all-gather of the parameters (rings, as NCCL runs them; their closed form is half the
   // all-reduce's steps, and the same arguments hold: sim/README.md, "Closed forms and folding").
-  void dp_collective(CollectiveOp op, std::uint64_t bytes, const std::string& name) const {
+  // `beside_passes`: the overlapped parameter all-gather, over the folded copy of the group where the mirrors'
+  // pipelines fold by symmetry (IterationState::dp_gather_groups).
+  void dp_collective(CollectiveOp op, std::uint64_t bytes, const std::string& name, bool beside_passes = false) const {
     if (state_->parallel.dp == 1 || bytes == 0) return;
     const double start = now();
     const std::size_t group = dp_group_index();
-    const Group& g = state_->dp_groups[group];
+    const Group& g =
+        beside_passes && !state_->dp_gather_groups.empty() ? state_->dp_gather_groups[group] : state_->dp_groups[group];
     if (state_->dp_closed_form) {
       closed_form_ring(*state_->dp_barriers[group], state_->dp_arrived[group], state_->dp_members, g, op, bytes);
     } else if (op == CollectiveOp::kAllReduce) {
@@ -533,7 +539,8 @@ class GpuWorker {
         sg4::ExecPtr kernel;
         if (share > 0)
           kernel = sg4::this_actor::exec_init(std::numeric_limits<double>::max())->set_bound(share * speed_)->start();
-        dp_collective(CollectiveOp::kAllGather, buckets[i].bytes, "dp param bucket " + std::to_string(i));
+        dp_collective(CollectiveOp::kAllGather, buckets[i].bytes, "dp param bucket " + std::to_string(i),
+                      /*beside_passes=*/true);
         if (kernel) kernel->cancel();
         param_gathered_->release();
       }

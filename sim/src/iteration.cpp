@@ -91,6 +91,26 @@ int fold_by_symmetry(IterationState& state, const Platform& platform, const impl
   return block;
 }
 
+// Mirrors whose pipelines fold by symmetry (IterationState::mirror_block), where neither the replicas nor their
+// rings fold: the first block of symmetric_block() replicas, or 0. Every DP collective beside the passes (the
+// overlapped parameter all-gather; no stage may have overlapped gradient buckets, whose sync would start inside the
+// pipeline phase) is a ring all-gather that shifts with the blocks (folds_by_symmetry with no all-reduce), and
+// every link is one GPU's, so the pipeline phase folds as in "Replicas that fold by symmetry" while the syncs, which
+// may run the tree, run over every GPU as in the mirrors' argument (sim/README.md, "Closed forms and folding").
+// Keeps the whole DP groups for the syncs and folds copies of them for the all-gathers.
+int mirror_by_symmetry(IterationState& state, const Platform& platform) {
+  const ParallelSpec& par = state.parallel;
+  if (state.dp_closed_form || !impl::links_are_private(platform, state.variability)) return 0;
+  for (const impl::StageWork& w : state.stages)
+    if (!w.buckets.empty()) return 0;
+  const int block = impl::symmetric_block(platform.spec(), par, state.variability);
+  if (!impl::folds_by_symmetry(platform, par, state.layout, block, impl::AllReduceSizes{})) return 0;
+  state.dp_gather_groups = state.dp_groups;
+  for (Group& g : state.dp_gather_groups) g.tag += "/gather";
+  impl::fold_groups(state.dp_gather_groups, impl::dp_rank_groups(state.layout), block, platform);
+  return block;
+}
+
 // Which all-reduces take their closed form and whether the DP replicas fold (the proofs: sim/README.md, "Closed
 // forms and folding"), with the barriers the closed forms meet at. After the stages' work (the all-reduce sizes).
 void decide_closed_forms(IterationState& state, const Platform& platform, const IterationOptions& options) {
@@ -120,18 +140,27 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   const int symmetric = may_fold && !state.replicas_folded ? fold_by_symmetry(state, platform, sizes) : 0;
   state.mirrored =
       may_fold && !state.replicas_folded && symmetric == 0 && impl::blocks_run_alike(platform, par, state.variability);
+  if (state.mirrored) {
+    state.mirror_block = folded_replicas(par);
+  } else if (may_fold && !state.replicas_folded && symmetric == 0) {
+    state.mirror_block = mirror_by_symmetry(state, platform);
+    state.mirrored = state.mirror_block > 0;
+  }
   // The replicas whose pipelines run, and the simulated members of each DP and expert-DP group: all, or those of the
   // first block of replicas.
-  state.pipeline_replicas = state.replicas_folded || state.mirrored ? folded_replicas(par)
-                            : symmetric > 0                         ? symmetric
-                                                                    : par.dp;
+  state.pipeline_replicas = state.replicas_folded ? folded_replicas(par)
+                            : state.mirrored      ? state.mirror_block
+                            : symmetric > 0       ? symmetric
+                                                  : par.dp;
   const int replicas = state.mirrored ? par.dp : state.pipeline_replicas;
   state.dp_members = replicas;
   state.edp_members = par.expert_groups ? replicas * par.tp / par.ep : 0;
-  if (state.dp_closed_form) {
-    state.dp_barriers = group_barriers(state.dp_groups.size(), state.dp_members);
-    state.edp_barriers = group_barriers(state.edp_groups.size(), state.edp_members);
-  }
+  // Where the mirrors simulate every GPU's sync, the expert-DP rings may take their closed form on their own.
+  state.edp_closed_form =
+      state.dp_closed_form || (state.mirrored && !options.force_dp_ring &&
+                               impl::expert_sync_rings_alone(platform, par, layout, state.edp_groups, sizes.edp));
+  if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), state.dp_members);
+  if (state.edp_closed_form) state.edp_barriers = group_barriers(state.edp_groups.size(), state.edp_members);
   state.dp_arrived.assign(state.dp_groups.size(), 0);
   state.edp_arrived.assign(state.edp_groups.size(), 0);
 }
@@ -303,7 +332,7 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   std::vector<int> all = ranks;
   if (state.mirrored) {
     // Every other GPU mirrors the one at its dp index modulo the block in the first block (blocks_run_alike).
-    const int block = folded_replicas(par);
+    const int block = state.mirror_block;
     for (int r = 0; r < state.layout.world_size(); ++r)
       if (const RankCoord c = state.layout.coord_of(r); c.dp >= block && c.tp < state.tp_members) {
         impl::spawn_gpu_worker(&state, r, state.layout.rank_of({c.tp, c.pp, c.dp % block}));

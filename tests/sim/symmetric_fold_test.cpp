@@ -241,6 +241,84 @@ TEST(SymmetricFold, NotWhereAutoPicksTheTree) {
   expect_every_replica(s);
 }
 
+// Mirrors whose pipelines fold by symmetry: where PowerSGD's P and Q all-reduces run the tree (auto picks it for DP
+// groups with several members per node), which keeps the replicas from folding, and the distributed optimizer's
+// parameter all-gather runs beside the first forward pass, which keeps plain mirrors out, the first block's
+// pipelines (their all-gathers imaged) and every GPU's sync from its counterpart's arrival on must give every figure
+// of every replica in full, with fewer messages.
+void expect_mirrors_exact(const Scenario& s) {
+  const ChildResult mirrored = test::simulate_in_child([&s] { return simulate(s, false); });
+  const ChildResult all = test::simulate_in_child([&s] { return simulate(s, true); });
+  EXPECT_GT(mirrored.result.iteration_s, 0.0);
+  test::expect_same_result(mirrored.result, all.result);
+  ASSERT_EQ(mirrored.extra.size(), 5U);
+  ASSERT_EQ(all.extra.size(), 5U);
+  EXPECT_GT(mirrored.extra[1], 0.0) << "the first block's GPUs have images";
+  EXPECT_LT(mirrored.extra[0], all.extra[0]) << "the other blocks' pipeline messages are gone";
+  EXPECT_LT(mirrored.extra[2], all.extra[2]) << "no pipeline or all-gather actors for the other blocks";
+}
+
+Scenario powersgd_beside_param_gather(Scenario s) {
+  s.parallel.distributed_optimizer = true;
+  s.parallel.overlap_param_gather = true;
+  s.plan = powersgd_plan(2, 8);
+  return s;
+}
+
+// A mixture of experts at tp 1 × pp 2 × dp 32 with expert parallelism `ep`: one node's 8 replicas per block and
+// stage, each DP group 8 members on each of 4 nodes.
+Scenario moe_tp1(int ep) {
+  Scenario s;
+  s.moe = true;
+  s.layers = 4;
+  s.parallel = test::layout(1, 2, 32);
+  s.parallel.ep = ep;
+  return powersgd_beside_param_gather(s);
+}
+
+// ep 4: each expert-DP group two GPUs per node, its syncs as messages.
+TEST(SymmetricFold, MirrorsFoldTheirPipelinesForAMixtureOfExpertsWherePowerSgdRunsTheTree) {
+  expect_mirrors_exact(moe_tp1(4));
+}
+
+// ep 8: each expert-DP group one GPU per node, so the expert syncs take their closed form while the dense sync runs
+// the tree (expert_sync_rings_alone).
+TEST(SymmetricFold, MirrorsTakeTheExpertSyncsClosedFormBesideTheDenseTree) {
+  Scenario s = moe_tp1(8);
+  expect_mirrors_exact(s);
+  s.plan = DpSyncPlan{StageSync{8, 0, 0}, StageSync{8, 0, 0}};  // the experts' gradients reduce-scattered whole
+  expect_mirrors_exact(s);
+}
+
+// A dense model at tp 2: blocks of 4 replicas (one node per stage), DP groups of 16 with 4 members per node.
+TEST(SymmetricFold, MirrorsFoldTheirPipelinesForADenseModelWherePowerSgdRunsTheTree) {
+  Scenario s;
+  s.parallel = test::layout(2, 2, 16);
+  expect_mirrors_exact(powersgd_beside_param_gather(s));
+}
+
+// Interleaved, on the calibrated profile, with the GPU's SMs shared by the all-gather's kernel.
+TEST(SymmetricFold, MirrorsFoldTheirPipelinesInterleavedOnTheCalibratedProfile) {
+  Scenario s = moe_tp1(4);
+  s.parallel.schedule = PipelineSchedule::kInterleaved;
+  s.parallel.virtual_stages = 2;
+  s.profile = test::h100_calibrated();
+  s.cluster.gpu.sm_count = 132;
+  expect_mirrors_exact(s);
+}
+
+// A stage left uncompressed reduce-scatters its gradient buckets beside its last backward pass: its sync starts
+// inside the pipeline phase, so every replica runs.
+TEST(SymmetricFold, NoMirrorsWhereAStageSyncsBesideItsPasses) {
+  Scenario s;
+  s.parallel = test::layout(2, 2, 16);
+  s.parallel.overlap_grad_reduce = true;
+  s.parallel.grad_bucket_params = 5000000;
+  s = powersgd_beside_param_gather(s);
+  s.plan = DpSyncPlan{StageSync{8}, StageSync{0}};
+  expect_every_replica(s);
+}
+
 // The first block's GPUs are imaged: for tp 8 × pp 2 × dp 4 replica 0 (one node per stage).
 TEST(SymmetricFold, ImagesTheFirstBlock) {
   const Scenario s = overlapped();

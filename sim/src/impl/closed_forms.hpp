@@ -55,6 +55,19 @@ bool dp_rings_are_contention_free(const Platform& platform, const ParallelSpec& 
 bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability,
                             bool dp_closed_form);
 
+// Whether every link a transfer crosses belongs to one GPU (its NVLink up- or down-link, its own NIC's up- or
+// down-link: a star of NVSwitch nodes with one NIC per GPU), under plain CM02 and without compute variability: the
+// platform side of the mirrors' argument (blocks_run_alike, IterationState::mirrored).
+bool links_are_private(const Platform& platform, const ComputeVariability& variability);
+
+// Mixture of experts where every GPU's sync is simulated and no expert-DP collective runs beside a pass (the
+// mirrors): whether the expert-DP rings take their closed form although the dense sync does not. Every hop of every
+// such ring crosses between nodes on its two NIC links alone, alike, no NIC link carries two hops
+// (rings_alone_across_nodes), and every all-reduce of `allreduce_sizes` over them runs as the ring. With
+// links_are_private a GPU's links then carry nothing but the collective it is in. Proof: sim/README.md, mirrors.
+bool expert_sync_rings_alone(const Platform& platform, const ParallelSpec& par, const Layout& layout,
+                             const std::vector<Group>& edp_groups, const std::vector<std::uint64_t>& allreduce_sizes);
+
 // Mixture of experts: whether the blocks of folded_replicas() replicas run their pipelines alike, whatever their DP
 // syncs do, so that simulating the first block's pipelines and every GPU's sync from its counterpart's arrival on
 // gives every figure exactly (IterationState::mirrored). Proof: sim/README.md, "Closed forms and folding", mirrors.

@@ -125,12 +125,22 @@ struct IterationState {
   // The TP indices simulated: all tp, or 1 where every GPU runs its TP index 0's iteration (tp_ranks_run_alike);
   // the members each closed-form TP all-reduce waits for.
   int tp_members = 0;
-  bool dp_closed_form = false;   // DP rings likewise (see dp_rings_are_contention_free)
+  bool dp_closed_form = false;  // DP rings likewise (see dp_rings_are_contention_free)
+  // Expert-DP rings likewise: with the dense ones, or alone where every GPU's sync is simulated (mirrored,
+  // expert_sync_rings_alone)
+  bool edp_closed_form = false;
   bool replicas_folded = false;  // only the first folded_replicas() DP replicas simulated (replicas_are_identical)
   // Otherwise, where blocks_run_alike: the first folded_replicas() replicas run their pipelines, every other GPU (a
   // mirror) only its DP sync onwards, starting when its counterpart in the first block reaches its sync, whose
   // semaphore (by rank) it releases once per mirror.
+  // The mirrors' pipelines may also fold by symmetry (mirror_by_symmetry in iteration.cpp): where a DP collective
+  // runs beside the passes (the overlapped parameter all-gather) and a tree over the DP group keeps the replicas from
+  // folding, the first mirror_block replicas run their pipelines, their parameter all-gathers over dp_gather_groups
+  // (the DP groups folded with Group::period), and every GPU its sync over the whole groups. mirror_block is
+  // folded_replicas() for plain mirrors.
   bool mirrored = false;
+  int mirror_block = 0;
+  std::vector<Group> dp_gather_groups;  // empty, or dp_groups' index, folded by symmetry (tags end in "/gather")
   // The replicas whose pipelines run: the first pipeline_replicas (all of them, or the folded, mirrored or
   // symmetric block: replicas folded by symmetry run the first block alone, their DP and expert-DP groups folded
   // with Group::period; impl/symmetric_fold.hpp).
