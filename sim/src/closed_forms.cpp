@@ -290,16 +290,20 @@ bool links_are_private(const Platform& platform, const ComputeVariability& varia
          variability.straggler_probability == 0.0;
 }
 
-bool expert_sync_rings_alone(const Platform& platform, const ParallelSpec& par, const Layout& layout,
-                             const std::vector<Group>& edp_groups, const std::vector<std::uint64_t>& allreduce_sizes) {
-  if (!par.expert_groups || expert_dp_size(par) < 2 || !allreduce_ring_closed_form(allreduce_algorithm())) return false;
-  if (!rings_alone_across_nodes(edp_groups)) return false;
-  for (const RankGroup& g : edp_rank_groups(layout, par)) {
-    const Group on = on_platform(platform, {g}).front();
-    for (const std::uint64_t bytes : allreduce_sizes)
-      if (bytes > 0 && chosen_allreduce_algorithm(on, bytes) != CollectiveAlgorithm::kRing) return false;
-  }
+bool allreduces_run_as_ring(const Group& group, const std::vector<std::uint64_t>& sizes) {
+  const CollectiveAlgorithm setting = allreduce_algorithm();
+  if (setting == CollectiveAlgorithm::kRing) return true;
+  if (setting != CollectiveAlgorithm::kAuto) return false;
+  for (const std::uint64_t bytes : sizes)
+    if (bytes > 0 && chosen_allreduce_algorithm(group, bytes) != CollectiveAlgorithm::kRing) return false;
   return true;
+}
+
+bool expert_sync_rings_alone(const ParallelSpec& par, const std::vector<Group>& edp_groups,
+                             const std::vector<std::uint64_t>& allreduce_sizes) {
+  return par.expert_groups && expert_dp_size(par) >= 2 && rings_alone_across_nodes(edp_groups) &&
+         std::all_of(edp_groups.begin(), edp_groups.end(),
+                     [&](const Group& g) { return allreduces_run_as_ring(g, allreduce_sizes); });
 }
 
 bool blocks_run_alike(const Platform& platform, const ParallelSpec& par, const ComputeVariability& variability) {

@@ -48,7 +48,7 @@ class GpuWorker {
       overlapped->join();
     } else {
       record().sync_start_s = now();
-      if (counterpart_ < 0 && state_->mirrored) release_mirrors();
+      if (counterpart_ < 0 && state_->mirrored()) release_mirrors();
       dp_sync();
     }
     if (gather) gather->join();  // long done: the first forward pass waited for its last bucket

@@ -138,27 +138,21 @@ void decide_closed_forms(IterationState& state, const Platform& platform, const 
   state.replicas_folded =
       may_fold && impl::replicas_are_identical(platform, par, state.variability, state.dp_closed_form);
   const int symmetric = may_fold && !state.replicas_folded ? fold_by_symmetry(state, platform, sizes) : 0;
-  state.mirrored =
-      may_fold && !state.replicas_folded && symmetric == 0 && impl::blocks_run_alike(platform, par, state.variability);
-  if (state.mirrored) {
-    state.mirror_block = folded_replicas(par);
-  } else if (may_fold && !state.replicas_folded && symmetric == 0) {
-    state.mirror_block = mirror_by_symmetry(state, platform);
-    state.mirrored = state.mirror_block > 0;
-  }
+  if (may_fold && !state.replicas_folded && symmetric == 0)
+    state.mirror_block = impl::blocks_run_alike(platform, par, state.variability) ? folded_replicas(par)
+                                                                                  : mirror_by_symmetry(state, platform);
   // The replicas whose pipelines run, and the simulated members of each DP and expert-DP group: all, or those of the
   // first block of replicas.
   state.pipeline_replicas = state.replicas_folded ? folded_replicas(par)
-                            : state.mirrored      ? state.mirror_block
+                            : state.mirrored()    ? state.mirror_block
                             : symmetric > 0       ? symmetric
                                                   : par.dp;
-  const int replicas = state.mirrored ? par.dp : state.pipeline_replicas;
+  const int replicas = state.mirrored() ? par.dp : state.pipeline_replicas;
   state.dp_members = replicas;
   state.edp_members = par.expert_groups ? replicas * par.tp / par.ep : 0;
   // Where the mirrors simulate every GPU's sync, the expert-DP rings may take their closed form on their own.
-  state.edp_closed_form =
-      state.dp_closed_form || (state.mirrored && !options.force_dp_ring &&
-                               impl::expert_sync_rings_alone(platform, par, layout, state.edp_groups, sizes.edp));
+  state.edp_closed_form = state.dp_closed_form || (state.mirrored() && !options.force_dp_ring &&
+                                                   impl::expert_sync_rings_alone(par, state.edp_groups, sizes.edp));
   if (state.dp_closed_form) state.dp_barriers = group_barriers(state.dp_groups.size(), state.dp_members);
   if (state.edp_closed_form) state.edp_barriers = group_barriers(state.edp_groups.size(), state.edp_members);
   state.dp_arrived.assign(state.dp_groups.size(), 0);
@@ -203,7 +197,7 @@ std::vector<int> build_state(IterationState& state, const Platform& platform, co
   for (int r = 0; r < layout.world_size(); ++r)
     if (const RankCoord c = layout.coord_of(r); c.dp < state.pipeline_replicas && c.tp < state.tp_members)
       ranks.push_back(r);
-  if (state.mirrored) {
+  if (state.mirrored()) {
     state.sync_reached.resize(static_cast<std::size_t>(layout.world_size()));
     for (const int r : ranks) state.sync_reached[static_cast<std::size_t>(r)] = sg4::Semaphore::create(0);
   }
@@ -330,7 +324,7 @@ IterationResult simulate_iteration(sg4::Engine& engine, const Platform& platform
   const std::vector<int> ranks = build_state(state, platform, model, params, plan, options);
   for (const int r : ranks) impl::spawn_gpu_worker(&state, r);
   std::vector<int> all = ranks;
-  if (state.mirrored) {
+  if (state.mirrored()) {
     // Every other GPU mirrors the one at its dp index modulo the block in the first block (blocks_run_alike).
     const int block = state.mirror_block;
     for (int r = 0; r < state.layout.world_size(); ++r)

@@ -37,16 +37,6 @@ bool shift_maps_nodes(const Layout& layout, int gpus_per_node, int block) {
   return true;
 }
 
-// Whether every all-reduce of `sizes` over `group` runs as the ring.
-bool rings_run(const Group& group, const std::vector<std::uint64_t>& sizes) {
-  const CollectiveAlgorithm setting = allreduce_algorithm();
-  if (setting == CollectiveAlgorithm::kRing) return true;
-  if (setting != CollectiveAlgorithm::kAuto) return false;
-  for (const std::uint64_t bytes : sizes)
-    if (bytes > 0 && chosen_allreduce_algorithm(group, bytes) != CollectiveAlgorithm::kRing) return false;
-  return true;
-}
-
 // Whether `group` (its ranks `ranks`), folded with `period` members per block, shifts with the blocks: member
 // i + period is member i shifted, and so is every ring channel's successor.
 bool group_shifts(const Layout& layout, int block, const RankGroup& ranks, const Group& group, int period) {
@@ -90,7 +80,7 @@ bool folds_by_symmetry(const Platform& platform, const ParallelSpec& par, const 
   const auto all_shift = [&](const std::vector<RankGroup>& ranks, int period, const std::vector<std::uint64_t>& s) {
     for (const RankGroup& g : ranks) {
       const Group on = on_platform(platform, {g}).front();
-      if (!rings_run(on, s) || !group_shifts(layout, block, g, on, period)) return false;
+      if (!allreduces_run_as_ring(on, s) || !group_shifts(layout, block, g, on, period)) return false;
     }
     return true;
   };

@@ -60,13 +60,17 @@ bool replicas_are_identical(const Platform& platform, const ParallelSpec& par, c
 // platform side of the mirrors' argument (blocks_run_alike, IterationState::mirrored).
 bool links_are_private(const Platform& platform, const ComputeVariability& variability);
 
+// Whether every all-reduce of `sizes` over `group` runs as the ring: the setting, or auto's choice for each size.
+bool allreduces_run_as_ring(const Group& group, const std::vector<std::uint64_t>& sizes);
+
 // Mixture of experts where every GPU's sync is simulated and no expert-DP collective runs beside a pass (the
 // mirrors): whether the expert-DP rings take their closed form although the dense sync does not. Every hop of every
 // such ring crosses between nodes on its two NIC links alone, alike, no NIC link carries two hops
 // (rings_alone_across_nodes), and every all-reduce of `allreduce_sizes` over them runs as the ring. With
-// links_are_private a GPU's links then carry nothing but the collective it is in. Proof: sim/README.md, mirrors.
-bool expert_sync_rings_alone(const Platform& platform, const ParallelSpec& par, const Layout& layout,
-                             const std::vector<Group>& edp_groups, const std::vector<std::uint64_t>& allreduce_sizes);
+// links_are_private a GPU's links then carry nothing but the collective it is in. `edp_groups`: the whole groups on
+// the platform. Proof: sim/README.md, mirrors.
+bool expert_sync_rings_alone(const ParallelSpec& par, const std::vector<Group>& edp_groups,
+                             const std::vector<std::uint64_t>& allreduce_sizes);
 
 // Mixture of experts: whether the blocks of folded_replicas() replicas run their pipelines alike, whatever their DP
 // syncs do, so that simulating the first block's pipelines and every GPU's sync from its counterpart's arrival on

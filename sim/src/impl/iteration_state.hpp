@@ -137,9 +137,9 @@ struct IterationState {
   // runs beside the passes (the overlapped parameter all-gather) and a tree over the DP group keeps the replicas from
   // folding, the first mirror_block replicas run their pipelines, their parameter all-gathers over dp_gather_groups
   // (the DP groups folded with Group::period), and every GPU its sync over the whole groups. mirror_block is
-  // folded_replicas() for plain mirrors.
-  bool mirrored = false;
+  // folded_replicas() for plain mirrors, 0 where nothing mirrors.
   int mirror_block = 0;
+  bool mirrored() const noexcept { return mirror_block > 0; }
   std::vector<Group> dp_gather_groups;  // empty, or dp_groups' index, folded by symmetry (tags end in "/gather")
   // The replicas whose pipelines run: the first pipeline_replicas (all of them, or the folded, mirrored or
   // symmetric block: replicas folded by symmetry run the first block alone, their DP and expert-DP groups folded
