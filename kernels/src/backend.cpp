@@ -17,6 +17,12 @@ __attribute__((weak)) std::string cuda_unavailable_reason();
 }  // namespace impl
 #endif
 
+namespace {
+bool is_cpu_name(std::string_view name) {
+  return name == "cpu" || name == "cpu-generic" || name == "cpu-avx2" || name == "cpu-avx512";
+}
+}  // namespace
+
 std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOptions& options) {
   if (options.threads < 1)
     throw ConfigError("", "threads", "must be at least 1, got " + std::to_string(options.threads));
@@ -24,24 +30,22 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOption
     throw ConfigError("", "fused_project_max_rank",
                       "must be at least 0, got " + std::to_string(options.fused_project_max_rank));
   // Registered explicitly: self-registering factories get dropped from static libraries.
-  if (name == "cpu" || name == "cpu-generic" || name == "cpu-avx2") return impl::make_cpu_backend(name, options);
+  if (is_cpu_name(name)) return impl::make_cpu_backend(name, options);
 #if EDGC_KERNELS_HAVE_CUDA
   if (name == "cuda") {
     if (impl::make_cuda_backend == nullptr)
       throw ConfigError("", "backend", "this program was built without the CUDA backend (link edgc::kernels_cuda)");
     return impl::make_cuda_backend(options);
   }
-  constexpr const char* kKnown = "cpu, cpu-generic, cpu-avx2, cuda";
+  constexpr const char* kKnown = "cpu, cpu-generic, cpu-avx2, cpu-avx512, cuda";
 #else
-  constexpr const char* kKnown = "cpu, cpu-generic, cpu-avx2 (this build has no CUDA)";
+  constexpr const char* kKnown = "cpu, cpu-generic, cpu-avx2, cpu-avx512 (this build has no CUDA)";
 #endif
   throw ConfigError("", "backend", "unknown backend '" + std::string(name) + "' (known: " + kKnown + ")");
 }
 
 std::string backend_unavailable_reason(std::string_view name) {
-  if (name == "cpu" || name == "cpu-generic") return "";
-  if (name == "cpu-avx2")
-    return impl::cpu_avx2_available() ? "" : "needs a build with the AVX2 kernels and a CPU with AVX2 and FMA";
+  if (is_cpu_name(name)) return impl::cpu_variant_unavailable_reason(name);
 #if EDGC_KERNELS_HAVE_CUDA
   if (name == "cuda") {
     if (impl::make_cuda_backend == nullptr || impl::cuda_unavailable_reason == nullptr)

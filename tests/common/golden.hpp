@@ -16,6 +16,12 @@
 
 namespace edgc::test {
 
+/// The CPU kernels the replay goldens are written with. Each SIMD variant sums in its own order, and error feedback
+/// carries the last bits from one iteration into the next, so a replay's figures agree across variants to about
+/// 1e-3 relative, not to a golden's 1e-9: the replay goldens pin AVX2+FMA, which every x86-64 machine CI has run on
+/// has, and skip where this build or CPU lacks it.
+inline constexpr const char* kGoldenCpuBackend = "cpu-avx2";
+
 inline bool updating_golden() {
   const char* update = std::getenv("EDGC_UPDATE_GOLDEN");
   return update != nullptr && std::string(update) == "1";

@@ -43,9 +43,20 @@ void add_divide_loop(std::int64_t n, const A* a, const float* b, float divisor, 
   }
 }
 
-const cpu::KernelTable* avx2_table() {
-#if EDGC_KERNELS_HAVE_AVX2
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return edgc_kernels_cpu_avx2();
+// The kernels of a SIMD variant ("cpu-avx2", "cpu-avx512") when this build has them and the CPU and OS run them
+// (__builtin_cpu_supports also checks that the OS saves the wider registers); nullptr otherwise.
+const cpu::KernelTable* simd_table(std::string_view name) {
+#if EDGC_KERNELS_HAVE_SIMD
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (name == "cpu-avx2") return avx2 ? edgc_kernels_cpu_avx2() : nullptr;
+  if (name == "cpu-avx512") {
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                        __builtin_cpu_supports("avx512bw");
+    return avx2 && avx512 ? edgc_kernels_cpu_avx512() : nullptr;
+  }
+#else
+  static_cast<void>(name);
 #endif
   return nullptr;
 }
@@ -312,21 +323,25 @@ class CpuBackend final : public Backend {
 std::unique_ptr<Backend> make_cpu_backend(std::string_view name, const BackendOptions& options) {
   const cpu::KernelTable* table = nullptr;
   if (name == "cpu") {
-    table = avx2_table();
+    table = simd_table("cpu-avx512");
+    if (table == nullptr) table = simd_table("cpu-avx2");
     if (table == nullptr) table = edgc_kernels_cpu_generic();
   } else if (name == "cpu-generic") {
     table = edgc_kernels_cpu_generic();
-  } else if (name == "cpu-avx2") {
-    table = avx2_table();
+  } else if (name == "cpu-avx2" || name == "cpu-avx512") {
+    table = simd_table(name);
     if (table == nullptr)
-      throw ConfigError("", "backend",
-                        "cpu-avx2 needs a build with the AVX2 kernels and a CPU with AVX2 and FMA; use cpu");
+      throw ConfigError("", "backend", std::string(name) + " " + cpu_variant_unavailable_reason(name) + "; use cpu");
   } else {
     throw InternalError("make_cpu_backend: not a CPU backend name: " + std::string(name));
   }
   return std::make_unique<CpuBackend>(std::string(name), table, options.threads);
 }
 
-bool cpu_avx2_available() noexcept { return avx2_table() != nullptr; }
+std::string cpu_variant_unavailable_reason(std::string_view name) {
+  if (name == "cpu" || name == "cpu-generic" || simd_table(name) != nullptr) return "";
+  if (name == "cpu-avx2") return "needs a build with the AVX2 kernels and a CPU with AVX2 and FMA";
+  return "needs a build with the AVX-512 kernels and a CPU with AVX-512 F, CD, VL, DQ and BW (x86-64-v4)";
+}
 
 }  // namespace edgc::kernels::impl

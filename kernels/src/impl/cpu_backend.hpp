@@ -1,17 +1,19 @@
 #pragma once
 // The CPU backend's factory, private to the library; make_backend() is the public way in.
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "edgc/kernels/backend.hpp"
 
 namespace edgc::kernels::impl {
 
-/// "cpu", "cpu-generic" or "cpu-avx2" (see make_backend). Throws ConfigError when AVX2 kernels are asked for
-/// and this build or CPU lacks them.
+/// "cpu", "cpu-generic", "cpu-avx2" or "cpu-avx512" (see make_backend). Throws ConfigError when a SIMD variant is
+/// asked for and this build or CPU lacks it.
 std::unique_ptr<Backend> make_cpu_backend(std::string_view name, const BackendOptions& options);
 
-/// Whether the AVX2+FMA kernels are compiled in and the CPU runs them.
-bool cpu_avx2_available() noexcept;
+/// Why the CPU backend `name` (one of make_cpu_backend's) cannot run here, or "" when it can: a SIMD variant
+/// this build leaves out or this CPU does not run.
+std::string cpu_variant_unavailable_reason(std::string_view name);
 
 }  // namespace edgc::kernels::impl

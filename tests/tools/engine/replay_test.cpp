@@ -12,6 +12,7 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "edgc/kernels/backend.hpp"
 #include "edgc/results/replay_report.hpp"
 #include "golden.hpp"
 
@@ -42,7 +43,11 @@ std::pair<std::string, std::string> refusal(F&& f) {
 }
 
 TEST(RunReplay, ReportsTheBundledTraceAsTheGoldenFile) {
-  ReplayOptions options = read_replay_options(bundled());
+  const std::string why = kernels::backend_unavailable_reason(test::kGoldenCpuBackend);
+  if (!why.empty()) GTEST_SKIP() << "the replay golden is written with " << test::kGoldenCpuBackend << ": " << why;
+  ReplayRequest request = bundled();
+  request.backend = test::kGoldenCpuBackend;
+  ReplayOptions options = read_replay_options(request);
   ReplayResult result = run_replay(options);
   const std::size_t windows = result.windows.size();
   const results::ReplayReport report = replay_report(options, std::move(result));

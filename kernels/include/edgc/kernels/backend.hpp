@@ -34,9 +34,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  /// Name the backend was created by ("cpu", "cpu-generic", "cpu-avx2", "cuda").
+  /// Name the backend was created by ("cpu", "cpu-generic", "cpu-avx2", "cpu-avx512", "cuda").
   virtual std::string_view name() const noexcept = 0;
-  /// Instruction set or device the kernels run on ("sse2", "avx2+fma", ...), for reports.
+  /// Instruction set or device the kernels run on ("sse2", "avx2+fma", "avx512", ...), for reports.
   virtual std::string_view isa() const noexcept = 0;
   /// Worker threads each primitive may use (1 unless asked for more when the backend was made).
   virtual int threads() const noexcept = 0;
@@ -180,8 +180,9 @@ struct BackendOptions {
   int fused_project_max_rank = 32;
 };
 
-/// Creates a backend by name: "cpu" (the fastest CPU kernels this machine runs: AVX2+FMA when the build has
-/// them and the CPU supports them, else portable SSE2), "cpu-generic" (always the portable ones), "cpu-avx2", or
+/// Creates a backend by name: "cpu" (the fastest CPU kernels this machine runs: AVX-512, else AVX2+FMA, where the
+/// build has them and the CPU supports them, else portable SSE2), "cpu-generic" (always the portable ones),
+/// "cpu-avx2", "cpu-avx512", or
 /// "cuda" (builds with CUDA; the GPU `options.device`, see device_memory()).
 /// Throws ConfigError for an unknown name, a variant this build, CPU or machine lacks (no CUDA device), or
 /// threads < 1.
@@ -189,7 +190,8 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOption
 
 /// Why make_backend(name) cannot work in this program on this machine, or an empty string when it can (as far
 /// as can be told without creating it): "cuda" in a program that does not link edgc::kernels_cuda, or on a
-/// machine without a usable CUDA device; "cpu-avx2" without AVX2; an unknown name. Creates no CUDA context.
+/// machine without a usable CUDA device; "cpu-avx2" or "cpu-avx512" without that instruction set; an unknown name.
+/// Creates no CUDA context.
 std::string backend_unavailable_reason(std::string_view name);
 
 }  // namespace edgc::kernels
