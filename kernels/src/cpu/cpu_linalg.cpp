@@ -32,7 +32,7 @@ void product(MatMap& c, const A& a, const B& b, float alpha, float beta) {
 }
 
 void gemm(const GemmArgs& g) {
-  if (gemm_tn_skinny(g)) return;
+  if (gemm_tn_skinny(g) || gemm_tn_panel(g)) return;
   MatMap c(g.c, g.m, g.n, Stride(g.ldc));
   const ConstMatMap a(g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, Stride(g.lda));
   const ConstMatMap b(g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, Stride(g.ldb));
@@ -52,7 +52,7 @@ void gemm(const GemmArgs& g) {
 // read of M but makes Eigen repack Q for every band, which costs more than it saves once r is beyond a handful
 // (measured on 1920×7680: no gain at r ≤ 16, 70 % slower at r = 128).
 void project(const ProjectArgs& a) {
-  if (project_skinny(a)) return;
+  if (project_skinny(a) || project_panel(a)) return;
   const std::int64_t count = a.rows * a.n;
   const float* m = a.g;
   if (a.e != nullptr) {

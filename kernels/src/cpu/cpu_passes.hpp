@@ -88,4 +88,17 @@ inline double finish(const float* ghat, float* g, float* e, std::int64_t n) {
   return ((cls[0] + cls[1]) + (cls[2] + cls[3])) + ((cls[4] + cls[5]) + (cls[6] + cls[7]));
 }
 
+/// Row i of a projection's M, made ready for its products: E += G in place with error feedback (M lands in E), else
+/// G itself; the row's ‖M‖² is added to `sq`.
+inline const float* fresh_row(const ProjectArgs& a, std::int64_t i, double& sq) {
+  const float* g = a.g + i * a.n;
+  if (a.e == nullptr) {
+    sq += squared_norm(g, a.n);
+    return g;
+  }
+  float* e = a.e + i * a.n;
+  sq += add_into(e, g, a.n);
+  return e;
+}
+
 }  // namespace edgc::kernels::cpu::EDGC_CPU_VARIANT

@@ -199,4 +199,26 @@ inline void fence() {}
 
 #endif
 
+// The widest float vector of the variant, for the rank-panel kernels (cpu_panel.cpp): one AVX-512 register in the
+// AVX-512 variant, an F8 elsewhere.
+#if defined(__AVX512F__)
+struct FW {
+  __m512 v;
+};
+inline constexpr int kWideLanes = 16;
+inline FW wload(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline void wstore(float* p, FW a) { _mm512_storeu_ps(p, a.v); }
+inline FW wset1(float x) { return {_mm512_set1_ps(x)}; }
+inline FW wzero() { return {_mm512_setzero_ps()}; }
+inline FW wfmadd(FW a, FW b, FW c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+#else
+using FW = F8;
+inline constexpr int kWideLanes = 8;
+inline FW wload(const float* p) { return load(p); }
+inline void wstore(float* p, FW a) { store(p, a); }
+inline FW wset1(float x) { return set1(x); }
+inline FW wzero() { return zero(); }
+inline FW wfmadd(FW a, FW b, FW c) { return fmadd(a, b, c); }
+#endif
+
 }  // namespace edgc::kernels::cpu::EDGC_CPU_VARIANT::simd

@@ -110,16 +110,7 @@ bool project_skinny(const ProjectArgs& a) {
   transpose(a.q, a.n, a.r, qt);
   double sq = 0.0;
   // M = G + E row by row; the fresh rows are still in L1 when their dot products read them.
-  const auto prepare = [&](std::int64_t i) -> const float* {
-    const float* g = a.g + i * a.n;
-    if (a.e == nullptr) {
-      sq += squared_norm(g, a.n);
-      return g;
-    }
-    float* e = a.e + i * a.n;
-    sq += add_into(e, g, a.n);
-    return e;
-  };
+  const auto prepare = [&](std::int64_t i) { return fresh_row(a, i, sq); };
   std::int64_t i = 0;
   for (; i + 2 <= a.rows; i += 2) {
     const float* x[2] = {prepare(i), prepare(i + 1)};

@@ -24,4 +24,10 @@ bool project_skinny(const ProjectArgs& args);
 bool reconstruct_skinny(const ReconstructArgs& args);
 bool gemm_tn_skinny(const GemmArgs& args);
 
+// Ranks above kSkinnyMaxRank while a padded n×r panel fits in half the scratch (cpu_panel.cpp): M·Q fused with the
+// addition, and Mᵀ·P, without packing M. AVX2 and AVX-512 variants only; false (doing nothing) otherwise.
+inline constexpr std::int64_t kPanelMaxRank = 64;
+bool project_panel(const ProjectArgs& args);
+bool gemm_tn_panel(const GemmArgs& args);
+
 }  // namespace edgc::kernels::cpu::EDGC_CPU_VARIANT
