@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "edgc/core/error.hpp"
@@ -127,6 +128,21 @@ TEST(BackendAvailability, NamesWhatIsMissing) {
   EXPECT_EQ(backend_unavailable_reason("cpu"), "");
   EXPECT_EQ(backend_unavailable_reason("cpu-generic"), "");
   EXPECT_NE(backend_unavailable_reason("gpu9000").find("unknown backend"), std::string::npos);
+  // A SIMD variant: available exactly when make_backend gives it, else refused on the key `backend` with the reason.
+  for (const char* simd : {"cpu-avx2", "cpu-avx512"}) {
+    const std::string why = backend_unavailable_reason(simd);
+    if (why.empty()) {
+      EXPECT_EQ(make_backend(simd)->name(), simd);
+      continue;
+    }
+    try {
+      make_backend(simd);
+      ADD_FAILURE() << simd << " was created although: " << why;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "backend");
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
   // This test program does not link edgc::kernels_cuda, so "cuda" is never available here.
   const std::string cuda = backend_unavailable_reason("cuda");
   EXPECT_FALSE(cuda.empty());

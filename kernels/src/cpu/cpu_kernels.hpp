@@ -7,8 +7,8 @@
 // has two 512-bit FMA units). The same sources are compiled again per instruction set into an object whose every
 // symbol except its table accessor is made local (kernels/CMakeLists.txt), so no inline Eigen or standard-library
 // code compiled for a wider ISA can be merged into the portable code by the linker. CpuBackend picks a table at
-// run time from what the CPU supports. The hand-written kernels (cpu_simd.hpp) stay eight floats wide in the
-// AVX-512 variant.
+// run time from what the CPU supports. The hand-written small-rank kernels (cpu_skinny.cpp) stay eight floats wide
+// in the AVX-512 variant; the rank panels (cpu_panel.cpp) use its 16-float vectors.
 //
 // Everything here works on raw pointers and never throws: the backend validates arguments before calling.
 #include <cstdint>
