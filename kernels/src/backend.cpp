@@ -3,8 +3,36 @@
 #include <string>
 
 #include "edgc/core/error.hpp"
+#include "impl/backend_checks.hpp"
 #include "impl/cpu_backend.hpp"
 namespace edgc::kernels {
+
+namespace {
+// Every tensor's blocks lie inside it: checked for all before any is read, so a bad call writes nothing.
+void check_selections(const char* what, std::span<const SampledTensor> tensors) {
+  for (const SampledTensor& t : tensors) impl::check_blocks(what, t.values.size(), t.blocks);
+}
+}  // namespace
+
+// The batched statistics of a backend that reads each tensor on its own: the single calls, one per tensor.
+void Backend::moments_batched(std::span<const SampledTensor> tensors, std::span<MomentSums> out) const {
+  impl::check_statistics_batch("moments_batched", tensors.size(), out.size(), 0, 0, 0, false);
+  check_selections("moments_batched", tensors);
+  for (std::size_t i = 0; i < tensors.size(); ++i) out[i] = moments(tensors[i].values, tensors[i].blocks);
+}
+
+void Backend::moments_and_histogram_batched(std::span<const SampledTensor> tensors, double lo, double bin_width,
+                                            std::int64_t bins, std::span<MomentSums> moments,
+                                            std::span<std::int64_t> counts, std::span<HistogramTails> tails) const {
+  impl::check_statistics_batch("moments_and_histogram_batched", tensors.size(), moments.size(), bins, counts.size(),
+                               tails.size(), true);
+  impl::check_histogram_layout(lo, bin_width);
+  check_selections("moments_and_histogram_batched", tensors);
+  const auto row = static_cast<std::size_t>(bins);
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    moments[i] = moments_and_histogram(tensors[i].values, tensors[i].blocks, lo, bin_width,
+                                       counts.subspan(i * row, row), tails[i]);
+}
 
 #if EDGC_KERNELS_HAVE_CUDA
 namespace impl {

@@ -55,44 +55,53 @@ struct WeightedHistogram {
 
 }  // namespace
 
-// Moments first, for the histogram's layout when it is not yet fixed; once it is, each tensor's moments and
-// histogram come from one call (one read of its sampled elements where the backend fuses them) with the same results.
+// Moments first, for the histogram's layout when it is not yet fixed; once it is, every tensor's moments and
+// histogram come from one batched call (one read of the sampled elements where the backend fuses them) with the same
+// results.
 core::StageObservation measure_stage_entropy(const Backend& backend, std::span<const StageTensor> tensors, bool full,
                                              std::optional<core::HistogramLayout>& layout, double bins_per_sigma) {
   std::vector<double> weight(tensors.size(), 1.0);
-  Pooled pooled;
+  std::vector<StageTensor> selected(tensors.size());
   std::int64_t touched = 0;
-  const bool fused = layout.has_value();
-  WeightedHistogram hist(fused ? layout->bins : 0);
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto numel = static_cast<std::int64_t>(tensors[i].values.size());
     const std::int64_t n = full ? numel : total_length(tensors[i].blocks);
     weight[i] = static_cast<double>(numel) / static_cast<double>(n);
     touched += n;
-    if (fused) {
-      hist.start();
-      pooled.add(backend.moments_and_histogram(tensors[i].values, blocks_of(tensors[i], full), layout->lo,
-                                               layout->bin_width, hist.counts, hist.tails),
-                 weight[i]);
-      hist.add(weight[i]);
-    } else {
-      pooled.add(backend.moments(tensors[i].values, blocks_of(tensors[i], full)), weight[i]);
-    }
+    selected[i] = {tensors[i].values, blocks_of(tensors[i], full)};
   }
+  const bool fused = layout.has_value();
+  const std::int64_t bins = fused ? layout->bins : 0;
+  std::vector<MomentSums> sums(tensors.size());
+  std::vector<std::int64_t> counts(tensors.size() * static_cast<std::size_t>(bins), 0);
+  std::vector<HistogramTails> tails(tensors.size());
+  if (fused) {
+    backend.moments_and_histogram_batched(selected, layout->lo, layout->bin_width, bins, sums, counts, tails);
+  } else {
+    backend.moments_batched(selected, sums);
+  }
+  Pooled pooled;
+  for (std::size_t i = 0; i < tensors.size(); ++i) pooled.add(sums[i], weight[i]);
   const double sigma = pooled.n > 0.0 ? std::sqrt(pooled.variance()) : 0.0;
   if (!layout && sigma > 0.0) layout = core::HistogramLayout::around(pooled.mean(), sigma, bins_per_sigma);
   core::StageObservation o;
   o.entropy_gaussian = core::gaussian_entropy(sigma);
-  if (layout && !fused) {
-    hist = WeightedHistogram(layout->bins);
+  if (layout) {
+    WeightedHistogram hist(layout->bins);
+    const auto row = static_cast<std::size_t>(layout->bins);
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       hist.start();
-      backend.histogram(tensors[i].values, blocks_of(tensors[i], full), layout->lo, layout->bin_width, hist.counts,
-                        hist.tails);
+      if (fused) {
+        std::copy_n(counts.begin() + static_cast<std::ptrdiff_t>(i * row), row, hist.counts.begin());
+        hist.tails = tails[i];
+      } else {
+        backend.histogram(selected[i].values, selected[i].blocks, layout->lo, layout->bin_width, hist.counts,
+                          hist.tails);
+      }
       hist.add(weight[i]);
     }
+    o.entropy_histogram = hist.entropy(*layout);
   }
-  if (layout) o.entropy_histogram = hist.entropy(*layout);
   if (pooled.n > 0.0) o.excess_kurtosis = pooled.excess_kurtosis();
   o.elements = touched;
   return o;

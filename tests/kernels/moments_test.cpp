@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "edgc/core/block_sampling.hpp"
 #include "kernel_test_util.hpp"
@@ -185,6 +190,72 @@ TEST(Histogram, RejectsBadBinWidth) {
   EXPECT_THROW(backend->moments_and_histogram(x, outside, 0.0, 1.0, counts, tails), InternalError);
   EXPECT_EQ(counts, std::vector<std::int64_t>(4, 0));
   EXPECT_EQ(tails.below + tails.above + tails.non_finite, 0);
+}
+
+// The batched calls give each tensor exactly what its single call gives (the CPU backends read the tensors one by
+// one): tensors measured in full (no blocks), sampled, empty and without any element, with NaN and Inf; each tensor's
+// histogram in its own row, added to what is there.
+TEST(BatchedStatistics, EveryTensorGetsItsSingleCallsResults) {
+  const std::vector<float> a = gradient_like(50'000, 5);
+  const std::vector<float> b = gradient_like(777, 6);
+  const std::vector<float> c = gradient_like(3, 7);
+  const std::vector<Block> ba = choose_blocks(50'000, 0.3, 512, 9, 1);
+  const std::vector<Block> bc{{1, 0}};  // one empty block: nothing selected
+  const std::vector<SampledTensor> tensors = {{a, ba}, {b, {}}, {c, bc}, {{}, {}}, {a, {}}};
+  const std::int64_t bins = 60;
+  const double lo = -3e-3;
+  const double w = 1e-4;
+  for (const std::string& name : cpu_variants()) {
+    SCOPED_TRACE(name);
+    const auto backend = make_backend(name);
+    std::vector<MomentSums> moments(tensors.size());
+    std::vector<MomentSums> fused(tensors.size());
+    std::vector<std::int64_t> counts(tensors.size() * bins, 1);
+    std::vector<HistogramTails> tails(tensors.size(), HistogramTails{1, 2, 3});
+    backend->moments_batched(tensors, moments);
+    backend->moments_and_histogram_batched(tensors, lo, w, bins, fused, counts, tails);
+    const auto bits = [](const MomentSums& x) {
+      return std::tie(x.sum, x.sum_sq, x.sum_cube, x.sum_quad, x.count, x.nan, x.inf);
+    };
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      SCOPED_TRACE("tensor " + std::to_string(i));
+      const MomentSums want = backend->moments(tensors[i].values, tensors[i].blocks);
+      EXPECT_EQ(bits(moments[i]), bits(want));
+      EXPECT_EQ(bits(fused[i]), bits(want));
+      std::vector<std::int64_t> row(bins, 1);
+      HistogramTails t{1, 2, 3};
+      backend->histogram(tensors[i].values, tensors[i].blocks, lo, w, row, t);
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), counts.begin() + static_cast<std::ptrdiff_t>(i) * bins));
+      EXPECT_EQ(std::tie(tails[i].below, tails[i].above, tails[i].non_finite),
+                std::tie(t.below, t.above, t.non_finite));
+    }
+    EXPECT_GT(moments[0].nan + moments[0].inf, 0);
+    EXPECT_EQ(moments[2].count, 0);
+    EXPECT_EQ(moments[3].count, 0);
+    EXPECT_EQ(moments[4].count + moments[4].nan + moments[4].inf, 50'000);
+  }
+}
+
+// Results that do not fit the tensors, and a bad layout, are caller bugs: InternalError, nothing written.
+TEST(BatchedStatistics, RejectMismatchedResultsAndBadLayouts) {
+  const auto backend = make_backend("cpu");
+  const std::vector<float> x(10, 1.0F);
+  const std::vector<SampledTensor> two = {{x, {}}, {x, {}}};
+  std::vector<MomentSums> one(1);
+  std::vector<MomentSums> m(2);
+  std::vector<std::int64_t> counts(8, 0);
+  std::vector<HistogramTails> tails(2);
+  EXPECT_THROW(backend->moments_batched(two, one), InternalError);
+  EXPECT_THROW(backend->moments_and_histogram_batched(two, 0.0, 1.0, 4, one, counts, tails), InternalError);
+  EXPECT_THROW(backend->moments_and_histogram_batched(two, 0.0, 1.0, 3, m, counts, tails), InternalError);
+  EXPECT_THROW(backend->moments_and_histogram_batched(two, 0.0, 1.0, 4, m, counts, std::span(tails).first(1)),
+               InternalError);
+  EXPECT_THROW(backend->moments_and_histogram_batched(two, 0.0, 0.0, 4, m, counts, tails), InternalError);
+  const std::vector<Block> outside{{8, 5}};
+  const std::vector<SampledTensor> bad = {{x, {}}, {x, outside}};
+  EXPECT_THROW(backend->moments_and_histogram_batched(bad, 0.0, 1.0, 4, m, counts, tails), InternalError);
+  EXPECT_EQ(counts, std::vector<std::int64_t>(8, 0));
+  for (const HistogramTails& t : tails) EXPECT_EQ(t.below + t.above + t.non_finite, 0);
 }
 
 }  // namespace

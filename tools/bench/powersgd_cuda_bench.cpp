@@ -3,7 +3,7 @@
 // device-to-device copy measured in the same run, and writes a kernel-time profile JSON.
 //
 //   edgc_bench_powersgd_cuda [--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--batch 1]
-//                            [--fused-project-max-rank 32[,4,...]] [--out kernel_profile.json]
+//                            [--fused-project-max-rank 32[,4,...]] [--stage-layers 4] [--out kernel_profile.json]
 //
 // --batch B: each step takes B same-shape matrices at once, as a stage's bucket calls it (one launch per pass for
 // the whole batch); rows report the time per matrix, and the profile entry the batch's time with "count": B.
@@ -17,6 +17,8 @@
 // bandwidth over those 8 passes against the copy bandwidth. The entropy kernels read β·m·n floats each: moments and
 // histogram as two calls (host-timed, two reads), and both from one moments_and_histogram call (host-timed, and
 // device-timed between two events on the backend's stream over its one read).
+// Then a stage's entropy measurement (--stage-layers GPT2-2.5B layers, 12 tensors each): one call per tensor against
+// one moments_and_histogram_batched call, host- and device-timed, over the stage's sampled bytes.
 // Each case checks its own result: the step's error norm must not exceed ‖M‖ (Ĝ is a projection of M).
 // Exits with status 1 and a message when no CUDA device exists.
 #include <cuda_runtime.h>
@@ -64,7 +66,8 @@ struct Options {
   int repeats = 10;
   double fraction = 0.25;
   std::string out_path = "kernel_profile.json";
-  std::string only;  // "MxN": time only that shape (for a profiler), else every shape
+  std::string only;      // "MxN": time only that shape (for a profiler), else every shape
+  int stage_layers = 4;  // layers of the stage-entropy measurement
 };
 
 class Timer {
@@ -223,6 +226,83 @@ EntropyTime time_entropy(ek::Backend& backend, const float* g, std::int64_t mn, 
   return res;
 }
 
+// A pipeline stage's entropy measurement as edgc's controller makes it once the histogram layout is fixed: every
+// tensor of `layers` GPT2-2.5B layers (the four matrices and the biases and LayerNorm vectors, 12 tensors a layer),
+// β of each in 4 KiB blocks, moments and a 256-bin histogram per tensor. Timed as one moments_and_histogram call per
+// tensor (a round trip each, what stage_entropy made before the batched call) and as one
+// moments_and_histogram_batched call (one kernel, one round trip), each host-timed and device-timed. The batched
+// call must count what the per-tensor calls count.
+struct StageEntropyTime {
+  int tensors = 0;
+  double sampled_bytes = 0.0;
+  double per_tensor_s = 0.0, per_tensor_device_s = 0.0;
+  double batched_s = 0.0, batched_device_s = 0.0;
+  bool ok = true;
+};
+
+StageEntropyTime time_stage_entropy(ek::Backend& backend, int layers, double fraction, int repeats) {
+  const std::int64_t h = 1920;
+  const std::vector<std::int64_t> layer = {h * 3 * h, 3 * h, h * h, h, h, h, h * 4 * h, 4 * h, 4 * h * h, h, h, h};
+  std::vector<std::int64_t> sizes;
+  for (int l = 0; l < layers; ++l) sizes.insert(sizes.end(), layer.begin(), layer.end());
+  std::int64_t total = 0;
+  for (const std::int64_t n : sizes) total += n;
+  const DeviceFloats all(total);
+  fill(all.get(), static_cast<std::size_t>(total), 2e-3F);
+  std::vector<std::vector<edgc::Block>> blocks(sizes.size());
+  std::vector<ek::SampledTensor> tensors(sizes.size());
+  StageEntropyTime res;
+  res.tensors = static_cast<int>(sizes.size());
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    blocks[i] = edgc::choose_blocks(sizes[i], fraction, 1024, 1, i);
+    tensors[i] = {{all.get() + at, static_cast<std::size_t>(sizes[i])}, blocks[i]};
+    res.sampled_bytes += static_cast<double>(edgc::total_length(blocks[i])) * sizeof(float);
+    at += sizes[i];
+  }
+  const std::int64_t bins = 256;
+  const double lo = -1e-3, width = 2e-3 / 256;
+  const std::size_t cells = sizes.size() * static_cast<std::size_t>(bins);
+  std::vector<std::int64_t> one(cells), batched(cells);
+  std::vector<ek::HistogramTails> one_tails(sizes.size()), batched_tails(sizes.size());
+  std::vector<ek::MomentSums> one_m(sizes.size()), batched_m(sizes.size());
+  std::vector<double> tp, tpd, tb, tbd;
+  for (int i = 0; i < repeats + 1; ++i) {
+    std::fill(one.begin(), one.end(), 0);
+    std::fill(batched.begin(), batched.end(), 0);
+    std::fill(one_tails.begin(), one_tails.end(), ek::HistogramTails{});
+    std::fill(batched_tails.begin(), batched_tails.end(), ek::HistogramTails{});
+    auto t0 = edgc::bench::Clock::now();
+    backend.start_timer();
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      one_m[k] = backend.moments_and_histogram(tensors[k].values, tensors[k].blocks, lo, width,
+                                               std::span<std::int64_t>(one).subspan(k * bins, bins), one_tails[k]);
+    const std::optional<double> dev_one = backend.stop_timer();
+    const double t_one = edgc::bench::seconds_since(t0);
+    t0 = edgc::bench::Clock::now();
+    backend.start_timer();
+    backend.moments_and_histogram_batched(tensors, lo, width, bins, batched_m, batched, batched_tails);
+    const std::optional<double> dev_batched = backend.stop_timer();
+    const double t_batched = edgc::bench::seconds_since(t0);
+    if (i > 0) {
+      tp.push_back(t_one);
+      tpd.push_back(dev_one.value_or(t_one));
+      tb.push_back(t_batched);
+      tbd.push_back(dev_batched.value_or(t_batched));
+    }
+    res.ok = res.ok && one == batched;
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      res.ok = res.ok && one_m[k].count == batched_m[k].count && one_tails[k].below == batched_tails[k].below &&
+               one_tails[k].above == batched_tails[k].above &&
+               std::abs(one_m[k].sum_sq - batched_m[k].sum_sq) <= 1e-9 * std::abs(one_m[k].sum_sq);
+  }
+  res.per_tensor_s = edgc::core::median(tp);
+  res.per_tensor_device_s = edgc::core::median(tpd);
+  res.batched_s = edgc::core::median(tb);
+  res.batched_device_s = edgc::core::median(tbd);
+  return res;
+}
+
 // One PowerSGD step at rank r with error feedback over the batch (one call per pass); a fresh gradient before each
 // step (untimed). No matrix's step may leave an error larger than its ‖M‖ (Ĝ is a projection of M).
 StepTime time_step(Timed& t, const Shape& s, int r, const ShapeBuffers& buf, int repeats) {
@@ -333,9 +413,10 @@ Options parse(int argc, char** argv, std::optional<int>& exit_code) {
   std::string ranks_text, fused_text;
   edgc::bench::Args args(
       "[--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--batch 1] "
-      "[--fused-project-max-rank 32[,4,...]] [--out FILE]");
+      "[--fused-project-max-rank 32[,4,...]] [--stage-layers 4] [--out FILE]");
   args.text("--ranks", ranks_text).text("--shape", opt.only).repeats(opt.repeats).real("--fraction", opt.fraction);
   args.integer("--batch", opt.batch, 1).text("--fused-project-max-rank", fused_text);
+  args.integer("--stage-layers", opt.stage_layers, 1);
   args.json_path("--out", opt.out_path);
   exit_code = args.parse(argc, argv);
   if (exit_code) return opt;
@@ -379,6 +460,31 @@ int run(int argc, char** argv) {
   for (const Shape& s : kShapes)
     if (selected(opt, s)) all_ok = bench_shape(timed, opt, s, copy_GBps, entries, variants) && all_ok;
 
+  const StageEntropyTime stage =
+      time_stage_entropy(*timed.front()->backend, opt.stage_layers, opt.fraction, opt.repeats);
+  all_ok = all_ok && stage.ok;
+  const auto pct = [&](double seconds) { return 100.0 * stage.sampled_bytes / seconds * 1e-9 / copy_GBps; };
+  std::printf(
+      "\nstage entropy: %d layers of GPT2-2.5B, %d tensors, %.1f MB sampled (fraction %.2f), moments and a "
+      "256-bin histogram per tensor\n",
+      opt.stage_layers, stage.tensors, stage.sampled_bytes * 1e-6, opt.fraction);
+  std::printf("  %-30s %10s %10s %6s\n", "calls", "host ms", "device ms", "%copy");
+  std::printf("  %-30s %10.3f %10.3f %5.0f%%\n", "one per tensor", stage.per_tensor_s * 1e3,
+              stage.per_tensor_device_s * 1e3, pct(stage.per_tensor_device_s));
+  std::printf("  %-30s %10.3f %10.3f %5.0f%%   (host-timed %.0f%%) %s\n", "one batched call", stage.batched_s * 1e3,
+              stage.batched_device_s * 1e3, pct(stage.batched_device_s), pct(stage.batched_s),
+              stage.ok ? "same counts" : "COUNTS DIFFER");
+  const nlohmann::ordered_json stage_json = {{"layers", opt.stage_layers},
+                                             {"tensors", stage.tensors},
+                                             {"sampled_bytes", stage.sampled_bytes},
+                                             {"sampled_fraction", opt.fraction},
+                                             {"per_tensor_s", stage.per_tensor_s},
+                                             {"per_tensor_device_s", stage.per_tensor_device_s},
+                                             {"batched_s", stage.batched_s},
+                                             {"batched_device_s", stage.batched_device_s},
+                                             {"batched_device_copy_fraction", pct(stage.batched_device_s) / 100.0},
+                                             {"ok", stage.ok}};
+
   nlohmann::ordered_json profile = {
       {"schema", "edgc.kernel_profile/1"},
       {"device", prop.name},
@@ -390,7 +496,8 @@ int run(int argc, char** argv) {
       {"fused_project_max_rank", opt.fused_ranks.front()},
       {"step_bytes_model", "8 passes of m*n float32 per matrix"},
       {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram); fused: 1 read, device-timed"},
-      {"entries", entries}};
+      {"entries", entries},
+      {"stage_entropy", stage_json}};
   if (!variants.empty()) profile["variants"] = variants;
   edgc::bench::write_json(opt.out_path, profile);
   std::printf("\nprofile written to %s; self-checks %s\n", opt.out_path.c_str(), all_ok ? "passed" : "FAILED");

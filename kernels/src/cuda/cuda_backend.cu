@@ -128,6 +128,22 @@ class CudaBackend final : public Backend {
     return out;
   }
 
+  // Every tensor's selection in one kernel and one round trip (see batched_statistics).
+  void moments_batched(std::span<const SampledTensor> tensors, std::span<MomentSums> out) const override {
+    check_statistics_batch("moments_batched", tensors.size(), out.size(), 0, 0, 0, false);
+    batched_statistics("moments_batched", tensors, out, nullptr);
+  }
+
+  void moments_and_histogram_batched(std::span<const SampledTensor> tensors, double lo, double bin_width,
+                                     std::int64_t bins, std::span<MomentSums> moments, std::span<std::int64_t> counts,
+                                     std::span<HistogramTails> tails) const override {
+    check_statistics_batch("moments_and_histogram_batched", tensors.size(), moments.size(), bins, counts.size(),
+                           tails.size(), true);
+    check_histogram_layout(lo, bin_width);
+    const BatchedHistogramOut h{lo, bin_width, bins, counts, tails};
+    batched_statistics("moments_and_histogram_batched", tensors, moments, &h);
+  }
+
   // ---- dense linear algebra ----
 
   void gemm_batched(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
@@ -380,6 +396,126 @@ class CudaBackend final : public Backend {
     return {pieces, reinterpret_cast<const Piece*>(upload())};
   }
 
+  // A tensor's selected blocks: its blocks, or `whole` set to all of it when it has none.
+  static std::span<const Block> selection_of(const SampledTensor& t, Block& whole) {
+    whole = Block{0, static_cast<std::int64_t>(t.values.size())};
+    return t.blocks.empty() ? std::span<const Block>(&whole, 1) : t.blocks;
+  }
+
+  struct BatchedHistogramOut {
+    double lo, bin_width;
+    std::int64_t bins;
+    std::span<std::int64_t> counts;  // tensors × bins
+    std::span<HistogramTails> tails;
+  };
+
+  // Moments into `out` (and with `h` the histograms) of every tensor's selection, from one upload of their pieces,
+  // one statistics kernel, one summing kernel and one result copy. The pieces are grouped into tiles of one tensor
+  // each, of about as many pieces as make two tiles per CTA of a wave, so a stage of many small tensors still fills
+  // the GPU; the same call gives the same bits (cuda_kernels.hpp, BatchedStatistics).
+  void batched_statistics(const char* what, std::span<const SampledTensor> tensors, std::span<MomentSums> out,
+                          const BatchedHistogramOut* h) const {
+    if (tensors.empty()) return;
+    if (tensors.size() > static_cast<std::size_t>(INT_MAX))
+      throw InternalError(std::string(what) + ": " + std::to_string(tensors.size()) + " tensors exceed a grid");
+    const auto num_tensors = static_cast<std::int64_t>(tensors.size());
+    std::vector<std::int64_t> pieces_of(tensors.size(), 0);
+    std::int64_t pieces = 0;
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      Block whole{};
+      const std::span<const Block> sel = selection_of(tensors[t], whole);
+      check_blocks(what, tensors[t].values.size(), sel);
+      for (const Block& b : sel) pieces_of[t] += (b.length + cuda::kPieceElems - 1) / cuda::kPieceElems;
+      if (pieces_of[t] > 0 && tensors[t].values.data() == nullptr)
+        throw InternalError(std::string(what) + ": tensor " + std::to_string(t) + " is null");
+      pieces += pieces_of[t];
+    }
+    set_device();
+    const std::int64_t target_tiles = 2 * static_cast<std::int64_t>(cuda::batched_statistics_wave());
+    constexpr std::int64_t kWarpsPerCta = cuda::kThreads / 32;
+    const std::int64_t per_tile = std::max(
+        kWarpsPerCta, ((pieces + target_tiles - 1) / target_tiles + kWarpsPerCta - 1) / kWarpsPerCta * kWarpsPerCta);
+    // Staged words: the tensors' addresses, tile_begin, the tiles, the pieces.
+    staging_.clear();
+    for (const SampledTensor& st : tensors) staging_.add_word(reinterpret_cast<std::uintptr_t>(st.values.data()));
+    std::int64_t tiles = 0;
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      staging_.add_word(static_cast<std::uint64_t>(tiles));
+      tiles += (pieces_of[t] + per_tile - 1) / per_tile;
+    }
+    staging_.add_word(static_cast<std::uint64_t>(tiles));
+    std::int64_t before = 0;  // pieces of the tensors before this one
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      for (std::int64_t first = 0; first < pieces_of[t]; first += per_tile) {
+        staging_.add_word(static_cast<std::uint64_t>(before + first));
+        staging_.add_word(static_cast<std::uint64_t>(before + std::min(pieces_of[t], first + per_tile)));
+        staging_.add_word(static_cast<std::uint64_t>(t));
+      }
+      before += pieces_of[t];
+    }
+    for (const SampledTensor& st : tensors) {
+      Block whole{};
+      for (const Block& b : selection_of(st, whole))
+        for (std::int64_t at = 0; at < b.length; at += cuda::kPieceElems)
+          staging_.add_piece(b.offset + at, std::min(cuda::kPieceElems, b.length - at));
+    }
+    const std::uint64_t* d_words = upload();
+    // Device results: the per-tile partials, then what comes back in one copy: each tensor's sums, then with a
+    // histogram its tails and its bins.
+    const std::size_t bins = h != nullptr ? static_cast<std::size_t>(h->bins) : 0;
+    const std::size_t slots = h != nullptr ? tensors.size() * (3 + bins) : 0;
+    const std::size_t back = sizeof(MomentPartial) * tensors.size() + slots * sizeof(unsigned long long);
+    auto* d_base = static_cast<unsigned char*>(partials_.grow(
+        sizeof(MomentPartial) * static_cast<std::size_t>(std::max<std::int64_t>(tiles, 1)) + back, stream_));
+    auto* d_back = d_base + sizeof(MomentPartial) * static_cast<std::size_t>(std::max<std::int64_t>(tiles, 1));
+    auto* d_tails = reinterpret_cast<unsigned long long*>(d_back + sizeof(MomentPartial) * tensors.size());
+    cuda::BatchedStatistics st;
+    st.x = reinterpret_cast<const float* const*>(d_words);
+    st.tile_begin = reinterpret_cast<const std::int64_t*>(d_words + num_tensors);
+    st.tiles = reinterpret_cast<const cuda::Tile*>(d_words + 2 * num_tensors + 1);
+    st.pieces = reinterpret_cast<const Piece*>(d_words + 2 * num_tensors + 1 + 3 * tiles);
+    st.num_tiles = tiles;
+    st.num_tensors = static_cast<int>(num_tensors);
+    st.partials = reinterpret_cast<MomentPartial*>(d_base);
+    st.out = reinterpret_cast<MomentPartial*>(d_back);
+    if (h != nullptr) {
+      EDGC_CUDA_CHECK(cudaMemsetAsync(d_tails, 0, slots * sizeof(unsigned long long), stream_));
+      st.tails = d_tails;
+      st.counts = d_tails + 3 * tensors.size();
+      st.num_bins = h->bins;
+      st.lo = h->lo;
+      st.bin_width = h->bin_width;
+    }
+    cuda::launch_batched_statistics(st, stream_);
+    EDGC_CUDA_CHECK_LAUNCH();
+    auto* host = static_cast<unsigned char*>(host_result_.grow(back));
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(host, d_back, back, cudaMemcpyDeviceToHost, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const auto* sums = reinterpret_cast<const MomentPartial*>(host);
+    for (std::size_t t = 0; t < tensors.size(); ++t) out[t] = moment_sums_of(sums[t]);
+    if (h == nullptr) return;
+    const auto* c = reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial) * tensors.size());
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      h->tails[t].below += static_cast<std::int64_t>(c[3 * t]);
+      h->tails[t].above += static_cast<std::int64_t>(c[3 * t + 1]);
+      h->tails[t].non_finite += static_cast<std::int64_t>(c[3 * t + 2]);
+    }
+    const unsigned long long* rows = c + 3 * tensors.size();
+    for (std::size_t i = 0; i < tensors.size() * bins; ++i) h->counts[i] += static_cast<std::int64_t>(rows[i]);
+  }
+
+  static MomentSums moment_sums_of(const MomentPartial& p) {
+    MomentSums m;
+    m.sum = p.s1;
+    m.sum_sq = p.s2;
+    m.sum_cube = p.s3;
+    m.sum_quad = p.s4;
+    m.count = p.count;
+    m.nan = p.nan;
+    m.inf = p.inf;
+    return m;
+  }
+
   // Moments into `m` and/or the histogram into `h` of the sampled elements, from one kernel and one result copy.
   void statistics(const char* what, std::span<const float> x, std::span<const Block> blocks, MomentSums* m,
                   const HistogramOut* h) const {
@@ -418,16 +554,7 @@ class CudaBackend final : public Backend {
     const std::size_t skip = m != nullptr ? 0 : sizeof(MomentPartial);  // no moments: only the histogram comes back
     EDGC_CUDA_CHECK(cudaMemcpyAsync(host + skip, d_back + skip, back - skip, cudaMemcpyDeviceToHost, stream_));
     EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (m != nullptr) {
-      const auto* t = reinterpret_cast<const MomentPartial*>(host);
-      m->sum = t->s1;
-      m->sum_sq = t->s2;
-      m->sum_cube = t->s3;
-      m->sum_quad = t->s4;
-      m->count = t->count;
-      m->nan = t->nan;
-      m->inf = t->inf;
-    }
+    if (m != nullptr) *m = moment_sums_of(*reinterpret_cast<const MomentPartial*>(host));
     if (h != nullptr) {
       const auto* c = reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial));
       h->tails->below += static_cast<std::int64_t>(c[0]);

@@ -51,6 +51,41 @@ void launch_statistics(const Statistics& st, cudaStream_t stream);
 /// whether the histogram came along.
 int statistics_grid(std::int64_t num_pieces);
 
+/// A run of pieces of one tensor of a batched statistics call: pieces [first, end) of the piece list, all of tensor
+/// `tensor`.
+struct Tile {
+  std::int64_t first;
+  std::int64_t end;
+  std::int64_t tensor;
+};
+
+/// Moments (and with `counts` a histogram) of each of `num_tensors` tensors from one read of their pieces: tensor t's
+/// elements are x[t] + piece.offset .. + piece.length for the pieces of its tiles, tile_begin[t] .. tile_begin[t + 1)
+/// (tiles in tensor order, each a run of its tensor's pieces). One CTA per tile at a time (at most one wave, striding
+/// over the tiles), a warp per piece: per-tile partial sums into partials[0 .. num_tiles), then out[t] ← the sum of
+/// tensor t's in a fixed order, so results repeat bit for bit and do not depend on the grid. Histogram: row t of
+/// counts (num_tensors × num_bins) and tails[3t .. 3t + 3) += tensor t's, both zeroed by the caller, bins as the CPU
+/// twin computes them. x, pieces, tiles, tile_begin in device memory.
+struct BatchedStatistics {
+  const float* const* x = nullptr;
+  const Piece* pieces = nullptr;
+  const Tile* tiles = nullptr;
+  std::int64_t num_tiles = 0;
+  const std::int64_t* tile_begin = nullptr;
+  int num_tensors = 0;
+  MomentPartial* partials = nullptr;
+  MomentPartial* out = nullptr;
+  unsigned long long* counts = nullptr;
+  std::int64_t num_bins = 0;
+  unsigned long long* tails = nullptr;
+  double lo = 0.0;
+  double bin_width = 1.0;
+};
+void launch_batched_statistics(const BatchedStatistics& st, cudaStream_t stream);
+/// The CTAs one wave of the batched statistics kernel holds on the current device (what the backend sizes its tiles
+/// by: about two tiles per CTA of a wave).
+int batched_statistics_wave();
+
 /// For each matrix b of `count` elements: with `e`, e[b] += g[b] and partials ← ‖e[b]‖²; without, partials ←
 /// ‖g[b]‖². partials is batch × ctas, CTA-major per matrix.
 void launch_add_norm(int batch, std::int64_t count, const float* const* g, float* const* e, int ctas, double* partials,

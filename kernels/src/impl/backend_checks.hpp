@@ -50,6 +50,20 @@ inline void check_histogram_layout(double lo, double bin_width) {
                         std::to_string(bin_width));
 }
 
+/// moments_batched, moments_and_histogram_batched: one result per tensor; with a histogram, `bins` ≥ 0 counts per
+/// tensor and one tails entry per tensor (the layout itself is check_histogram_layout's).
+inline void check_statistics_batch(const char* what, std::size_t tensors, std::size_t moments, std::int64_t bins,
+                                   std::size_t counts, std::size_t tails, bool histogram) {
+  check_batch(what, tensors, moments, "moments");
+  if (!histogram) return;
+  if (bins < 0) throw InternalError(std::string(what) + ": negative bin count " + std::to_string(bins));
+  check_batch(what, tensors, tails, "tails");
+  if (counts != tensors * static_cast<std::size_t>(bins))
+    throw InternalError(std::string(what) + ": counts has " + std::to_string(counts) + " entries, " +
+                        std::to_string(tensors) + " tensors of " + std::to_string(bins) + " bins need " +
+                        std::to_string(tensors * static_cast<std::size_t>(bins)));
+}
+
 /// orthogonalize_batched: rows ≥ cols ≥ 1, a finite eps ≥ 0, no null matrix.
 inline void check_orthogonalize_args(std::int64_t rows, std::int64_t cols, std::span<float* const> p, float eps) {
   if (cols < 1 || rows < cols)

@@ -237,6 +237,96 @@ TEST_F(CudaParity, StageEntropyMatchesTheCpuWithSeparateAndFusedCalls) {
   }
 }
 
+// The batched statistics (one kernel and one round trip for a stage's tensors) against the CPU's single calls per
+// tensor: histograms exact per row, moments to the last bits of their double sums; the same call twice gives the same
+// bits. Tensors: unaligned views, sampled and odd blocks, whole tensors of many pieces, nothing selected, NaN and
+// Inf; bins in per-warp shared copies (1024), one shared copy (8000) and global memory (10000); and a thousand small
+// tensors, more tiles than a wave of CTAs, so the CTAs stride over the tiles.
+TEST_F(CudaParity, BatchedStatisticsMatchTheCpuPerTensor) {
+  std::vector<float> h = random_normal((1u << 20) + 9, 31, 0.004);
+  for (std::size_t i = 700; i < h.size(); i += 1013) h[i] = 1e30F;
+  for (std::size_t i = 300; i < h.size(); i += 1009) h[i] = -1e30F;
+  h[17] = std::nanf("");
+  h[700'000] = -std::numeric_limits<float>::infinity();
+  const DeviceFloats d(h);
+  const auto host_at = [&](std::size_t at, std::size_t n) { return std::span<const float>(h).subspan(at, n); };
+  const auto dev_at = [&](std::size_t at, std::size_t n) { return d.span().subspan(at, n); };
+  std::mt19937_64 rng(7);
+  std::vector<Block> odd;
+  std::uniform_int_distribution<std::int64_t> len(1, 20000);
+  for (std::int64_t at = 3; at < 400'000;) {
+    const std::int64_t l = std::min(len(rng), 400'000 - at);
+    odd.push_back({at, l});
+    at += l + len(rng) / 4;
+  }
+  const std::vector<Block> sampled = choose_blocks(300'001, 0.25, 1024, 3, 0);
+  const std::vector<Block> nothing{{5, 0}};
+  struct Part {
+    std::size_t at, n;
+    const std::vector<Block>* blocks;
+  };
+  std::vector<Part> parts = {{1, 300'001, &sampled}, {2, 400'000, &odd},    {3, 100'003, nullptr},
+                             {0, 10, &nothing},      {500'000, 0, nullptr}, {500'003, (1u << 19) - 3, nullptr}};
+  for (std::size_t k = 0; k < 1000; ++k) parts.push_back({(k * 997) % 1'000'000 + 1, 1 + k % 300, nullptr});
+  for (const std::size_t count : {std::size_t{6}, parts.size()}) {
+    std::vector<SampledTensor> host, dev;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::span<const Block> b =
+          parts[i].blocks != nullptr ? std::span<const Block>(*parts[i].blocks) : std::span<const Block>();
+      host.push_back({host_at(parts[i].at, parts[i].n), b});
+      dev.push_back({dev_at(parts[i].at, parts[i].n), b});
+    }
+    for (const std::int64_t bins : {std::int64_t{1024}, std::int64_t{8000}, std::int64_t{10000}}) {
+      SCOPED_TRACE("tensors " + std::to_string(count) + " bins " + std::to_string(bins));
+      const double lo = -0.015625;
+      const double width = bins == 1024 ? 1.0 / 4096.0 : 1.0 / 32768.0;
+      const std::size_t cells = count * static_cast<std::size_t>(bins);
+      std::vector<MomentSums> got(count), again(count), plain(count);
+      std::vector<std::int64_t> counts(cells, 2), counts_again(cells, 0);
+      std::vector<HistogramTails> tails(count, HistogramTails{1, 2, 3}), tails_again(count);
+      gpu_->moments_and_histogram_batched(dev, lo, width, bins, got, counts, tails);
+      gpu_->moments_and_histogram_batched(dev, lo, width, bins, again, counts_again, tails_again);
+      gpu_->moments_batched(dev, plain);
+      const auto bits = [](const MomentSums& x) {
+        return std::tie(x.sum, x.sum_sq, x.sum_cube, x.sum_quad, x.count, x.nan, x.inf);
+      };
+      for (std::size_t i = 0; i < count; ++i) {
+        SCOPED_TRACE("tensor " + std::to_string(i));
+        std::vector<std::int64_t> want(static_cast<std::size_t>(bins), 0);
+        HistogramTails tw;
+        const MomentSums cpu = cpu_->moments_and_histogram(host[i].values, host[i].blocks, lo, width, want, tw);
+        const auto row = counts.begin() + static_cast<std::ptrdiff_t>(i * static_cast<std::size_t>(bins));
+        for (std::int64_t b = 0; b < bins; ++b) ASSERT_EQ(row[b], want[static_cast<std::size_t>(b)] + 2) << "bin " << b;
+        EXPECT_EQ(tails[i].below, tw.below + 1);
+        EXPECT_EQ(tails[i].above, tw.above + 2);
+        EXPECT_EQ(tails[i].non_finite, tw.non_finite + 3);
+        EXPECT_EQ(got[i].count, cpu.count);
+        EXPECT_EQ(got[i].nan, cpu.nan);
+        EXPECT_EQ(got[i].inf, cpu.inf);
+        EXPECT_LE(relative(got[i].sum_sq, cpu.sum_sq), 1e-9);
+        EXPECT_LE(relative(got[i].sum_quad, cpu.sum_quad), 1e-9);
+        EXPECT_LE(std::abs(got[i].sum - cpu.sum),
+                  1e-9 * std::sqrt(cpu.sum_sq * static_cast<double>(cpu.count)) + 1e-300);
+        EXPECT_EQ(bits(again[i]), bits(got[i]));  // the same bits from the same call
+        EXPECT_EQ(bits(plain[i]), bits(got[i]));  // and without the histogram
+      }
+      EXPECT_EQ(got[3].count, 0);
+      EXPECT_EQ(got[4].count, 0);
+      EXPECT_GT(tails[0].above + tails[1].above + tails[2].above, 6);
+      EXPECT_GT(got[2].nan, 0);
+      EXPECT_GT(got[5].inf, 0);
+    }
+  }
+  // A block outside its tensor: InternalError before anything runs or is written.
+  const std::vector<Block> outside{{8, 5}};
+  const std::vector<SampledTensor> bad = {{dev_at(0, 100), {}}, {dev_at(0, 10), outside}};
+  std::vector<MomentSums> m(2);
+  std::vector<std::int64_t> counts(8, 0);
+  std::vector<HistogramTails> tails(2);
+  EXPECT_THROW(gpu_->moments_and_histogram_batched(bad, 0.0, 1.0, 4, m, counts, tails), InternalError);
+  EXPECT_EQ(counts, std::vector<std::int64_t>(8, 0));
+}
+
 TEST_F(CudaParity, StatisticsRejectBlocksOutsideTheData) {
   const DeviceFloats d(random_normal(100, 1));
   const std::vector<Block> bad{{90, 20}};

@@ -27,6 +27,12 @@
 
 namespace edgc::kernels {
 
+/// One tensor of a batched statistics call: its values and the blocks selected from it (empty: all of them).
+struct SampledTensor {
+  std::span<const float> values;
+  std::span<const Block> blocks;
+};
+
 /// Whether a GEMM operand is used as stored or transposed.
 enum class Transpose { kNo, kYes };
 
@@ -114,6 +120,20 @@ class Backend {
     histogram(x, blocks, lo, bin_width, counts, tails);
     return m;
   }
+
+  /// moments() of every tensor from one call: out[i] = moments(tensors[i].values, tensors[i].blocks). What a
+  /// pipeline stage's entropy measurement makes per sampled iteration (stage_entropy.hpp): a device backend reads
+  /// all the tensors' selections in one kernel and returns in one round trip, instead of one of each per tensor.
+  /// Host backends give the single calls' bits; a device backend may sum in another order (the last bits of the
+  /// double sums). `out` has one entry per tensor; its entries are overwritten.
+  virtual void moments_batched(std::span<const SampledTensor> tensors, std::span<MomentSums> out) const;
+
+  /// moments_and_histogram() of every tensor from one call, each tensor's histogram in its own row: row i of
+  /// `counts` (tensors.size() rows of `bins` counts, row-major) and tails[i] get tensor i's bins and tails added,
+  /// moments[i] its moments (overwritten). The same bins as the single calls; moments as moments_batched.
+  virtual void moments_and_histogram_batched(std::span<const SampledTensor> tensors, double lo, double bin_width,
+                                             std::int64_t bins, std::span<MomentSums> moments,
+                                             std::span<std::int64_t> counts, std::span<HistogramTails> tails) const;
 
   // ---- dense linear algebra over batches of same-shape row-major matrices ----
 

@@ -14,10 +14,7 @@ namespace edgc::kernels {
 
 /// One tensor of the stage: its values and the blocks sampled from it (ignored when the stage is measured in
 /// full).
-struct StageTensor {
-  std::span<const float> values;
-  std::span<const Block> blocks;
-};
+using StageTensor = SampledTensor;
 
 /// Pools the tensors' moments, each weighted by numel / sampled elements so the pool estimates the whole stage
 /// (blocks of ≥ 4 KiB cover small tensors completely but large ones only at rate β; unweighted pooling would
@@ -26,6 +23,9 @@ struct StageTensor {
 /// spread: `bins_per_sigma` bins per σ around the pooled mean, then kept so windows stay comparable; absent until
 /// then), the pooled excess kurtosis (absent without values) and the elements read.
 /// `full`: every value of every tensor is read (blocks ignored).
+/// One batched statistics call per measurement (Backend::moments_and_histogram_batched once the layout is fixed;
+/// moments_batched, then one histogram call per tensor, at the measurement that fixes it), so a device backend
+/// makes one round trip per stage, not one per tensor.
 core::StageObservation measure_stage_entropy(const Backend& backend, std::span<const StageTensor> tensors, bool full,
                                              std::optional<core::HistogramLayout>& layout, double bins_per_sigma);
 
