@@ -33,6 +33,7 @@
 #include "cuda_workspace.hpp"
 #include "edgc/core/error.hpp"
 #include "impl/backend_checks.hpp"
+#include "impl/statistics_plan.hpp"
 
 namespace edgc::kernels {
 namespace cuda {
@@ -48,6 +49,9 @@ namespace {
 
 using cuda::MomentPartial;
 using cuda::Piece;
+static_assert(cuda::kPieceElems == kStatisticsPieceElems, "the plan's pieces are the kernels' pieces");
+static_assert(sizeof(cuda::Tile) == 3 * sizeof(std::uint64_t) && sizeof(Piece) == 2 * sizeof(std::uint64_t),
+              "Tile and Piece are read from the plan's words");
 
 // cuBLAS takes int dimensions and leading dimensions.
 void check_int_dims(const char* what, std::int64_t a, std::int64_t b, std::int64_t c) {
@@ -376,30 +380,18 @@ class CudaBackend final : public Backend {
                                                       std::span<const Block> blocks) const {
     static_assert(sizeof(Block) == sizeof(Piece) && offsetof(Block, offset) == offsetof(Piece, offset) &&
                   offsetof(Block, length) == offsetof(Piece, length));
-    const auto n = static_cast<std::int64_t>(x.size());
-    const Block whole{0, n};
-    const std::span<const Block> sel = blocks.empty() ? std::span<const Block>(&whole, 1) : blocks;
+    Block whole{};
+    const std::span<const Block> sel = selection_of(SampledTensor{x, blocks}, whole);
     check_blocks(what, x.size(), sel);
-    std::int64_t pieces = 0;
-    for (const Block& b : sel) pieces += (b.length + cuda::kPieceElems - 1) / cuda::kPieceElems;
+    const std::int64_t pieces = pieces_of(sel);
     if (pieces == 0) return {0, nullptr};
     if (x.data() == nullptr) throw InternalError(std::string(what) + ": x is null");
     if (pieces == static_cast<std::int64_t>(sel.size()) &&
         std::none_of(sel.begin(), sel.end(), [](const Block& b) { return b.length == 0; }))
       return {pieces, reinterpret_cast<const Piece*>(upload(sel.data(), sel.size_bytes()))};
     staging_.clear();
-    pieces = 0;
-    for (const Block& b : sel) {
-      for (std::int64_t at = 0; at < b.length; at += cuda::kPieceElems, ++pieces)
-        staging_.add_piece(b.offset + at, std::min(cuda::kPieceElems, b.length - at));
-    }
+    add_pieces(sel, staging_.mutable_words());
     return {pieces, reinterpret_cast<const Piece*>(upload())};
-  }
-
-  // A tensor's selected blocks: its blocks, or `whole` set to all of it when it has none.
-  static std::span<const Block> selection_of(const SampledTensor& t, Block& whole) {
-    whole = Block{0, static_cast<std::int64_t>(t.values.size())};
-    return t.blocks.empty() ? std::span<const Block>(&whole, 1) : t.blocks;
   }
 
   struct BatchedHistogramOut {
@@ -419,47 +411,11 @@ class CudaBackend final : public Backend {
     if (tensors.size() > static_cast<std::size_t>(INT_MAX))
       throw InternalError(std::string(what) + ": " + std::to_string(tensors.size()) + " tensors exceed a grid");
     const auto num_tensors = static_cast<std::int64_t>(tensors.size());
-    std::vector<std::int64_t> pieces_of(tensors.size(), 0);
-    std::int64_t pieces = 0;
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      Block whole{};
-      const std::span<const Block> sel = selection_of(tensors[t], whole);
-      check_blocks(what, tensors[t].values.size(), sel);
-      for (const Block& b : sel) pieces_of[t] += (b.length + cuda::kPieceElems - 1) / cuda::kPieceElems;
-      if (pieces_of[t] > 0 && tensors[t].values.data() == nullptr)
-        throw InternalError(std::string(what) + ": tensor " + std::to_string(t) + " is null");
-      pieces += pieces_of[t];
-    }
     set_device();
-    const std::int64_t target_tiles = 2 * static_cast<std::int64_t>(cuda::batched_statistics_wave());
-    constexpr std::int64_t kWarpsPerCta = cuda::kThreads / 32;
-    const std::int64_t per_tile = std::max(
-        kWarpsPerCta, ((pieces + target_tiles - 1) / target_tiles + kWarpsPerCta - 1) / kWarpsPerCta * kWarpsPerCta);
-    // Staged words: the tensors' addresses, tile_begin, the tiles, the pieces.
-    staging_.clear();
-    for (const SampledTensor& st : tensors) staging_.add_word(reinterpret_cast<std::uintptr_t>(st.values.data()));
-    std::int64_t tiles = 0;
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      staging_.add_word(static_cast<std::uint64_t>(tiles));
-      tiles += (pieces_of[t] + per_tile - 1) / per_tile;
-    }
-    staging_.add_word(static_cast<std::uint64_t>(tiles));
-    std::int64_t before = 0;  // pieces of the tensors before this one
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      for (std::int64_t first = 0; first < pieces_of[t]; first += per_tile) {
-        staging_.add_word(static_cast<std::uint64_t>(before + first));
-        staging_.add_word(static_cast<std::uint64_t>(before + std::min(pieces_of[t], first + per_tile)));
-        staging_.add_word(static_cast<std::uint64_t>(t));
-      }
-      before += pieces_of[t];
-    }
-    for (const SampledTensor& st : tensors) {
-      Block whole{};
-      for (const Block& b : selection_of(st, whole))
-        for (std::int64_t at = 0; at < b.length; at += cuda::kPieceElems)
-          staging_.add_piece(b.offset + at, std::min(cuda::kPieceElems, b.length - at));
-    }
-    const std::uint64_t* d_words = upload();
+    const BatchedPlan plan = plan_batched_statistics(
+        what, tensors, 2 * static_cast<std::int64_t>(cuda::batched_statistics_wave()), cuda::kThreads / 32);
+    const std::int64_t tiles = plan.tiles;
+    const std::uint64_t* d_words = upload(plan.words.data(), plan.words.size() * sizeof(std::uint64_t));
     // Device results: the per-tile partials, then what comes back in one copy: each tensor's sums, then with a
     // histogram its tails and its bins.
     const std::size_t bins = h != nullptr ? static_cast<std::size_t>(h->bins) : 0;
@@ -471,9 +427,9 @@ class CudaBackend final : public Backend {
     auto* d_tails = reinterpret_cast<unsigned long long*>(d_back + sizeof(MomentPartial) * tensors.size());
     cuda::BatchedStatistics st;
     st.x = reinterpret_cast<const float* const*>(d_words);
-    st.tile_begin = reinterpret_cast<const std::int64_t*>(d_words + num_tensors);
-    st.tiles = reinterpret_cast<const cuda::Tile*>(d_words + 2 * num_tensors + 1);
-    st.pieces = reinterpret_cast<const Piece*>(d_words + 2 * num_tensors + 1 + 3 * tiles);
+    st.tile_begin = reinterpret_cast<const std::int64_t*>(d_words + plan.tile_begin_at());
+    st.tiles = reinterpret_cast<const cuda::Tile*>(d_words + plan.tiles_at());
+    st.pieces = reinterpret_cast<const Piece*>(d_words + plan.pieces_at());
     st.num_tiles = tiles;
     st.num_tensors = static_cast<int>(num_tensors);
     st.partials = reinterpret_cast<MomentPartial*>(d_base);
@@ -493,27 +449,9 @@ class CudaBackend final : public Backend {
     EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
     const auto* sums = reinterpret_cast<const MomentPartial*>(host);
     for (std::size_t t = 0; t < tensors.size(); ++t) out[t] = moment_sums_of(sums[t]);
-    if (h == nullptr) return;
-    const auto* c = reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial) * tensors.size());
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      h->tails[t].below += static_cast<std::int64_t>(c[3 * t]);
-      h->tails[t].above += static_cast<std::int64_t>(c[3 * t + 1]);
-      h->tails[t].non_finite += static_cast<std::int64_t>(c[3 * t + 2]);
-    }
-    const unsigned long long* rows = c + 3 * tensors.size();
-    for (std::size_t i = 0; i < tensors.size() * bins; ++i) h->counts[i] += static_cast<std::int64_t>(rows[i]);
-  }
-
-  static MomentSums moment_sums_of(const MomentPartial& p) {
-    MomentSums m;
-    m.sum = p.s1;
-    m.sum_sq = p.s2;
-    m.sum_cube = p.s3;
-    m.sum_quad = p.s4;
-    m.count = p.count;
-    m.nan = p.nan;
-    m.inf = p.inf;
-    return m;
+    if (h != nullptr)
+      add_histograms(reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial) * tensors.size()),
+                     h->counts, h->tails);
   }
 
   // Moments into `m` and/or the histogram into `h` of the sampled elements, from one kernel and one result copy.
@@ -555,13 +493,9 @@ class CudaBackend final : public Backend {
     EDGC_CUDA_CHECK(cudaMemcpyAsync(host + skip, d_back + skip, back - skip, cudaMemcpyDeviceToHost, stream_));
     EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (m != nullptr) *m = moment_sums_of(*reinterpret_cast<const MomentPartial*>(host));
-    if (h != nullptr) {
-      const auto* c = reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial));
-      h->tails->below += static_cast<std::int64_t>(c[0]);
-      h->tails->above += static_cast<std::int64_t>(c[1]);
-      h->tails->non_finite += static_cast<std::int64_t>(c[2]);
-      for (std::size_t i = 0; i < h->counts.size(); ++i) h->counts[i] += static_cast<std::int64_t>(c[3 + i]);
-    }
+    if (h != nullptr)
+      add_histograms(reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial)), h->counts,
+                     std::span<HistogramTails>(h->tails, 1));
   }
 
   // The per-matrix part of project_batched for float32 or bf16 gradients (the overloads check what differs).

@@ -75,11 +75,7 @@ class Staging {
     for (T* p : ptrs) words_.push_back(reinterpret_cast<std::uintptr_t>(p));
     return at;
   }
-  void add_word(std::uint64_t word) { words_.push_back(word); }
-  void add_piece(std::int64_t offset, std::int64_t length) {
-    words_.push_back(static_cast<std::uint64_t>(offset));
-    words_.push_back(static_cast<std::uint64_t>(length));
-  }
+  std::vector<std::uint64_t>& mutable_words() noexcept { return words_; }
   const std::vector<std::uint64_t>& words() const noexcept { return words_; }
 
  private:
