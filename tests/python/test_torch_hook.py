@@ -209,7 +209,11 @@ class HookTests(unittest.TestCase):
             "threads": dict(threads=0),
             "seed": dict(seed="x"),
             "stages": dict(stages=0),
+            "backend": dict(backend="tpu"),
+            "device": dict(device=-1),
         }
+        if not torch.cuda.is_available():  # this module or machine cannot run the CUDA kernels: refused by name
+            cases["backend"] = dict(backend="cuda")
         for name, kw in cases.items():
             with self.subTest(name), self.assertRaises(ValueError) as cm:
                 edgc_torch.State(None, model, **kw)
@@ -224,6 +228,30 @@ class HookTests(unittest.TestCase):
         with self.assertRaises(ValueError) as cm:  # half precision bucket
             edgc_torch.hook(state, FakeBucket(0, [model.bias], [torch.zeros(40)], True)._half())
         self.assertIn("float32", str(cm.exception))
+
+    def test_engine_takes_gradients_as_address_numel_pairs(self):
+        # How the hook hands over a bucket (the CUDA backend's only form): the same step as numpy arrays, and bad
+        # pairs refused by the gradient's position.
+        grads = gradients(Net(), 0)
+        engines = []
+        for form in ("numpy", "pairs"):
+            e = edgc_torch._core.Engine([([48, 40], 0), ([40], 0)], policy="static", r_min=4, r_max=8, step=4,
+                                        window=1, warmup_mode="fixed", warmup_fixed_iters=0)
+            e.close_window(e.observation())  # the static rank is in force from the first window on
+            g = [grads[0].clone().reshape(-1), grads[1].clone()]
+            arg = [t.numpy() for t in g] if form == "numpy" else [(t.data_ptr(), t.numel()) for t in g]
+            r = e.compress([0, 1], arg, None, 0, 1)
+            self.assertEqual(r["compressed_tensors"], 1)
+            engines.append(g)
+        for a, b in zip(*engines):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        self.assertFalse(np.array_equal(engines[0][0].numpy(), grads[0].reshape(-1).numpy()))  # it compressed
+        e = edgc_torch._core.Engine([([48, 40], 0)], r_min=4, r_max=8)
+        t = torch.zeros(48 * 40)
+        for bad in [(t.data_ptr(), -1), (t.data_ptr() + 2, 4), (0, 4), (t.data_ptr(),), ("x", 4)]:
+            with self.subTest(bad), self.assertRaises(ValueError) as cm:
+                e.compress([0], [bad], None, 0, 1)
+            self.assertTrue(str(cm.exception).startswith("grads[0]:"), str(cm.exception))
 
     def test_every_policy_builds_and_decides(self):
         names = [p["name"] for p in edgc_torch.policies()]

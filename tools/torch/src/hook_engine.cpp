@@ -80,7 +80,8 @@ HookEngine::HookEngine(HookSettings settings, std::vector<HookTensor> tensors)
   reads_entropy_ = core::reads_entropy(cc.policy, cc);
   kernels::BackendOptions bo;
   bo.threads = settings_.threads;
-  backend_ = kernels::make_backend("cpu", bo);
+  bo.device = settings_.device;
+  backend_ = kernels::make_backend(settings_.backend, bo);
   layouts_.resize(stages);
   stash_.resize(tensors_.size());
   stashed_.assign(tensors_.size(), false);
@@ -173,9 +174,12 @@ void HookEngine::stash(std::span<const std::size_t> ids, std::span<const std::sp
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (static_cast<std::int64_t>(grads[i].size()) != numel_[ids[i]])
       throw InputError("edgc_torch", "bucket", "tensor " + std::to_string(ids[i]) + ": gradient size mismatch");
-    stash_[ids[i]].assign(grads[i].begin(), grads[i].end());
+    kernels::Buffer<float>& copy = stash_[ids[i]];
+    if (copy.size() != grads[i].size()) copy = kernels::Buffer<float>(*backend_, grads[i].size());
+    if (!grads[i].empty()) backend_->copy(copy.data(), grads[i].data(), grads[i].size_bytes());
     stashed_[ids[i]] = true;
   }
+  backend_->synchronize();  // a device backend's copies are done: the caller may free or overwrite the sources
 }
 
 void HookEngine::add_loss(double loss) {
@@ -242,6 +246,7 @@ BucketResult HookEngine::compress(std::span<const std::size_t> ids, std::span<co
   Compressor& c = compressor_for(ids);
   for (std::size_t i = 0; i < ids.size(); ++i) c.powersgd->set_rank(i, tensor_rank(ids[i]));
   const kernels::StepStats st = c.powersgd->step(grads, comm);
+  backend_->synchronize();  // the caller reads the averaged gradients next (a device backend's stream)
   BucketResult out;
   out.wire_floats = st.wire_floats;
   out.dense_floats = st.dense_floats;
@@ -278,7 +283,7 @@ void HookEngine::end_iteration() {
           throw InputError("edgc_torch", "bucket",
                            "tensor " + std::to_string(ids[i]) + " reached no bucket at sampled iteration " +
                                std::to_string(iteration_) + " (every parameter must get a gradient)");
-        const std::vector<float>& v = stash_[ids[i]];
+        const std::span<const float> v = stash_[ids[i]].span();
         blocks[i] = gds_.blocks(ids[i], static_cast<std::int64_t>(v.size()), iteration_);
         members[i] = {v, blocks[i]};
       }

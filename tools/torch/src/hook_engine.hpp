@@ -15,12 +15,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "edgc/core/controller.hpp"
 #include "edgc/core/gds.hpp"
 #include "edgc/core/window_accumulator.hpp"
 #include "edgc/kernels/backend.hpp"
+#include "edgc/kernels/buffer.hpp"
 #include "edgc/kernels/communicator.hpp"
 #include "edgc/kernels/powersgd.hpp"
 
@@ -38,6 +40,11 @@ struct HookSettings {
   /// seed (initial Q), error_feedback, warm_start; rank and q_ids are set per bucket.
   kernels::PowerSgdConfig powersgd;
   int threads = 1;  ///< kernel threads of the "cpu" backend
+  /// The kernels' backend (make_backend's names): "cpu", or "cuda" for gradients in the GPU's memory (a module that
+  /// links edgc::kernels_cuda, EDGC_TORCH_CUDA). With a device backend the gradients, the stashed copies and the
+  /// error feedback stay on the GPU; P and Q go to the all-reduce through host memory.
+  std::string backend = "cpu";
+  int device = 0;  ///< the CUDA device of "cuda"
 };
 
 /// One window as the hook ran it.
@@ -91,13 +98,20 @@ class HookEngine {
   /// returns the window's record. Throws InputError for a wrong length.
   const HookWindow& close_window(std::span<const double> flat);
 
-  /// Copies the raw gradients of the tensors `ids` (this iteration, before compression) for the entropy measurement.
+  /// Whether gradients must be in device memory (the backend's; see Backend::device_memory).
+  bool device_memory() const noexcept { return backend_->device_memory(); }
+  /// The backend's name ("cpu", "cpu-avx512", "cuda", ...).
+  std::string_view backend_name() const noexcept { return backend_->name(); }
+
+  /// Copies the raw gradients of the tensors `ids` (this iteration, before compression) for the entropy measurement,
+  /// into backend memory (a device backend's copies are done when it returns).
   void stash(std::span<const std::size_t> ids, std::span<const std::span<const float>> grads);
   /// Adds a training loss to the current window (its mean is the controller's loss input).
   void add_loss(double loss);
   /// Compresses one bucket in place: `grads[i]` is tensor ids[i]'s gradient (numel floats); afterwards it holds the
   /// average over the communicator's ranks (PowerSGD's reconstruction at its stage's rank in force, or the exact
-  /// average for tensors sent uncompressed). Every rank calls it with the same ids in the same order.
+  /// average for tensors sent uncompressed). Every rank calls it with the same ids in the same order. The gradients
+  /// are in backend memory; a device backend's work is finished when it returns.
   BucketResult compress(std::span<const std::size_t> ids, std::span<const std::span<float>> grads,
                         kernels::Communicator& comm);
   /// Ends the iteration: at a sampled one, measures the stashed gradients' entropy per stage (InputError when a
@@ -138,7 +152,7 @@ class HookEngine {
   std::unique_ptr<kernels::Backend> backend_;
   core::WindowAccumulator accumulator_;
   std::vector<std::optional<core::HistogramLayout>> layouts_;
-  std::vector<std::vector<float>> stash_;
+  std::vector<kernels::Buffer<float>> stash_;  // per tensor, in backend memory
   std::vector<bool> stashed_;
   std::int64_t iteration_ = 0;
   std::int64_t window_ = 0;

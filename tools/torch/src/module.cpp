@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -68,6 +69,32 @@ std::span<float> writable(const py::handle& h, const std::string& what) {
   if (!(a.flags() & py::array::c_style)) throw edgc::ConfigError("", what, "must be C-contiguous");
   if (!a.writeable()) throw edgc::ConfigError("", what, "must be writable");
   return {static_cast<float*>(a.mutable_data()), static_cast<std::size_t>(a.size())};
+}
+
+// A bucket's gradients for the engine: float32 numpy arrays (host memory), or (address, numel) pairs of float32
+// tensors (torch.Tensor.data_ptr(), numel()) in the engine backend's memory — the only form a device backend takes.
+// The pairs are trusted as hook.py makes them from the bucket's own tensor.
+std::vector<std::span<float>> gradients_of(const py::list& grads, bool device) {
+  std::vector<std::span<float>> out;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const std::string what = "grads[" + std::to_string(i) + "]";
+    if (py::isinstance<py::tuple>(grads[i])) {
+      const auto pair = grads[i].cast<py::tuple>();
+      if (pair.size() != 2 || !py::isinstance<py::int_>(pair[0]) || !py::isinstance<py::int_>(pair[1]))
+        throw edgc::ConfigError("", what, "must be an (address, numel) pair of integers");
+      const auto address = pair[0].cast<std::uintptr_t>();
+      const auto numel = pair[1].cast<std::int64_t>();
+      if (numel < 0 || (address == 0 && numel > 0) || address % alignof(float) != 0)
+        throw edgc::ConfigError("", what, "is not a float32 tensor's (data_ptr, numel)");
+      out.emplace_back(reinterpret_cast<float*>(address),
+                       static_cast<std::size_t>(numel));  // NOLINT(performance-no-int-to-ptr)
+    } else if (device) {
+      throw edgc::ConfigError("", what, "a device backend takes (data_ptr, numel) pairs of its GPU's tensors");
+    } else {
+      out.push_back(writable(grads[i], what));
+    }
+  }
+  return out;
 }
 
 std::vector<std::span<float>> spans_of(const py::list& arrays, const char* what) {
@@ -284,6 +311,8 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("tensors"))
       .def_property_readonly("iteration", &HookEngine::iteration)
+      .def_property_readonly("device_memory", &HookEngine::device_memory)
+      .def_property_readonly("backend", [](const HookEngine& e) { return std::string(e.backend_name()); })
       .def_property_readonly("samples_iteration", &HookEngine::samples_iteration)
       .def_property_readonly("window_closes", &HookEngine::window_closes)
       .def("observation",
@@ -297,7 +326,7 @@ PYBIND11_MODULE(_core, m) {
            })
       .def("stash",
            [](HookEngine& e, const std::vector<std::size_t>& ids, const py::list& grads) {
-             const std::vector<std::span<float>> g = spans_of(grads, "grads");
+             const std::vector<std::span<float>> g = gradients_of(grads, e.device_memory());
              const std::vector<std::span<const float>> c(g.begin(), g.end());
              e.stash(ids, c);
            })
@@ -306,7 +335,7 @@ PYBIND11_MODULE(_core, m) {
            [](HookEngine& e, const std::vector<std::size_t>& ids, const py::list& grads, py::object all_reduce,
               int rank, int world_size) {
              PyCommunicator comm(std::move(all_reduce), rank, world_size);
-             const std::vector<std::span<float>> g = spans_of(grads, "grads");
+             const std::vector<std::span<float>> g = gradients_of(grads, e.device_memory());
              edgc::torch_ext::BucketResult r;
              {
                const py::gil_scoped_release nogil;

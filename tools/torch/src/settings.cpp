@@ -5,10 +5,12 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "edgc/core/megatron_rule.hpp"
 #include "edgc/core/policy_registry.hpp"
+#include "edgc/kernels/backend.hpp"
 
 namespace py = pybind11;
 
@@ -119,6 +121,19 @@ HookSettings settings_from_kwargs(const py::dict& kw) {
        [&](auto v, auto k) {
          s.threads = int32(v, k);
          if (s.threads < 1) throw ConfigError("", k, "must be >= 1, got " + std::to_string(s.threads));
+       }},
+      {"backend",
+       [&](auto v, auto k) {
+         if (!py::isinstance<py::str>(v))
+           throw ConfigError("", k, "must be a backend name ('cpu', 'cuda'), got " + std::string(py::str(py::repr(v))));
+         s.backend = v.template cast<std::string>();
+         if (const std::string why = kernels::backend_unavailable_reason(s.backend); !why.empty())
+           throw ConfigError("", k, "'" + s.backend + "' cannot run here: " + why);
+       }},
+      {"device",
+       [&](auto v, auto k) {
+         s.device = int32(v, k);
+         if (s.device < 0) throw ConfigError("", k, "must be >= 0, got " + std::to_string(s.device));
        }},
   };
   for (const auto& [key, value] : kw) {

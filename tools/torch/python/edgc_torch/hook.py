@@ -8,8 +8,11 @@ losses given to `State.record_loss`, and lets the controller decide the next win
 `edgc replay`, so a replay of the run's recorded gradients takes the same decisions.
 
 Every rank measures its own gradients; rank 0's window observation is broadcast so that all ranks decide the same
-ranks (they must: P and Q are summed across them). Gradients are float32 CPU tensors (gloo); the hook works
-synchronously and returns a completed future.
+ranks (they must: P and Q are summed across them). Gradients are float32 tensors: on the CPU (backend 'cpu', the
+default) or, with State(backend='cuda'), on the GPU, where edgc's CUDA kernels compress them in place and keep the
+stashed gradients and error feedback (a module built with EDGC_TORCH_CUDA). P and Q reach the all-reduce through host
+memory; the process group may be gloo or NCCL. The hook works synchronously (it waits for the gradients on the
+current stream, and its kernels are done when it returns) and returns a completed future.
 """
 
 import math
@@ -47,7 +50,8 @@ class State:
                    ('gaussian'), static_rank, selective_stages, signal (edgc-megatron: 'loss' | 'entropy'), warmup_mode
                    ('entropy' | 'fixed'), warmup_fixed_iters,
                    warmup_threshold_nats, warmup_stable_windows, warmup_floor_fraction, warmup_ceiling_fraction,
-                   bins_per_sigma (8), error_feedback (True), warm_start (True), threads (1)
+                   bins_per_sigma (8), error_feedback (True), warm_start (True), threads (1), backend ('cpu' |
+                   'cuda': the kernels, and where the buckets must be), device (the CUDA device, 0)
 
     A bad value raises ValueError naming the keyword.
     """
@@ -71,6 +75,8 @@ class State:
         self._src = _global_rank(process_group, 0)
         self._settings = dict(settings, stages=stages)
         _core.check_settings(**self._settings)  # ValueError naming the keyword, before any training step
+        self._device = int(self._settings.get("device") or 0)
+        self._nccl = dist.get_backend(process_group) == "nccl"
         self._keep_local = bool(keep_local_gradients)
         self._local = {}
         self._engine = None
@@ -109,31 +115,44 @@ class State:
         tensors = [(list(p.shape) if p.dim() > 0 else [], s) for p, s in zip(self._params, stage_list)]
         self._engine = _core.Engine(tensors, **self._settings)
 
-    def _collective_tensor(self, array):
+    def _collective(self, array, reduce):
+        """All-reduces (reduce) or broadcasts from rank 0 a host array in place; through a GPU copy on NCCL."""
         # Tensors handed to gloo stay referenced here until a later bucket: gloo's worker thread then never drops the
         # last reference of a tensor that has a Python object, which needs the GIL (PyTorch 1.13's ProcessGroupGloo
         # destructor joins that thread while holding the GIL: a deadlock at teardown otherwise).
         t = torch.from_numpy(array)
-        self._in_flight.append(t)
+        wire = t.cuda(self._device) if self._nccl else t
+        self._in_flight.append(wire)
+        if reduce:
+            dist.all_reduce(wire, group=self.process_group)
+        else:
+            dist.broadcast(wire, src=self._src, group=self.process_group)
+        if wire is not t:
+            t.copy_(wire.cpu())
         return t
 
     def _all_reduce(self, array):
-        dist.all_reduce(self._collective_tensor(array), group=self.process_group)
+        self._collective(array, reduce=True)
 
     def _close_window(self):
-        flat = self._collective_tensor(self._engine.observation())
+        flat = self._engine.observation()
         if self.world_size > 1:
-            dist.broadcast(flat, src=self._src, group=self.process_group)
-        self._engine.close_window(flat.numpy())
+            flat = self._collective(flat, reduce=False).numpy()
+        self._engine.close_window(flat)
 
     # ---- one bucket ----
     def _bucket_views(self, bucket):
+        """The bucket's buffer and one flat view per parameter (tensors sharing the buffer's memory)."""
         buf = bucket.buffer()
-        if buf.device.type != "cpu":
-            raise ValueError(f"bucket: edgc_torch runs edgc's CPU kernels and gloo; this bucket is on {buf.device}")
+        want = "cuda" if self._settings.get("backend") == "cuda" else "cpu"
+        if buf.device.type != want:
+            raise ValueError(f"bucket: the gradients are on {buf.device}; the kernels (backend "
+                             f"{self._settings.get('backend') or 'cpu'!r}) need them on the {want.upper()}")
         if buf.dtype != torch.float32:
             raise ValueError(f"bucket: gradients must be float32, got {buf.dtype}")
-        flat = buf.detach().numpy()
+        if want == "cuda":  # the gradients are written on the current stream; edgc's kernels run on their own
+            torch.cuda.current_stream(buf.device).synchronize()
+        flat = buf.detach().reshape(-1)
         views, offset = [], 0
         for p in bucket.parameters():
             n = p.numel()
@@ -144,10 +163,15 @@ class State:
         key = tuple(id(p) for p in bucket.parameters())
         if key not in self._layout_checked:  # the buffer must hold the gradients back to back, in parameter order
             for g, v in zip(bucket.gradients(), views):
-                if not torch.equal(g.detach().reshape(-1), torch.from_numpy(v)):
+                if not torch.equal(g.detach().reshape(-1), v):
                     raise RuntimeError(f"bucket {bucket.index()}: buffer layout differs from its gradients")
             self._layout_checked.add(key)
         return buf, views
+
+    @staticmethod
+    def _pairs(views):
+        """(address, numel) of each flat float32 view: how the engine takes gradients in its backend's memory."""
+        return [(v.data_ptr(), v.numel()) for v in views]
 
     def _ids(self, bucket):
         ids = []
@@ -170,25 +194,26 @@ class State:
         ids = self._ids(bucket)
         if self._keep_local:
             for i, v in zip(ids, views):
-                self._local[self._names[i]] = torch.from_numpy(v.copy()).reshape(self._params[i].shape)
+                self._local[self._names[i]] = v.detach().cpu().clone().reshape(self._params[i].shape)
         if self._engine is None:  # model=None, first iteration: plain averaging while the parameters are learnt
-            self._pending.append((ids, [v.copy() for v in views]))
+            self._pending.append((ids, [v.clone() for v in views]))
             dist.all_reduce(buf, group=self.process_group)
             buf.div_(self.world_size)
             self._early_floats += buf.numel()
             if bucket.is_last():
                 self._build([0] * len(self._params))
                 for pids, copies in self._pending:
-                    self._engine.stash(pids, copies)
+                    self._engine.stash(pids, self._pairs(copies))
                 self._pending = []
                 self._engine.end_iteration()
         else:
             if self._first_bucket and self._engine.window_closes:
                 self._close_window()
             self._first_bucket = False
+            pairs = self._pairs(views)
             if self._engine.samples_iteration:
-                self._engine.stash(ids, views)
-            r = self._engine.compress(ids, views, self._all_reduce, self.rank, self.world_size)
+                self._engine.stash(ids, pairs)
+            r = self._engine.compress(ids, pairs, self._all_reduce, self.rank, self.world_size)
             self.compute_seconds += r["compute_seconds"]
             self.communication_seconds += r["communication_seconds"]
             if bucket.is_last():
