@@ -3,7 +3,8 @@
 
     PYTHONPATH=build/python /usr/bin/python3 tools/capture/converge.py --out converge.json
 
-Every policy runs the same job: 2 data-parallel ranks (torch.distributed, gloo, CPU), the same initial weights,
+Every policy runs the same job: 2 data-parallel ranks (torch.distributed, gloo; on the CPU, or with --device cuda
+both on GPU 0 with the hook on edgc's CUDA kernels, State(backend="cuda")), the same initial weights,
 the same batches per rank in the same order (rank r draws from its own generator seeded with seed + r), the same
 learning-rate schedule (linear warm-up then cosine, as train_tiny_gpt.py), AdamW, gradient clipping. Only the DDP
 communication hook's policy differs: edgc_torch's hook with `none` (uncompressed, through the same hook), `static`
@@ -62,17 +63,22 @@ def parse_args(argv=None):
     p.add_argument("--step", type=int, default=4, help="largest rank change per window")
     p.add_argument("--eval-batches", type=int, default=16)
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the model trains and the hook's kernels run (cuda: both ranks on GPU 0; needs "
+                        "edgc_torch built with EDGC_TORCH_CUDA)")
     return p.parse_args(argv)
 
 
 def settings(args, policy):
     return dict(policy=policy, r_min=args.r_min, r_max=args.r_max, step=args.step, window=args.window,
-                alpha=args.alpha, beta=args.beta, seed=args.seed, iterations=args.steps)
+                alpha=args.alpha, beta=args.beta, seed=args.seed, iterations=args.steps, backend=args.device)
 
 
 def make_ddp(args, model):
     """DDP over gloo; the attention mask (a bool buffer gloo cannot broadcast, equal on every rank) is left out."""
     DDP._set_params_and_buffers_to_ignore_for_model(model, [n for n, _ in model.named_buffers()])
+    if args.device == "cuda":
+        return DDP(model.to("cuda"), device_ids=[0], broadcast_buffers=False)
     return DDP(model, broadcast_buffers=False)
 
 
@@ -80,7 +86,12 @@ def run_rank(rank, args, policy, store, out_path):
     import edgc_torch
 
     torch.set_num_threads(args.threads)
-    torch.use_deterministic_algorithms(True)
+    if args.device == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS
+        torch.cuda.set_device(0)
+        torch.use_deterministic_algorithms(True, warn_only=True)  # warns (not fails) on an op without such a kernel
+    else:
+        torch.use_deterministic_algorithms(True)
     dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=WORLD)
     torch.manual_seed(args.seed)  # the same initial weights under every policy (and on both ranks)
     model = TinyGPT(args.layers, args.d_model, args.heads, args.seq_len)
@@ -103,7 +114,7 @@ def run_rank(rank, args, policy, store, out_path):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, args)
         x, y = sample_batch(train, args.batch_size, args.seq_len, g)
-        loss = ddp(x, y)
+        loss = ddp(x.to(args.device), y.to(args.device))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         state.record_loss(loss)
@@ -152,6 +163,14 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def gpu_provenance(args):
+    """The GPU, CUDA and driver of a --device cuda run (both ranks share GPU 0); nothing for the CPU."""
+    if args.device != "cuda":
+        return {}
+    return {"gpu": torch.cuda.get_device_name(0), "cuda": torch.version.cuda,
+            "ranks_per_gpu": WORLD, "hook_backend": "cuda"}
+
+
 def main(argv=None):
     args = parse_args(argv)
     import edgc_torch
@@ -166,7 +185,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         for policy in policies:
             out = os.path.join(tmp, policy + ".json")
-            print(f"{policy}: training {args.steps} steps on {WORLD} gloo ranks ...", flush=True)
+            print(f"{policy}: training {args.steps} steps on {WORLD} gloo ranks ({args.device}) ...", flush=True)
             load_before = os.getloadavg()[0]
             mp.spawn(run_rank, args=(args, policy, os.path.join(tmp, policy + ".store"), out), nprocs=WORLD)
             with open(out) as f:
@@ -183,7 +202,8 @@ def main(argv=None):
     doc = {
         "schema": "edgc.converge/1",
         "description": "tiny GPT trained under each policy with the same seed, data order and schedule; 2 gloo "
-                       "ranks on CPU; edgc_torch's DDP hook (none = uncompressed through the same hook)",
+                       + ("ranks on CPU" if args.device == "cpu" else "ranks sharing GPU 0, the hook on edgc's CUDA "
+                          "kernels") + "; edgc_torch's DDP hook (none = uncompressed through the same hook)",
         "settings": {k: v for k, v in vars(args).items() if k != "out"},
         "provenance": {
             "command": shlex.join([script] + sys.argv[1:]),
@@ -194,6 +214,7 @@ def main(argv=None):
             "corpus_sha256": hashlib.sha256(corpus).hexdigest(),
             "world_size": WORLD,
             "backend": "gloo",
+            **gpu_provenance(args),
         },
         "runs": runs,
     }

@@ -147,7 +147,9 @@ def evaluate(model, data, args, batches, seed):
     """Mean loss over a fixed set of windows (own generator: does not disturb the training stream)."""
     model.eval()
     g = torch.Generator().manual_seed(seed)
-    losses = [model(*sample_batch(data, args.batch_size, args.seq_len, g)).item() for _ in range(batches)]
+    device = next(model.parameters()).device
+    losses = [model(*(t.to(device) for t in sample_batch(data, args.batch_size, args.seq_len, g))).item()
+              for _ in range(batches)]
     model.train()
     return float(np.mean(losses))
 
