@@ -16,7 +16,7 @@ void check_selections(const char* what, std::span<const SampledTensor> tensors) 
 
 // The batched statistics of a backend that reads each tensor on its own: the single calls, one per tensor.
 void Backend::moments_batched(std::span<const SampledTensor> tensors, std::span<MomentSums> out) const {
-  impl::check_statistics_batch("moments_batched", tensors.size(), out.size(), 0, 0, 0, false);
+  impl::check_batch("moments_batched", tensors.size(), out.size(), "out");
   check_selections("moments_batched", tensors);
   for (std::size_t i = 0; i < tensors.size(); ++i) out[i] = moments(tensors[i].values, tensors[i].blocks);
 }
@@ -24,9 +24,8 @@ void Backend::moments_batched(std::span<const SampledTensor> tensors, std::span<
 void Backend::moments_and_histogram_batched(std::span<const SampledTensor> tensors, double lo, double bin_width,
                                             std::int64_t bins, std::span<MomentSums> moments,
                                             std::span<std::int64_t> counts, std::span<HistogramTails> tails) const {
-  impl::check_statistics_batch("moments_and_histogram_batched", tensors.size(), moments.size(), bins, counts.size(),
-                               tails.size(), true);
-  impl::check_histogram_layout(lo, bin_width);
+  impl::check_histogram_batch("moments_and_histogram_batched", tensors.size(), moments.size(), bins, counts.size(),
+                              tails.size(), lo, bin_width);
   check_selections("moments_and_histogram_batched", tensors);
   const auto row = static_cast<std::size_t>(bins);
   for (std::size_t i = 0; i < tensors.size(); ++i)

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <vector>
 
 namespace edgc::kernels {
 namespace {
@@ -35,15 +38,9 @@ struct WeightedHistogram {
   std::vector<double> weighted;
   double below = 0.0;
   double above = 0.0;
-  std::vector<std::int64_t> counts;  // one tensor's counts, zeroed by start()
-  HistogramTails tails{};
 
   explicit WeightedHistogram(std::int64_t bins) : weighted(static_cast<std::size_t>(bins), 0.0) {}
-  void start() {
-    counts.assign(weighted.size(), 0);
-    tails = HistogramTails{};
-  }
-  void add(double w) {
+  void add(std::span<const std::int64_t> counts, const HistogramTails& tails, double w) {
     for (std::size_t b = 0; b < counts.size(); ++b) weighted[b] += w * static_cast<double>(counts[b]);
     below += w * static_cast<double>(tails.below);
     above += w * static_cast<double>(tails.above);
@@ -87,19 +84,16 @@ core::StageObservation measure_stage_entropy(const Backend& backend, std::span<c
   core::StageObservation o;
   o.entropy_gaussian = core::gaussian_entropy(sigma);
   if (layout) {
-    WeightedHistogram hist(layout->bins);
     const auto row = static_cast<std::size_t>(layout->bins);
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      hist.start();
-      if (fused) {
-        std::copy_n(counts.begin() + static_cast<std::ptrdiff_t>(i * row), row, hist.counts.begin());
-        hist.tails = tails[i];
-      } else {
-        backend.histogram(selected[i].values, selected[i].blocks, layout->lo, layout->bin_width, hist.counts,
-                          hist.tails);
-      }
-      hist.add(weight[i]);
+    if (!fused) {  // the layout was fixed just now: each tensor's histogram on it
+      counts.assign(tensors.size() * row, 0);
+      for (std::size_t i = 0; i < tensors.size(); ++i)
+        backend.histogram(selected[i].values, selected[i].blocks, layout->lo, layout->bin_width,
+                          std::span(counts).subspan(i * row, row), tails[i]);
     }
+    WeightedHistogram hist(layout->bins);
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      hist.add(std::span<const std::int64_t>(counts).subspan(i * row, row), tails[i], weight[i]);
     o.entropy_histogram = hist.entropy(*layout);
   }
   if (pooled.n > 0.0) o.excess_kurtosis = pooled.excess_kurtosis();

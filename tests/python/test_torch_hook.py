@@ -89,7 +89,9 @@ def run_step(state, model, grads, split):
     return out
 
 
-class HookTests(unittest.TestCase):
+class GlooGroupOfOne(unittest.TestCase):
+    """Tests that run the hook on a gloo process group of this one rank (set up once per class)."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -100,6 +102,9 @@ class HookTests(unittest.TestCase):
     def tearDownClass(cls):
         dist.destroy_process_group()
         cls.tmp.cleanup()
+
+
+class HookTests(GlooGroupOfOne):
 
     def state(self, model, **kw):
         settings = dict(policy="static", r_min=4, r_max=8, step=4, window=3, alpha=1.0, beta=1.0,

@@ -10,15 +10,13 @@ averaged gradients and the error feedback within float rounding of each other, t
 
 import os
 import sys
-import tempfile
 import unittest
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_torch_hook import FakeBucket, Net, gradients  # noqa: E402
+from test_torch_hook import FakeBucket, GlooGroupOfOne, Net, gradients  # noqa: E402
 
 import edgc_torch  # noqa: E402
 
@@ -34,18 +32,7 @@ def cuda_reason():
 
 
 @unittest.skipIf(cuda_reason(), f"skipped: {cuda_reason()}")
-class CudaHookTests(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        dist.init_process_group("gloo", init_method="file://" + os.path.join(cls.tmp.name, "store"), rank=0,
-                                world_size=1)
-
-    @classmethod
-    def tearDownClass(cls):
-        dist.destroy_process_group()
-        cls.tmp.cleanup()
-
+class CudaHookTests(GlooGroupOfOne):
     def test_cuda_backend_matches_the_cpu_backend(self):
         model = Net()
         settings = dict(policy="edgc", r_min=4, r_max=16, step=4, window=3, alpha=1.0, beta=0.5, warmup_mode="fixed",

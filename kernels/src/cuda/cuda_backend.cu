@@ -118,7 +118,7 @@ class CudaBackend final : public Backend {
   void histogram(std::span<const float> x, std::span<const Block> blocks, double lo, double bin_width,
                  std::span<std::int64_t> counts, HistogramTails& tails) const override {
     check_histogram_layout(lo, bin_width);
-    const HistogramOut h{lo, bin_width, counts, &tails};
+    const HistogramOut h{lo, bin_width, static_cast<std::int64_t>(counts.size()), counts, {&tails, 1}};
     statistics("histogram", x, blocks, nullptr, &h);
   }
 
@@ -127,24 +127,23 @@ class CudaBackend final : public Backend {
                                    std::span<std::int64_t> counts, HistogramTails& tails) const override {
     check_histogram_layout(lo, bin_width);
     MomentSums out;
-    const HistogramOut h{lo, bin_width, counts, &tails};
+    const HistogramOut h{lo, bin_width, static_cast<std::int64_t>(counts.size()), counts, {&tails, 1}};
     statistics("moments_and_histogram", x, blocks, &out, &h);
     return out;
   }
 
   // Every tensor's selection in one kernel and one round trip (see batched_statistics).
   void moments_batched(std::span<const SampledTensor> tensors, std::span<MomentSums> out) const override {
-    check_statistics_batch("moments_batched", tensors.size(), out.size(), 0, 0, 0, false);
+    check_batch("moments_batched", tensors.size(), out.size(), "out");
     batched_statistics("moments_batched", tensors, out, nullptr);
   }
 
   void moments_and_histogram_batched(std::span<const SampledTensor> tensors, double lo, double bin_width,
                                      std::int64_t bins, std::span<MomentSums> moments, std::span<std::int64_t> counts,
                                      std::span<HistogramTails> tails) const override {
-    check_statistics_batch("moments_and_histogram_batched", tensors.size(), moments.size(), bins, counts.size(),
-                           tails.size(), true);
-    check_histogram_layout(lo, bin_width);
-    const BatchedHistogramOut h{lo, bin_width, bins, counts, tails};
+    check_histogram_batch("moments_and_histogram_batched", tensors.size(), moments.size(), bins, counts.size(),
+                          tails.size(), lo, bin_width);
+    const HistogramOut h{lo, bin_width, bins, counts, tails};
     batched_statistics("moments_and_histogram_batched", tensors, moments, &h);
   }
 
@@ -368,11 +367,51 @@ class CudaBackend final : public Backend {
  private:
   void set_device() const { EDGC_CUDA_CHECK(cudaSetDevice(device_)); }
 
+  // Where a call's histograms go: per tensor a row of `bins` counts and one tails entry, added to.
   struct HistogramOut {
     double lo, bin_width;
-    std::span<std::int64_t> counts;
-    HistogramTails* tails;
+    std::int64_t bins;
+    std::span<std::int64_t> counts;  // tensors × bins
+    std::span<HistogramTails> tails;
   };
+
+  // Device room for a statistics call's results (in partials_): `partials` partial sums (per CTA or tile), then what
+  // comes back in one copy from `out` on: `tensors` sums, then with `h` every tensor's three tails and its bins,
+  // zeroed on the stream. `back` ← the bytes of that copy.
+  cuda::StatisticsResults device_results(std::size_t partials, std::size_t tensors, const HistogramOut* h,
+                                         std::size_t& back) const {
+    const std::size_t slots = h != nullptr ? tensors * (3 + static_cast<std::size_t>(h->bins)) : 0;
+    back = sizeof(MomentPartial) * tensors + slots * sizeof(unsigned long long);
+    const std::size_t room = sizeof(MomentPartial) * std::max<std::size_t>(partials, 1);
+    auto* base = static_cast<unsigned char*>(partials_.grow(room + back, stream_));
+    cuda::StatisticsResults r;
+    r.partials = reinterpret_cast<MomentPartial*>(base);
+    r.out = reinterpret_cast<MomentPartial*>(base + room);
+    if (h != nullptr) {
+      r.tails = reinterpret_cast<unsigned long long*>(base + room + sizeof(MomentPartial) * tensors);
+      EDGC_CUDA_CHECK(cudaMemsetAsync(r.tails, 0, slots * sizeof(unsigned long long), stream_));
+      r.counts = r.tails + 3 * tensors;
+      r.num_bins = h->bins;
+      r.lo = h->lo;
+      r.bin_width = h->bin_width;
+    }
+    return r;
+  }
+
+  // Copies device_results' `back` bytes from `d_out` to the host (the first `skip` left out: sums not computed), waits,
+  // and unpacks them: `moments` (one per tensor, or empty), and with `h` the histograms added to its rows.
+  void read_results(const void* d_out, std::size_t back, std::size_t skip, std::size_t tensors,
+                    std::span<MomentSums> moments, const HistogramOut* h) const {
+    auto* host = static_cast<unsigned char*>(host_result_.grow(back));
+    EDGC_CUDA_CHECK(cudaMemcpyAsync(host + skip, static_cast<const unsigned char*>(d_out) + skip, back - skip,
+                                    cudaMemcpyDeviceToHost, stream_));
+    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const auto* sums = reinterpret_cast<const MomentPartial*>(host);
+    for (std::size_t t = 0; t < moments.size(); ++t) moments[t] = moment_sums_of(sums[t]);
+    if (h != nullptr)
+      add_histograms(reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial) * tensors), h->counts,
+                     h->tails);
+  }
 
   // The sampled blocks (after the CPU backend's checks) as pieces of at most kPieceElems, uploaded; returns their
   // number and device copy. Blocks no longer than a piece (the sampled 4 KiB blocks) go up as they are, in one copy.
@@ -394,64 +433,31 @@ class CudaBackend final : public Backend {
     return {pieces, reinterpret_cast<const Piece*>(upload())};
   }
 
-  struct BatchedHistogramOut {
-    double lo, bin_width;
-    std::int64_t bins;
-    std::span<std::int64_t> counts;  // tensors × bins
-    std::span<HistogramTails> tails;
-  };
-
   // Moments into `out` (and with `h` the histograms) of every tensor's selection, from one upload of their pieces,
   // one statistics kernel, one summing kernel and one result copy. The pieces are grouped into tiles of one tensor
   // each, of about as many pieces as make two tiles per CTA of a wave, so a stage of many small tensors still fills
   // the GPU; the same call gives the same bits (cuda_kernels.hpp, BatchedStatistics).
   void batched_statistics(const char* what, std::span<const SampledTensor> tensors, std::span<MomentSums> out,
-                          const BatchedHistogramOut* h) const {
+                          const HistogramOut* h) const {
     if (tensors.empty()) return;
     if (tensors.size() > static_cast<std::size_t>(INT_MAX))
       throw InternalError(std::string(what) + ": " + std::to_string(tensors.size()) + " tensors exceed a grid");
-    const auto num_tensors = static_cast<std::int64_t>(tensors.size());
     set_device();
     const BatchedPlan plan = plan_batched_statistics(
         what, tensors, 2 * static_cast<std::int64_t>(cuda::batched_statistics_wave()), cuda::kThreads / 32);
-    const std::int64_t tiles = plan.tiles;
     const std::uint64_t* d_words = upload(plan.words.data(), plan.words.size() * sizeof(std::uint64_t));
-    // Device results: the per-tile partials, then what comes back in one copy: each tensor's sums, then with a
-    // histogram its tails and its bins.
-    const std::size_t bins = h != nullptr ? static_cast<std::size_t>(h->bins) : 0;
-    const std::size_t slots = h != nullptr ? tensors.size() * (3 + bins) : 0;
-    const std::size_t back = sizeof(MomentPartial) * tensors.size() + slots * sizeof(unsigned long long);
-    auto* d_base = static_cast<unsigned char*>(partials_.grow(
-        sizeof(MomentPartial) * static_cast<std::size_t>(std::max<std::int64_t>(tiles, 1)) + back, stream_));
-    auto* d_back = d_base + sizeof(MomentPartial) * static_cast<std::size_t>(std::max<std::int64_t>(tiles, 1));
-    auto* d_tails = reinterpret_cast<unsigned long long*>(d_back + sizeof(MomentPartial) * tensors.size());
     cuda::BatchedStatistics st;
     st.x = reinterpret_cast<const float* const*>(d_words);
     st.tile_begin = reinterpret_cast<const std::int64_t*>(d_words + plan.tile_begin_at());
     st.tiles = reinterpret_cast<const cuda::Tile*>(d_words + plan.tiles_at());
     st.pieces = reinterpret_cast<const Piece*>(d_words + plan.pieces_at());
-    st.num_tiles = tiles;
-    st.num_tensors = static_cast<int>(num_tensors);
-    st.partials = reinterpret_cast<MomentPartial*>(d_base);
-    st.out = reinterpret_cast<MomentPartial*>(d_back);
-    if (h != nullptr) {
-      EDGC_CUDA_CHECK(cudaMemsetAsync(d_tails, 0, slots * sizeof(unsigned long long), stream_));
-      st.tails = d_tails;
-      st.counts = d_tails + 3 * tensors.size();
-      st.num_bins = h->bins;
-      st.lo = h->lo;
-      st.bin_width = h->bin_width;
-    }
+    st.num_tiles = plan.tiles;
+    st.num_tensors = static_cast<int>(tensors.size());
+    std::size_t back = 0;
+    st.results = device_results(static_cast<std::size_t>(plan.tiles), tensors.size(), h, back);
     cuda::launch_batched_statistics(st, stream_);
     EDGC_CUDA_CHECK_LAUNCH();
-    auto* host = static_cast<unsigned char*>(host_result_.grow(back));
-    EDGC_CUDA_CHECK(cudaMemcpyAsync(host, d_back, back, cudaMemcpyDeviceToHost, stream_));
-    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    const auto* sums = reinterpret_cast<const MomentPartial*>(host);
-    for (std::size_t t = 0; t < tensors.size(); ++t) out[t] = moment_sums_of(sums[t]);
-    if (h != nullptr)
-      add_histograms(reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial) * tensors.size()),
-                     h->counts, h->tails);
+    read_results(st.results.out, back, 0, tensors.size(), out, h);
   }
 
   // Moments into `m` and/or the histogram into `h` of the sampled elements, from one kernel and one result copy.
@@ -461,41 +467,20 @@ class CudaBackend final : public Backend {
     const auto [pieces, d_pieces] = upload_pieces(what, x, blocks);
     if (pieces == 0) return;
     const int grid = cuda::statistics_grid(pieces);
-    // Device results: the per-CTA partials, then what comes back in one copy: their sum and the histogram's tails
-    // and bins.
-    const std::size_t slots = h != nullptr ? h->counts.size() + 3 : 0;
-    const std::size_t back = sizeof(MomentPartial) + slots * sizeof(unsigned long long);
-    auto* d_base = static_cast<unsigned char*>(partials_.grow(sizeof(MomentPartial) * grid + back, stream_));
-    auto* d_partials = reinterpret_cast<MomentPartial*>(d_base);
-    auto* d_back = d_base + sizeof(MomentPartial) * grid;
-    auto* d_tails = reinterpret_cast<unsigned long long*>(d_back + sizeof(MomentPartial));
     cuda::Statistics st;
     st.x = x.data();
     st.pieces = d_pieces;
     st.num_pieces = pieces;
     st.grid = grid;
-    if (m != nullptr) {
-      st.partials = d_partials;
-      st.out = reinterpret_cast<MomentPartial*>(d_back);
-    }
-    if (h != nullptr) {
-      EDGC_CUDA_CHECK(cudaMemsetAsync(d_tails, 0, slots * sizeof(unsigned long long), stream_));
-      st.tails = d_tails;
-      st.counts = d_tails + 3;
-      st.num_bins = static_cast<std::int64_t>(h->counts.size());
-      st.lo = h->lo;
-      st.bin_width = h->bin_width;
-    }
+    std::size_t back = 0;
+    st.results = device_results(static_cast<std::size_t>(grid), 1, h, back);
+    const MomentPartial* d_out = st.results.out;
+    if (m == nullptr) st.results.partials = st.results.out = nullptr;  // no moments: the histogram kernel alone
     cuda::launch_statistics(st, stream_);
     EDGC_CUDA_CHECK_LAUNCH();
-    auto* host = static_cast<unsigned char*>(host_result_.grow(back));
-    const std::size_t skip = m != nullptr ? 0 : sizeof(MomentPartial);  // no moments: only the histogram comes back
-    EDGC_CUDA_CHECK(cudaMemcpyAsync(host + skip, d_back + skip, back - skip, cudaMemcpyDeviceToHost, stream_));
-    EDGC_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (m != nullptr) *m = moment_sums_of(*reinterpret_cast<const MomentPartial*>(host));
-    if (h != nullptr)
-      add_histograms(reinterpret_cast<const unsigned long long*>(host + sizeof(MomentPartial)), h->counts,
-                     std::span<HistogramTails>(h->tails, 1));
+    // Without moments only the histogram comes back.
+    read_results(d_out, back, m != nullptr ? 0 : sizeof(MomentPartial), 1,
+                 m != nullptr ? std::span(m, 1) : std::span<MomentSums>(), h);
   }
 
   // The per-matrix part of project_batched for float32 or bf16 gradients (the overloads check what differs).

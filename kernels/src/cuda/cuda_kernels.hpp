@@ -27,16 +27,11 @@ inline constexpr int kThreads = 256;  // threads per CTA of the streaming kernel
 /// beyond.
 inline constexpr std::int64_t kSharedBins = 8192;
 
-/// One read of the elements in `pieces` (one warp per piece, `grid` CTAs) for their moments, their histogram, or
-/// both. Moments when `partials` is not null: per-CTA sums into partials[0 .. grid), then `out` ← their sum in a
-/// fixed order; the same grid gives the same bits with or without the histogram. Histogram when `counts` is not
-/// null: counts[bin] and tails[below, above, non_finite] += the elements' histogram (both zeroed by the caller),
-/// bins as the CPU twin computes them.
-struct Statistics {
-  const float* x = nullptr;
-  const Piece* pieces = nullptr;
-  std::int64_t num_pieces = 0;
-  int grid = 1;
+/// Where a statistics kernel puts what it computes. Moments when `partials` is not null: partial sums (per CTA or per
+/// tile) into `partials`, then `out` ← their sum per tensor in a fixed order. Histogram when `counts` is not null:
+/// each tensor's row of `num_bins` counts and its three tails (below, above, non_finite) += its elements' histogram
+/// (both zeroed by the caller), bins as the CPU twin computes them.
+struct StatisticsResults {
   MomentPartial* partials = nullptr;
   MomentPartial* out = nullptr;
   unsigned long long* counts = nullptr;
@@ -44,6 +39,17 @@ struct Statistics {
   unsigned long long* tails = nullptr;
   double lo = 0.0;
   double bin_width = 1.0;
+};
+
+/// One read of the elements in `pieces` (one warp per piece, `grid` CTAs) for their moments, their histogram, or
+/// both (one tensor's results; per-CTA partials, so the same grid gives the same bits with or without the
+/// histogram).
+struct Statistics {
+  const float* x = nullptr;
+  const Piece* pieces = nullptr;
+  std::int64_t num_pieces = 0;
+  int grid = 1;
+  StatisticsResults results;
 };
 void launch_statistics(const Statistics& st, cudaStream_t stream);
 /// The statistics kernels' grid for `num_pieces`: a warp per piece, at most one wave of the current device (the
@@ -59,13 +65,11 @@ struct Tile {
   std::int64_t tensor;
 };
 
-/// Moments (and with `counts` a histogram) of each of `num_tensors` tensors from one read of their pieces: tensor t's
-/// elements are x[t] + piece.offset .. + piece.length for the pieces of its tiles, tile_begin[t] .. tile_begin[t + 1)
-/// (tiles in tensor order, each a run of its tensor's pieces). One CTA per tile at a time (at most one wave, striding
-/// over the tiles), a warp per piece: per-tile partial sums into partials[0 .. num_tiles), then out[t] ← the sum of
-/// tensor t's in a fixed order, so results repeat bit for bit and do not depend on the grid. Histogram: row t of
-/// counts (num_tensors × num_bins) and tails[3t .. 3t + 3) += tensor t's, both zeroed by the caller, bins as the CPU
-/// twin computes them. x, pieces, tiles, tile_begin in device memory.
+/// Moments (and with results.counts a histogram) of each of `num_tensors` tensors from one read of their pieces:
+/// tensor t's elements are x[t] + piece.offset .. + piece.length for the pieces of its tiles, tile_begin[t] ..
+/// tile_begin[t + 1) (tiles in tensor order, each a run of its tensor's pieces). One CTA per tile at a time (at most
+/// one wave, striding over the tiles), a warp per piece: per-tile partials, then each tensor's sum in a fixed order,
+/// so results repeat bit for bit and do not depend on the grid. x, pieces, tiles, tile_begin in device memory.
 struct BatchedStatistics {
   const float* const* x = nullptr;
   const Piece* pieces = nullptr;
@@ -73,13 +77,7 @@ struct BatchedStatistics {
   std::int64_t num_tiles = 0;
   const std::int64_t* tile_begin = nullptr;
   int num_tensors = 0;
-  MomentPartial* partials = nullptr;
-  MomentPartial* out = nullptr;
-  unsigned long long* counts = nullptr;
-  std::int64_t num_bins = 0;
-  unsigned long long* tails = nullptr;
-  double lo = 0.0;
-  double bin_width = 1.0;
+  StatisticsResults results;
 };
 void launch_batched_statistics(const BatchedStatistics& st, cudaStream_t stream);
 /// The CTAs one wave of the batched statistics kernel holds on the current device (what the backend sizes its tiles

@@ -281,15 +281,16 @@ int statistics_grid(std::int64_t num_pieces) {
 }
 
 void launch_statistics(const Statistics& st, cudaStream_t stream) {
-  const bool moments = st.partials != nullptr;
-  const bool histogram = st.counts != nullptr;
+  const StatisticsResults& r = st.results;
+  const bool moments = r.partials != nullptr;
+  const bool histogram = r.counts != nullptr;
   const StatsArgs a{st.x,
                     st.pieces,
                     st.num_pieces,
-                    st.partials,
-                    st.counts,
-                    st.tails,
-                    binning_of(histogram, st.num_bins, st.lo, st.bin_width)};
+                    r.partials,
+                    r.counts,
+                    r.tails,
+                    binning_of(histogram, r.num_bins, r.lo, r.bin_width)};
   const std::size_t shared = shared_bytes(a.bins);
   if (moments && histogram) {
     stats_kernel<true, true><<<st.grid, kThreads, shared, stream>>>(a);
@@ -298,7 +299,7 @@ void launch_statistics(const Statistics& st, cudaStream_t stream) {
   } else {
     stats_kernel<false, true><<<st.grid, kThreads, shared, stream>>>(a);
   }
-  if (moments) sum_moment_partials<<<1, kThreads, 0, stream>>>(st.partials, st.grid, st.out);
+  if (moments) sum_moment_partials<<<1, kThreads, 0, stream>>>(r.partials, st.grid, r.out);
 }
 
 int batched_statistics_wave() {
@@ -308,9 +309,10 @@ int batched_statistics_wave() {
 
 void launch_batched_statistics(const BatchedStatistics& st, cudaStream_t stream) {
   if (st.num_tensors == 0) return;
-  const bool histogram = st.counts != nullptr;
-  const BatchedArgs a{st.x,        st.pieces, st.tiles, st.num_tiles,
-                      st.partials, st.counts, st.tails, binning_of(histogram, st.num_bins, st.lo, st.bin_width)};
+  const StatisticsResults& r = st.results;
+  const bool histogram = r.counts != nullptr;
+  const BatchedArgs a{st.x,       st.pieces, st.tiles, st.num_tiles,
+                      r.partials, r.counts,  r.tails,  binning_of(histogram, r.num_bins, r.lo, r.bin_width)};
   const auto grid =
       static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(st.num_tiles, batched_statistics_wave())));
   if (st.num_tiles > 0) {
@@ -320,7 +322,7 @@ void launch_batched_statistics(const BatchedStatistics& st, cudaStream_t stream)
       batched_stats_kernel<false><<<grid, kThreads, 0, stream>>>(a);
     }
   }
-  sum_tile_partials<<<st.num_tensors, kThreads, 0, stream>>>(st.partials, st.tile_begin, st.out);
+  sum_tile_partials<<<st.num_tensors, kThreads, 0, stream>>>(r.partials, st.tile_begin, r.out);
 }
 
 }  // namespace edgc::kernels::cuda

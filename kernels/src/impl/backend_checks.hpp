@@ -50,18 +50,18 @@ inline void check_histogram_layout(double lo, double bin_width) {
                         std::to_string(bin_width));
 }
 
-/// moments_batched, moments_and_histogram_batched: one result per tensor; with a histogram, `bins` ≥ 0 counts per
-/// tensor and one tails entry per tensor (the layout itself is check_histogram_layout's).
-inline void check_statistics_batch(const char* what, std::size_t tensors, std::size_t moments, std::int64_t bins,
-                                   std::size_t counts, std::size_t tails, bool histogram) {
+/// moments_and_histogram_batched: one moments entry and one tails entry per tensor, `bins` ≥ 0 counts per tensor, and
+/// check_histogram_layout's layout. (moments_batched checks its one span with check_batch.)
+inline void check_histogram_batch(const char* what, std::size_t tensors, std::size_t moments, std::int64_t bins,
+                                  std::size_t counts, std::size_t tails, double lo, double bin_width) {
   check_batch(what, tensors, moments, "moments");
-  if (!histogram) return;
   if (bins < 0) throw InternalError(std::string(what) + ": negative bin count " + std::to_string(bins));
   check_batch(what, tensors, tails, "tails");
   if (counts != tensors * static_cast<std::size_t>(bins))
     throw InternalError(std::string(what) + ": counts has " + std::to_string(counts) + " entries, " +
                         std::to_string(tensors) + " tensors of " + std::to_string(bins) + " bins need " +
                         std::to_string(tensors * static_cast<std::size_t>(bins)));
+  check_histogram_layout(lo, bin_width);
 }
 
 /// orthogonalize_batched: rows ≥ cols ≥ 1, a finite eps ≥ 0, no null matrix.
