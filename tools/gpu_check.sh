@@ -11,9 +11,12 @@
 # compute-sanitizer runs the tests' parity cases only (their filter below); the whole suite under racecheck takes
 # tens of minutes.
 set -u
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 build=${1:-build}
 out=${2:-gpu-check}
-mkdir -p "$out"
 tests=$build/tests/kernels/gpu/edgc_gpu_kernel_tests
 nccl=$build/tests/kernels/nccl/edgc_nccl_kernel_tests
 bench=$build/tools/edgc_bench_powersgd_cuda
@@ -27,6 +30,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu_check: nvidia-smi finds no GPU on this machine" >&2
   exit 2
 fi
+mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >"$out/gpu.csv" 2>&1
 
 failed=()
