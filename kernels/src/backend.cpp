@@ -56,6 +56,9 @@ std::unique_ptr<Backend> make_backend(std::string_view name, const BackendOption
   if (options.fused_project_max_rank < 0)
     throw ConfigError("", "fused_project_max_rank",
                       "must be at least 0, got " + std::to_string(options.fused_project_max_rank));
+  if (options.cholesky_spread_max_rank < 0)
+    throw ConfigError("", "cholesky_spread_max_rank",
+                      "must be at least 0, got " + std::to_string(options.cholesky_spread_max_rank));
   // Registered explicitly: self-registering factories get dropped from static libraries.
   if (is_cpu_name(name)) return impl::make_cpu_backend(name, options);
 #if EDGC_KERNELS_HAVE_CUDA

@@ -26,6 +26,8 @@ TEST(Backend, FactoryKnowsCpuAndRejectsTheRest) {
   EXPECT_THROW(make_backend("cpu", {.threads = 0}), ConfigError);
   EXPECT_THROW(make_backend("cpu", {.fused_project_max_rank = -1}), ConfigError);
   EXPECT_EQ(make_backend("cpu", {.fused_project_max_rank = 0})->name(), "cpu");  // a CUDA option the CPU ignores
+  EXPECT_THROW(make_backend("cpu", {.cholesky_spread_max_rank = -1}), ConfigError);
+  EXPECT_EQ(make_backend("cpu", {.cholesky_spread_max_rank = 128})->name(), "cpu");
 }
 
 TEST(Backend, BatchedGemmMatchesDoubleReferenceForEveryTransposeAlphaAndBeta) {

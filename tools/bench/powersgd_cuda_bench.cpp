@@ -3,20 +3,24 @@
 // device-to-device copy measured in the same run, and writes a kernel-time profile JSON.
 //
 //   edgc_bench_powersgd_cuda [--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--batch 1]
-//                            [--fused-project-max-rank 32[,4,...]] [--stage-layers 4] [--out kernel_profile.json]
+//                            [--fused-project-max-rank 32[,4,...]] [--cholesky-spread-max-rank 0]
+//                            [--stage-layers 4] [--out kernel_profile.json]
 //
 // --batch B: each step takes B same-shape matrices at once, as a stage's bucket calls it (one launch per pass for
 // the whole batch); rows report the time per matrix, and the profile entry the batch's time with "count": B.
 // --fused-project-max-rank: BackendOptions::fused_project_max_rank of the backend that is timed; with several values
 // every step is timed on one backend per value in the same run (e.g. "32,4": P beside the addition up to r = 32
 // against the register kernel up to r = 4 and cuBLAS above); the first value's rows are the profile's entries, the
-// others go to its "variants".
+// others go to its "variants". --cholesky-spread-max-rank: BackendOptions::cholesky_spread_max_rank of every timed
+// backend.
 //
 // Roofline bytes (see kernels/CUDA-NOTES.md): a step streams 8 passes of m·n floats (read G, E; write E; read M
 // for Q; read M, write E and G in the reconstruction, plus the P product's read of M) — reported as achieved
 // bandwidth over those 8 passes against the copy bandwidth. The entropy kernels read β·m·n floats each: moments and
 // histogram as two calls (host-timed, two reads), and both from one moments_and_histogram call (host-timed, and
 // device-timed between two events on the backend's stream over its one read).
+// Then the orthogonalisation alone (CholeskyQR2 of a batch of 4096×r panels, P of the GPT2-12.1B shapes), device-timed
+// on both Cholesky schedules in the same run (cholesky_spread_max_rank 0 and 128), which must give the same bits.
 // Then a stage's entropy measurement (--stage-layers GPT2-2.5B layers, 12 tensors each): one call per tensor against
 // one moments_and_histogram_batched call, host- and device-timed, over the stage's sampled bytes.
 // Each case checks its own result: the step's error norm must not exceed ‖M‖ (Ĝ is a projection of M).
@@ -27,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -62,6 +67,7 @@ const Shape kShapes[] = {{"gpt2-2.5b", 1920, 5760},   {"gpt2-2.5b", 1920, 1920},
 struct Options {
   std::vector<int> ranks{4, 16, 64, 128};
   std::vector<int> fused_ranks{ek::BackendOptions{}.fused_project_max_rank};
+  int cholesky_spread = ek::BackendOptions{}.cholesky_spread_max_rank;
   int batch = 1;
   int repeats = 10;
   double fraction = 0.25;
@@ -144,9 +150,10 @@ struct Timed {
   std::unique_ptr<ek::Backend> backend;
   cudaStream_t stream;
   Timer timer;
-  explicit Timed(int fused)
+  Timed(int fused, int cholesky_spread)
       : fused_rank(fused),
-        backend(ek::make_backend("cuda", {.fused_project_max_rank = fused})),
+        backend(ek::make_backend("cuda",
+                                 {.fused_project_max_rank = fused, .cholesky_spread_max_rank = cholesky_spread})),
         stream(static_cast<cudaStream_t>(backend->native_stream())),
         timer(stream) {}
 };
@@ -303,6 +310,46 @@ StageEntropyTime time_stage_entropy(ek::Backend& backend, int layers, double fra
   return res;
 }
 
+// The orthogonalisation of a batch of `batch` rows×r panels (pseudo-random, restored before each call, untimed),
+// device-timed on a backend with the row-per-warp Cholesky schedule and one with the spread schedule; the medians
+// after one warm-up, and whether both left the same bits.
+struct OrthTime {
+  std::int64_t rows = 0;
+  int r = 0, batch = 1;
+  double per_warp_s = 0.0, spread_s = 0.0;
+  bool same_bits = false;
+};
+
+OrthTime time_orthogonalize(std::int64_t rows, int r, int batch, int repeats) {
+  OrthTime res{rows, r, batch};
+  const std::int64_t count = rows * r;
+  const DeviceFloats pristine(count * batch);
+  fill(pristine.get(), static_cast<std::size_t>(count * batch), 1.0F);
+  std::vector<float> out[2];
+  double* medians[2] = {&res.per_warp_s, &res.spread_s};
+  for (int v = 0; v < 2; ++v) {
+    const auto backend = ek::make_backend("cuda", {.cholesky_spread_max_rank = v == 0 ? 0 : 128});
+    const auto stream = static_cast<cudaStream_t>(backend->native_stream());
+    const DeviceFloats p(count * batch);
+    std::vector<float*> panels;
+    for (int b = 0; b < batch; ++b) panels.push_back(p.get() + b * count);
+    std::vector<double> ts;
+    for (int i = 0; i < repeats + 1; ++i) {
+      BENCH_CUDA(cudaMemcpyAsync(p.get(), pristine.get(), static_cast<std::size_t>(count * batch) * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream));
+      backend->start_timer();
+      backend->orthogonalize_batched(rows, r, panels, 1e-8F);
+      const std::optional<double> t = backend->stop_timer();
+      if (i > 0) ts.push_back(t.value_or(0.0));
+    }
+    *medians[v] = edgc::core::median(ts);
+    out[v].resize(static_cast<std::size_t>(count * batch));
+    BENCH_CUDA(cudaMemcpy(out[v].data(), p.get(), out[v].size() * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  res.same_bits = std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0;
+  return res;
+}
+
 // One PowerSGD step at rank r with error feedback over the batch (one call per pass); a fresh gradient before each
 // step (untimed). No matrix's step may leave an error larger than its ‖M‖ (Ĝ is a projection of M).
 StepTime time_step(Timed& t, const Shape& s, int r, const ShapeBuffers& buf, int repeats) {
@@ -413,10 +460,10 @@ Options parse(int argc, char** argv, std::optional<int>& exit_code) {
   std::string ranks_text, fused_text;
   edgc::bench::Args args(
       "[--ranks 4,16,64,128] [--repeats 10] [--fraction 0.25] [--shape MxN] [--batch 1] "
-      "[--fused-project-max-rank 32[,4,...]] [--stage-layers 4] [--out FILE]");
+      "[--fused-project-max-rank 32[,4,...]] [--cholesky-spread-max-rank 0] [--stage-layers 4] [--out FILE]");
   args.text("--ranks", ranks_text).text("--shape", opt.only).repeats(opt.repeats).real("--fraction", opt.fraction);
   args.integer("--batch", opt.batch, 1).text("--fused-project-max-rank", fused_text);
-  args.integer("--stage-layers", opt.stage_layers, 1);
+  args.integer("--stage-layers", opt.stage_layers, 1).integer("--cholesky-spread-max-rank", opt.cholesky_spread, 0);
   args.json_path("--out", opt.out_path);
   exit_code = args.parse(argc, argv);
   if (exit_code) return opt;
@@ -446,7 +493,7 @@ int run(int argc, char** argv) {
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::vector<std::unique_ptr<Timed>> timed;
-  for (const int f : opt.fused_ranks) timed.push_back(std::make_unique<Timed>(f));
+  for (const int f : opt.fused_ranks) timed.push_back(std::make_unique<Timed>(f, opt.cholesky_spread));
 
   const double copy_GBps = copy_bandwidth_GBps(timed.front()->stream, timed.front()->timer, opt.repeats);
   std::printf("device: %s (sm_%d%d), d2d copy %.0f GB/s (read + write); step ms, GB/s and TFLOP/s per matrix\n",
@@ -459,6 +506,25 @@ int run(int argc, char** argv) {
   bool all_ok = true;
   for (const Shape& s : kShapes)
     if (selected(opt, s)) all_ok = bench_shape(timed, opt, s, copy_GBps, entries, variants) && all_ok;
+
+  std::printf("\northogonalisation: CholeskyQR2 of %d panels of 4096×r per call, device ms; Cholesky a row of the update per "
+              "warp against spread over the CTA\n",
+              opt.batch);
+  std::printf("  %4s %14s %10s %7s %10s\n", "r", "row/warp ms", "spread ms", "ratio", "same bits");
+  nlohmann::ordered_json orth_json = nlohmann::ordered_json::array();
+  for (const int r : opt.ranks) {
+    if (r < 3) continue;  // one or two columns take Gram–Schmidt
+    const OrthTime o = time_orthogonalize(4096, r, opt.batch, opt.repeats);
+    all_ok = all_ok && o.same_bits;
+    std::printf("  %4d %14.3f %10.3f %6.2fx %10s\n", r, o.per_warp_s * 1e3, o.spread_s * 1e3,
+                o.per_warp_s / o.spread_s, o.same_bits ? "yes" : "NO");
+    orth_json.push_back({{"rows", o.rows},
+                         {"r", o.r},
+                         {"batch", o.batch},
+                         {"row_per_warp_s", o.per_warp_s},
+                         {"spread_s", o.spread_s},
+                         {"same_bits", o.same_bits}});
+  }
 
   const StageEntropyTime stage =
       time_stage_entropy(*timed.front()->backend, opt.stage_layers, opt.fraction, opt.repeats);
@@ -494,9 +560,11 @@ int run(int argc, char** argv) {
       {"repeats", opt.repeats},
       {"batch", opt.batch},
       {"fused_project_max_rank", opt.fused_ranks.front()},
+      {"cholesky_spread_max_rank", opt.cholesky_spread},
       {"step_bytes_model", "8 passes of m*n float32 per matrix"},
       {"entropy_bytes_model", "2 reads of the sampled bytes (moments, histogram); fused: 1 read, device-timed"},
       {"entries", entries},
+      {"orthogonalize", orth_json},
       {"stage_entropy", stage_json}};
   if (!variants.empty()) profile["variants"] = variants;
   edgc::bench::write_json(opt.out_path, profile);

@@ -69,7 +69,8 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const BackendOptions& options)
       : device_(options.device),
-        fused_project_max_rank_(std::min(options.fused_project_max_rank, cuda::kProjectWideRankMax)) {
+        fused_project_max_rank_(std::min(options.fused_project_max_rank, cuda::kProjectWideRankMax)),
+        cholesky_spread_max_rank_(std::min(options.cholesky_spread_max_rank, cuda::kCholeskySpreadRankMax)) {
     EDGC_CUDA_CHECK(cudaSetDevice(device_));
     cudaDeviceProp prop{};
     EDGC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
@@ -714,7 +715,7 @@ class CudaBackend final : public Backend {
     const long long stride = rows * r;
     gemm(true, false, r, r, rows, 1.0F, strided_operand(src, stride), strided_operand(src, stride), 0.0F,
          strided_operand(gram, r * r), batch);
-    cuda::launch_cholesky_rinv(batch, r, gram, eps, gate, dwork, rinv, ok, third, stream_);
+    cuda::launch_cholesky_rinv(batch, r, gram, eps, gate, dwork, rinv, ok, third, cholesky_spread_max_rank_, stream_);
     EDGC_CUDA_CHECK_LAUNCH();
     gemm(false, false, rows, r, r, 1.0F, strided_operand(src, stride), strided_operand(rinv, r * r), 0.0F,
          strided_operand(dst, stride), batch);
@@ -723,7 +724,8 @@ class CudaBackend final : public Backend {
   static constexpr std::size_t kSlots = 4;
 
   int device_;
-  int fused_project_max_rank_;  // BackendOptions::fused_project_max_rank, at most kProjectWideRankMax
+  int fused_project_max_rank_;    // BackendOptions::fused_project_max_rank, at most kProjectWideRankMax
+  int cholesky_spread_max_rank_;  // BackendOptions::cholesky_spread_max_rank, at most kCholeskySpreadRankMax
   int sms_ = 1;
   std::string isa_;
   cudaStream_t stream_ = nullptr;

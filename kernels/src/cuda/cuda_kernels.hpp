@@ -157,9 +157,13 @@ void launch_gather(int batch, std::int64_t count, const float* const* src, float
 /// float into rinv[b] (upper triangle, the rest zero). ok[b] ← 1 on success, 0 when the Gram matrix is not
 /// finite or no shift made it positive definite. With `gate`, matrices with gate[b] == 0 are skipped (ok 0).
 /// With `third`, third[b] ← whether another pass is needed (the input was far from orthonormal or the shift
-/// had to grow).
+/// had to grow). r ≤ min(spread_max_rank, kCholeskySpreadRankMax) takes the spread schedule (every thread on the
+/// trailing update, one barrier per column), else a row of the update per warp; both give the same bits.
 void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
-                          float* rinv, int* ok, int* third, cudaStream_t stream);
+                          float* rinv, int* ok, int* third, int spread_max_rank, cudaStream_t stream);
+
+/// The largest rank the spread Cholesky schedule takes (its entries per thread are fixed at compile time).
+inline constexpr int kCholeskySpreadRankMax = 128;
 
 /// p[b] ← the CholeskyQR2 result chosen as the CPU twin chooses it: untouched unless passes 1 and 2 worked;
 /// then w3[b] when a third pass was needed and worked, else w2[b].

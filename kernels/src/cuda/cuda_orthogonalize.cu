@@ -4,6 +4,7 @@
 // go through cuBLAS (backend).
 #include <cub/block/block_reduce.cuh>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -136,6 +137,119 @@ __device__ void invert_lower(std::int64_t r, std::int64_t ld, double* w, const d
   }
 }
 
+// The spread schedule of the same two factorisations (BackendOptions::cholesky_spread_max_rank, r ≤
+// kCholeskySpreadRankMax): the row-per-warp schedule above leaves each warp a few rows of the trailing update, one
+// dependent shared-memory read-modify-write after another, and spends a second barrier per column on the division.
+// Here every thread of the CTA takes its own entries of the trailing triangle (at most ⌈r(r − 1)/2 / 512⌉, fixed for
+// the whole factorisation), reads them all, then writes them all, and divides the two L entries it needs itself
+// (IEEE division, so every thread gets the bits the row-per-warp schedule stores): one barrier per column. Each entry
+// still takes its terms in the order k = 0, 1, … with the same expressions, so both schedules give the same bits.
+
+// Entry e of the lower triangle without its first column, numbered column by column from the last column: column
+// r − 1 − c holds entries c(c + 1)/2 .. c(c + 1)/2 + c, rows from the diagonal down. The entries still to update after
+// column j (columns j + 1 .. r − 1) are then the first (r − 1 − j)(r − j)/2. Returns row << 16 | column.
+__device__ int trailing_cell(int e, int r) {
+  auto c = static_cast<int>((sqrtf(8.0F * static_cast<float>(e) + 1.0F) - 1.0F) * 0.5F);
+  while (c * (c + 1) / 2 > e) --c;
+  while ((c + 1) * (c + 2) / 2 <= e) ++c;
+  const int k = r - 1 - c;
+  return (k + e - c * (c + 1) / 2) << 16 | k;
+}
+
+template <int kPer>
+__device__ bool cholesky_spread(const float* gram, const double* d, int r, int ld, double shift, double* w,
+                                double* diag) {
+  const int t = static_cast<int>(threadIdx.x);
+  int cell[kPer];
+#pragma unroll
+  for (int s = 0; s < kPer; ++s) {
+    const int e = t + s * kSmallThreads;
+    cell[s] = e < r * (r - 1) / 2 ? trailing_cell(e, r) : 0;
+  }
+  const int warp = t / 32;
+  const int lane = t % 32;
+  for (int i = warp; i < r; i += kSmallThreads / 32)
+    for (int k = lane; k <= i; k += 32) {
+      const double v = static_cast<double>(gram[i * r + k]) / (d[i] * d[k]);
+      w[i * ld + k] = i == k ? v + shift : v;
+    }
+  __syncthreads();
+  for (int j = 0; j < r; ++j) {
+    const double v = w[j * ld + j];
+    if (!(v > 0.0) || !isfinite(v)) {
+      __syncthreads();  // everyone has read the pivot before a retry rewrites w
+      return false;
+    }
+    const double ljj = sqrt(v);
+    if (t == 0) diag[j] = ljj;
+    const int live = (r - 1 - j) * (r - j) / 2;
+    double next[kPer];
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      next[s] = 0.0;
+      if (t + s * kSmallThreads < live) {
+        const int i = cell[s] >> 16;
+        const int k = cell[s] & 0xffff;
+        const double lij = w[i * ld + j] / ljj;
+        const double lkj = w[k * ld + j] / ljj;
+        next[s] = w[i * ld + k] - lij * lkj;
+      }
+    }
+    if (j + 1 + t < r) w[j * ld + j + 1 + t] = w[(j + 1 + t) * ld + j] / ljj;  // L[·][j] into row j
+#pragma unroll
+    for (int s = 0; s < kPer; ++s)
+      if (t + s * kSmallThreads < live) w[(cell[s] >> 16) * ld + (cell[s] & 0xffff)] = next[s];
+    __syncthreads();
+  }
+  return true;
+}
+
+// invert_lower's sums, spread: at step k the rectangle of entries (i > k, j ≤ k) that take a term, at most
+// ⌈⌊r²/4⌋ / 512⌉ per thread, each thread deriving X[k][j] itself; thread j stores X[k][j].
+template <int kPer>
+__device__ void invert_lower_spread(int r, int ld, double* w, const double* diag, double* xd) {
+  const int t = static_cast<int>(threadIdx.x);
+  const int warp = t / 32;
+  const int lane = t % 32;
+  for (int i = warp; i < r; i += kSmallThreads / 32)
+    for (int j = lane; j < i; j += 32) w[i * ld + j] = 0.0;
+  __syncthreads();
+  for (int k = 0; k < r; ++k) {
+    const double lkk = diag[k];
+    const int width = k + 1;
+    const int live = (r - 1 - k) * width;
+    double next[kPer];
+    int at[kPer];
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      const int e = t + s * kSmallThreads;
+      next[s] = 0.0;
+      at[s] = 0;
+      if (e < live) {
+        const int i = k + 1 + e / width;
+        const int j = e - (i - k - 1) * width;
+        const double xkj = j == k ? 1.0 / lkk : -w[k * ld + j] / lkk;
+        at[s] = i * ld + j;
+        next[s] = w[at[s]] + w[k * ld + i] * xkj;
+      }
+    }
+    if (t <= k) {
+      const double xkj = t == k ? 1.0 / lkk : -w[k * ld + t] / lkk;
+      if (t == k) {
+        xd[k] = xkj;
+      } else {
+        w[t * ld + k] = xkj;
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < kPer; ++s)
+      if (t + s * kSmallThreads < live) w[at[s]] = next[s];
+    __syncthreads();
+  }
+}
+
+// kPer, kPerInv: the spread schedule's entries per thread (cholesky_spread, invert_lower_spread); 0: row per warp.
+template <int kPer, int kPerInv>
 __global__ void __launch_bounds__(kSmallThreads)
     cholesky_rinv_kernel(std::int64_t r, const float* grams, float eps, const int* gate, double* dworks, float* rinvs,
                          int* ok, int* third, bool w_in_shared) {
@@ -187,7 +301,14 @@ __global__ void __launch_bounds__(kSmallThreads)
   }
   double shift = static_cast<double>(eps) + FLT_MIN;
   bool grew = false;
-  for (int attempt = 0; !cholesky(gram, d, r, ld, shift, w, diag); ++attempt) {
+  const auto factorise = [&] {
+    if constexpr (kPer > 0) {
+      return cholesky_spread<kPer>(gram, d, static_cast<int>(r), static_cast<int>(ld), shift, w, diag);
+    } else {
+      return cholesky(gram, d, r, ld, shift, w, diag);
+    }
+  };
+  for (int attempt = 0; !factorise(); ++attempt) {
     if (attempt == 40) {
       if (threadIdx.x == 0) ok[b] = 0;
       return;
@@ -195,7 +316,11 @@ __global__ void __launch_bounds__(kSmallThreads)
     shift = fmax(shift * 10.0, 1e-7);
     grew = true;
   }
-  invert_lower(r, ld, w, diag, xd);
+  if constexpr (kPerInv > 0) {
+    invert_lower_spread<kPerInv>(static_cast<int>(r), static_cast<int>(ld), w, diag, xd);
+  } else {
+    invert_lower(r, ld, w, diag, xd);
+  }
   // R⁻¹ = D⁻¹·L⁻ᵀ: entry (i, j ≥ i) is X[j][i] / D[i].
   for (std::int64_t x = threadIdx.x; x < r * r; x += blockDim.x) {
     const std::int64_t i = x / r;
@@ -231,28 +356,54 @@ void launch_gather(int batch, std::int64_t count, const float* const* src, float
   gather_kernel<<<dim3(ctas_for(count), static_cast<unsigned int>(batch)), kThreads, 0, stream>>>(count, src, dst);
 }
 
-void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
-                          float* rinv, int* ok, int* third, cudaStream_t stream) {
-  // Room for W in shared memory: the device's opt-in limit per block, less the kernel's static shared memory.
+namespace {
+
+// Room for W in shared memory for one instantiation: the device's opt-in limit per block, less the kernel's static
+// shared memory (0: W stays in global memory).
+template <int kPer, int kPerInv>
+std::size_t shared_room() {
   static const std::size_t room = [] {
     int device = 0;
     int optin = 0;
     cudaFuncAttributes attr{};
+    const auto kernel = cholesky_rinv_kernel<kPer, kPerInv>;
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-        cudaFuncGetAttributes(&attr, cholesky_rinv_kernel) != cudaSuccess ||
-        static_cast<std::size_t>(optin) <= attr.sharedSizeBytes ||
-        cudaFuncSetAttribute(cholesky_rinv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || static_cast<std::size_t>(optin) <= attr.sharedSizeBytes ||
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              optin - static_cast<int>(attr.sharedSizeBytes)) != cudaSuccess) {
-      (void)cudaGetLastError();  // no room: W stays in global memory
+      (void)cudaGetLastError();
       return std::size_t{0};
     }
     return static_cast<std::size_t>(optin) - attr.sharedSizeBytes;
   }();
+  return room;
+}
+
+template <int kPer, int kPerInv>
+void launch_cholesky(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
+                     float* rinv, int* ok, int* third, cudaStream_t stream) {
   const auto bytes = static_cast<std::size_t>(r * (r + 1)) * sizeof(double);
-  const bool shared = bytes <= room;
-  cholesky_rinv_kernel<<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok, third,
-                                                                             shared);
+  const bool shared = bytes <= shared_room<kPer, kPerInv>();
+  cholesky_rinv_kernel<kPer, kPerInv><<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(
+      r, gram, eps, gate, dwork, rinv, ok, third, shared);
+}
+
+}  // namespace
+
+void launch_cholesky_rinv(int batch, std::int64_t r, const float* gram, float eps, const int* gate, double* dwork,
+                          float* rinv, int* ok, int* third, int spread_max_rank, cudaStream_t stream) {
+  // Entries per thread of the spread schedule: ⌈r(r − 1)/2 / 512⌉ for the factorisation, ⌈⌊r²/4⌋ / 512⌉ for L⁻¹.
+  static_assert(kSmallThreads == 512 && kCholeskySpreadRankMax == 128);
+  if (r > std::min<std::int64_t>(spread_max_rank, kCholeskySpreadRankMax)) {
+    launch_cholesky<0, 0>(batch, r, gram, eps, gate, dwork, rinv, ok, third, stream);
+  } else if (r <= 32) {
+    launch_cholesky<1, 1>(batch, r, gram, eps, gate, dwork, rinv, ok, third, stream);
+  } else if (r <= 64) {
+    launch_cholesky<4, 2>(batch, r, gram, eps, gate, dwork, rinv, ok, third, stream);
+  } else {
+    launch_cholesky<16, 8>(batch, r, gram, eps, gate, dwork, rinv, ok, third, stream);
+  }
 }
 
 void launch_commit(int batch, std::int64_t count, float* const* p, const float* w2, const float* w3, const int* ok1,

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -407,28 +408,36 @@ TEST_F(CudaParity, BatchedGemmEveryTransposeStridedAndNot) {
         }
 }
 
+// Runs orthogonalize on a CUDA backend over device copies of `in`; returns the results one after another.
+std::vector<float> orthogonalize_on(Backend& gpu, std::int64_t rows, std::int64_t cols,
+                                    const std::vector<std::vector<float>>& in) {
+  std::vector<std::unique_ptr<DeviceFloats>> d;
+  std::vector<float*> pd;
+  for (const std::vector<float>& m : in) {
+    d.push_back(std::make_unique<DeviceFloats>(m));
+    pd.push_back(d.back()->get());
+  }
+  gpu.orthogonalize_batched(rows, cols, pd, 1e-6F);
+  gpu.synchronize();
+  std::vector<float> got;
+  for (const auto& m : d) {
+    const std::vector<float> g = m->download();
+    got.insert(got.end(), g.begin(), g.end());
+  }
+  return got;
+}
+
 // Runs orthogonalize on both backends from the same input; returns the GPU result and the CPU one.
 std::pair<std::vector<float>, std::vector<float>> orthogonalize_both(Backend& gpu, Backend& cpu, std::int64_t rows,
                                                                      std::int64_t cols,
                                                                      const std::vector<std::vector<float>>& in) {
-  std::vector<std::unique_ptr<DeviceFloats>> d;
-  std::vector<float*> pd;
+  std::vector<float> got = orthogonalize_on(gpu, rows, cols, in);
   std::vector<std::vector<float>> h = in;
   std::vector<float*> ph;
-  for (std::size_t b = 0; b < in.size(); ++b) {
-    d.push_back(std::make_unique<DeviceFloats>(in[b]));
-    pd.push_back(d.back()->get());
-    ph.push_back(h[b].data());
-  }
-  gpu.orthogonalize_batched(rows, cols, pd, 1e-6F);
-  gpu.synchronize();
+  for (std::vector<float>& m : h) ph.push_back(m.data());
   cpu.orthogonalize_batched(rows, cols, ph, 1e-6F);
-  std::vector<float> got, want;
-  for (std::size_t b = 0; b < in.size(); ++b) {
-    const std::vector<float> g = d[b]->download();
-    got.insert(got.end(), g.begin(), g.end());
-    want.insert(want.end(), h[b].begin(), h[b].end());
-  }
+  std::vector<float> want;
+  for (const std::vector<float>& m : h) want.insert(want.end(), m.begin(), m.end());
   return {got, want};
 }
 
@@ -472,6 +481,45 @@ TEST_F(CudaParity, OrthogonalizeZeroDependentAndNonFiniteInputs) {
     EXPECT_LT(relative_error(std::vector<float>(got.begin() + 2 * per, got.end()),
                              std::vector<float>(want.begin() + 2 * per, want.end())),
               1e-4);
+  }
+}
+
+// The spread Cholesky schedule (BackendOptions::cholesky_spread_max_rank) against a row of the update per warp on
+// the same device: the same bits at each instantiation's edges (r ≤ 32, ≤ 64, ≤ 128, and 129 where both take the
+// row-per-warp schedule), with a cap between them, on matrices that factorise at once, have columns of very
+// different length (the third pass), a dependent column (the shift grows) or a NaN (the matrix stays untouched).
+TEST_F(CudaParity, SpreadCholeskyGivesTheRowPerWarpBits) {
+  const auto per_warp = make_backend("cuda", {.cholesky_spread_max_rank = 0});
+  const auto spread = make_backend("cuda", {.cholesky_spread_max_rank = 128});
+  const auto capped = make_backend("cuda", {.cholesky_spread_max_rank = 40});
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+    return b;
+  };
+  for (const std::int64_t cols : {3, 4, 17, 32, 33, 40, 41, 63, 64, 65, 100, 127, 128, 129}) {
+    const std::int64_t rows = 3 * cols + 7;
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    const auto count = static_cast<std::size_t>(rows * cols);
+    std::vector<std::vector<float>> in;
+    for (int b = 0; b < 4; ++b) in.push_back(random_normal(count, 70 + b));
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const auto at = static_cast<std::size_t>(i * cols + c);
+        in[1][at] *= std::pow(10.0F, -4.0F * static_cast<float>(c) / static_cast<float>(cols));
+        if (c == cols - 1) in[2][at] = in[2][static_cast<std::size_t>(i * cols)];
+      }
+    in[3][count / 2] = std::nanf("");
+    const std::vector<float> want = orthogonalize_on(*per_warp, rows, cols, in);
+    const std::vector<float> got = orthogonalize_on(*spread, rows, cols, in);
+    ASSERT_NE(bits(want), bits([&] {
+                std::vector<float> all;
+                for (const auto& m : in) all.insert(all.end(), m.begin(), m.end());
+                return all;
+              }()));  // the row-per-warp schedule changed the matrices
+    EXPECT_EQ(bits(got), bits(want));
+    EXPECT_EQ(bits(orthogonalize_on(*capped, rows, cols, in)), bits(want));
+    EXPECT_EQ(bits(orthogonalize_on(*spread, rows, cols, in)), bits(got));  // the same bits run to run
   }
 }
 

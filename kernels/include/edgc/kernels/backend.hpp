@@ -198,6 +198,11 @@ struct BackendOptions {
   /// the fused kernels take, act as 32; 4 keeps only the register kernel of r ≤ 4, 0 never fuses. Results agree to
   /// float rounding either way; the CPU backends ignore it. Meant for timing one path against the other.
   int fused_project_max_rank = 32;
+  /// Largest rank at which "cuda"'s orthogonalisation factorises each Gram matrix with every thread of its CTA on
+  /// the trailing update (one barrier per column) instead of a row of the update per warp. ≥ 0; values above 128
+  /// act as 128; 0 keeps the row-per-warp schedule. Both schedules give the same bits; the CPU backends ignore it.
+  /// Meant for timing one schedule against the other.
+  int cholesky_spread_max_rank = 0;
 };
 
 /// Creates a backend by name: "cpu" (the fastest CPU kernels this machine runs: AVX-512, else AVX2+FMA, where the
