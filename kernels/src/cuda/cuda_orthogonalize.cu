@@ -12,6 +12,7 @@
 
 #include "cuda_common.cuh"
 #include "cuda_kernels.hpp"
+#include "impl/triangle_order.hpp"
 
 namespace edgc::kernels::cuda {
 namespace {
@@ -141,20 +142,12 @@ __device__ void invert_lower(std::int64_t r, std::int64_t ld, double* w, const d
 // kCholeskySpreadRankMax): the row-per-warp schedule above leaves each warp a few rows of the trailing update, one
 // dependent shared-memory read-modify-write after another, and spends a second barrier per column on the division.
 // Here every thread of the CTA takes its own entries of the trailing triangle (at most ⌈r(r − 1)/2 / 512⌉, fixed for
-// the whole factorisation), reads them all, then writes them all, and divides the two L entries it needs itself
+// the whole factorisation), reads them (up to kSpreadChunk at a time), then writes them, and divides the two L entries it needs itself
 // (IEEE division, so every thread gets the bits the row-per-warp schedule stores): one barrier per column. Each entry
 // still takes its terms in the order k = 0, 1, … with the same expressions, so both schedules give the same bits.
 
-// Entry e of the lower triangle without its first column, numbered column by column from the last column: column
-// r − 1 − c holds entries c(c + 1)/2 .. c(c + 1)/2 + c, rows from the diagonal down. The entries still to update after
-// column j (columns j + 1 .. r − 1) are then the first (r − 1 − j)(r − j)/2. Returns row << 16 | column.
-__device__ int trailing_cell(int e, int r) {
-  auto c = static_cast<int>((sqrtf(8.0F * static_cast<float>(e) + 1.0F) - 1.0F) * 0.5F);
-  while (c * (c + 1) / 2 > e) --c;
-  while ((c + 1) * (c + 2) / 2 <= e) ++c;
-  const int k = r - 1 - c;
-  return (k + e - c * (c + 1) / 2) << 16 | k;
-}
+// Entries a thread keeps in flight at once (a bound on registers at r > 64: 16 entries per thread).
+constexpr int kSpreadChunk = 8;
 
 template <int kPer>
 __device__ bool cholesky_spread(const float* gram, const double* d, int r, int ld, double shift, double* w,
@@ -164,7 +157,8 @@ __device__ bool cholesky_spread(const float* gram, const double* d, int r, int l
 #pragma unroll
   for (int s = 0; s < kPer; ++s) {
     const int e = t + s * kSmallThreads;
-    cell[s] = e < r * (r - 1) / 2 ? trailing_cell(e, r) : 0;
+    const impl::TriangleCell c = e < impl::trailing_entries(0, r) ? impl::trailing_cell(e, r) : impl::TriangleCell{0, 0};
+    cell[s] = c.row << 16 | c.col;  // row · 2¹⁶ + column
   }
   const int warp = t / 32;
   const int lane = t % 32;
@@ -182,23 +176,27 @@ __device__ bool cholesky_spread(const float* gram, const double* d, int r, int l
     }
     const double ljj = sqrt(v);
     if (t == 0) diag[j] = ljj;
-    const int live = (r - 1 - j) * (r - j) / 2;
-    double next[kPer];
-#pragma unroll
-    for (int s = 0; s < kPer; ++s) {
-      next[s] = 0.0;
-      if (t + s * kSmallThreads < live) {
-        const int i = cell[s] >> 16;
-        const int k = cell[s] & 0xffff;
-        const double lij = w[i * ld + j] / ljj;
-        const double lkj = w[k * ld + j] / ljj;
-        next[s] = w[i * ld + k] - lij * lkj;
-      }
-    }
+    const int live = impl::trailing_entries(j, r);
     if (j + 1 + t < r) w[j * ld + j + 1 + t] = w[(j + 1 + t) * ld + j] / ljj;  // L[·][j] into row j
+    // A thread's entries in chunks of kSpreadChunk: all reads of a chunk in flight together, then its writes.
 #pragma unroll
-    for (int s = 0; s < kPer; ++s)
-      if (t + s * kSmallThreads < live) w[(cell[s] >> 16) * ld + (cell[s] & 0xffff)] = next[s];
+    for (int s0 = 0; s0 < kPer; s0 += kSpreadChunk) {
+      double next[kSpreadChunk];
+#pragma unroll
+      for (int s = s0; s < s0 + kSpreadChunk; ++s) {
+        next[s - s0] = 0.0;
+        if (s < kPer && t + s * kSmallThreads < live) {
+          const int i = cell[s] >> 16;
+          const int k = cell[s] & 0xffff;
+          const double lij = w[i * ld + j] / ljj;
+          const double lkj = w[k * ld + j] / ljj;
+          next[s - s0] = w[i * ld + k] - lij * lkj;
+        }
+      }
+#pragma unroll
+      for (int s = s0; s < s0 + kSpreadChunk; ++s)
+        if (s < kPer && t + s * kSmallThreads < live) w[(cell[s] >> 16) * ld + (cell[s] & 0xffff)] = next[s - s0];
+    }
     __syncthreads();
   }
   return true;
@@ -218,21 +216,6 @@ __device__ void invert_lower_spread(int r, int ld, double* w, const double* diag
     const double lkk = diag[k];
     const int width = k + 1;
     const int live = (r - 1 - k) * width;
-    double next[kPer];
-    int at[kPer];
-#pragma unroll
-    for (int s = 0; s < kPer; ++s) {
-      const int e = t + s * kSmallThreads;
-      next[s] = 0.0;
-      at[s] = 0;
-      if (e < live) {
-        const int i = k + 1 + e / width;
-        const int j = e - (i - k - 1) * width;
-        const double xkj = j == k ? 1.0 / lkk : -w[k * ld + j] / lkk;
-        at[s] = i * ld + j;
-        next[s] = w[at[s]] + w[k * ld + i] * xkj;
-      }
-    }
     if (t <= k) {
       const double xkj = t == k ? 1.0 / lkk : -w[k * ld + t] / lkk;
       if (t == k) {
@@ -242,15 +225,33 @@ __device__ void invert_lower_spread(int r, int ld, double* w, const double* diag
       }
     }
 #pragma unroll
-    for (int s = 0; s < kPer; ++s)
-      if (t + s * kSmallThreads < live) w[at[s]] = next[s];
+    for (int s0 = 0; s0 < kPer; s0 += kSpreadChunk) {
+      double next[kSpreadChunk];
+      int at[kSpreadChunk];
+#pragma unroll
+      for (int s = s0; s < s0 + kSpreadChunk; ++s) {
+        const int e = t + s * kSmallThreads;
+        next[s - s0] = 0.0;
+        at[s - s0] = 0;
+        if (s < kPer && e < live) {
+          const int i = k + 1 + e / width;
+          const int j = e - (i - k - 1) * width;
+          const double xkj = j == k ? 1.0 / lkk : -w[k * ld + j] / lkk;
+          at[s - s0] = i * ld + j;
+          next[s - s0] = w[at[s - s0]] + w[k * ld + i] * xkj;
+        }
+      }
+#pragma unroll
+      for (int s = s0; s < s0 + kSpreadChunk; ++s)
+        if (s < kPer && t + s * kSmallThreads < live) w[at[s - s0]] = next[s - s0];
+    }
     __syncthreads();
   }
 }
 
 // kPer, kPerInv: the spread schedule's entries per thread (cholesky_spread, invert_lower_spread); 0: row per warp.
 template <int kPer, int kPerInv>
-__global__ void __launch_bounds__(kSmallThreads)
+__global__ void __launch_bounds__(kSmallThreads, 1)
     cholesky_rinv_kernel(std::int64_t r, const float* grams, float eps, const int* gate, double* dworks, float* rinvs,
                          int* ok, int* third, bool w_in_shared) {
   const int b = blockIdx.x;
