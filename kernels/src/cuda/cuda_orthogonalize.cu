@@ -250,8 +250,9 @@ __device__ void invert_lower_spread(int r, int ld, double* w, const double* diag
 }
 
 // kPer, kPerInv: the spread schedule's entries per thread (cholesky_spread, invert_lower_spread); 0: row per warp.
+// Two CTAs per SM (64 registers) where that spills nothing, for batches of more matrices than SMs; one above.
 template <int kPer, int kPerInv>
-__global__ void __launch_bounds__(kSmallThreads, 1)
+__global__ void __launch_bounds__(kSmallThreads, kPer > 1 ? 1 : 2)
     cholesky_rinv_kernel(std::int64_t r, const float* grams, float eps, const int* gate, double* dworks, float* rinvs,
                          int* ok, int* third, bool w_in_shared) {
   const int b = blockIdx.x;
