@@ -95,5 +95,50 @@ TEST(Convergence, NoRecordsNoSectionAndABadRecordIsRefused) {
   }
 }
 
+
+// A record made with converge.py --device cuda names its GPU: carried into the section and the console line; a device
+// other than cpu or cuda, or a GPU record without the GPU's name, is refused naming the field.
+TEST(Convergence, ARecordMadeOnAGpuSaysSo) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(traces::test::read_file(kMeasured + "cpu-tiny-gpt-converge.json"));
+  doc["settings"]["device"] = "cuda";
+  doc["provenance"]["gpu"] = "NVIDIA H200";
+  doc["provenance"]["ranks_per_gpu"] = 2;
+  traces::test::TempDir tmp;
+  traces::test::write_file(tmp / "gpu.json", doc.dump());
+  const ConvergenceRecord rec = read_convergence_record(tmp / "gpu.json");
+  EXPECT_EQ(rec.gpu, "NVIDIA H200");
+  EXPECT_EQ(rec.ranks_per_gpu, 2);
+  ResultDocument result = tiny_result();
+  add_convergence({rec}, result);
+  EXPECT_EQ(result.sections["convergence"]["records"][0]["gpu"], "NVIDIA H200");
+  const std::vector<std::string> lines = convergence_lines(result);
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_NE(lines[1].find("over 300 steps on 2 ranks, sharing one NVIDIA H200 (bundled"), std::string::npos) << lines[1];
+  // The CPU record says nothing of a GPU.
+  ResultDocument cpu = tiny_result();
+  add_convergence({read_convergence_record(kMeasured + "cpu-tiny-gpt-converge.json")}, cpu);
+  EXPECT_FALSE(cpu.sections["convergence"]["records"][0].contains("gpu"));
+  EXPECT_EQ(convergence_lines(cpu)[1].find("sharing"), std::string::npos);
+
+  const auto refused = [&](const nlohmann::ordered_json& bad, const std::string& field) {
+    traces::test::write_file(tmp / "bad.json", bad.dump());
+    try {
+      read_convergence_record(tmp / "bad.json");
+      ADD_FAILURE() << "no throw for " << field;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::ordered_json bad = doc;
+  bad["settings"]["device"] = "tpu";
+  refused(bad, "settings.device");
+  bad = doc;
+  bad["provenance"].erase("gpu");
+  refused(bad, "provenance.gpu");
+  bad = doc;
+  bad.erase("provenance");
+  refused(bad, "provenance.gpu");
+}
+
 }  // namespace
 }  // namespace edgc::results

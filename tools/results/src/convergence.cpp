@@ -40,7 +40,13 @@ ConvergenceRecord read_convergence_record(const std::filesystem::path& file) {
   r.step = s.at("step").integer(0);
   r.alpha = s.at("alpha").number();
   r.beta = s.at("beta").number();
-  if (const auto p = root.find("provenance"); p && p->find("world_size")) r.world_size = p->at("world_size").integer(1);
+  const auto p = root.find("provenance");
+  if (p && p->find("world_size")) r.world_size = p->at("world_size").integer(1);
+  if (const auto d = s.find("device"); d && d->one_of({"cpu", "cuda"}) == "cuda") {
+    if (!p) root.fail("a record made on a GPU (settings.device cuda) must name it in provenance.gpu");
+    r.gpu = p->at("gpu").string();
+    r.ranks_per_gpu = p->at("ranks_per_gpu").integer(1);
+  }
   const JsonNode runs = root.at("runs");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     ConvergenceRun run;
@@ -126,6 +132,10 @@ void add_convergence(const std::vector<ConvergenceRecord>& records, ResultDocume
   for (const ConvergenceRecord& r : records) {
     ordered_json e = {
         {"file", r.file}, {"model", model_text(r)}, {"steps", r.steps}, {"seed", r.seed}, {"world_size", r.world_size}};
+    if (!r.gpu.empty()) {
+      e["gpu"] = r.gpu;
+      e["ranks_per_gpu"] = r.ranks_per_gpu;
+    }
     ordered_json matches = ordered_json::object();
     ordered_json mismatches = ordered_json::object();
     for (ResultRun& run : doc.runs) {
@@ -174,6 +184,9 @@ std::vector<std::string> convergence_lines(const ResultDocument& doc) {
                  " (seed " + std::to_string(r.value("seed", std::int64_t{0})) + ")";
       where = r.value("model", std::string()) + " over " + std::to_string(r.value("steps", std::int64_t{0})) +
               " steps on " + std::to_string(r.value("world_size", std::int64_t{0})) + " ranks";
+      if (r.contains("gpu"))
+        where += r.value("ranks_per_gpu", std::int64_t{1}) > 1 ? ", sharing one " + r["gpu"].get<std::string>()
+                                                               : " on " + r["gpu"].get<std::string>() + " GPUs";
     }
     if (!changes.empty())
       out.push_back(

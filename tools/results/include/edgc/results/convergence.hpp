@@ -38,6 +38,10 @@ struct ConvergenceRecord {
   std::int64_t steps = 0, seed = 0, world_size = 0;
   std::int64_t window = 0, r_min = 0, r_max = 0, step = 0;
   double alpha = 0.0, beta = 0.0;
+  /// Where it trained: empty on the CPU (settings.device "cpu" or absent), else the GPU's name (provenance.gpu) with
+  /// provenance.ranks_per_gpu, the ranks that shared it.
+  std::string gpu;
+  std::int64_t ranks_per_gpu = 0;
   std::vector<ConvergenceRun> runs;
   const ConvergenceRun* find(const std::string& policy) const;
 };
@@ -66,8 +70,8 @@ std::string convergence_mismatch(const ConvergenceRecord& record, const Converge
 void add_convergence(const std::vector<ConvergenceRecord>& records, ResultDocument& doc);
 
 /// One line per compressing policy with a measured change, for the console and the report: "edgc: validation loss
-/// +0.0081 (seed 0), +0.0178 (seed 1) against none, measured on a 4-layer d_model 64 GPT over 300 steps (…)"; empty
-/// without a "convergence" section.
+/// +0.0081 (seed 0), +0.0178 (seed 1) against none, measured on a 4-layer d_model 64 GPT over 300 steps (…)", with
+/// ", sharing one NVIDIA H200" after the ranks for a record made on a GPU; empty without a "convergence" section.
 std::vector<std::string> convergence_lines(const ResultDocument& doc);
 
 }  // namespace edgc::results
