@@ -1,5 +1,5 @@
-// The numbering of the trailing Cholesky entries the CUDA backend's spread schedule hands out (impl/triangle_order.hpp):
-// checked here on the CPU for every rank the schedule takes and beyond.
+// The numbering of the trailing Cholesky entries the CUDA backend's spread schedule hands out
+// (impl/triangle_order.hpp): checked here on the CPU for every rank the schedule takes and beyond.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -30,7 +30,8 @@ TEST(TriangleOrder, NumbersEveryTrailingEntryOnceWithEachStepsEntriesFirst) {
     }
     for (int j = 0; j < r; ++j) {
       const int live = trailing_entries(j, r);
-      for (int e = 0; e < total; ++e) ASSERT_EQ(trailing_cell(e, r).col > j, e < live) << "step " << j << " entry " << e;
+      for (int e = 0; e < total; ++e)
+        ASSERT_EQ(trailing_cell(e, r).col > j, e < live) << "step " << j << " entry " << e;
     }
   }
   EXPECT_EQ(trailing_entries(127, 128), 0);

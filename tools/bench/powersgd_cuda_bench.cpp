@@ -152,8 +152,8 @@ struct Timed {
   Timer timer;
   Timed(int fused, int cholesky_spread)
       : fused_rank(fused),
-        backend(ek::make_backend("cuda",
-                                 {.fused_project_max_rank = fused, .cholesky_spread_max_rank = cholesky_spread})),
+        backend(
+            ek::make_backend("cuda", {.fused_project_max_rank = fused, .cholesky_spread_max_rank = cholesky_spread})),
         stream(static_cast<cudaStream_t>(backend->native_stream())),
         timer(stream) {}
 };
@@ -507,17 +507,18 @@ int run(int argc, char** argv) {
   for (const Shape& s : kShapes)
     if (selected(opt, s)) all_ok = bench_shape(timed, opt, s, copy_GBps, entries, variants) && all_ok;
 
-  std::printf("\northogonalisation: CholeskyQR2 of %d panels of 4096×r per call, device ms; Cholesky a row of the update per "
-              "warp against spread over the CTA\n",
-              opt.batch);
+  std::printf(
+      "\northogonalisation: CholeskyQR2 of %d panels of 4096×r per call, device ms; Cholesky a row of the update per "
+      "warp against spread over the CTA\n",
+      opt.batch);
   std::printf("  %4s %14s %10s %7s %10s\n", "r", "row/warp ms", "spread ms", "ratio", "same bits");
   nlohmann::ordered_json orth_json = nlohmann::ordered_json::array();
   for (const int r : opt.ranks) {
     if (r < 3) continue;  // one or two columns take Gram–Schmidt
     const OrthTime o = time_orthogonalize(4096, r, opt.batch, opt.repeats);
     all_ok = all_ok && o.same_bits;
-    std::printf("  %4d %14.3f %10.3f %6.2fx %10s\n", r, o.per_warp_s * 1e3, o.spread_s * 1e3,
-                o.per_warp_s / o.spread_s, o.same_bits ? "yes" : "NO");
+    std::printf("  %4d %14.3f %10.3f %6.2fx %10s\n", r, o.per_warp_s * 1e3, o.spread_s * 1e3, o.per_warp_s / o.spread_s,
+                o.same_bits ? "yes" : "NO");
     orth_json.push_back({{"rows", o.rows},
                          {"r", o.r},
                          {"batch", o.batch},

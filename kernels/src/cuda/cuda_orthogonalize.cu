@@ -142,9 +142,10 @@ __device__ void invert_lower(std::int64_t r, std::int64_t ld, double* w, const d
 // kCholeskySpreadRankMax): the row-per-warp schedule above leaves each warp a few rows of the trailing update, one
 // dependent shared-memory read-modify-write after another, and spends a second barrier per column on the division.
 // Here every thread of the CTA takes its own entries of the trailing triangle (at most ⌈r(r − 1)/2 / 512⌉, fixed for
-// the whole factorisation), reads them (up to kSpreadChunk at a time), then writes them, and divides the two L entries it needs itself
-// (IEEE division, so every thread gets the bits the row-per-warp schedule stores): one barrier per column. Each entry
-// still takes its terms in the order k = 0, 1, … with the same expressions, so both schedules give the same bits.
+// the whole factorisation), reads them (up to kSpreadChunk at a time), then writes them, and divides the two L entries
+// it needs itself (IEEE division, so every thread gets the bits the row-per-warp schedule stores): one barrier per
+// column. Each entry still takes its terms in the order k = 0, 1, … with the same expressions, so both schedules give
+// the same bits.
 
 // Entries a thread keeps in flight at once (a bound on registers at r > 64: 16 entries per thread).
 constexpr int kSpreadChunk = 8;
@@ -157,7 +158,8 @@ __device__ bool cholesky_spread(const float* gram, const double* d, int r, int l
 #pragma unroll
   for (int s = 0; s < kPer; ++s) {
     const int e = t + s * kSmallThreads;
-    const impl::TriangleCell c = e < impl::trailing_entries(0, r) ? impl::trailing_cell(e, r) : impl::TriangleCell{0, 0};
+    const impl::TriangleCell c =
+        e < impl::trailing_entries(0, r) ? impl::trailing_cell(e, r) : impl::TriangleCell{0, 0};
     cell[s] = c.row << 16 | c.col;  // row · 2¹⁶ + column
   }
   const int warp = t / 32;
@@ -176,9 +178,9 @@ __device__ bool cholesky_spread(const float* gram, const double* d, int r, int l
     }
     const double ljj = sqrt(v);
     if (t == 0) diag[j] = ljj;
-    const int live = impl::trailing_entries(j, r);
     if (j + 1 + t < r) w[j * ld + j + 1 + t] = w[(j + 1 + t) * ld + j] / ljj;  // L[·][j] into row j
     // A thread's entries in chunks of kSpreadChunk: all reads of a chunk in flight together, then its writes.
+    const int live = impl::trailing_entries(j, r);
 #pragma unroll
     for (int s0 = 0; s0 < kPer; s0 += kSpreadChunk) {
       double next[kSpreadChunk];
@@ -371,7 +373,8 @@ std::size_t shared_room() {
     const auto kernel = cholesky_rinv_kernel<kPer, kPerInv>;
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-        cudaFuncGetAttributes(&attr, kernel) != cudaSuccess || static_cast<std::size_t>(optin) <= attr.sharedSizeBytes ||
+        cudaFuncGetAttributes(&attr, kernel) != cudaSuccess ||
+        static_cast<std::size_t>(optin) <= attr.sharedSizeBytes ||
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              optin - static_cast<int>(attr.sharedSizeBytes)) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -387,8 +390,8 @@ void launch_cholesky(int batch, std::int64_t r, const float* gram, float eps, co
                      float* rinv, int* ok, int* third, cudaStream_t stream) {
   const auto bytes = static_cast<std::size_t>(r * (r + 1)) * sizeof(double);
   const bool shared = bytes <= shared_room<kPer, kPerInv>();
-  cholesky_rinv_kernel<kPer, kPerInv><<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(
-      r, gram, eps, gate, dwork, rinv, ok, third, shared);
+  cholesky_rinv_kernel<kPer, kPerInv>
+      <<<batch, kSmallThreads, shared ? bytes : 0, stream>>>(r, gram, eps, gate, dwork, rinv, ok, third, shared);
 }
 
 }  // namespace

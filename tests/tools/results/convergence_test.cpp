@@ -95,11 +95,11 @@ TEST(Convergence, NoRecordsNoSectionAndABadRecordIsRefused) {
   }
 }
 
-
 // A record made with converge.py --device cuda names its GPU: carried into the section and the console line; a device
 // other than cpu or cuda, or a GPU record without the GPU's name, is refused naming the field.
 TEST(Convergence, ARecordMadeOnAGpuSaysSo) {
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(traces::test::read_file(kMeasured + "cpu-tiny-gpt-converge.json"));
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(traces::test::read_file(kMeasured + "cpu-tiny-gpt-converge.json"));
   doc["settings"]["device"] = "cuda";
   doc["provenance"]["gpu"] = "NVIDIA H200";
   doc["provenance"]["ranks_per_gpu"] = 2;
@@ -113,7 +113,8 @@ TEST(Convergence, ARecordMadeOnAGpuSaysSo) {
   EXPECT_EQ(result.sections["convergence"]["records"][0]["gpu"], "NVIDIA H200");
   const std::vector<std::string> lines = convergence_lines(result);
   ASSERT_EQ(lines.size(), 2U);
-  EXPECT_NE(lines[1].find("over 300 steps on 2 ranks, sharing one NVIDIA H200 (bundled"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("over 300 steps on 2 ranks, sharing one NVIDIA H200 (bundled"), std::string::npos)
+      << lines[1];
   // The CPU record says nothing of a GPU.
   ResultDocument cpu = tiny_result();
   add_convergence({read_convergence_record(kMeasured + "cpu-tiny-gpt-converge.json")}, cpu);
