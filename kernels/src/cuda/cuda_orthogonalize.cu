@@ -101,7 +101,7 @@ __device__ bool cholesky(const float* gram, const double* d, std::int64_t r, std
     for (std::int64_t i = j + 1 + warp; i < r; i += warps) {
       const double lij = lj[i];
       double* wi = w + i * ld;
-      for (std::int64_t k = j + 1 + lane; k <= i; k += 32) wi[k] -= lij * lj[k];
+      for (std::int64_t k = j + 1 + lane; k <= i; k += 32) wi[k] = fma(-lij, lj[k], wi[k]);
     }
     __syncthreads();
   }
@@ -125,7 +125,7 @@ __device__ void invert_lower(std::int64_t r, std::int64_t ld, double* w, const d
     const double* lk = w + k * ld;  // L[i][k] for i > k
     for (std::int64_t j = warp; j <= k; j += warps) {
       const double xkj = j == k ? 1.0 / lkk : -w[k * ld + j] / lkk;
-      for (std::int64_t i = k + 1 + lane; i < r; i += 32) w[i * ld + j] += lk[i] * xkj;
+      for (std::int64_t i = k + 1 + lane; i < r; i += 32) w[i * ld + j] = fma(lk[i], xkj, w[i * ld + j]);
       if (lane == 0) {
         if (j == k) {
           xd[k] = xkj;
@@ -145,7 +145,8 @@ __device__ void invert_lower(std::int64_t r, std::int64_t ld, double* w, const d
 // the whole factorisation), reads them (up to kSpreadChunk at a time), then writes them, and divides the two L entries
 // it needs itself (IEEE division, so every thread gets the bits the row-per-warp schedule stores): one barrier per
 // column. Each entry still takes its terms in the order k = 0, 1, … with the same expressions, so both schedules give
-// the same bits.
+// the same bits. The updates are written as explicit fma in both schedules: ptxas fuses a − b·c anyway, but a driver
+// compiling the embedded PTX for a newer GPU would then be free to decide differently for the two kernels.
 
 // Entries a thread keeps in flight at once (a bound on registers at r > 64: 16 entries per thread).
 constexpr int kSpreadChunk = 8;
@@ -192,7 +193,7 @@ __device__ bool cholesky_spread(const float* gram, const double* d, int r, int l
           const int k = cell[s] & 0xffff;
           const double lij = w[i * ld + j] / ljj;
           const double lkj = w[k * ld + j] / ljj;
-          next[s - s0] = w[i * ld + k] - lij * lkj;
+          next[s - s0] = fma(-lij, lkj, w[i * ld + k]);
         }
       }
 #pragma unroll
@@ -240,7 +241,7 @@ __device__ void invert_lower_spread(int r, int ld, double* w, const double* diag
           const int j = e - (i - k - 1) * width;
           const double xkj = j == k ? 1.0 / lkk : -w[k * ld + j] / lkk;
           at[s - s0] = i * ld + j;
-          next[s - s0] = w[at[s - s0]] + w[k * ld + i] * xkj;
+          next[s - s0] = fma(w[k * ld + i], xkj, w[at[s - s0]]);
         }
       }
 #pragma unroll

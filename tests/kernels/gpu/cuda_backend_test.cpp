@@ -242,7 +242,8 @@ TEST_F(CudaParity, StageEntropyMatchesTheCpuWithSeparateAndFusedCalls) {
 // tensor: histograms exact per row, moments to the last bits of their double sums; the same call twice gives the same
 // bits. Tensors: unaligned views, sampled and odd blocks, whole tensors of many pieces, nothing selected, NaN and
 // Inf; bins in per-warp shared copies (1024), one shared copy (8000) and global memory (10000); and a thousand small
-// tensors, more tiles than a wave of CTAs, so the CTAs stride over the tiles.
+// tensors, more tiles than a wave of CTAs, so the CTAs stride over the tiles, and a tensor of 20,000 one-element
+// blocks, so that a warp takes several pieces of one tile.
 TEST_F(CudaParity, BatchedStatisticsMatchTheCpuPerTensor) {
   std::vector<float> h = random_normal((1u << 20) + 9, 31, 0.004);
   for (std::size_t i = 700; i < h.size(); i += 1013) h[i] = 1e30F;
@@ -268,6 +269,11 @@ TEST_F(CudaParity, BatchedStatisticsMatchTheCpuPerTensor) {
   };
   std::vector<Part> parts = {{1, 300'001, &sampled}, {2, 400'000, &odd},    {3, 100'003, nullptr},
                              {0, 10, &nothing},      {500'000, 0, nullptr}, {500'003, (1u << 19) - 3, nullptr}};
+  // 20,000 blocks of one element: so many pieces that a tile holds several per warp (the plan's pieces per tile grow
+  // with the total, a wave of CTAs taking about half of them each round).
+  std::vector<Block> singles;
+  for (std::int64_t i = 0; i < 20'000; ++i) singles.push_back({2 * i + 1, 1});
+  parts.push_back({600'000, 40'001, &singles});
   for (std::size_t k = 0; k < 1000; ++k) parts.push_back({(k * 997) % 1'000'000 + 1, 1 + k % 300, nullptr});
   for (const std::size_t count : {std::size_t{6}, parts.size()}) {
     std::vector<SampledTensor> host, dev;
