@@ -69,6 +69,31 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(std::int64_t count, co
 
 constexpr int kSmallThreads = 512;
 
+// The lower triangle of w (leading dimension ld) ← D⁻¹·G·D⁻¹ + shift·I from the lower triangle of the r×r Gram
+// matrix, a row per warp; then a barrier. Both Cholesky schedules start here.
+__device__ void load_scaled_gram(const float* gram, const double* d, std::int64_t r, std::int64_t ld, double shift,
+                                 double* w) {
+  const auto warp = static_cast<std::int64_t>(threadIdx.x / 32);
+  const auto lane = static_cast<std::int64_t>(threadIdx.x % 32);
+  const std::int64_t warps = blockDim.x / 32;
+  for (std::int64_t i = warp; i < r; i += warps)
+    for (std::int64_t k = lane; k <= i; k += 32) {
+      const double v = static_cast<double>(gram[i * r + k]) / (d[i] * d[k]);
+      w[i * ld + k] = i == k ? v + shift : v;
+    }
+  __syncthreads();
+}
+
+// Zeroes the strict lower triangle of w (where both L⁻¹ schedules build up their sums); then a barrier.
+__device__ void clear_strict_lower(std::int64_t r, std::int64_t ld, double* w) {
+  const auto warp = static_cast<std::int64_t>(threadIdx.x / 32);
+  const auto lane = static_cast<std::int64_t>(threadIdx.x % 32);
+  const std::int64_t warps = blockDim.x / 32;
+  for (std::int64_t i = warp; i < r; i += warps)
+    for (std::int64_t j = lane; j < i; j += 32) w[i * ld + j] = 0.0;
+  __syncthreads();
+}
+
 // The CPU twin's cholesky() of D⁻¹·G·D⁻¹ + shift·I = L·Lᵀ, computed right-looking in w (leading dimension ld): the
 // lower triangle starts as the scaled, shifted Gram matrix; at step j every thread takes the square root of the
 // pivot (the same bits everywhere, so every thread sees the same failure), column j is divided by it into row j of
@@ -81,12 +106,7 @@ __device__ bool cholesky(const float* gram, const double* d, std::int64_t r, std
   const auto warp = static_cast<std::int64_t>(threadIdx.x / 32);
   const auto lane = static_cast<std::int64_t>(threadIdx.x % 32);
   const std::int64_t warps = blockDim.x / 32;
-  for (std::int64_t i = warp; i < r; i += warps)
-    for (std::int64_t k = lane; k <= i; k += 32) {
-      const double v = static_cast<double>(gram[i * r + k]) / (d[i] * d[k]);
-      w[i * ld + k] = i == k ? v + shift : v;
-    }
-  __syncthreads();
+  load_scaled_gram(gram, d, r, ld, shift, w);
   for (std::int64_t j = 0; j < r; ++j) {
     const double v = w[j * ld + j];
     if (!(v > 0.0) || !isfinite(v)) {
@@ -117,9 +137,7 @@ __device__ void invert_lower(std::int64_t r, std::int64_t ld, double* w, const d
   const auto warp = static_cast<std::int64_t>(threadIdx.x / 32);
   const auto lane = static_cast<std::int64_t>(threadIdx.x % 32);
   const std::int64_t warps = blockDim.x / 32;
-  for (std::int64_t i = warp; i < r; i += warps)
-    for (std::int64_t j = lane; j < i; j += 32) w[i * ld + j] = 0.0;
-  __syncthreads();
+  clear_strict_lower(r, ld, w);
   for (std::int64_t k = 0; k < r; ++k) {
     const double lkk = diag[k];
     const double* lk = w + k * ld;  // L[i][k] for i > k
@@ -163,14 +181,7 @@ __device__ bool cholesky_spread(const float* gram, const double* d, int r, int l
         e < impl::trailing_entries(0, r) ? impl::trailing_cell(e, r) : impl::TriangleCell{0, 0};
     cell[s] = c.row << 16 | c.col;  // row · 2¹⁶ + column
   }
-  const int warp = t / 32;
-  const int lane = t % 32;
-  for (int i = warp; i < r; i += kSmallThreads / 32)
-    for (int k = lane; k <= i; k += 32) {
-      const double v = static_cast<double>(gram[i * r + k]) / (d[i] * d[k]);
-      w[i * ld + k] = i == k ? v + shift : v;
-    }
-  __syncthreads();
+  load_scaled_gram(gram, d, r, ld, shift, w);
   for (int j = 0; j < r; ++j) {
     const double v = w[j * ld + j];
     if (!(v > 0.0) || !isfinite(v)) {
@@ -210,11 +221,7 @@ __device__ bool cholesky_spread(const float* gram, const double* d, int r, int l
 template <int kPer>
 __device__ void invert_lower_spread(int r, int ld, double* w, const double* diag, double* xd) {
   const int t = static_cast<int>(threadIdx.x);
-  const int warp = t / 32;
-  const int lane = t % 32;
-  for (int i = warp; i < r; i += kSmallThreads / 32)
-    for (int j = lane; j < i; j += 32) w[i * ld + j] = 0.0;
-  __syncthreads();
+  clear_strict_lower(r, ld, w);
   for (int k = 0; k < r; ++k) {
     const double lkk = diag[k];
     const int width = k + 1;

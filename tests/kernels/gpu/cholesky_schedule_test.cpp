@@ -19,8 +19,6 @@
 namespace edgc::kernels {
 namespace {
 
-#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
-
 // Unit diagonal, off-diagonal entries ±0.9 with a pseudo-random sign; entries (0, 1), (0, 2), (1, 2) = 0.9, 0.9, −0.9
 // make the leading 3×3 block indefinite (determinant −2.888), so the whole matrix is.
 std::vector<float> indefinite_gram(int r, unsigned seed) {
